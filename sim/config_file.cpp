@@ -1,0 +1,71 @@
+#include "sim/config_file.hpp"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace servesim {
+namespace po = boost::program_options;
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  const auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+std::string strip_dashes(std::string name) {
+  while (!name.empty() && name.front() == '-')
+    name.erase(name.begin());
+  return name;
+}
+
+}  // namespace
+
+void store_ini_file(const std::string& path, const po::options_description& desc,
+                    po::variables_map& vm, const std::set<std::string>& skip) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(path, 0, "", "cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+
+  // First pass: syntax and known keys, remembering the line of each key for later errors.
+  std::map<std::string, int> line_of;
+  std::string section, line;
+  std::istringstream lines(text.str());
+  for (int lineno = 1; std::getline(lines, line); ++lineno) {
+    std::string s = trim(line.substr(0, line.find_first_of("#;")));
+    if (s.empty()) continue;
+    if (s.front() == '[') {
+      if (s.back() != ']') throw Error(path, lineno, "", "section header must end with ']'");
+      section = trim(s.substr(1, s.size() - 2));
+      continue;
+    }
+    const auto eq = s.find('=');
+    if (eq == std::string::npos) throw Error(path, lineno, s, "expected 'key = value'");
+    const std::string key = (section.empty() ? "" : section + ".") + trim(s.substr(0, eq));
+    if (desc.find_nothrow(key, false) == nullptr) throw Error(path, lineno, key, "unknown key");
+    if (trim(s.substr(eq + 1)).empty()) throw Error(path, lineno, key, "empty value");
+    line_of.emplace(key, lineno);
+  }
+
+  try {
+    std::istringstream again(text.str());
+    po::parsed_options parsed = po::parse_config_file(again, desc, false);
+    std::erase_if(parsed.options,
+                  [&](const po::option& o) { return skip.count(o.string_key) > 0; });
+    po::store(parsed, vm);
+  } catch (const po::error_with_option_name& e) {
+    const std::string key = strip_dashes(e.get_option_name());
+    const auto it = line_of.find(key);
+    throw Error(path, it == line_of.end() ? 0 : it->second, key, e.what());
+  } catch (const po::error& e) {
+    throw Error(path, 0, "", e.what());
+  }
+}
+
+}  // namespace servesim
