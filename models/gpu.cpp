@@ -1,0 +1,77 @@
+#include "models/gpu.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sim/config_file.hpp"
+#include "sim/error.hpp"
+
+namespace servesim {
+namespace po = boost::program_options;
+
+const std::vector<GpuSpec>& gpu_catalogue() {
+  // Dense BF16 TFLOP/s, HBM GB, HBM GB/s, interconnect GB/s, from the vendors' datasheets.
+  static const std::vector<GpuSpec> gpus = {
+      {"a100-40g", "NVIDIA A100 SXM4 40GB", 312, 40, 1555, 600},
+      {"a100-80g", "NVIDIA A100 SXM4 80GB", 312, 80, 2039, 600},
+      {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989.4, 80, 3350, 900},
+      {"h100-pcie", "NVIDIA H100 PCIe 80GB", 756, 80, 2000, 600},
+      {"h200-sxm", "NVIDIA H200 SXM 141GB", 989.4, 141, 4800, 900},
+      {"l40s", "NVIDIA L40S 48GB (PCIe)", 362, 48, 864, 64},
+      {"l4", "NVIDIA L4 24GB (PCIe)", 121, 24, 300, 64},
+      {"mi300x", "AMD Instinct MI300X 192GB", 1307.4, 192, 5300, 896},
+      {"b200", "NVIDIA B200 180GB", 2250, 180, 8000, 1800},
+  };
+  return gpus;
+}
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+}  // namespace
+
+GpuSpec find_gpu(std::string_view name) {
+  const std::string key = lower(name);
+  std::string known;
+  for (const auto& g : gpu_catalogue()) {
+    if (g.name == key) return g;
+    known += (known.empty() ? "" : ", ") + g.name;
+  }
+  throw Error("gpu", "unknown GPU '" + std::string(name) + "' (known: " + known +
+                         "; or describe one with --gpu-file)");
+}
+
+GpuSpec load_gpu_file(const std::string& path) {
+  GpuSpec g;
+  po::options_description desc;
+  desc.add_options()("name", po::value(&g.name)->required())(
+      "description", po::value(&g.description)->default_value(""))(
+      "bf16_tflops", po::value(&g.bf16_tflops)->required())(
+      "hbm_gib", po::value(&g.hbm_gib)->required())("hbm_gb_per_s",
+                                                    po::value(&g.hbm_gb_per_s)->required())(
+      "interconnect_gb_per_s", po::value(&g.interconnect_gb_per_s)->required());
+  po::variables_map vm;
+  store_ini_file(path, desc, vm);
+  try {
+    po::notify(vm);
+  } catch (const po::error_with_option_name& e) {
+    throw Error(path, 0, e.get_option_name(), e.what());
+  }
+  const std::pair<const char*, double> fields[] = {
+      {"bf16_tflops", g.bf16_tflops},
+      {"hbm_gib", g.hbm_gib},
+      {"hbm_gb_per_s", g.hbm_gb_per_s},
+      {"interconnect_gb_per_s", g.interconnect_gb_per_s}};
+  for (const auto& [field, v] : fields) {
+    if (!(std::isfinite(v) && v > 0)) throw Error(path, 0, field, "must be a positive number");
+  }
+  if (g.name.empty()) throw Error(path, 0, "name", "must not be empty");
+  g.name = lower(g.name);
+  return g;
+}
+
+}  // namespace servesim

@@ -1,0 +1,40 @@
+// GpuSpec: the datasheet facts of one accelerator that the cost model and the memory plan need.
+// The catalogue holds the GPUs servesim knows by name (`servesim list gpus`); a user adds another
+// with an INI file (`--gpu-file`). Promises: every value is positive and finite once constructed
+// through find_gpu or load_gpu_file.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace servesim {
+
+struct GpuSpec {
+  std::string name;         // catalogue key, lower-case, e.g. "h100-sxm"
+  std::string description;  // e.g. "NVIDIA H100 SXM5 80GB"
+  double bf16_tflops = 0;   // dense BF16 peak, TFLOP/s (no sparsity)
+  // HBM capacity. Datasheets say "80 GB" for what is 80 GiB of HBM (stacks are binary-sized),
+  // and vLLM sees the binary size (minus a few hundred MiB of driver reserve), so we read it as
+  // GiB.
+  double hbm_gib = 0;
+  double hbm_gb_per_s = 0;           // HBM bandwidth, GB/s (1e9 bytes/s)
+  double interconnect_gb_per_s = 0;  // GPU-to-GPU bandwidth per GPU (NVLink/xGMI/PCIe), GB/s
+
+  double peak_flops() const { return bf16_tflops * 1e12; }
+  double hbm_bytes() const { return hbm_gib * 1024.0 * 1024.0 * 1024.0; }
+  double hbm_bytes_per_s() const { return hbm_gb_per_s * 1e9; }
+  double interconnect_bytes_per_s() const { return interconnect_gb_per_s * 1e9; }
+};
+
+// The built-in catalogue, in the order `servesim list gpus` prints it.
+const std::vector<GpuSpec>& gpu_catalogue();
+
+// Looks a GPU up by catalogue name (case-insensitive). Throws Error naming the known GPUs.
+GpuSpec find_gpu(std::string_view name);
+
+// Reads a GPU from an INI file: keys name, description, bf16_tflops, hbm_gib, hbm_gb_per_s,
+// interconnect_gb_per_s. Throws Error with file, line and field on bad input.
+GpuSpec load_gpu_file(const std::string& path);
+
+}  // namespace servesim

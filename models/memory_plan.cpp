@@ -1,0 +1,62 @@
+#include "models/memory_plan.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "sim/error.hpp"
+
+namespace servesim {
+
+double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int64_t num_seqs) {
+  const double per_token =
+      4.0 * m.hidden_size + 3.0 * m.experts_per_token * double(m.intermediate_size) / tp;
+  const double logits = double(std::min(num_tokens, num_seqs)) * m.vocab_size * 4.0 * 2.0;
+  return double(num_tokens) * per_token * m.dtype_bytes + logits;
+}
+
+namespace {
+std::string gib(double bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+}  // namespace
+
+MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt) {
+  MemoryPlan p;
+  p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
+  p.weight_bytes = double(model.total_params()) * model.dtype_bytes / opt.tp;
+  p.activation_bytes =
+      activation_peak_bytes(model, opt.tp, opt.max_num_batched_tokens, opt.max_num_seqs);
+  p.reserve_bytes = opt.runtime_reserve_gib * 1024.0 * 1024.0 * 1024.0;
+  p.kv_cache_bytes = p.usable_bytes - p.weight_bytes - p.activation_bytes - p.reserve_bytes;
+  p.kv_bytes_per_block = int64_t(opt.block_size) * model.kv_bytes_per_token_per_gpu(opt.tp);
+  if (opt.num_gpu_blocks_override > 0) {
+    p.num_gpu_blocks = opt.num_gpu_blocks_override;
+    p.overridden = true;
+    return p;
+  }
+  p.num_gpu_blocks = p.kv_cache_bytes > 0
+                         ? static_cast<int64_t>(std::floor(p.kv_cache_bytes / p.kv_bytes_per_block))
+                         : 0;
+  if (p.num_gpu_blocks < 1) {
+    throw Error("model",
+                model.name + " does not fit on " + gpu.name + " at TP" + std::to_string(opt.tp) +
+                    ": usable " + gib(p.usable_bytes) + " (" + gib(gpu.hbm_bytes()) + " x " +
+                    fixed2(opt.gpu_memory_utilization) + ") - weights " + gib(p.weight_bytes) +
+                    " - activations " + gib(p.activation_bytes) + " - runtime reserve " +
+                    gib(p.reserve_bytes) + " leaves " + gib(p.kv_cache_bytes) +
+                    " for the KV cache, less than one " + std::to_string(p.kv_bytes_per_block) +
+                    "-byte block (raise --tp, --gpu-memory-utilization or lower "
+                    "--max-num-batched-tokens)");
+  }
+  return p;
+}
+
+}  // namespace servesim

@@ -1,0 +1,138 @@
+#include "models/model.hpp"
+
+#include <algorithm>
+
+#include "sim/config_file.hpp"
+#include "sim/error.hpp"
+
+namespace servesim {
+namespace po = boost::program_options;
+
+int64_t ModelSpec::attention_params_per_layer() const {
+  const int64_t q = int64_t(num_heads) * head_dim;
+  const int64_t kv = int64_t(num_kv_heads) * head_dim;
+  const int64_t bias = qkv_bias ? q + 2 * kv : 0;
+  return int64_t(hidden_size) * (q + 2 * kv) + q * hidden_size + bias;
+}
+
+int64_t ModelSpec::expert_params() const {
+  return 3 * int64_t(hidden_size) * intermediate_size;
+}
+
+int64_t ModelSpec::active_linear_params_per_layer() const {
+  const int64_t router = num_experts > 1 ? int64_t(hidden_size) * num_experts : 0;
+  return attention_params_per_layer() + experts_per_token * expert_params() + router;
+}
+
+int64_t ModelSpec::total_params() const {
+  const int64_t router = num_experts > 1 ? int64_t(hidden_size) * num_experts : 0;
+  const int64_t norms = 2 * int64_t(hidden_size);
+  const int64_t layer =
+      attention_params_per_layer() + num_experts * expert_params() + router + norms;
+  const int64_t embed = int64_t(vocab_size) * hidden_size;
+  return num_layers * layer + embed + (tie_word_embeddings ? 0 : lm_head_params()) + hidden_size;
+}
+
+int64_t ModelSpec::active_params() const {
+  return total_params() - int64_t(num_layers) * (num_experts - experts_per_token) * expert_params();
+}
+
+const std::vector<ModelSpec>& model_catalogue() {
+  // Fields from each model's published config.json on the Hugging Face hub:
+  // layers, hidden, heads, kv heads, head_dim, intermediate, vocab, max_position_embeddings,
+  // experts, experts per token, qkv bias, tied embeddings.
+  static const std::vector<ModelSpec> models = {
+      {"llama-2-7b", "meta-llama/Llama-2-7b-hf", 32, 4096, 32, 32, 128, 11008, 32000, 4096},
+      {"llama-2-13b", "meta-llama/Llama-2-13b-hf", 40, 5120, 40, 40, 128, 13824, 32000, 4096},
+      {"llama-2-70b", "meta-llama/Llama-2-70b-hf", 80, 8192, 64, 8, 128, 28672, 32000, 4096},
+      {"llama-3-8b", "meta-llama/Meta-Llama-3-8B", 32, 4096, 32, 8, 128, 14336, 128256, 8192},
+      {"llama-3.1-8b", "meta-llama/Llama-3.1-8B", 32, 4096, 32, 8, 128, 14336, 128256, 131072},
+      {"llama-3-70b", "meta-llama/Meta-Llama-3-70B", 80, 8192, 64, 8, 128, 28672, 128256, 8192},
+      {"llama-3.1-70b", "meta-llama/Llama-3.1-70B", 80, 8192, 64, 8, 128, 28672, 128256, 131072},
+      // Sliding-window attention (4096) is not modelled: attention spans the whole context.
+      {"mistral-7b-v0.1", "mistralai/Mistral-7B-v0.1", 32, 4096, 32, 8, 128, 14336, 32000, 32768},
+      {"qwen2.5-7b", "Qwen/Qwen2.5-7B", 28, 3584, 28, 4, 128, 18944, 152064, 131072, 1, 1, true},
+      {"qwen2.5-72b", "Qwen/Qwen2.5-72B", 80, 8192, 64, 8, 128, 29568, 152064, 131072, 1, 1, true},
+      {"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 128, 14336, 32000, 32768, 8,
+       2},
+  };
+  return models;
+}
+
+namespace {
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return out;
+}
+}  // namespace
+
+ModelSpec find_model(std::string_view name) {
+  const std::string key = lower(name);
+  std::string known;
+  for (const auto& m : model_catalogue()) {
+    if (m.name == key) return m;
+    known += (known.empty() ? "" : ", ") + m.name;
+  }
+  throw Error("model", "unknown model '" + std::string(name) + "' (known: " + known +
+                           "; or describe one with --model-file)");
+}
+
+void validate(const ModelSpec& m, const std::string& source) {
+  const std::pair<const char*, int> positive[] = {
+      {"num_hidden_layers", m.num_layers},
+      {"hidden_size", m.hidden_size},
+      {"num_attention_heads", m.num_heads},
+      {"num_key_value_heads", m.num_kv_heads},
+      {"head_dim", m.head_dim},
+      {"intermediate_size", m.intermediate_size},
+      {"vocab_size", m.vocab_size},
+      {"max_position_embeddings", m.max_position},
+      {"num_local_experts", m.num_experts},
+      {"num_experts_per_tok", m.experts_per_token},
+  };
+  for (const auto& [field, v] : positive) {
+    if (v <= 0) throw Error(source, 0, field, "must be a positive integer");
+  }
+  if (m.num_heads % m.num_kv_heads != 0) {
+    throw Error(source, 0, "num_key_value_heads", "must divide num_attention_heads");
+  }
+  if (m.experts_per_token > m.num_experts) {
+    throw Error(source, 0, "num_experts_per_tok", "must not exceed num_local_experts");
+  }
+  if (m.name.empty()) throw Error(source, 0, "name", "must not be empty");
+}
+
+ModelSpec load_model_file(const std::string& path) {
+  ModelSpec m;
+  int head_dim = 0;
+  po::options_description desc;
+  desc.add_options()("name", po::value(&m.name)->required())(
+      "hf_id", po::value(&m.hf_id)->default_value(""))("num_hidden_layers",
+                                                       po::value(&m.num_layers)->required())(
+      "hidden_size", po::value(&m.hidden_size)->required())("num_attention_heads",
+                                                            po::value(&m.num_heads)->required())(
+      "num_key_value_heads", po::value(&m.num_kv_heads))("head_dim", po::value(&head_dim))(
+      "intermediate_size", po::value(&m.intermediate_size)->required())(
+      "vocab_size", po::value(&m.vocab_size)->required())("max_position_embeddings",
+                                                          po::value(&m.max_position)->required())(
+      "num_local_experts", po::value(&m.num_experts)->default_value(1))(
+      "num_experts_per_tok", po::value(&m.experts_per_token)->default_value(1))(
+      "qkv_bias", po::value(&m.qkv_bias)->default_value(false))(
+      "tie_word_embeddings", po::value(&m.tie_word_embeddings)->default_value(false));
+  po::variables_map vm;
+  store_ini_file(path, desc, vm);
+  try {
+    po::notify(vm);
+  } catch (const po::error_with_option_name& e) {
+    throw Error(path, 0, e.get_option_name(), e.what());
+  }
+  if (!vm.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
+  if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
+  m.name = lower(m.name);
+  validate(m, path);
+  return m;
+}
+
+}  // namespace servesim

@@ -1,0 +1,68 @@
+// ModelSpec: a decoder-only transformer's shape, as its published config.json states it, and the
+// parameter, FLOP and KV-cache byte counts derived from it. The catalogue holds the models servesim
+// knows by name (`servesim list models`); a user adds another with an INI file (`--model-file`).
+// Promises: counts are exact functions of the config fields (no fudge factors); a mixture of
+// experts counts all experts for memory and the routed top-k for FLOPs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace servesim {
+
+struct ModelSpec {
+  std::string name;           // catalogue key, e.g. "llama-3.1-8b"
+  std::string hf_id;          // e.g. "meta-llama/Llama-3.1-8B"
+  int num_layers = 0;         // num_hidden_layers
+  int hidden_size = 0;        // hidden_size
+  int num_heads = 0;          // num_attention_heads
+  int num_kv_heads = 0;       // num_key_value_heads (GQA); equal to num_heads for MHA
+  int head_dim = 0;           // head_dim, or hidden_size / num_attention_heads
+  int intermediate_size = 0;  // intermediate_size (per expert for MoE); gated (SwiGLU) MLP
+  int vocab_size = 0;         // vocab_size
+  int max_position = 0;       // max_position_embeddings: the default max_model_len
+  int num_experts = 1;        // num_local_experts (1 = dense)
+  int experts_per_token = 1;  // num_experts_per_tok
+  bool qkv_bias = false;      // Qwen2 has a bias on q, k and v
+  bool tie_word_embeddings = false;
+  int dtype_bytes = 2;  // BF16/FP16 weights, activations and KV cache
+
+  // Parameters of one layer's attention block (q, k, v, o projections, with bias if any).
+  int64_t attention_params_per_layer() const;
+  // Parameters of one expert's gated MLP (gate, up, down).
+  int64_t expert_params() const;
+  // Linear-layer parameters a token passes through in one layer (attention + top-k experts
+  // + router): FLOPs per token per layer are twice this.
+  int64_t active_linear_params_per_layer() const;
+  // All parameters (embedding, every expert, norms, LM head unless tied): what memory holds.
+  int64_t total_params() const;
+  // Parameters a token uses (top-k experts only): what FLOP counts and "active" mean.
+  int64_t active_params() const;
+  // LM head parameters (vocab x hidden), counted even when tied to the embedding.
+  int64_t lm_head_params() const { return int64_t(vocab_size) * hidden_size; }
+  // KV heads held by one GPU of a tensor-parallel group (replicated when kv_heads < tp).
+  int kv_heads_per_gpu(int tp) const { return num_kv_heads >= tp ? num_kv_heads / tp : 1; }
+  // KV-cache bytes one token occupies on one GPU, all layers, keys and values.
+  int64_t kv_bytes_per_token_per_gpu(int tp) const {
+    return int64_t(2) * num_layers * kv_heads_per_gpu(tp) * head_dim * dtype_bytes;
+  }
+};
+
+const std::vector<ModelSpec>& model_catalogue();
+
+// Looks a model up by catalogue name (case-insensitive). Throws Error naming the known models.
+ModelSpec find_model(std::string_view name);
+
+// Reads a model from an INI file whose keys are the config.json names (num_hidden_layers,
+// hidden_size, num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
+// max_position_embeddings, num_local_experts, num_experts_per_tok, qkv_bias, tie_word_embeddings)
+// plus name and hf_id. Throws Error with file, line and field on bad input.
+ModelSpec load_model_file(const std::string& path);
+
+// Checks a spec's fields (positive, heads divide, experts_per_token <= num_experts); throws Error
+// naming `source` (a file or "catalogue") and the field.
+void validate(const ModelSpec& m, const std::string& source);
+
+}  // namespace servesim

@@ -1,0 +1,127 @@
+#include "models/roofline.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace servesim {
+
+RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int tp,
+                                     const RooflineParams& params)
+    : gpu_(gpu), model_(m), tp_(tp), p_(params) {
+  layers_ = m.num_layers;
+  dtype_ = m.dtype_bytes;
+  const double h = m.hidden_size, q = double(m.num_heads) * m.head_dim,
+               kv = double(m.num_kv_heads) * m.head_dim, inter = m.intermediate_size,
+               k = m.experts_per_token;
+  linear_flops_per_token_ = 2.0 * double(m.active_linear_params_per_layer()) * layers_;
+  const double router = m.num_experts > 1 ? h * m.num_experts : 0;
+  dense_weight_bytes_ = (double(m.attention_params_per_layer()) + router) * layers_ * dtype_;
+  expert_weight_bytes_ = double(m.expert_params()) * layers_ * dtype_;
+  // q/k/v in and out, o in and out, gate/up in and out, down in and out.
+  linear_act_bytes_per_token_ =
+      (h + (q + 2 * kv) + q + h + h + 2 * inter * k + inter * k + h) * layers_ * dtype_;
+  // Two RMSNorms (read, write), two residual adds (two reads, a write), rotary embedding on q and
+  // k (read, write), SiLU x mul (two reads, a write).
+  elementwise_bytes_per_token_ =
+      (2 * 2 * h + 2 * 3 * h + 2 * (q + kv) + 3 * inter * k) * layers_ * dtype_;
+  attn_flops_per_pair_ = 4.0 * q * layers_;  // QK^T and PV, 2 FLOPs per multiply-add
+  kv_bytes_per_token_ = 2.0 * kv * layers_ * dtype_;
+  qo_bytes_per_token_ = 2.0 * q * layers_ * dtype_;
+  lm_head_bytes_ = double(m.lm_head_params()) * dtype_;
+}
+
+StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
+  // One pass over the batch gathers the sums the parts need.
+  double tokens = 0, emitting = 0;
+  double prefill_pairs = 0, prefill_kv_tokens = 0, prefill_tokens = 0;
+  double decode_pairs = 0, decode_seqs = 0;
+  for (const SeqShape& s : batch) {
+    const double n = s.new_tokens, c = s.context_tokens;
+    tokens += n;
+    emitting += s.emits_token ? 1 : 0;
+    // Token i of the chunk attends to the c cached tokens and to tokens 0..i of the chunk.
+    const double pairs = n * c + n * (n + 1) / 2;
+    if (s.prefill) {
+      prefill_pairs += pairs;
+      prefill_kv_tokens += c + n;
+      prefill_tokens += n;
+    } else {
+      decode_pairs += pairs;
+      decode_seqs += 1;
+    }
+  }
+  const double decode_tokens = tokens - prefill_tokens;
+
+  const double tp = tp_;
+  const double flops_s = gpu_.peak_flops() * tp;  // whole TP group
+  const double bytes_s = gpu_.hbm_bytes_per_s() * tp;
+  auto part = [&](double flops, double bytes, double compute_eff, double memory_eff) {
+    return std::max(flops / (flops_s * compute_eff), bytes / (bytes_s * memory_eff));
+  };
+
+  StepCost c;
+  // Linear layers. A MoE layer reads an expert's weights only if some token is routed to it:
+  // E x (1 - (1 - k/E)^T) experts in expectation under uniform routing.
+  const double experts_read =
+      model_.num_experts > 1
+          ? model_.num_experts *
+                (1.0 -
+                 std::pow(1.0 - double(model_.experts_per_token) / model_.num_experts, tokens))
+          : 1.0;
+  const double linear_flops = linear_flops_per_token_ * tokens;
+  const double linear_bytes = dense_weight_bytes_ + experts_read * expert_weight_bytes_ +
+                              linear_act_bytes_per_token_ * tokens;
+  c.linear_s =
+      part(linear_flops, linear_bytes, p_.linear_compute_efficiency, p_.linear_memory_efficiency);
+
+  // Attention: the prefill kernel and the decode kernel each read the K and V they attend to and
+  // write the new tokens' K and V.
+  const double floor_attn = layers_ * p_.attention_floor_s_per_layer;
+  const double prefill_flops = attn_flops_per_pair_ * prefill_pairs;
+  const double prefill_bytes = kv_bytes_per_token_ * (prefill_kv_tokens + prefill_tokens) +
+                               qo_bytes_per_token_ * prefill_tokens;
+  const double decode_flops = attn_flops_per_pair_ * decode_pairs;
+  const double decode_bytes =
+      kv_bytes_per_token_ * (decode_pairs + decode_tokens) + qo_bytes_per_token_ * decode_tokens;
+  if (prefill_tokens > 0) {
+    c.attention_s +=
+        std::max(floor_attn, part(prefill_flops, prefill_bytes, p_.attention_compute_efficiency,
+                                  p_.attention_memory_efficiency));
+  }
+  if (decode_seqs > 0) {
+    c.attention_s +=
+        std::max(floor_attn, part(decode_flops, decode_bytes, p_.attention_compute_efficiency,
+                                  p_.attention_memory_efficiency));
+  }
+
+  const double elementwise_bytes = elementwise_bytes_per_token_ * tokens;
+  c.elementwise_s = std::max(layers_ * p_.elementwise_floor_s_per_layer,
+                             elementwise_bytes / (bytes_s * p_.elementwise_memory_efficiency));
+
+  double lm_flops = 0, lm_bytes = 0;
+  if (emitting > 0) {
+    lm_flops = 2.0 * double(model_.lm_head_params()) * emitting;
+    lm_bytes = lm_head_bytes_ + emitting * model_.vocab_size * 4.0;  // float32 logits out
+    c.lm_head_s =
+        part(lm_flops, lm_bytes, p_.linear_compute_efficiency, p_.linear_memory_efficiency);
+  }
+
+  if (tp_ > 1) {
+    // Ring all-reduce of the hidden states after attention and after the MLP.
+    const double message = tokens * model_.hidden_size * dtype_;
+    const double one =
+        p_.allreduce_latency_s + 2.0 * (tp - 1) / tp * message /
+                                     (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
+    c.allreduce_s = 2.0 * layers_ * one;
+  }
+
+  c.cpu_overhead_s = p_.cpu_overhead_s + p_.cpu_overhead_s_per_seq * double(batch.size());
+
+  c.flops = linear_flops + prefill_flops + decode_flops + lm_flops;
+  c.bytes = linear_bytes + prefill_bytes + decode_bytes + elementwise_bytes + lm_bytes;
+  c.seconds =
+      c.linear_s + c.attention_s + c.elementwise_s + c.lm_head_s + c.allreduce_s + c.cpu_overhead_s;
+  return c;
+}
+
+}  // namespace servesim

@@ -1,0 +1,81 @@
+// RooflineCostModel: an analytic step-time model. A step is the sum of parts that run one after
+// the other; each part takes max(FLOPs / (peak x compute efficiency), bytes / (HBM bandwidth x
+// memory efficiency)), never less than its per-layer kernel floor:
+//  - linear: the GEMMs (2 x active linear params x tokens FLOPs; weights read once per step,
+//    MoE experts only if some token is routed to them, plus activations in and out);
+//  - attention: prefill chunks (quadratic in the chunk, linear in cached context) and decodes
+//    (linear in context, KV bytes read) as two kernels;
+//  - elementwise: RMSNorms, rotary embedding, SiLU x mul, residual adds (memory-bound);
+//  - lm_head: logits for the sequences that emit a token this step;
+//  - allreduce: two per layer under tensor parallelism, ring formula plus a per-call latency;
+//  - cpu_overhead: vLLM's per-step CPU work (schedule, prepare inputs, sample, process outputs).
+// Work is split evenly over the TP group. Not counted: embedding lookup, the LM head's gather,
+// pipeline parallelism, CUDA-graph capture, overlap between parts.
+#pragma once
+
+#include "models/cost_model.hpp"
+#include "models/gpu.hpp"
+#include "models/model.hpp"
+
+namespace servesim {
+
+// Free parameters. The defaults are fitted on measured A100-80GB operator timings from the Vidur
+// project (MLSys'24), kept in ../shared/profiles: mlp.csv of Llama-2-7B, Llama-3-8B and
+// Llama-2-70B at TP1-8 (vidur@7d47513), and the legacy attention.csv, cpu_overheads.csv and
+// all_reduce.csv (vidur@e2d00e9). Efficiencies are fractions of the datasheet peak, so they carry
+// over to other GPUs as ratios; no other GPU's profile was at hand to check that.
+struct RooflineParams {
+  // GEMMs at num_tokens >= 1024: 63-80% of 312 TFLOP/s across the three models and TP1-8.
+  double linear_compute_efficiency = 0.72;
+  // GEMMs at num_tokens <= 8, TP1: weights read at 66-81% of 2039 GB/s.
+  double linear_memory_efficiency = 0.75;
+  // Norms, rope, SiLU x mul and add at 4096 tokens: 31-88% of HBM bandwidth, 46% bytes-weighted.
+  double elementwise_memory_efficiency = 0.46;
+  // The element-wise kernels of one layer at num_tokens = 1: 0.021-0.027 ms.
+  double elementwise_floor_s_per_layer = 24e-6;
+  // attn_prefill at kv_cache_size 2048, chunks of 128-2048 tokens: 27-33% of peak.
+  double attention_compute_efficiency = 0.30;
+  // attn_decode at batch >= 32 and kv_cache_size >= 1024: KV read at 51-78% of HBM bandwidth.
+  double attention_memory_efficiency = 0.70;
+  // attn_decode at batch 1 and attn_prefill of 128 tokens: 0.015-0.018 ms per layer per kernel.
+  double attention_floor_s_per_layer = 16e-6;
+  // all_reduce on a DGX A100 at >= 32 MiB: bus bandwidth 136-174 GB/s, ~0.28 of the 600 GB/s
+  // NVLink figure in the GPU catalogue.
+  double interconnect_efficiency = 0.28;
+  // Per call: 0.010 ms measured for 2 GPUs at 2 KiB; Vidur adds 0.02 ms per NCCL call.
+  double allreduce_latency_s = 20e-6;
+  // Sum of the medians of schedule, sampler, prepare_inputs and process_model_outputs per
+  // iteration (cpu_overheads.csv, vLLM/Sarathi V0), least-squares line in batch size 8-128:
+  // 0.806 ms + 0.0375 ms per sequence (max residual 6%).
+  double cpu_overhead_s = 0.806e-3;
+  double cpu_overhead_s_per_seq = 0.0375e-3;
+};
+
+class RooflineCostModel final : public CostModel {
+ public:
+  RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp,
+                    const RooflineParams& params = {});
+  StepCost cost(std::span<const SeqShape> batch) const override;
+  std::string name() const override { return "roofline"; }
+  const RooflineParams& params() const { return p_; }
+
+ private:
+  GpuSpec gpu_;
+  ModelSpec model_;
+  int tp_;
+  RooflineParams p_;
+  // Per-model constants, precomputed once.
+  double layers_;
+  double dtype_;
+  double linear_flops_per_token_;      // all layers
+  double dense_weight_bytes_;          // attention + router weights, all layers
+  double expert_weight_bytes_;         // one expert, all layers
+  double linear_act_bytes_per_token_;  // GEMM inputs and outputs, all layers
+  double elementwise_bytes_per_token_;
+  double attn_flops_per_pair_;  // per (query token, key token) pair, all layers
+  double kv_bytes_per_token_;   // K and V, all layers, whole model
+  double qo_bytes_per_token_;   // Q read and O written, all layers
+  double lm_head_bytes_;
+};
+
+}  // namespace servesim
