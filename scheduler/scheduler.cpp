@@ -1,0 +1,202 @@
+#include "scheduler/scheduler.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+#include "scheduler/policy.hpp"
+
+namespace servesim {
+
+Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests)
+    : config_(config),
+      policy_(make_policy(config)),
+      seqs_(num_requests),
+      waiting_(std::max<size_t>(64, config.max_num_seqs)),
+      running_(std::max<size_t>(64, config.max_num_seqs)),
+      blocks_(num_gpu_blocks, config.block_size, config.watermark) {
+  assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0);
+  const size_t per_step = static_cast<size_t>(config_.max_num_seqs) + 1;
+  batch_.reserve(per_step);
+  for (auto* v : {&out_.decodes, &out_.prefills, &out_.new_prefills, &out_.preempted}) {
+    v->reserve(per_step);
+  }
+}
+
+Scheduler::~Scheduler() = default;
+
+RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens) {
+  SeqState& s = seqs_[id];
+  assert(s.status == SeqStatus::kPending && input_tokens >= 1 && output_tokens >= 1);
+  s.input_tokens = input_tokens;
+  s.output_tokens = output_tokens;
+  // vLLM OpenAI server (serving_engine._validate_input): prompt + max_tokens > max_model_len is a
+  // 400 error before the request reaches the engine.
+  if (int64_t(input_tokens) + output_tokens > config_.max_model_len) {
+    s.status = SeqStatus::kRejected;
+    s.reject = RejectReason::kContextLength;
+    return s.reject;
+  }
+  // Not a vLLM rule but its consequence: a request whose KV for input + output - 1 tokens (the
+  // last sampled token is never fed back) exceeds the whole cache cannot finish even alone; vLLM
+  // would preempt it over and over. servesim rejects it up front so that nothing loops.
+  if (blocks_.blocks_for(int64_t(input_tokens) + output_tokens - 1) > blocks_.total_blocks()) {
+    s.status = SeqStatus::kRejected;
+    s.reject = RejectReason::kKvCapacity;
+    return s.reject;
+  }
+  s.status = SeqStatus::kWaiting;
+  waiting_.push_back(id);
+  return RejectReason::kNone;
+}
+
+const Batch& Scheduler::schedule() {
+  batch_.clear();
+  out_.clear();
+  policy_->schedule(*this);
+  // vLLM: self.waiting.extendleft(preempted) puts the preempted back at the head of `waiting`
+  // (the last preempted, i.e. the earliest in `running`, first).
+  for (uint32_t id : out_.preempted)
+    waiting_.push_front(id);
+  // Rebuild `running`: requests not reached this step stay in front; then decodes, partial
+  // prefills and new prefills (vLLM _schedule_chunked_prefill; in _schedule_default a step has
+  // decodes or new prefills, never both, so the same order holds).
+  for (uint32_t id : out_.decodes)
+    running_.push_back(id);
+  for (uint32_t id : out_.prefills)
+    running_.push_back(id);
+  for (uint32_t id : out_.new_prefills)
+    running_.push_back(id);
+  return batch_;
+}
+
+void Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
+  const SeqState& s = seqs_[id];
+  SeqShape shape;
+  shape.new_tokens = static_cast<int32_t>(new_tokens);
+  shape.context_tokens = s.computed;
+  shape.prefill = s.prefill_stage;
+  shape.emits_token = s.computed + new_tokens == s.num_tokens();
+  batch_.add(id, shape);
+}
+
+int64_t Scheduler::chunk(const SeqState& s, int64_t num_new_tokens, const SchedulingBudget& budget,
+                         bool enable_chunking) const {
+  if (!enable_chunking) return num_new_tokens;
+  // vLLM _chunk_new_tokens_to_schedule with max_num_partial_prefills = 1: the remaining budget,
+  // and --long-prefill-token-threshold for prefills when set.
+  int64_t n = std::min(num_new_tokens, budget.remaining_token_budget());
+  if (s.prefill_stage && config_.long_prefill_token_threshold > 0) {
+    n = std::min(n, config_.long_prefill_token_threshold);
+  }
+  return std::max<int64_t>(n, 0);
+}
+
+void Scheduler::schedule_running(SchedulingBudget& budget, bool enable_chunking) {
+  while (!running_.empty()) {
+    const uint32_t id = running_.front();
+    SeqState& s = seqs_[id];
+    const int64_t n = chunk(s, s.num_new_tokens(), budget, enable_chunking);
+    if (n == 0) break;  // budget spent: the rest stay at the front of `running`
+    running_.pop_front();
+    bool scheduled = true;
+    while (!blocks_.can_append_slots(s)) {
+      // No slot for this request: preempt the lowest-priority request, the tail of `running`;
+      // if there is none left, this request itself (vLLM _schedule_running).
+      if (!running_.empty()) {
+        const uint32_t victim = running_.back();
+        running_.pop_back();
+        preempt(victim);
+      } else {
+        preempt(id);
+        scheduled = false;
+        break;
+      }
+    }
+    if (!scheduled) break;
+    blocks_.append_slots(s);
+    (s.prefill_stage ? out_.prefills : out_.decodes).push_back(id);
+    add_to_batch(id, n);
+    budget.add_num_batched_tokens(n);
+    // Without chunking the policy counted every running request before prefills.
+    if (enable_chunking) budget.add_num_seqs(1);
+  }
+}
+
+void Scheduler::schedule_prefills(SchedulingBudget& budget, bool enable_chunking) {
+  // vLLM >= 0.7: nothing to do once the budget is spent.
+  if (budget.remaining_token_budget() <= 0) return;
+  while (!waiting_.empty()) {
+    const uint32_t id = waiting_.front();
+    SeqState& s = seqs_[id];
+    const int64_t n = chunk(s, s.num_new_tokens(), budget, enable_chunking);
+    // _get_prompt_limit: max_model_len with chunked prefill, else min(max_model_len, budget).
+    const int64_t prompt_limit =
+        enable_chunking ? config_.max_model_len
+                        : std::min(config_.max_model_len, config_.max_num_batched_tokens);
+    if (n > prompt_limit) {
+      waiting_.pop_front();
+      reject(id, RejectReason::kPromptLimit);
+      continue;
+    }
+    const AllocStatus can = blocks_.can_allocate(s);
+    if (can == AllocStatus::kLater) break;
+    if (can == AllocStatus::kNever) {
+      waiting_.pop_front();
+      reject(id, RejectReason::kBlockManagerNever);
+      continue;
+    }
+    if (n == 0 || !budget.can_schedule(n, 1)) break;  // the first that does not fit stops all
+    waiting_.pop_front();
+    blocks_.allocate(s);
+    s.status = SeqStatus::kRunning;
+    s.prefill_stage = true;
+    out_.new_prefills.push_back(id);
+    add_to_batch(id, n);
+    budget.add_num_batched_tokens(n);
+    budget.add_num_seqs(1);
+  }
+}
+
+void Scheduler::preempt(uint32_t id) {
+  // PreemptionMode.RECOMPUTE (the default for single-sequence groups): free the blocks and
+  // recompute prompt + generated tokens when re-admitted.
+  SeqState& s = seqs_[id];
+  blocks_.free(s);
+  discarded_tokens_ += s.computed;
+  s.computed = 0;
+  s.prefill_stage = true;
+  s.status = SeqStatus::kWaiting;
+  ++s.preemptions;
+  ++num_preemptions_;
+  out_.preempted.push_back(id);
+}
+
+void Scheduler::reject(uint32_t id, RejectReason why) {
+  SeqState& s = seqs_[id];
+  s.status = SeqStatus::kRejected;
+  s.reject = why;
+  out_.ignored.push_back(id);
+}
+
+Scheduler::Outcome Scheduler::complete(uint32_t id, int32_t new_tokens) {
+  SeqState& s = seqs_[id];
+  assert(s.status == SeqStatus::kRunning && s.computed + new_tokens <= s.num_tokens());
+  s.computed += new_tokens;
+  if (s.computed < s.num_tokens()) return Outcome::kNone;  // a partial prefill: no sampling
+  // Every known token is computed: the sampler emits the next token.
+  s.prefill_stage = false;
+  ++s.generated;
+  if (s.generated < s.output_tokens) return Outcome::kToken;
+  blocks_.free(s);
+  s.status = SeqStatus::kFinished;
+  any_finished_ = true;
+  return Outcome::kFinished;
+}
+
+void Scheduler::end_step() {
+  if (!any_finished_) return;
+  running_.remove_if([this](uint32_t id) { return seqs_[id].status == SeqStatus::kFinished; });
+  any_finished_ = false;
+}
+
+}  // namespace servesim
