@@ -1,0 +1,407 @@
+#include "sim/cli.hpp"
+
+#include <boost/program_options.hpp>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "models/gpu.hpp"
+#include "models/model.hpp"
+#include "scheduler/policy.hpp"
+#include "sim/config_file.hpp"
+#include "sim/error.hpp"
+#include "sim/report.hpp"
+#include "sim/simulation.hpp"
+#include "traces/synthetic.hpp"
+
+namespace servesim {
+namespace po = boost::program_options;
+using nlohmann::ordered_json;
+
+namespace {
+
+// The built-in default scenario, shared by `run` and `compare`: Llama-3.1-8B on one H100 under
+// a conversation-like load near saturation (ShareGPT-like lognormal lengths, Poisson arrivals),
+// where prefill priority and chunked prefill visibly trade TTFT against ITL.
+constexpr const char* kDefaultModel = "llama-3.1-8b";
+constexpr const char* kDefaultGpu = "h100-sxm";
+constexpr int64_t kDefaultNumRequests = 2000;
+constexpr const char* kDefaultRate = "18";
+constexpr const char* kDefaultInputLen = "lognormal:1024:0.8:16:6000";
+constexpr const char* kDefaultOutputLen = "lognormal:256:0.8:4:2000";
+const std::vector<std::string> kDefaultCompare = {"vllm-v0", "chunked:512", "chunked:2048"};
+
+const char* kUsage =
+    "usage: servesim <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  run       simulate one scheduler on one workload and print a summary\n"
+    "  compare   simulate several schedulers on the same requests, one row each\n"
+    "            (with no flags: a built-in default scenario)\n"
+    "  list      list gpus | models | schedulers\n"
+    "\n"
+    "`servesim <command> --help` describes a command's options.\n";
+
+struct Args {
+  std::string model, model_file, gpu, gpu_file;
+  int tp = 1, tp_alias = 0;
+  double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
+  int64_t num_gpu_blocks = 0, max_model_len = 0, max_num_batched_tokens = 0, max_num_seqs = 256,
+          long_prefill_token_threshold = 0;
+  int block_size = 16;
+  std::vector<std::string> schedulers;
+  int64_t num_requests = 0;
+  std::string request_rate, input_len, output_len;
+  double burstiness = 1.0;
+  uint64_t seed = 0;
+  std::string json, requests_csv, config;
+};
+
+po::options_description options(Args& a, bool compare) {
+  po::options_description hw("model and hardware");
+  hw.add_options()("model", po::value(&a.model)->default_value(kDefaultModel),
+                   "model name (servesim list models)")(
+      "model-file", po::value(&a.model_file), "INI file describing a model (config.json keys)")(
+      "gpu", po::value(&a.gpu)->default_value(kDefaultGpu), "GPU name (servesim list gpus)")(
+      "gpu-file", po::value(&a.gpu_file), "INI file describing a GPU")(
+      "tensor-parallel-size", po::value(&a.tp)->default_value(1), "GPUs per replica (vLLM -tp)")(
+      "tp", po::value(&a.tp_alias), "same as --tensor-parallel-size")(
+      "gpu-memory-utilization", po::value(&a.gpu_memory_utilization)->default_value(0.9),
+      "fraction of GPU memory vLLM may use")(
+      "num-gpu-blocks", po::value(&a.num_gpu_blocks)->default_value(0),
+      "KV cache blocks, overriding the memory plan (0 = computed)")(
+      "block-size", po::value(&a.block_size)->default_value(16), "tokens per KV block")(
+      "max-model-len", po::value(&a.max_model_len)->default_value(0),
+      "context length in tokens (0 = the model's max_position_embeddings)")(
+      "runtime-reserve-gib", po::value(&a.runtime_reserve_gib)->default_value(0.5),
+      "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache");
+  po::options_description sched("scheduler");
+  if (compare) {
+    sched.add_options()("scheduler", po::value(&a.schedulers)->multitoken()->composing(),
+                        "policies to compare, NAME[:MAX_NUM_BATCHED_TOKENS], repeatable or "
+                        "comma-separated (default: vllm-v0 chunked:512 chunked:2048)");
+  } else {
+    sched.add_options()("scheduler", po::value(&a.schedulers),
+                        "policy (servesim list schedulers), NAME[:MAX_NUM_BATCHED_TOKENS] "
+                        "(default: chunked)");
+  }
+  sched.add_options()(
+      "max-num-batched-tokens", po::value(&a.max_num_batched_tokens)->default_value(0),
+      "token budget per step (0 = vLLM's default: 2048 chunked, max(max_model_len, 2048) "
+      "vllm-v0)")("max-num-seqs", po::value(&a.max_num_seqs)->default_value(256),
+                  "sequences per step")(
+      "long-prefill-token-threshold", po::value(&a.long_prefill_token_threshold)->default_value(0),
+      "cap on one prefill chunk in tokens when chunking (0 = none)");
+  po::options_description work("workload (synthetic, as vLLM's benchmark_serving.py)");
+  work.add_options()("num-requests", po::value(&a.num_requests)->default_value(kDefaultNumRequests),
+                     "requests")("request-rate",
+                                 po::value(&a.request_rate)->default_value(kDefaultRate),
+                                 "mean arrival rate in requests/s, or inf for all at t=0")(
+      "burstiness", po::value(&a.burstiness)->default_value(1.0),
+      "Gamma shape of inter-arrival times (1 = Poisson)")(
+      "input-len", po::value(&a.input_len)->default_value(kDefaultInputLen),
+      "prompt tokens: fixed:N | uniform:LO:HI | normal:MEAN:STD[:MIN:MAX] | "
+      "lognormal:MEDIAN:SIGMA[:MIN:MAX]")(
+      "output-len", po::value(&a.output_len)->default_value(kDefaultOutputLen),
+      "output tokens, same forms as --input-len")("seed", po::value(&a.seed)->default_value(0),
+                                                  "random seed");
+  po::options_description out("output");
+  out.add_options()("json", po::value(&a.json), "write the JSON summary to FILE");
+  if (!compare) {
+    out.add_options()("requests-csv", po::value(&a.requests_csv), "write per-request CSV to FILE");
+  }
+  out.add_options()("config", po::value(&a.config), "read any of these flags from an INI file")(
+      "help,h", "show this help");
+  po::options_description all;
+  all.add(hw).add(sched).add(work).add(out);
+  return all;
+}
+
+double parse_rate(const std::string& text) {
+  if (text == "inf") return INFINITY;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v)) {
+    throw Error("request-rate", "'" + text + "' is not a positive number or inf");
+  }
+  return v;
+}
+
+// "chunked:512" -> policy "chunked" with budget 512; "vllm-v0" -> the default budget.
+std::pair<std::string, int64_t> parse_scheduler(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  find_policy(name);
+  if (colon == std::string::npos) return {name, 0};
+  const std::string budget = spec.substr(colon + 1);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(budget.data(), budget.data() + budget.size(), v);
+  if (ec != std::errc() || end != budget.data() + budget.size() || v < 1) {
+    throw Error("scheduler", "'" + spec + "': the token budget after ':' must be an integer >= 1");
+  }
+  return {name, v};
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const std::string& item : items) {
+    std::stringstream ss(item);
+    for (std::string part; std::getline(ss, part, ',');) {
+      if (!part.empty()) out.push_back(part);
+    }
+  }
+  return out;
+}
+
+// Parses the command line (then --config), returning false when --help was printed.
+bool parse(int argc, const char* const* argv, const po::options_description& desc, Args& a,
+           std::ostream& out, const char* command) {
+  po::variables_map vm;
+  po::parsed_options cmd = po::command_line_parser(argc, argv).options(desc).run();
+  po::store(cmd, vm);
+  if (vm.count("help")) {
+    out << "usage: servesim " << command << " [options]\n" << desc;
+    return false;
+  }
+  if (vm.count("config")) {
+    std::set<std::string> given;
+    for (const po::option& o : cmd.options)
+      given.insert(o.string_key);
+    store_ini_file(vm["config"].as<std::string>(), desc, vm, given);
+  }
+  po::notify(vm);
+  if (vm.count("tp")) {
+    if (!vm["tensor-parallel-size"].defaulted() && a.tp != a.tp_alias) {
+      throw Error("tp", "conflicts with --tensor-parallel-size");
+    }
+    a.tp = a.tp_alias;
+  }
+  return true;
+}
+
+SimConfig base_config(const Args& a) {
+  SimConfig c;
+  c.model = a.model_file.empty() ? find_model(a.model) : load_model_file(a.model_file);
+  c.gpu = a.gpu_file.empty() ? find_gpu(a.gpu) : load_gpu_file(a.gpu_file);
+  c.tp = a.tp;
+  c.scheduler.max_model_len = a.max_model_len;
+  c.scheduler.max_num_seqs = a.max_num_seqs;
+  c.scheduler.block_size = a.block_size;
+  c.scheduler.long_prefill_token_threshold = a.long_prefill_token_threshold;
+  c.memory.gpu_memory_utilization = a.gpu_memory_utilization;
+  c.memory.runtime_reserve_gib = a.runtime_reserve_gib;
+  c.memory.num_gpu_blocks_override = a.num_gpu_blocks;
+  if (a.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
+  return c;
+}
+
+SyntheticOptions workload_options(const Args& a) {
+  SyntheticOptions w;
+  w.num_requests = a.num_requests;
+  w.request_rate = parse_rate(a.request_rate);
+  w.burstiness = a.burstiness;
+  w.input_len = LengthDist::parse(a.input_len, "input-len");
+  w.output_len = LengthDist::parse(a.output_len, "output-len");
+  w.seed = a.seed;
+  return w;
+}
+
+ordered_json workload_json(const SyntheticOptions& w) {
+  ordered_json rate =
+      std::isinf(w.request_rate) ? ordered_json("inf") : ordered_json(w.request_rate);
+  return {{"kind", "synthetic"},
+          {"num_requests", w.num_requests},
+          {"request_rate", rate},
+          {"burstiness", w.burstiness},
+          {"input_len", w.input_len.spec},
+          {"output_len", w.output_len.spec},
+          {"seed", w.seed}};
+}
+
+std::string workload_text(const SyntheticOptions& w) {
+  std::ostringstream s;
+  s << w.num_requests << " requests, ";
+  if (std::isinf(w.request_rate)) {
+    s << "all at t=0";
+  } else {
+    s << (w.burstiness == 1.0 ? "Poisson " : "Gamma(" + std::to_string(w.burstiness) + ") ")
+      << w.request_rate << " req/s";
+  }
+  s << ", input " << w.input_len.spec << ", output " << w.output_len.spec << ", seed " << w.seed;
+  return s.str();
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(path, 0, "", "cannot open for writing");
+  f << text;
+  if (!f.flush()) throw Error(path, 0, "", "write failed");
+}
+
+// Runs the policies in SPECS over one workload.
+std::vector<RunResult> run_policies(const Args& a, const std::vector<std::string>& specs,
+                                    const SyntheticOptions& wopt) {
+  const SimConfig base = base_config(a);
+  std::vector<SimConfig> configs;
+  for (const std::string& spec : specs) {
+    const auto [name, budget] = parse_scheduler(spec);
+    SimConfig c = base;
+    c.scheduler.policy = name;
+    c.scheduler.max_num_batched_tokens = budget > 0 ? budget : a.max_num_batched_tokens;
+    configs.push_back(resolve(c));  // every flag checked before anything runs
+  }
+  const Workload w = generate_synthetic(wopt);
+  std::vector<RunResult> runs;
+  for (const SimConfig& c : configs)
+    runs.push_back(simulate(c, w));
+  return runs;
+}
+
+int cmd_run(int argc, const char* const* argv, std::ostream& out) {
+  Args a;
+  const auto desc = options(a, false);
+  if (!parse(argc, argv, desc, a, out, "run")) return 0;
+  const SyntheticOptions wopt = workload_options(a);
+  const std::string spec = a.schedulers.empty() ? "chunked" : a.schedulers.front();
+  const std::vector<RunResult> runs = run_policies(a, {spec}, wopt);
+  const RunResult& r = runs.front();
+  print_run_summary(out, r, workload_text(wopt));
+  if (!a.json.empty()) write_file(a.json, summary_json(r, workload_json(wopt)).dump(2) + "\n");
+  if (!a.requests_csv.empty()) {
+    std::ostringstream csv;
+    write_requests_csv(csv, r);
+    write_file(a.requests_csv, csv.str());
+  }
+  return 0;
+}
+
+// One line that says what the comparison shows.
+std::string verdict(const std::vector<RunResult>& runs) {
+  if (runs.size() < 2) return "";
+  const RunResult* best_ttft = &runs[0];
+  const RunResult* best_itl = &runs[0];
+  for (const RunResult& r : runs) {
+    if (r.summary.ttft_ms.p50 < best_ttft->summary.ttft_ms.p50) best_ttft = &r;
+    if (r.summary.itl_ms.p99 < best_itl->summary.itl_ms.p99) best_itl = &r;
+  }
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%s has the lowest TTFT p50 (%.0f ms) and %s the lowest ITL p99 "
+                "(%.0f ms)",
+                run_label(*best_ttft).c_str(), best_ttft->summary.ttft_ms.p50,
+                run_label(*best_itl).c_str(), best_itl->summary.itl_ms.p99);
+  std::string line = buf;
+  const bool classic = best_ttft->config.scheduler.policy == "vllm-v0" &&
+                       best_itl->config.scheduler.policy == "chunked";
+  if (classic) {
+    line +=
+        ": prefill priority wins the first token by stalling running decodes; chunked "
+        "prefill keeps the token cadence steady at the cost of a later first token.";
+  } else {
+    line += ".";
+  }
+  return line;
+}
+
+int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
+  Args a;
+  const auto desc = options(a, true);
+  if (!parse(argc, argv, desc, a, out, "compare")) return 0;
+  const SyntheticOptions wopt = workload_options(a);
+  std::vector<std::string> specs = split_list(a.schedulers);
+  if (specs.empty()) specs = kDefaultCompare;
+  const std::vector<RunResult> runs = run_policies(a, specs, wopt);
+  const SimConfig& c = runs.front().config;
+  out << "servesim compare: " << c.model.name << " on " << c.gpu.name << " x" << c.tp
+      << ", max_model_len " << c.scheduler.max_model_len << ", "
+      << runs.front().memory.num_gpu_blocks << " KV blocks\n"
+      << "workload: " << workload_text(wopt) << "\n\n";
+  print_compare_table(out, runs);
+  const std::string v = verdict(runs);
+  if (!v.empty()) out << "\n" << v << "\n";
+  if (!a.json.empty()) {
+    ordered_json j;
+    j["runs"] = ordered_json::array();
+    for (const RunResult& r : runs)
+      j["runs"].push_back(summary_json(r, workload_json(wopt)));
+    write_file(a.json, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+int cmd_list(int argc, const char* const* argv, std::ostream& out) {
+  const std::string what = argc >= 2 ? argv[1] : "";
+  char buf[256];
+  if (what == "gpus") {
+    std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %8s %10s %14s\n", "name", "description",
+                  "bf16_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s");
+    out << buf;
+    for (const GpuSpec& g : gpu_catalogue()) {
+      std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %8.0f %10.0f %14.0f\n", g.name.c_str(),
+                    g.description.c_str(), g.bf16_tflops, g.hbm_gib, g.hbm_gb_per_s,
+                    g.interconnect_gb_per_s);
+      out << buf;
+    }
+    return 0;
+  }
+  if (what == "models") {
+    std::snprintf(buf, sizeof buf, "%-16s %-30s %6s %6s %5s %4s %6s %6s %7s %8s %7s %8s %8s\n",
+                  "name", "hf_id", "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos",
+                  "experts", "params", "active", "kv_KiB/tok");
+    out << buf;
+    for (const ModelSpec& m : model_catalogue()) {
+      std::snprintf(
+          buf, sizeof buf, "%-16s %-30s %6d %6d %5d %4d %6d %6d %7d %5d/%-2d %6.2fB %7.2fB %8.0f\n",
+          m.name.c_str(), m.hf_id.c_str(), m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads,
+          m.intermediate_size, m.vocab_size, m.max_position, m.experts_per_token, m.num_experts,
+          double(m.total_params()) / 1e9, double(m.active_params()) / 1e9,
+          double(m.kv_bytes_per_token_per_gpu(1)) / 1024);
+      out << buf;
+    }
+    return 0;
+  }
+  if (what == "schedulers") {
+    for (const PolicyInfo& p : policy_catalogue()) {
+      out << p.name << "\t" << p.summary << "\n";
+    }
+    return 0;
+  }
+  throw Error("list", "expected gpus, models or schedulers, got '" + what + "'");
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  if (argc < 2) {
+    err << kUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  try {
+    if (command == "run") return cmd_run(argc - 1, argv + 1, out);
+    if (command == "compare") return cmd_compare(argc - 1, argv + 1, out);
+    if (command == "list") return cmd_list(argc - 1, argv + 1, out);
+    if (command == "--help" || command == "-h" || command == "help") {
+      out << kUsage;
+      return 0;
+    }
+    err << "servesim: unknown command '" << command << "'\n" << kUsage;
+    return 2;
+  } catch (const Error& e) {
+    err << "servesim " << command << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const po::error& e) {
+    err << "servesim " << command << ": error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    err << "servesim " << command << ": internal error: " << e.what() << "\n";
+    return 3;
+  }
+}
+
+}  // namespace servesim

@@ -1,0 +1,86 @@
+// LogHistogram: a streaming histogram of positive durations with bounded relative error, for the
+// inter-token gaps whose number grows with tokens, not requests. A value's bucket is read off its
+// IEEE-754 bits (exponent and top 8 mantissa bits), so adding costs a few instructions and no
+// logarithm; each bucket spans a ratio of 1 + 2^-8, so a quantile is within 0.2% of the exact one.
+// Memory is fixed (about 100 KB) whatever the count. Values outside [2^-30, 2^30) s are clamped
+// into the end buckets; the exact min, max, sum and count are kept.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace servesim {
+
+class LogHistogram {
+ public:
+  static constexpr int kMantissaBits = 8;
+  static constexpr int kMinExp = -30;  // 2^-30 s ~ 1 ns
+  static constexpr int kMaxExp = 30;   // 2^30 s ~ 34 years
+  static constexpr size_t kBuckets = size_t(kMaxExp - kMinExp) << kMantissaBits;
+
+  LogHistogram() : counts_(kBuckets, 0) {}
+
+  void add(double v) {
+    ++count_;
+    sum_ += v;
+    min_ = std::min(min_, v);
+    max_ = std::max(max_, v);
+    ++counts_[index(v)];
+  }
+
+  uint64_t count() const { return count_; }
+  double sum() const { return sum_; }
+  double mean() const { return count_ ? sum_ / double(count_) : 0.0; }
+  double min() const { return count_ ? min_ : 0.0; }
+  double max() const { return count_ ? max_ : 0.0; }
+
+  // The q-quantile (0 <= q <= 1) with numpy's default (linear) interpolation between the order
+  // statistics at floor and ceil of q x (count - 1), each taken as its bucket's midpoint.
+  double quantile(double q) const {
+    if (count_ == 0) return 0.0;
+    const double rank = q * double(count_ - 1);
+    const uint64_t lo = static_cast<uint64_t>(std::floor(rank));
+    const uint64_t hi = std::min<uint64_t>(lo + 1, count_ - 1);
+    const double vlo = order_statistic(lo), vhi = order_statistic(hi);
+    return vlo + (vhi - vlo) * (rank - double(lo));
+  }
+
+ private:
+  static size_t index(double v) {
+    const double lo = std::ldexp(1.0, kMinExp);
+    const double clamped = std::clamp(v, lo, std::nextafter(std::ldexp(1.0, kMaxExp), 0.0));
+    const uint64_t bits = std::bit_cast<uint64_t>(clamped);
+    const uint64_t biased_exp = bits >> 52;  // sign bit is 0
+    const uint64_t mantissa = (bits >> (52 - kMantissaBits)) & ((1u << kMantissaBits) - 1);
+    return size_t((biased_exp - uint64_t(1023 + kMinExp)) << kMantissaBits) | size_t(mantissa);
+  }
+  static double midpoint(size_t i) {
+    const int exp = int(i >> kMantissaBits) + kMinExp;
+    const double frac = double(i & ((1u << kMantissaBits) - 1)) + 0.5;
+    return std::ldexp(1.0 + frac / double(1u << kMantissaBits), exp);
+  }
+  // The k-th smallest value (0-based): exact at both ends, else its bucket's midpoint clamped to
+  // [min, max].
+  double order_statistic(uint64_t k) const {
+    if (k == 0) return min_;
+    if (k + 1 == count_) return max_;
+    uint64_t seen = 0;
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      seen += counts_[i];
+      if (seen > k) return std::clamp(midpoint(i), min_, max_);
+    }
+    return max_;
+  }
+
+  std::vector<uint64_t> counts_;
+  uint64_t count_ = 0;
+  double sum_ = 0;
+  double min_ = std::numeric_limits<double>::infinity();
+  double max_ = 0;
+};
+
+}  // namespace servesim

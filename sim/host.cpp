@@ -1,0 +1,76 @@
+#include "sim/host.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace servesim {
+
+void Host::arrive(const RequestSpec& r) {
+  const RejectReason why = scheduler_.add_request(r.id, r.input_tokens, r.output_tokens);
+  if (why != RejectReason::kNone) {
+    metrics_.on_reject(r.id, loop_.now(), why);
+    return;
+  }
+  if (!busy_ && !wake_pending_) {
+    // Wake after every arrival of this instant, so they are scheduled together.
+    loop_.schedule(loop_.now(), EventLoop::kWake, this, kWake);
+    wake_pending_ = true;
+  }
+}
+
+void Host::handle(EventLoop&, uint32_t tag) {
+  if (tag == kWake) {
+    wake_pending_ = false;
+    if (!busy_) start_step();
+    return;
+  }
+  finish_step();
+  start_step();
+}
+
+void Host::start_step() {
+  const double now = loop_.now();
+  const Batch* batch = &scheduler_.schedule();
+  for (uint32_t id : scheduler_.ignored()) {
+    metrics_.on_reject(id, now, scheduler_.seq(id).reject);
+  }
+  // A request that preempted itself leaves an empty batch with work still queued; vLLM's engine
+  // loop simply schedules again. Each such retry frees blocks, so it cannot repeat forever.
+  while (batch->empty() && scheduler_.preempted_last_step()) {
+    batch = &scheduler_.schedule();
+    for (uint32_t id : scheduler_.ignored()) {
+      metrics_.on_reject(id, now, scheduler_.seq(id).reject);
+    }
+  }
+  if (batch->empty()) {
+    busy_ = false;
+    if (!scheduler_.waiting().empty() || !scheduler_.running().empty()) {
+      throw std::logic_error("scheduler stalled at t=" + std::to_string(now) + " s with " +
+                             std::to_string(scheduler_.waiting().size()) + " waiting and " +
+                             std::to_string(scheduler_.running().size()) + " running requests");
+    }
+    return;
+  }
+  busy_ = true;
+  const StepCost cost = cost_.cost(batch->shapes());
+  for (uint32_t id : batch->ids())
+    metrics_.on_scheduled(id, now);
+  metrics_.on_step(now, cost, *batch, scheduler_.block_manager().used_blocks());
+  loop_.schedule(now + cost.seconds, EventLoop::kStepDone, this, kStepDone);
+}
+
+void Host::finish_step() {
+  const double now = loop_.now();
+  const Batch& batch = scheduler_.batch();
+  const auto ids = batch.ids();
+  const auto shapes = batch.shapes();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Scheduler::Outcome o = scheduler_.complete(ids[i], shapes[i].new_tokens);
+    if (o != Scheduler::Outcome::kNone) {
+      metrics_.on_token(ids[i], now, o == Scheduler::Outcome::kFinished);
+    }
+  }
+  scheduler_.end_step();
+}
+
+}  // namespace servesim

@@ -1,0 +1,40 @@
+// Host: one serving replica (a GPU or a tensor-parallel group) running vLLM's engine loop: while
+// there is work, ask the scheduler for a batch, ask the cost model how long it runs, and when the
+// step completes apply it (tokens computed, first token at the end of the step that computes the
+// last prompt token, one token per decode step, finish at the last output token, blocks freed).
+// Requests arriving during a step wait for the next scheduling decision, as in vLLM.
+// Promises: it never idles while its scheduler holds work; a scheduler that can make no progress
+// is reported (std::logic_error), never looped on.
+#pragma once
+
+#include "models/cost_model.hpp"
+#include "scheduler/scheduler.hpp"
+#include "sim/event_loop.hpp"
+#include "sim/metrics.hpp"
+#include "traces/request.hpp"
+
+namespace servesim {
+
+class Host final : public EventLoop::Process {
+ public:
+  Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics)
+      : loop_(loop), scheduler_(scheduler), cost_(cost), metrics_(metrics) {}
+
+  // A request reaches this replica's front end now.
+  void arrive(const RequestSpec& r);
+  void handle(EventLoop& loop, uint32_t tag) override;
+
+ private:
+  enum Tag : uint32_t { kWake, kStepDone };
+  void start_step();
+  void finish_step();
+
+  EventLoop& loop_;
+  Scheduler& scheduler_;
+  const CostModel& cost_;
+  MetricsCollector& metrics_;
+  bool busy_ = false;
+  bool wake_pending_ = false;
+};
+
+}  // namespace servesim

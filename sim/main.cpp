@@ -1,0 +1,7 @@
+#include <iostream>
+
+#include "sim/cli.hpp"
+
+int main(int argc, char** argv) {
+  return servesim::run_cli(argc, argv, std::cout, std::cerr);
+}

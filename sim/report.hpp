@@ -1,0 +1,28 @@
+// Reports of a run: the JSON summary (keys documented in README.md), the per-request CSV, the
+// one-screen text summary of `run` and the one-row-per-policy table of `compare`.
+// Promises: output is a pure function of the RunResult (no clocks, no addresses), so equal runs
+// give byte-identical files.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "sim/simulation.hpp"
+
+namespace servesim {
+
+// The scheduler label of a run: "vllm-v0" or "chunked:512" style when the budget was set.
+std::string run_label(const RunResult& r);
+
+nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
+
+// id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,tpot_ms,otps,
+// max_itl_ms,queue_ms,preemptions,status
+void write_requests_csv(std::ostream& out, const RunResult& r);
+
+void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload);
+void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs);
+
+}  // namespace servesim

@@ -1,0 +1,100 @@
+#include "sim/simulation.hpp"
+
+#include <cmath>
+
+#include "scheduler/policy.hpp"
+#include "sim/error.hpp"
+#include "sim/event_loop.hpp"
+#include "sim/host.hpp"
+
+namespace servesim {
+
+SimConfig resolve(SimConfig c) {
+  SchedulerConfig& s = c.scheduler;
+  find_policy(s.policy);
+  if (c.tp < 1) throw Error("tensor-parallel-size", "must be >= 1");
+  if (c.model.num_heads % c.tp != 0) {
+    // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."
+    throw Error("tensor-parallel-size", "must divide " + c.model.name + "'s " +
+                                            std::to_string(c.model.num_heads) + " attention heads");
+  }
+  if (s.max_model_len == 0) s.max_model_len = c.model.max_position;
+  if (s.max_model_len < 2) throw Error("max-model-len", "must be >= 2");
+  if (s.max_model_len > c.model.max_position) {
+    // vLLM refuses a max_model_len above the model's max_position_embeddings.
+    throw Error("max-model-len", std::to_string(s.max_model_len) + " exceeds " + c.model.name +
+                                     "'s max_position_embeddings " +
+                                     std::to_string(c.model.max_position));
+  }
+  if (s.max_num_batched_tokens == 0) {
+    s.max_num_batched_tokens = default_max_num_batched_tokens(s.policy, s.max_model_len);
+  }
+  if (s.max_num_batched_tokens < 1) throw Error("max-num-batched-tokens", "must be >= 1");
+  if (s.max_num_seqs < 1) throw Error("max-num-seqs", "must be >= 1");
+  if (s.block_size < 1) throw Error("block-size", "must be >= 1");
+  if (s.long_prefill_token_threshold < 0) {
+    throw Error("long-prefill-token-threshold", "must be >= 0");
+  }
+  MemoryPlanOptions& m = c.memory;
+  if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {
+    throw Error("gpu-memory-utilization", "must be in (0, 1]");
+  }
+  if (!(m.runtime_reserve_gib >= 0) || !std::isfinite(m.runtime_reserve_gib)) {
+    throw Error("runtime-reserve-gib", "must be >= 0");
+  }
+  if (m.num_gpu_blocks_override < 0) throw Error("num-gpu-blocks", "must be >= 1");
+  m.tp = c.tp;
+  m.block_size = s.block_size;
+  m.max_num_batched_tokens = s.max_num_batched_tokens;
+  m.max_num_seqs = s.max_num_seqs;
+  return c;
+}
+
+namespace {
+
+// Feeds the workload's arrivals to the host one at a time: one pending arrival event, whatever
+// the workload's size.
+class ArrivalProcess final : public EventLoop::Process {
+ public:
+  ArrivalProcess(const Workload& w, Host& host) : w_(w), host_(host) {}
+  void start(EventLoop& loop) {
+    if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, 0);
+  }
+  void handle(EventLoop& loop, uint32_t) override {
+    host_.arrive(w_[next_]);
+    if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, 0);
+  }
+
+ private:
+  const Workload& w_;
+  Host& host_;
+  size_t next_ = 0;
+};
+
+}  // namespace
+
+RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override) {
+  RunResult result;
+  result.config = c;
+  result.memory = plan_memory(c.gpu, c.model, c.memory);
+  const RooflineCostModel roofline(c.gpu, c.model, c.tp, c.roofline);
+  const CostModel& cost = cost_override ? *cost_override : roofline;
+  Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size());
+  MetricsCollector metrics(w);
+  EventLoop loop;
+  Host host(loop, scheduler, cost, metrics);
+  ArrivalProcess arrivals(w, host);
+  arrivals.start(loop);
+  loop.run();
+
+  for (const RequestSpec& r : w)
+    metrics.on_preemptions(r.id, scheduler.seq(r.id).preemptions);
+  result.summary = metrics.summary(c.gpu.peak_flops() * c.tp, c.gpu.hbm_bytes_per_s() * c.tp,
+                                   result.memory.num_gpu_blocks);
+  result.requests = metrics.take_requests();
+  result.discarded_tokens = scheduler.discarded_tokens();
+  result.events = loop.processed();
+  return result;
+}
+
+}  // namespace servesim

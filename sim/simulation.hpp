@@ -1,0 +1,48 @@
+// simulate(): one replica serving one workload under one configuration, end to end. It resolves
+// the configuration the way vLLM does (max_model_len from the model, the policy's default token
+// budget, the KV cache from the memory plan), replays the arrivals through an EventLoop into a
+// Host, and returns the per-request records and the run summary.
+// Promises: deterministic (same inputs, same result, bit for bit); every request of the workload
+// ends finished or rejected with a reason.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "models/gpu.hpp"
+#include "models/memory_plan.hpp"
+#include "models/model.hpp"
+#include "models/roofline.hpp"
+#include "scheduler/scheduler.hpp"
+#include "sim/metrics.hpp"
+#include "traces/request.hpp"
+
+namespace servesim {
+
+struct SimConfig {
+  GpuSpec gpu;
+  ModelSpec model;
+  int tp = 1;
+  SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
+  MemoryPlanOptions memory;   // tp, token budget, max_num_seqs and block size are copied in
+  RooflineParams roofline;
+};
+
+// Fills in vLLM's defaults and checks the configuration; throws Error naming the flag.
+SimConfig resolve(SimConfig c);
+
+struct RunResult {
+  SimConfig config;  // resolved
+  MemoryPlan memory;
+  RunSummary summary;
+  std::vector<RequestRecord> requests;
+  int64_t discarded_tokens = 0;  // computed, then thrown away by preemption
+  uint64_t events = 0;
+};
+
+// Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with the roofline model
+// of config.roofline, or with COST when given.
+RunResult simulate(const SimConfig& resolved, const Workload& w, const CostModel* cost = nullptr);
+
+}  // namespace servesim

@@ -1,0 +1,147 @@
+#include "traces/synthetic.hpp"
+
+#include <algorithm>
+#include <boost/random/gamma_distribution.hpp>
+#include <boost/random/lognormal_distribution.hpp>
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/normal_distribution.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "sim/error.hpp"
+
+namespace servesim {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i) {
+    if (i == s.size() || s[i] == sep) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+double number(const std::string& text, const std::string& field, const std::string& spec) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) {
+    throw Error(field, "'" + text + "' in '" + spec + "' is not a number");
+  }
+  return v;
+}
+
+int64_t count(const std::string& text, const std::string& field, const std::string& spec) {
+  const double v = number(text, field, spec);
+  if (v < 1 || v > INT32_MAX || v != std::floor(v)) {
+    throw Error(field, "'" + text + "' in '" + spec + "' must be a whole number of tokens >= 1");
+  }
+  return static_cast<int64_t>(v);
+}
+
+}  // namespace
+
+LengthDist LengthDist::parse(const std::string& spec, const std::string& field) {
+  const auto parts = split(spec, ':');
+  const std::string& kind = parts[0];
+  const std::string usage =
+      "expected fixed:N, uniform:LO:HI, normal:MEAN:STD[:MIN:MAX] or "
+      "lognormal:MEDIAN:SIGMA[:MIN:MAX], got '" +
+      spec + "'";
+  LengthDist d;
+  d.spec = spec;
+  if (kind == "fixed" && parts.size() == 2) {
+    d.kind = Kind::kFixed;
+    d.min = d.max = count(parts[1], field, spec);
+    d.a = double(d.min);
+    return d;
+  }
+  if (kind == "uniform" && parts.size() == 3) {
+    d.kind = Kind::kUniform;
+    d.min = count(parts[1], field, spec);
+    d.max = count(parts[2], field, spec);
+    if (d.min > d.max) throw Error(field, "LO > HI in '" + spec + "'");
+    return d;
+  }
+  if ((kind == "normal" || kind == "lognormal") && (parts.size() == 3 || parts.size() == 5)) {
+    d.kind = kind == "normal" ? Kind::kNormal : Kind::kLognormal;
+    d.a = number(parts[1], field, spec);
+    d.b = number(parts[2], field, spec);
+    if (d.b < 0) throw Error(field, "the spread must be >= 0 in '" + spec + "'");
+    if (d.kind == Kind::kLognormal && d.a <= 0) {
+      throw Error(field, "the median must be > 0 in '" + spec + "'");
+    }
+    if (parts.size() == 5) {
+      d.min = count(parts[3], field, spec);
+      d.max = count(parts[4], field, spec);
+      if (d.min > d.max) throw Error(field, "MIN > MAX in '" + spec + "'");
+    }
+    return d;
+  }
+  throw Error(field, usage);
+}
+
+namespace {
+
+// Draws lengths from one LengthDist with its own engine.
+class LengthSampler {
+ public:
+  LengthSampler(const LengthDist& d, uint64_t seed) : d_(d), rng_(seed) {}
+  int32_t operator()() {
+    double v = 0;
+    switch (d_.kind) {
+      case LengthDist::Kind::kFixed:
+        return static_cast<int32_t>(d_.min);
+      case LengthDist::Kind::kUniform:
+        return static_cast<int32_t>(
+            boost::random::uniform_int_distribution<int64_t>(d_.min, d_.max)(rng_));
+      case LengthDist::Kind::kNormal:
+        v = boost::random::normal_distribution<double>(d_.a, d_.b)(rng_);
+        break;
+      case LengthDist::Kind::kLognormal:
+        v = boost::random::lognormal_distribution<double>(std::log(d_.a), d_.b)(rng_);
+        break;
+    }
+    const double clipped = std::clamp(std::round(v), double(d_.min), double(d_.max));
+    return static_cast<int32_t>(clipped);
+  }
+
+ private:
+  LengthDist d_;
+  boost::random::mt19937_64 rng_;
+};
+
+}  // namespace
+
+Workload generate_synthetic(const SyntheticOptions& opt) {
+  if (opt.num_requests < 1) throw Error("num-requests", "must be >= 1");
+  if (!(opt.request_rate > 0)) throw Error("request-rate", "must be > 0 (or inf)");
+  if (!(opt.burstiness > 0) || !std::isfinite(opt.burstiness)) {
+    throw Error("burstiness", "must be a positive number");
+  }
+  // Separate streams: arrivals, inputs, outputs (seed, seed+1, seed+2 through mt19937_64's own
+  // seeding) so that a rate sweep replays the same lengths.
+  boost::random::mt19937_64 arrivals(opt.seed * 3 + 0);
+  LengthSampler input(opt.input_len, opt.seed * 3 + 1);
+  LengthSampler output(opt.output_len, opt.seed * 3 + 2);
+  const bool all_at_once = std::isinf(opt.request_rate);
+  // benchmark_serving.py: theta = 1 / (rate * burstiness); gap ~ Gamma(burstiness, theta); the
+  // first request is sent at t = 0.
+  boost::random::gamma_distribution<double> gap(opt.burstiness,
+                                                1.0 / (opt.request_rate * opt.burstiness));
+  Workload w(static_cast<size_t>(opt.num_requests));
+  double t = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (i > 0 && !all_at_once) t += gap(arrivals);
+    w[i] = RequestSpec{static_cast<uint32_t>(i), t, input(), output()};
+  }
+  return w;
+}
+
+}  // namespace servesim

@@ -1,0 +1,40 @@
+// Synthetic workloads, as vLLM's benchmark_serving.py draws them: inter-arrival times from a
+// Gamma distribution with shape `burstiness` and mean 1/rate (burstiness 1 = Poisson; rate inf =
+// every request at t=0), and input and output lengths from a LengthDist each.
+// Promises: the same options give the same requests on every machine (Boost.Random
+// distributions and engines, one engine per stream so that changing the rate leaves the lengths
+// unchanged); lengths are >= 1 and within the distribution's [min, max].
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "traces/request.hpp"
+
+namespace servesim {
+
+// A length distribution, parsed from `fixed:N`, `uniform:LO:HI`, `normal:MEAN:STD[:MIN:MAX]` or
+// `lognormal:MEDIAN:SIGMA[:MIN:MAX]`. Draws are rounded to the nearest integer and clipped to
+// [min, max] (default [1, 2^31-1]).
+struct LengthDist {
+  enum class Kind { kFixed, kUniform, kNormal, kLognormal } kind = Kind::kFixed;
+  double a = 1, b = 0;  // N | LO,HI | MEAN,STD | MEDIAN,SIGMA
+  int64_t min = 1, max = INT32_MAX;
+  std::string spec;  // as given, for reports
+
+  // Throws Error(field, reason) naming FIELD (the flag) on a malformed spec.
+  static LengthDist parse(const std::string& spec, const std::string& field);
+};
+
+struct SyntheticOptions {
+  int64_t num_requests = 1000;
+  double request_rate = 10;  // requests per second; infinity = all at t = 0
+  double burstiness = 1.0;   // Gamma shape
+  LengthDist input_len = LengthDist::parse("fixed:512", "input-len");
+  LengthDist output_len = LengthDist::parse("fixed:256", "output-len");
+  uint64_t seed = 0;
+};
+
+Workload generate_synthetic(const SyntheticOptions& opt);
+
+}  // namespace servesim
