@@ -1,0 +1,65 @@
+// Shared test fixtures: small scheduler configurations, a constant-time cost model, and a helper
+// that completes a scheduled batch as the host would.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "models/cost_model.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace servesim::test {
+
+inline SchedulerConfig config(const std::string& policy, int64_t budget, int64_t max_num_seqs = 8,
+                              int64_t max_model_len = 1000, int block_size = 16) {
+  SchedulerConfig c;
+  c.policy = policy;
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = max_num_seqs;
+  c.max_model_len = max_model_len;
+  c.block_size = block_size;
+  return c;
+}
+
+// Completes every entry of the scheduler's current batch and ends the step.
+inline void complete_step(Scheduler& s) {
+  const Batch& b = s.batch();
+  for (size_t i = 0; i < b.size(); ++i)
+    s.complete(b.ids()[i], b.shapes()[i].new_tokens);
+  s.end_step();
+}
+
+// (id, new tokens) pairs of the current batch, in batch order.
+inline std::vector<std::pair<uint32_t, int32_t>> entries(const Batch& b) {
+  std::vector<std::pair<uint32_t, int32_t>> e;
+  for (size_t i = 0; i < b.size(); ++i)
+    e.emplace_back(b.ids()[i], b.shapes()[i].new_tokens);
+  return e;
+}
+
+inline std::vector<uint32_t> queue_ids(const RequestQueue& q) {
+  std::vector<uint32_t> ids;
+  for (size_t i = 0; i < q.size(); ++i)
+    ids.push_back(q[i]);
+  return ids;
+}
+
+// Every step costs the same: makes timings hand-computable.
+class ConstantCost final : public CostModel {
+ public:
+  explicit ConstantCost(double seconds) : seconds_(seconds) {}
+  StepCost cost(std::span<const SeqShape>) const override {
+    StepCost c;
+    c.seconds = seconds_;
+    return c;
+  }
+  std::string name() const override { return "constant"; }
+
+ private:
+  double seconds_;
+};
+
+using Entries = std::vector<std::pair<uint32_t, int32_t>>;
+using Ids = std::vector<uint32_t>;
+
+}  // namespace servesim::test

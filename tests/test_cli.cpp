@@ -1,0 +1,227 @@
+// The command line: outputs, determinism, exit codes and error messages for bad input.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli.hpp"
+
+using namespace servesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "servesim");
+  std::vector<const char*> argv;
+  for (const auto& a : args)
+    argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = run_cli(int(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A fresh directory for one test's files.
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("servesim_test_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void write(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
+}
+
+}  // namespace
+
+TEST_CASE("cli: run prints a summary and writes JSON and CSV with the documented keys", "[cli]") {
+  const fs::path dir = scratch("run");
+  const Result r = cli({"run", "--num-requests", "300", "--json", (dir / "s.json").string(),
+                        "--requests-csv", (dir / "r.csv").string()});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("ttft_ms"));
+  CHECK_THAT(r.out, Catch::Contains("300 total"));
+  const auto j = nlohmann::json::parse(slurp(dir / "s.json"));
+  for (const char* key :
+       {"scheduler", "max_num_batched_tokens", "requests", "ttft_ms", "itl_ms", "tpot_ms", "e2e_ms",
+        "queue_ms", "otps", "throughput", "gpu", "preemptions", "steps", "makespan_s", "config"}) {
+    CHECK(j.contains(key));
+  }
+  for (const char* key : {"mean", "p50", "p90", "p95", "p99", "max"})
+    CHECK(j["ttft_ms"].contains(key));
+  CHECK(j["requests"]["total"] == 300);
+  CHECK(j["otps"].contains("p50_ratio"));
+  CHECK(j["gpu"].contains("mbu"));
+  CHECK(j["config"]["workload"]["num_requests"] == 300);
+  const std::string csv = slurp(dir / "r.csv");
+  CHECK(csv.rfind("id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,"
+                  "tpot_ms,otps,max_itl_ms,queue_ms,preemptions,status\n",
+                  0) == 0);
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 301);
+}
+
+TEST_CASE("cli: the same seed gives byte-identical JSON and CSV; another seed does not",
+          "[cli][determinism]") {
+  const fs::path dir = scratch("determinism");
+  auto run = [&](const std::string& tag, const std::string& seed) {
+    const Result r =
+        cli({"run", "--scheduler", "chunked:512", "--num-requests", "500", "--request-rate", "12",
+             "--seed", seed, "--json", (dir / (tag + ".json")).string(), "--requests-csv",
+             (dir / (tag + ".csv")).string()});
+    REQUIRE(r.code == 0);
+    return slurp(dir / (tag + ".json")) + slurp(dir / (tag + ".csv"));
+  };
+  const std::string a = run("a", "5"), b = run("b", "5"), c = run("c", "6");
+  CHECK(a == b);
+  CHECK(a != c);
+  CHECK(a.size() > 10000);
+}
+
+TEST_CASE("cli: compare runs each policy on the same requests and says what the table shows",
+          "[cli]") {
+  const fs::path dir = scratch("compare");
+  const Result r = cli({"compare", "--num-requests", "300", "--scheduler", "vllm-v0,chunked:256",
+                        "--scheduler", "chunked", "--json", (dir / "c.json").string()});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("chunked:256"));
+  CHECK_THAT(r.out, Catch::Contains("chunked:2048"));
+  CHECK_THAT(r.out, Catch::Contains("lowest TTFT p50"));
+  const auto j = nlohmann::json::parse(slurp(dir / "c.json"));
+  REQUIRE(j["runs"].size() == 3);
+  CHECK(j["runs"][1]["max_num_batched_tokens"] == 256);
+  CHECK(j["runs"][0]["requests"]["total"] == j["runs"][2]["requests"]["total"]);
+}
+
+TEST_CASE("cli: list prints the catalogues", "[cli]") {
+  CHECK_THAT(cli({"list", "gpus"}).out, Catch::Contains("h100-sxm"));
+  CHECK_THAT(cli({"list", "models"}).out, Catch::Contains("mixtral-8x7b"));
+  CHECK_THAT(cli({"list", "schedulers"}).out, Catch::Contains("vllm-v0"));
+  CHECK(cli({"list", "tables"}).code == 2);
+}
+
+TEST_CASE("cli: --help on each command exits 0", "[cli]") {
+  for (const char* cmd : {"run", "compare"}) {
+    const Result r = cli({cmd, "--help"});
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("--max-num-batched-tokens"));
+  }
+  CHECK(cli({"--help"}).code == 0);
+  CHECK(cli({}).code == 2);
+}
+
+TEST_CASE("cli: bad input is one clear line on stderr and exit code 2", "[cli][errors]") {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "--no-such-flag"}, "no-such-flag"},
+      {{"frobnicate"}, "unknown command"},
+      {{"run", "--model", "gpt-9"}, "unknown model 'gpt-9'"},
+      {{"run", "--gpu", "tpu-v9"}, "unknown GPU 'tpu-v9'"},
+      {{"run", "--scheduler", "fifo"}, "unknown scheduler 'fifo'"},
+      {{"run", "--scheduler", "chunked:0"}, "token budget"},
+      {{"run", "--scheduler", "chunked:abc"}, "token budget"},
+      {{"run", "--max-num-batched-tokens", "-1"}, "max-num-batched-tokens"},
+      {{"run", "--input-len", "normal:5"}, "field 'input-len'"},
+      {{"run", "--output-len", "uniform:9:2"}, "field 'output-len'"},
+      {{"run", "--request-rate", "fast"}, "field 'request-rate'"},
+      {{"run", "--num-requests", "0"}, "num-requests"},
+      {{"run", "--num-requests", "ten"}, "num-requests"},
+      {{"run", "--gpu-memory-utilization", "1.5"}, "gpu-memory-utilization"},
+      {{"run", "--tensor-parallel-size", "3"}, "must divide"},
+      {{"run", "--model", "llama-2-70b", "--gpu", "l4"}, "does not fit"},
+      {{"run", "--config", "/nonexistent/x.ini"}, "cannot open"},
+      {{"run", "--json", "/nonexistent/dir/x.json", "--num-requests", "5"}, "cannot open"},
+  };
+  for (const auto& [args, expect] : cases) {
+    INFO(args[0] << " " << (args.size() > 1 ? args[1] : "") << " "
+                 << (args.size() > 2 ? args[2] : ""));
+    const Result r = cli(args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(expect));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 12);  // usage at most, no trace
+  }
+}
+
+TEST_CASE("cli: --config reads flags from INI; the command line wins; errors name the line",
+          "[cli][errors]") {
+  const fs::path dir = scratch("config");
+  write(dir / "ok.ini", "# a comment\nnum-requests = 40\nscheduler = vllm-v0\nseed = 3\n");
+  const fs::path json = dir / "o.json";
+  Result r =
+      cli({"run", "--config", (dir / "ok.ini").string(), "--seed", "9", "--json", json.string()});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(json));
+  CHECK(j["requests"]["total"] == 40);
+  CHECK(j["scheduler"] == "vllm-v0");
+  CHECK(j["config"]["workload"]["seed"] == 9);
+
+  write(dir / "typo.ini", "num-requests = 40\nmax-num-seq = 8\n");
+  r = cli({"run", "--config", (dir / "typo.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("typo.ini:2: field 'max-num-seq': unknown key"));
+
+  write(dir / "bad.ini", "seed = 1\nnum-requests = many\n");
+  r = cli({"run", "--config", (dir / "bad.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("bad.ini:2: field 'num-requests'"));
+
+  write(dir / "syntax.ini", "seed 1\n");
+  r = cli({"run", "--config", (dir / "syntax.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("syntax.ini:1:"));
+}
+
+TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[cli]") {
+  const fs::path dir = scratch("files");
+  write(dir / "gpu.ini",
+        "name = my-gpu\nbf16_tflops = 500\nhbm_gib = 96\nhbm_gb_per_s = 4000\n"
+        "interconnect_gb_per_s = 400\n");
+  write(dir / "model.ini",
+        "name = my-model\nnum_hidden_layers = 16\nhidden_size = 2048\nnum_attention_heads = 16\n"
+        "num_key_value_heads = 4\nintermediate_size = 8192\nvocab_size = 50000\n"
+        "max_position_embeddings = 4096\n");
+  const fs::path json = dir / "o.json";
+  const Result r = cli({"run", "--gpu-file", (dir / "gpu.ini").string(), "--model-file",
+                        (dir / "model.ini").string(), "--num-requests", "50", "--input-len",
+                        "fixed:100", "--output-len", "fixed:10", "--json", json.string()});
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(slurp(json));
+  CHECK(j["config"]["gpu"] == "my-gpu");
+  CHECK(j["config"]["model"] == "my-model");
+  CHECK(j["config"]["max_model_len"] == 4096);
+
+  write(dir / "bad_gpu.ini",
+        "name = g\nbf16_tflops = 500\nhbm_gib = -1\nhbm_gb_per_s = 1\n"
+        "interconnect_gb_per_s = 1\n");
+  Result e = cli({"run", "--gpu-file", (dir / "bad_gpu.ini").string()});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("field 'hbm_gib'"));
+  write(dir / "bad_model.ini",
+        "name = m\nnum_hidden_layers = 2\nhidden_size = 64\n"
+        "num_attention_heads = 6\nnum_key_value_heads = 4\n"
+        "intermediate_size = 10\nvocab_size = 10\n"
+        "max_position_embeddings = 100\n");
+  e = cli({"run", "--model-file", (dir / "bad_model.ini").string()});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("field 'num_key_value_heads'"));
+  write(dir / "missing.ini", "name = m\nhidden_size = 64\n");
+  e = cli({"run", "--model-file", (dir / "missing.ini").string()});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("missing.ini"));
+}

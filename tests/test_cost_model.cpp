@@ -1,0 +1,156 @@
+// The roofline model against FLOPs, bytes and seconds computed by hand for a tiny model.
+#include <catch2/catch.hpp>
+
+#include "models/memory_plan.hpp"
+#include "models/roofline.hpp"
+
+using namespace servesim;
+
+namespace {
+
+// 2 layers, hidden 8, 2 heads of 4 (8 query dims), 1 KV head (4 dims), MLP 16, vocab 32.
+ModelSpec tiny() {
+  ModelSpec m;
+  m.name = "tiny";
+  m.num_layers = 2;
+  m.hidden_size = 8;
+  m.num_heads = 2;
+  m.num_kv_heads = 1;
+  m.head_dim = 4;
+  m.intermediate_size = 16;
+  m.vocab_size = 32;
+  m.max_position = 1000;
+  return m;
+}
+
+// 1000 FLOP/s and 1000 bytes/s, so FLOPs and bytes read directly as milliseconds x 1000.
+GpuSpec slow_gpu() {
+  return GpuSpec{"slow", "", 1e-9, 1, 1e-6, 1e-6};
+}
+
+RooflineParams ideal() {
+  RooflineParams p;
+  p.linear_compute_efficiency = p.linear_memory_efficiency = 1;
+  p.elementwise_memory_efficiency = 1;
+  p.attention_compute_efficiency = p.attention_memory_efficiency = 1;
+  p.interconnect_efficiency = 1;
+  p.elementwise_floor_s_per_layer = p.attention_floor_s_per_layer = 0;
+  p.allreduce_latency_s = 0;
+  p.cpu_overhead_s = p.cpu_overhead_s_per_seq = 0;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("roofline: parameter counts of the tiny model", "[cost]") {
+  const ModelSpec m = tiny();
+  CHECK(m.attention_params_per_layer() == 8 * (8 + 2 * 4) + 8 * 8);  // 192
+  CHECK(m.expert_params() == 3 * 8 * 16);                            // 384
+  CHECK(m.active_linear_params_per_layer() == 576);
+  CHECK(m.total_params() == 2 * (576 + 16) + 2 * 32 * 8 + 8);
+  CHECK(m.kv_bytes_per_token_per_gpu(1) == 2 * 2 * 1 * 4 * 2);
+}
+
+TEST_CASE("roofline: a decode step's FLOPs, bytes and seconds by hand", "[cost]") {
+  const RooflineCostModel model(slow_gpu(), tiny(), 1, ideal());
+  const SeqShape decode{1, 10, false, true};
+  const StepCost c = model.cost(std::span(&decode, 1));
+  // linear 2 x 576 x 2 layers = 2304; attention 4 x 8 q-dims x 2 layers x 11 keys = 704;
+  // LM head 2 x 32 x 8 = 512.
+  CHECK(c.flops == Approx(2304 + 704 + 512));
+  // linear: weights 576 x 2 x 2 B = 2304 + activations 104 x 2 x 2 B = 416;
+  // attention: KV 32 B/token x (11 read + 1 written) + Q and O 64 B = 448;
+  // element-wise 152 x 2 x 2 B = 608; LM head 512 B of weights + 32 x 4 B of logits = 640.
+  CHECK(c.bytes == Approx(2720 + 448 + 608 + 640));
+  CHECK(c.linear_s == Approx(2.720));     // memory-bound: max(2.304, 2.720)
+  CHECK(c.attention_s == Approx(0.704));  // compute-bound: max(0.704, 0.448)
+  CHECK(c.elementwise_s == Approx(0.608));
+  CHECK(c.lm_head_s == Approx(0.640));
+  CHECK(c.allreduce_s == 0);
+  CHECK(c.seconds == Approx(2.720 + 0.704 + 0.608 + 0.640));
+}
+
+TEST_CASE("roofline: prefill attention is quadratic in the chunk and linear in context", "[cost]") {
+  const RooflineCostModel model(slow_gpu(), tiny(), 1, ideal());
+  // 4 new tokens after 6 cached: token i sees 6 + i + 1 keys: 7 + 8 + 9 + 10 = 34 pairs.
+  const SeqShape chunk{4, 6, true, false};
+  const StepCost c = model.cost(std::span(&chunk, 1));
+  CHECK(c.flops == Approx(2304.0 * 4 + 4 * 8 * 2 * 34));  // no LM head: nothing emitted
+  CHECK(c.lm_head_s == 0);
+  // Doubling the chunk at no context: 2 x 3 / 2 = 3 pairs vs 4 x 5 / 2 = 10.
+  const SeqShape two{2, 0, true, true}, four{4, 0, true, true};
+  const double attn2 = model.cost(std::span(&two, 1)).flops - 2304.0 * 2 - 512;
+  const double attn4 = model.cost(std::span(&four, 1)).flops - 2304.0 * 4 - 512;
+  CHECK(attn2 == Approx(64.0 * 3));
+  CHECK(attn4 == Approx(64.0 * 10));
+}
+
+TEST_CASE("roofline: tensor parallelism splits work and adds two all-reduces per layer", "[cost]") {
+  RooflineParams p = ideal();
+  p.allreduce_latency_s = 0.01;
+  const RooflineCostModel tp1(slow_gpu(), tiny(), 1, p), tp2(slow_gpu(), tiny(), 2, p);
+  const SeqShape decode{1, 10, false, true};
+  const StepCost a = tp1.cost(std::span(&decode, 1)), b = tp2.cost(std::span(&decode, 1));
+  CHECK(b.flops == Approx(a.flops));  // the same work, on two GPUs
+  CHECK(b.linear_s == Approx(a.linear_s / 2));
+  // Message 1 token x 8 x 2 B = 16 B; ring 2 (2-1)/2 x 16 / 1000 B/s = 0.016 s + 0.01 s latency;
+  // 2 per layer x 2 layers.
+  CHECK(b.allreduce_s == Approx(4 * (0.01 + 0.016)));
+}
+
+TEST_CASE("roofline: kernel floors and the per-step CPU overhead", "[cost]") {
+  RooflineParams p = ideal();
+  p.elementwise_floor_s_per_layer = 10;
+  p.attention_floor_s_per_layer = 20;
+  p.cpu_overhead_s = 1;
+  p.cpu_overhead_s_per_seq = 0.5;
+  const RooflineCostModel model(slow_gpu(), tiny(), 1, p);
+  const SeqShape batch[] = {{1, 10, false, true}, {1, 3, false, true}, {5, 0, true, true}};
+  const StepCost c = model.cost(batch);
+  CHECK(c.elementwise_s == Approx(2 * 10));
+  CHECK(c.attention_s == Approx(2 * 20 + 2 * 20));  // a prefill kernel and a decode kernel
+  CHECK(c.cpu_overhead_s == Approx(1 + 3 * 0.5));
+}
+
+TEST_CASE("roofline: a mixture of experts reads only the experts its tokens reach", "[cost]") {
+  ModelSpec moe = tiny();
+  moe.num_experts = 8;
+  moe.experts_per_token = 2;
+  const RooflineCostModel model(slow_gpu(), moe, 1, ideal());
+  const SeqShape one{1, 0, false, false};
+  const double expert_bytes = 384.0 * 2 * 2;  // one expert, both layers
+  const double dense_bytes = (192.0 + 8 * 8) * 2 * 2;
+  const double act = 104.0 + 2 * 16 + 16;  // per token per layer, top-2 MLP activations
+  // One token reaches 8 x (1 - 6/8) = 2 experts; 4096 tokens reach all 8.
+  CHECK(model.cost(std::span(&one, 1)).linear_s * 1000 ==
+        Approx(dense_bytes + 2 * expert_bytes + act * 2 * 2));
+  CHECK(moe.total_params() - moe.active_params() == 2 * 6 * 384);
+}
+
+TEST_CASE("memory plan: Llama-2-7B on one A100-80GB, as vLLM sizes it", "[cost][memory]") {
+  MemoryPlanOptions o;  // utilization 0.9, block 16, budget 2048, 256 seqs, 0.5 GiB reserve
+  const MemoryPlan p = plan_memory(find_gpu("a100-80g"), find_model("llama-2-7b"), o);
+  CHECK(p.weight_bytes == Approx(6738415616.0 * 2));
+  // 2048 tokens x (4 x 4096 + 3 x 11008) x 2 B + 256 sequences x 32000 x 4 B x 2
+  CHECK(p.activation_bytes == Approx(267911168.0));
+  CHECK(p.kv_bytes_per_block == 16 * 2 * 32 * 32 * 128 * 2);
+  CHECK(p.num_gpu_blocks == 7513);
+  o.num_gpu_blocks_override = 100;
+  CHECK(plan_memory(find_gpu("a100-80g"), find_model("llama-2-7b"), o).num_gpu_blocks == 100);
+}
+
+TEST_CASE("memory plan: a model that does not fit is an error stating the bytes",
+          "[cost][memory]") {
+  MemoryPlanOptions o;
+  try {
+    plan_memory(find_gpu("l4"), find_model("llama-2-70b"), o);
+    FAIL("expected an error");
+  } catch (const std::exception& e) {
+    const std::string msg = e.what();
+    CHECK_THAT(msg, Catch::Contains("does not fit"));
+    CHECK_THAT(msg, Catch::Contains("weights 128.48 GiB"));
+    CHECK_THAT(msg, Catch::Contains("usable 21.60 GiB (24.00 GiB x 0.90)"));
+  }
+  o.tp = 8;  // 8 x L4: 16 GiB of weights each, fits
+  CHECK(plan_memory(find_gpu("l4"), find_model("llama-2-70b"), o).num_gpu_blocks > 0);
+}

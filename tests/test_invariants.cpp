@@ -1,0 +1,158 @@
+// Invariants on large random workloads, per step (driving the scheduler directly) and per run
+// (through the host): nothing lost, KV never over capacity, tokens conserved, Bedrock's identity.
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/uniform_int_distribution.hpp>
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "sim/simulation.hpp"
+#include "traces/synthetic.hpp"
+
+using namespace servesim;
+using namespace servesim::test;
+
+namespace {
+
+// Drives a scheduler step by step with random arrivals, checking invariants after every
+// decision. Returns the first violation ("" if none) and counts the preemptions seen.
+std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
+                  int64_t& preemptions) {
+  const size_t n = 1500;
+  boost::random::mt19937_64 rng(seed);
+  boost::random::uniform_int_distribution<int> input(1, 700), output(1, 300), arrivals(0, 4);
+  Scheduler s(c, num_blocks, n);
+  size_t next = 0;
+  int64_t rejected = 0, finished = 0, idle = 0, step = 0;
+  std::vector<int32_t> lengths_out(n);
+  std::string failure;
+  auto check = [&](bool ok, const char* what) {
+    if (!ok && failure.empty()) failure = "step " + std::to_string(step) + ": " + what;
+    return ok;
+  };
+  while (finished + rejected < int64_t(n) && failure.empty()) {
+    ++step;
+    for (int k = arrivals(rng); k > 0 && next < n; --k, ++next) {
+      const int32_t in = input(rng);
+      lengths_out[next] = output(rng);
+      if (s.add_request(uint32_t(next), in, lengths_out[next]) != RejectReason::kNone) ++rejected;
+    }
+    const Batch& b = s.schedule();
+    rejected += int64_t(s.ignored().size());
+    if (b.empty()) {
+      check(s.preempted_last_step() || (s.waiting().empty() && s.running().empty()),
+            "empty batch with work queued");
+      check(++idle < 100000, "no progress: requests lost");
+      continue;
+    }
+    // KV: never over capacity; exactly the running requests hold blocks.
+    const BlockManager& bm = s.block_manager();
+    check(bm.used_blocks() <= bm.total_blocks() && bm.free_blocks() >= 0, "KV over capacity");
+    int64_t held = 0;
+    for (size_t i = 0; i < s.running().size(); ++i) {
+      const SeqState& q = s.seq(s.running()[i]);
+      check(q.status == SeqStatus::kRunning, "a request in running is not running");
+      check(q.blocks == bm.blocks_for(q.table_tokens), "block table size");
+      held += q.blocks;
+    }
+    for (size_t i = 0; i < s.waiting().size(); ++i) {
+      check(s.seq(s.waiting()[i]).blocks == 0, "a waiting request holds blocks");
+      check(s.seq(s.waiting()[i]).status == SeqStatus::kWaiting, "waiting status");
+    }
+    check(held == bm.used_blocks(), "blocks held != blocks used");
+    // Budgets.
+    check(int64_t(s.running().size()) <= c.max_num_seqs, "running > max_num_seqs");
+    check(int64_t(b.size()) <= c.max_num_seqs, "batch > max_num_seqs");
+    if (c.policy == "chunked" || b.decode_tokens() == 0) {
+      check(b.num_tokens() <= c.max_num_batched_tokens, "batch over the token budget");
+    }
+    if (c.policy == "vllm-v0") {
+      check(b.prefill_tokens() == 0 || b.decode_tokens() == 0, "vllm-v0 mixed a step");
+    }
+    // Each entry's shape is consistent with its request.
+    for (size_t i = 0; i < b.size(); ++i) {
+      const SeqState& q = s.seq(b.ids()[i]);
+      const SeqShape& sh = b.shapes()[i];
+      check(sh.new_tokens >= 1, "empty entry");
+      check(sh.context_tokens == q.computed, "context != computed");
+      check(q.computed + sh.new_tokens <= q.num_tokens(), "computes unknown tokens");
+      check(bm.blocks_for(q.computed + sh.new_tokens) <= q.blocks, "computes without a slot");
+    }
+    for (size_t i = 0; i < b.size(); ++i) {
+      if (s.complete(b.ids()[i], b.shapes()[i].new_tokens) == Scheduler::Outcome::kFinished) {
+        ++finished;
+        check(s.seq(b.ids()[i]).generated == lengths_out[b.ids()[i]], "output length");
+      }
+    }
+    s.end_step();
+  }
+  check(s.block_manager().free_blocks() == num_blocks, "blocks not returned");
+  check(s.waiting().empty() && s.running().empty(), "requests left behind");
+  preemptions = s.num_preemptions();
+  return failure;
+}
+
+}  // namespace
+
+TEST_CASE("invariants hold at every step of random workloads under KV pressure", "[invariants]") {
+  for (const char* policy : {"vllm-v0", "chunked"}) {
+    for (uint64_t seed : {1, 2, 3}) {
+      INFO(policy << " seed " << seed);
+      SchedulerConfig c = config(policy, policy == std::string("chunked") ? 256 : 2048,
+                                 /*max_num_seqs=*/64, /*max_model_len=*/2048);
+      int64_t preemptions = 0;
+      CHECK(drive(c, /*num_blocks=*/120, seed, preemptions) == "");
+      CHECK(preemptions > 0);  // the cache is small enough to exercise preemption
+    }
+  }
+}
+
+TEST_CASE("whole runs: nothing lost, tokens conserved, E2E = TTFT + out / OTPS", "[invariants]") {
+  SyntheticOptions w;
+  w.num_requests = 3000;
+  w.request_rate = 40;
+  w.input_len = LengthDist::parse("lognormal:600:1.0:1:7000", "input-len");
+  w.output_len = LengthDist::parse("lognormal:150:1.0:1:3000", "output-len");
+  w.seed = 11;
+  const Workload workload = generate_synthetic(w);
+  for (const std::string spec : {"vllm-v0", "chunked:512"}) {
+    INFO(spec);
+    SimConfig c;
+    c.model = find_model("llama-3.1-8b");
+    c.gpu = find_gpu("a100-80g");
+    c.scheduler.policy = spec.substr(0, spec.find(':'));
+    c.scheduler.max_num_batched_tokens = spec == "chunked:512" ? 512 : 0;
+    c.scheduler.max_model_len = 8192;
+    c.memory.num_gpu_blocks_override = 400;  // 6400 tokens: preemption and KV rejections
+    const RunResult r = simulate(resolve(c), workload);
+    const RunSummary& s = r.summary;
+    CHECK(s.completed + s.rejected == s.total);
+    CHECK(s.total == workload.size());
+    CHECK(s.preemptions > 0);
+    CHECK(s.rejected > 0);
+    CHECK(s.kv_usage_max <= 1.0);
+    int64_t expected_tokens = 0;
+    for (size_t i = 0; i < r.requests.size(); ++i) {
+      const RequestRecord& q = r.requests[i];
+      if (q.status == SeqStatus::kRejected) {
+        REQUIRE(q.reject != RejectReason::kNone);
+        continue;
+      }
+      REQUIRE(q.finished());
+      REQUIRE(q.generated == q.output_tokens);
+      REQUIRE(q.first_scheduled_s >= q.arrival_s);
+      REQUIRE(q.first_token_s > q.first_scheduled_s);
+      REQUIRE(q.last_token_s >= q.first_token_s);
+      // Each finished request computed its prompt and all but its last token once.
+      expected_tokens += int64_t(q.input_tokens) + q.output_tokens - 1;
+      if (q.has_decode()) {
+        const double e2e_ms = q.e2e_s() * 1e3;
+        const double identity = q.ttft_s() * 1e3 + q.output_tokens / q.otps() * 1e3;
+        REQUIRE(identity == Approx(e2e_ms).epsilon(1e-9));
+      } else {
+        REQUIRE(q.e2e_s() == q.ttft_s());
+      }
+    }
+    // Everything computed is either in a finished request or was thrown away by preemption.
+    CHECK(s.prefill_tokens + s.decode_tokens == expected_tokens + r.discarded_tokens);
+  }
+}

@@ -1,0 +1,160 @@
+// Hand-worked batches for `vllm-v0` (vLLM V0 Scheduler._schedule_default).
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace servesim;
+using namespace servesim::test;
+
+TEST_CASE("vllm-v0: the first prompt that does not fit the budget stops admission",
+          "[policy][vllm-v0]") {
+  Scheduler s(config("vllm-v0", 100), 1000, 8);
+  s.add_request(0, 60, 5);
+  s.add_request(1, 50, 5);
+  s.add_request(2, 10, 5);  // would fit after 0, but FCFS never skips 1
+  CHECK(entries(s.schedule()) == Entries{{0, 60}});
+  const SeqShape first = s.batch().shapes()[0];
+  CHECK(first.prefill);
+  CHECK(first.context_tokens == 0);
+  CHECK(first.emits_token);
+  complete_step(s);
+  CHECK(s.seq(0).generated == 1);
+
+  // Prefill priority: the waiting prompts run before 0's first decode, and without it.
+  CHECK(entries(s.schedule()) == Entries{{1, 50}, {2, 10}});
+  complete_step(s);
+  // Now all decode, one token each, in `running` order.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}, {1, 1}, {2, 1}});
+  for (const SeqShape& sh : s.batch().shapes())
+    CHECK_FALSE(sh.prefill);
+  CHECK(s.batch().shapes()[0].context_tokens == 60);
+  CHECK(queue_ids(s.running()) == Ids{0, 1, 2});
+}
+
+TEST_CASE("vllm-v0: a step is all prefill or all decode", "[policy][vllm-v0]") {
+  Scheduler s(config("vllm-v0", 4096), 1000, 8);
+  s.add_request(0, 100, 10);
+  s.schedule();
+  complete_step(s);
+  s.schedule();  // decode of 0
+  CHECK(s.batch().decode_tokens() == 1);
+  complete_step(s);
+  s.add_request(1, 200, 10);  // arrives: the next step is its prefill alone
+  CHECK(entries(s.schedule()) == Entries{{1, 200}});
+  CHECK(s.batch().decode_tokens() == 0);
+  complete_step(s);
+  CHECK(entries(s.schedule()) == Entries{{0, 1}, {1, 1}});
+}
+
+TEST_CASE("vllm-v0: running requests hold their max_num_seqs slots first", "[policy][vllm-v0]") {
+  Scheduler s(config("vllm-v0", 4096, /*max_num_seqs=*/2), 1000, 8);
+  s.add_request(0, 10, 10);
+  s.schedule();
+  complete_step(s);
+  s.add_request(1, 10, 10);
+  s.add_request(2, 10, 10);
+  // 1 running + 1 new = max_num_seqs: request 2 must wait.
+  CHECK(entries(s.schedule()) == Entries{{1, 10}});
+  CHECK(queue_ids(s.waiting()) == Ids{2});
+}
+
+TEST_CASE("vllm-v0: prompts over min(max_model_len, budget) are ignored, the queue moves on",
+          "[policy][vllm-v0]") {
+  Scheduler s(config("vllm-v0", 100, 8, /*max_model_len=*/1000), 1000, 8);
+  CHECK(s.add_request(0, 150, 5) == RejectReason::kNone);  // passes the front end
+  s.add_request(1, 20, 5);
+  CHECK(entries(s.schedule()) == Entries{{1, 20}});
+  CHECK(s.ignored() == Ids{0});
+  CHECK(s.seq(0).status == SeqStatus::kRejected);
+  CHECK(s.seq(0).reject == RejectReason::kPromptLimit);
+}
+
+TEST_CASE("front end: input + output over max_model_len is rejected before scheduling",
+          "[policy]") {
+  Scheduler s(config("vllm-v0", 2048, 8, /*max_model_len=*/100), 1000, 8);
+  CHECK(s.add_request(0, 90, 11) == RejectReason::kContextLength);
+  CHECK(s.add_request(1, 90, 10) == RejectReason::kNone);
+  CHECK(s.seq(0).status == SeqStatus::kRejected);
+  CHECK(queue_ids(s.waiting()) == Ids{1});
+}
+
+TEST_CASE("front end: a request whose lifetime exceeds the whole KV cache is rejected",
+          "[policy]") {
+  Scheduler s(config("chunked", 512, 8, 1000, /*block_size=*/16), /*num_gpu_blocks=*/10, 8);
+  // 10 blocks hold 160 tokens; input + output - 1 = 161 needs 11.
+  CHECK(s.add_request(0, 100, 62) == RejectReason::kKvCapacity);
+  CHECK(s.add_request(1, 100, 61) == RejectReason::kNone);
+}
+
+TEST_CASE("vllm-v0: the block manager's LATER stops admission, NEVER ignores the request",
+          "[policy][vllm-v0]") {
+  SchedulerConfig c = config("vllm-v0", 4096, 8, 1000, /*block_size=*/4);
+  c.watermark = 0.2;  // int(0.2 * 10) = 2 blocks
+  Scheduler s(c, /*num_gpu_blocks=*/10, 8);
+  s.add_request(0, 32, 2);  // 8 blocks: 10 - 8 = 2 >= watermark: OK
+  s.add_request(1, 4, 2);   // 1 block: 2 free - 1 < 2: LATER
+  CHECK(entries(s.schedule()) == Entries{{0, 32}});
+  CHECK(queue_ids(s.waiting()) == Ids{1});
+
+  Scheduler t(c, 10, 8);
+  t.add_request(0, 33, 1);  // 9 blocks: 10 - 9 < 2: NEVER
+  t.add_request(1, 4, 2);
+  CHECK(entries(t.schedule()) == Entries{{1, 4}});
+  CHECK(t.seq(0).reject == RejectReason::kBlockManagerNever);
+}
+
+TEST_CASE("vllm-v0: preemption takes the tail of running, requeues it first, and recomputes",
+          "[policy][vllm-v0]") {
+  SchedulerConfig c = config("vllm-v0", 4096, 8, 1000, /*block_size=*/4);
+  c.watermark = 0.0;
+  Scheduler s(c, /*num_gpu_blocks=*/6, 8);
+  for (uint32_t id = 0; id < 3; ++id)
+    s.add_request(id, 4, 10);
+  s.add_request(3, 4, 10);  // admitted later, once blocks free up
+  // Step 1: prefill 0, 1, 2 (a block each); 3 gets the fourth block too.
+  CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}, {2, 4}, {3, 4}});
+  complete_step(s);
+  // Step 2: decodes need a second block each: 2 free blocks for 4 requests. 0 and 1 take them;
+  // 2 finds none and preempts the tail (3), which frees one block for 2.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}, {1, 1}, {2, 1}});
+  CHECK(queue_ids(s.waiting()) == Ids{3});
+  CHECK(s.seq(3).preemptions == 1);
+  CHECK(s.seq(3).status == SeqStatus::kWaiting);
+  CHECK(s.seq(3).computed == 0);
+  CHECK(s.num_preemptions() == 1);
+  CHECK(s.block_manager().free_blocks() == 0);
+  complete_step(s);
+  // Step 3: no free block. 0 cannot append (vLLM counts a touched block): the tail (2) is
+  // preempted and requeued in front of 3, then 0 and 1 run.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}, {1, 1}});
+  CHECK(queue_ids(s.waiting()) == Ids{2, 3});
+  CHECK(s.seq(2).generated == 2);
+  complete_step(s);
+}
+
+TEST_CASE("vllm-v0: a preempted request recomputes prompt and generated tokens in one prefill",
+          "[policy][vllm-v0]") {
+  SchedulerConfig c = config("vllm-v0", 4096, 8, 1000, /*block_size=*/4);
+  c.watermark = 0.0;
+  Scheduler s(c, 3, 8);
+  s.add_request(0, 4, 2);
+  s.add_request(1, 4, 3);
+  s.schedule();  // prefill both: a block each, one left
+  complete_step(s);
+  // 0 takes the last block for its second token; 1 finds none and, being the last in
+  // `running`, preempts itself.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}});
+  CHECK(queue_ids(s.waiting()) == Ids{1});
+  CHECK(s.seq(1).generated == 1);
+  complete_step(s);  // 0 finishes and frees its blocks
+  CHECK(s.seq(0).status == SeqStatus::kFinished);
+  CHECK(s.block_manager().free_blocks() == 3);
+  // 1 recomputes its prompt and its generated token (4 + 1) and then samples its second token.
+  const Batch& b = s.schedule();
+  REQUIRE(entries(b) == Entries{{1, 5}});
+  CHECK(b.shapes()[0].prefill);
+  CHECK(b.shapes()[0].emits_token);
+  complete_step(s);
+  CHECK(s.seq(1).generated == 2);
+  CHECK(s.discarded_tokens() == 4);  // the prompt computed once before the preemption
+}
