@@ -20,10 +20,11 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   // q/k/v in and out, o in and out, gate/up in and out, down in and out.
   linear_act_bytes_per_token_ =
       (h + (q + 2 * kv) + q + h + h + 2 * inter * k + inter * k + h) * layers_ * dtype_;
-  // Two RMSNorms (read, write), two residual adds (two reads, a write), rotary embedding on q and
-  // k (read, write), SiLU x mul (two reads, a write).
-  elementwise_bytes_per_token_ =
-      (2 * 2 * h + 2 * 3 * h + 2 * (q + kv) + 3 * inter * k) * layers_ * dtype_;
+  // Two RMSNorms (read, write) and two residual adds (two reads, a write) run on the full hidden
+  // state on every GPU of the TP group; rotary embedding on q and k (read, write) and SiLU x mul
+  // (two reads, a write) on each GPU's shard.
+  elementwise_replicated_bytes_per_token_ = (2 * 2 * h + 2 * 3 * h) * layers_ * dtype_;
+  elementwise_sharded_bytes_per_token_ = (2 * (q + kv) + 3 * inter * k) * layers_ * dtype_;
   attn_flops_per_pair_ = 4.0 * q * layers_;  // QK^T and PV, 2 FLOPs per multiply-add
   kv_bytes_per_token_ = 2.0 * kv * layers_ * dtype_;
   qo_bytes_per_token_ = 2.0 * q * layers_ * dtype_;
@@ -94,9 +95,14 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
                                   p_.attention_memory_efficiency));
   }
 
-  const double elementwise_bytes = elementwise_bytes_per_token_ * tokens;
+  // Per GPU: the replicated part whole, the sharded part split; over the group: tp copies of
+  // the replicated part.
+  const double elementwise_gpu_bytes = tokens * (elementwise_replicated_bytes_per_token_ +
+                                                 elementwise_sharded_bytes_per_token_ / tp);
+  const double elementwise_bytes = elementwise_gpu_bytes * tp;
   c.elementwise_s = std::max(layers_ * p_.elementwise_floor_s_per_layer,
-                             elementwise_bytes / (bytes_s * p_.elementwise_memory_efficiency));
+                             elementwise_gpu_bytes /
+                                 (gpu_.hbm_bytes_per_s() * p_.elementwise_memory_efficiency));
 
   double lm_flops = 0, lm_bytes = 0;
   if (emitting > 0) {

@@ -29,8 +29,9 @@ struct RooflineParams {
   double linear_compute_efficiency = 0.72;
   // GEMMs at num_tokens <= 8, TP1: weights read at 66-81% of 2039 GB/s.
   double linear_memory_efficiency = 0.75;
-  // Norms, rope, SiLU x mul and add at 4096 tokens: 31-88% of HBM bandwidth, 46% bytes-weighted.
-  double elementwise_memory_efficiency = 0.46;
+  // Norms, rope, SiLU x mul and add at 4096 tokens, TP1: 31-88% of HBM bandwidth per op; 53-56%
+  // for the bytes this model counts (two residual adds per layer) over the time of the five ops.
+  double elementwise_memory_efficiency = 0.54;
   // The element-wise kernels of one layer at num_tokens = 1: 0.021-0.027 ms.
   double elementwise_floor_s_per_layer = 24e-6;
   // attn_prefill at kv_cache_size 2048, chunks of 128-2048 tokens: 27-33% of peak.
@@ -71,7 +72,8 @@ class RooflineCostModel final : public CostModel {
   double dense_weight_bytes_;          // attention + router weights, all layers
   double expert_weight_bytes_;         // one expert, all layers
   double linear_act_bytes_per_token_;  // GEMM inputs and outputs, all layers
-  double elementwise_bytes_per_token_;
+  double elementwise_replicated_bytes_per_token_;  // norms, residual adds: every GPU, full width
+  double elementwise_sharded_bytes_per_token_;     // rope, SiLU x mul: split over the TP group
   double attn_flops_per_pair_;  // per (query token, key token) pair, all layers
   double kv_bytes_per_token_;   // K and V, all layers, whole model
   double qo_bytes_per_token_;   // Q read and O written, all layers

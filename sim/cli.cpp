@@ -31,7 +31,7 @@ namespace {
 constexpr const char* kDefaultModel = "llama-3.1-8b";
 constexpr const char* kDefaultGpu = "h100-sxm";
 constexpr int64_t kDefaultNumRequests = 2000;
-constexpr const char* kDefaultRate = "18";
+constexpr const char* kDefaultRate = "9";
 constexpr const char* kDefaultInputLen = "lognormal:1024:0.8:16:6000";
 constexpr const char* kDefaultOutputLen = "lognormal:256:0.8:4:2000";
 const std::vector<std::string> kDefaultCompare = {"vllm-v0", "chunked:512", "chunked:2048"};
@@ -318,9 +318,11 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
   const std::vector<RunResult> runs = run_policies(a, specs, wopt);
   const SimConfig& c = runs.front().config;
   out << "servesim compare: " << c.model.name << " on " << c.gpu.name << " x" << c.tp
-      << ", max_model_len " << c.scheduler.max_model_len << ", "
-      << runs.front().memory.num_gpu_blocks << " KV blocks\n"
-      << "workload: " << workload_text(wopt) << "\n\n";
+      << ", max_model_len " << c.scheduler.max_model_len << ", max_num_seqs "
+      << c.scheduler.max_num_seqs << "\nKV cache blocks (the activation reserve depends on the "
+      << "token budget):";
+  for (const RunResult& r : runs) out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
+  out << "\nworkload: " << workload_text(wopt) << "\n\n";
   print_compare_table(out, runs);
   const std::string v = verdict(runs);
   if (!v.empty()) out << "\n" << v << "\n";

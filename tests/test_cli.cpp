@@ -78,7 +78,7 @@ TEST_CASE("cli: run prints a summary and writes JSON and CSV with the documented
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 301);
 }
 
-TEST_CASE("cli: the same seed gives byte-identical JSON and CSV; another seed does not",
+TEST_CASE("cli: the same seed gives byte-identical JSON and CSV, another seed does not",
           "[cli][determinism]") {
   const fs::path dir = scratch("determinism");
   auto run = [&](const std::string& tag, const std::string& seed) {
@@ -158,7 +158,7 @@ TEST_CASE("cli: bad input is one clear line on stderr and exit code 2", "[cli][e
   }
 }
 
-TEST_CASE("cli: --config reads flags from INI; the command line wins; errors name the line",
+TEST_CASE("cli: --config reads flags from INI, the command line wins, errors name the line",
           "[cli][errors]") {
   const fs::path dir = scratch("config");
   write(dir / "ok.ini", "# a comment\nnum-requests = 40\nscheduler = vllm-v0\nseed = 3\n");

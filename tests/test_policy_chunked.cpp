@@ -97,7 +97,7 @@ TEST_CASE("chunked: prompts are not limited by the budget, only by max_model_len
   CHECK(s.ignored().empty());
 }
 
-TEST_CASE("chunked: preemption takes the tail, then the request itself; both requeue in order",
+TEST_CASE("chunked: preemption takes the tail, then the request itself, both requeue in order",
           "[policy][chunked]") {
   SchedulerConfig c = config("chunked", 16, 8, 1000, /*block_size=*/4);
   c.watermark = 0.0;

@@ -68,7 +68,7 @@ TEST_CASE("synthetic workloads respect bounds and are reproducible", "[workload]
   CHECK(c[1].arrival_s != a[1].arrival_s);
 }
 
-TEST_CASE("changing the rate keeps the lengths; rate inf puts every request at t=0", "[workload]") {
+TEST_CASE("changing the rate keeps the lengths, rate inf puts every request at t=0", "[workload]") {
   SyntheticOptions o;
   o.num_requests = 100;
   o.input_len = LengthDist::parse("lognormal:1000:1", "input-len");

@@ -1,0 +1,110 @@
+// Google Benchmark suite: one benchmark per question.
+//  - BM_EventLoop: what one event costs (schedule + pop + dispatch).
+//  - BM_PolicyStep: what one scheduling decision + completion costs with 256 running decodes.
+//  - BM_W1: a whole run of workload W1 (Llama-3.1-8B, h100-sxm, TP1, 10,000 requests, Poisson
+//    20 req/s, input and output normal:512:256:2:7000, chunked budget 2048, max_num_seqs 256,
+//    seed 42), with simulated output tokens per wall second as a counter.
+#include <benchmark/benchmark.h>
+
+#include "scheduler/scheduler.hpp"
+#include "sim/event_loop.hpp"
+#include "sim/simulation.hpp"
+#include "traces/synthetic.hpp"
+
+using namespace servesim;
+
+namespace {
+
+class Counter final : public EventLoop::Process {
+ public:
+  explicit Counter(uint64_t limit) : limit_(limit) {}
+  void handle(EventLoop& loop, uint32_t) override {
+    if (++n_ < limit_)
+      loop.schedule(loop.now() + 0.001 * double(n_ % 7), EventLoop::kStepDone, this, 0);
+  }
+  uint64_t n_ = 0;
+
+ private:
+  uint64_t limit_;
+};
+
+void BM_EventLoop(benchmark::State& state) {
+  const uint64_t events = 1 << 16;
+  for (auto _ : state) {
+    EventLoop loop;
+    std::vector<Counter> chains(64, Counter(events / 64));
+    for (auto& c : chains)
+      loop.schedule(0, EventLoop::kArrival, &c, 0);
+    loop.run();
+    benchmark::DoNotOptimize(loop.processed());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(events));
+}
+BENCHMARK(BM_EventLoop);
+
+void BM_PolicyStep(benchmark::State& state) {
+  SchedulerConfig c;
+  c.policy = state.range(0) == 0 ? "vllm-v0" : "chunked";
+  c.max_num_batched_tokens = 2048;
+  c.max_num_seqs = 256;
+  c.max_model_len = 1 << 30;
+  const size_t n = 256;
+  Scheduler s(c, int64_t(1) << 30, n);
+  for (uint32_t id = 0; id < n; ++id)
+    s.add_request(id, 512, 1 << 29);
+  auto step = [&s] {
+    const Batch& b = s.schedule();
+    for (size_t i = 0; i < b.size(); ++i)
+      s.complete(b.ids()[i], b.shapes()[i].new_tokens);
+    s.end_step();
+    return b.size();
+  };
+  while (s.seq(n - 1).generated == 0)
+    step();  // prefill everything first
+  int64_t seqs = 0;
+  for (auto _ : state)
+    seqs += int64_t(step());
+  state.SetItemsProcessed(seqs);  // sequences scheduled per second
+  state.SetLabel(c.policy);
+}
+BENCHMARK(BM_PolicyStep)->Arg(0)->Arg(1);
+
+SimConfig w1_config() {
+  SimConfig c;
+  c.model = find_model("llama-3.1-8b");
+  c.gpu = find_gpu("h100-sxm");
+  c.tp = 1;
+  c.scheduler.policy = "chunked";
+  c.scheduler.max_num_batched_tokens = 2048;
+  c.scheduler.max_num_seqs = 256;
+  return resolve(c);
+}
+
+Workload w1_workload() {
+  SyntheticOptions o;
+  o.num_requests = 10000;
+  o.request_rate = 20;
+  o.input_len = LengthDist::parse("normal:512:256:2:7000", "input-len");
+  o.output_len = LengthDist::parse("normal:512:256:2:7000", "output-len");
+  o.seed = 42;
+  return generate_synthetic(o);
+}
+
+void BM_W1(benchmark::State& state) {
+  const SimConfig c = w1_config();
+  const Workload w = w1_workload();
+  double tokens = 0, steps = 0;
+  for (auto _ : state) {
+    const RunResult r = simulate(c, w);
+    tokens += double(r.summary.output_tokens_per_s * r.summary.makespan_s);
+    steps += double(r.summary.steps);
+  }
+  state.counters["sim_output_tokens_per_s"] =
+      benchmark::Counter(tokens, benchmark::Counter::kIsRate);
+  state.counters["sim_steps_per_s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_W1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
