@@ -71,14 +71,14 @@ po::options_description options(Args& a, bool compare) {
       "gpu-file", po::value(&a.gpu_file), "INI file describing a GPU")(
       "tensor-parallel-size", po::value(&a.tp)->default_value(1), "GPUs per replica (vLLM -tp)")(
       "tp", po::value(&a.tp_alias), "same as --tensor-parallel-size")(
-      "gpu-memory-utilization", po::value(&a.gpu_memory_utilization)->default_value(0.9),
+      "gpu-memory-utilization", po::value(&a.gpu_memory_utilization)->default_value(0.9, "0.9"),
       "fraction of GPU memory vLLM may use")(
       "num-gpu-blocks", po::value(&a.num_gpu_blocks)->default_value(0),
       "KV cache blocks, overriding the memory plan (0 = computed)")(
       "block-size", po::value(&a.block_size)->default_value(16), "tokens per KV block")(
       "max-model-len", po::value(&a.max_model_len)->default_value(0),
       "context length in tokens (0 = the model's max_position_embeddings)")(
-      "runtime-reserve-gib", po::value(&a.runtime_reserve_gib)->default_value(0.5),
+      "runtime-reserve-gib", po::value(&a.runtime_reserve_gib)->default_value(0.5, "0.5"),
       "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache");
   po::options_description sched("scheduler");
   if (compare) {
@@ -102,7 +102,7 @@ po::options_description options(Args& a, bool compare) {
                      "requests")("request-rate",
                                  po::value(&a.request_rate)->default_value(kDefaultRate),
                                  "mean arrival rate in requests/s, or inf for all at t=0")(
-      "burstiness", po::value(&a.burstiness)->default_value(1.0),
+      "burstiness", po::value(&a.burstiness)->default_value(1.0, "1"),
       "Gamma shape of inter-arrival times (1 = Poisson)")(
       "input-len", po::value(&a.input_len)->default_value(kDefaultInputLen),
       "prompt tokens: fixed:N | uniform:LO:HI | normal:MEAN:STD[:MIN:MAX] | "
