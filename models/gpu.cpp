@@ -1,8 +1,8 @@
 #include "models/gpu.hpp"
 
-#include <algorithm>
 #include <cmath>
 
+#include "models/catalogue.hpp"
 #include "sim/config_file.hpp"
 #include "sim/error.hpp"
 
@@ -25,24 +25,9 @@ const std::vector<GpuSpec>& gpu_catalogue() {
   return gpus;
 }
 
-namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-}  // namespace
-
 GpuSpec find_gpu(std::string_view name) {
-  const std::string key = lower(name);
-  std::string known;
-  for (const auto& g : gpu_catalogue()) {
-    if (g.name == key) return g;
-    known += (known.empty() ? "" : ", ") + g.name;
-  }
-  throw Error("gpu", "unknown GPU '" + std::string(name) + "' (known: " + known +
-                         "; or describe one with --gpu-file)");
+  return find_in_catalogue(gpu_catalogue(), name, "gpu", "GPU",
+                           "; or describe one with --gpu-file");
 }
 
 GpuSpec load_gpu_file(const std::string& path) {
@@ -70,7 +55,7 @@ GpuSpec load_gpu_file(const std::string& path) {
     if (!(std::isfinite(v) && v > 0)) throw Error(path, 0, field, "must be a positive number");
   }
   if (g.name.empty()) throw Error(path, 0, "name", "must not be empty");
-  g.name = lower(g.name);
+  g.name = lowercase(g.name);
   return g;
 }
 

@@ -1,7 +1,7 @@
 #include "models/model.hpp"
 
-#include <algorithm>
 
+#include "models/catalogue.hpp"
 #include "sim/config_file.hpp"
 #include "sim/error.hpp"
 
@@ -59,24 +59,9 @@ const std::vector<ModelSpec>& model_catalogue() {
   return models;
 }
 
-namespace {
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-}  // namespace
-
 ModelSpec find_model(std::string_view name) {
-  const std::string key = lower(name);
-  std::string known;
-  for (const auto& m : model_catalogue()) {
-    if (m.name == key) return m;
-    known += (known.empty() ? "" : ", ") + m.name;
-  }
-  throw Error("model", "unknown model '" + std::string(name) + "' (known: " + known +
-                           "; or describe one with --model-file)");
+  return find_in_catalogue(model_catalogue(), name, "model", "model",
+                           "; or describe one with --model-file");
 }
 
 void validate(const ModelSpec& m, const std::string& source) {
@@ -130,7 +115,7 @@ ModelSpec load_model_file(const std::string& path) {
   }
   if (!vm.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
-  m.name = lower(m.name);
+  m.name = lowercase(m.name);
   validate(m, path);
   return m;
 }

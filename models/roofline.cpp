@@ -100,9 +100,9 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   const double elementwise_gpu_bytes = tokens * (elementwise_replicated_bytes_per_token_ +
                                                  elementwise_sharded_bytes_per_token_ / tp);
   const double elementwise_bytes = elementwise_gpu_bytes * tp;
-  c.elementwise_s = std::max(layers_ * p_.elementwise_floor_s_per_layer,
-                             elementwise_gpu_bytes /
-                                 (gpu_.hbm_bytes_per_s() * p_.elementwise_memory_efficiency));
+  c.elementwise_s =
+      std::max(layers_ * p_.elementwise_floor_s_per_layer,
+               elementwise_gpu_bytes / (gpu_.hbm_bytes_per_s() * p_.elementwise_memory_efficiency));
 
   double lm_flops = 0, lm_bytes = 0;
   if (emitting > 0) {

@@ -68,15 +68,15 @@ class RooflineCostModel final : public CostModel {
   // Per-model constants, precomputed once.
   double layers_;
   double dtype_;
-  double linear_flops_per_token_;      // all layers
-  double dense_weight_bytes_;          // attention + router weights, all layers
-  double expert_weight_bytes_;         // one expert, all layers
-  double linear_act_bytes_per_token_;  // GEMM inputs and outputs, all layers
+  double linear_flops_per_token_;                  // all layers
+  double dense_weight_bytes_;                      // attention + router weights, all layers
+  double expert_weight_bytes_;                     // one expert, all layers
+  double linear_act_bytes_per_token_;              // GEMM inputs and outputs, all layers
   double elementwise_replicated_bytes_per_token_;  // norms, residual adds: every GPU, full width
   double elementwise_sharded_bytes_per_token_;     // rope, SiLU x mul: split over the TP group
-  double attn_flops_per_pair_;  // per (query token, key token) pair, all layers
-  double kv_bytes_per_token_;   // K and V, all layers, whole model
-  double qo_bytes_per_token_;   // Q read and O written, all layers
+  double attn_flops_per_pair_;                     // per (query token, key token) pair, all layers
+  double kv_bytes_per_token_;                      // K and V, all layers, whole model
+  double qo_bytes_per_token_;                      // Q read and O written, all layers
   double lm_head_bytes_;
 };
 
