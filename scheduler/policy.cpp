@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
+#include "models/catalogue.hpp"
 #include "scheduler/scheduler.hpp"
-#include "sim/error.hpp"
 
 namespace servesim {
 namespace {
@@ -52,12 +52,7 @@ const std::vector<PolicyInfo>& policy_catalogue() {
 }
 
 const PolicyInfo& find_policy(const std::string& name) {
-  std::string known;
-  for (const auto& p : policy_catalogue()) {
-    if (p.name == name) return p;
-    known += (known.empty() ? "" : ", ") + p.name;
-  }
-  throw Error("scheduler", "unknown scheduler '" + name + "' (known: " + known + ")");
+  return find_in_catalogue(policy_catalogue(), name, "scheduler", "scheduler", "");
 }
 
 int64_t default_max_num_batched_tokens(const std::string& policy, int64_t max_model_len) {
