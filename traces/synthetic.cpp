@@ -133,8 +133,10 @@ Workload generate_synthetic(const SyntheticOptions& opt) {
   const bool all_at_once = std::isinf(opt.request_rate);
   // benchmark_serving.py: theta = 1 / (rate * burstiness); gap ~ Gamma(burstiness, theta); the
   // first request is sent at t = 0.
-  boost::random::gamma_distribution<double> gap(opt.burstiness,
-                                                1.0 / (opt.request_rate * opt.burstiness));
+  // With rate inf the scale would be 0, which Boost's gamma_distribution rejects: use any valid
+  // scale, it is never drawn from.
+  const double scale = all_at_once ? 1.0 : 1.0 / (opt.request_rate * opt.burstiness);
+  boost::random::gamma_distribution<double> gap(opt.burstiness, scale);
   Workload w(static_cast<size_t>(opt.num_requests));
   double t = 0;
   for (size_t i = 0; i < w.size(); ++i) {
