@@ -17,8 +17,10 @@ const std::vector<GpuSpec>& gpu_catalogue() {
       {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989.4, 80, 3350, 900},
       {"h100-pcie", "NVIDIA H100 PCIe 80GB", 756, 80, 2000, 600},
       {"h200-sxm", "NVIDIA H200 SXM 141GB", 989.4, 141, 4800, 900},
-      {"l40s", "NVIDIA L40S 48GB (PCIe)", 362, 48, 864, 64},
-      {"l4", "NVIDIA L4 24GB (PCIe)", 121, 24, 300, 64},
+      // GDDR6 is sized in decimal GB: 48 GB and 24 GB are 45 and 22.5 GiB (nvidia-smi shows
+      // 46068 and 23034 MiB).
+      {"l40s", "NVIDIA L40S 48GB (PCIe)", 362, 45, 864, 64},
+      {"l4", "NVIDIA L4 24GB (PCIe)", 121, 22.5, 300, 64},
       {"mi300x", "AMD Instinct MI300X 192GB", 1307.4, 192, 5300, 896},
       {"b200", "NVIDIA B200 180GB", 2250, 180, 8000, 1800},
   };
@@ -52,7 +54,8 @@ GpuSpec load_gpu_file(const std::string& path) {
       {"hbm_gb_per_s", g.hbm_gb_per_s},
       {"interconnect_gb_per_s", g.interconnect_gb_per_s}};
   for (const auto& [field, v] : fields) {
-    if (!(std::isfinite(v) && v > 0)) throw Error(path, 0, field, "must be a positive number");
+    // 1e7 is far above any accelerator and keeps byte counts exact in int64.
+    if (!(v > 0 && v <= 1e7)) throw Error(path, 0, field, "must be a number in (0, 1e7]");
   }
   if (g.name.empty()) throw Error(path, 0, "name", "must not be empty");
   g.name = lowercase(g.name);

@@ -14,9 +14,8 @@ struct GpuSpec {
   std::string name;         // catalogue key, lower-case, e.g. "h100-sxm"
   std::string description;  // e.g. "NVIDIA H100 SXM5 80GB"
   double bf16_tflops = 0;   // dense BF16 peak, TFLOP/s (no sparsity)
-  // HBM capacity. Datasheets say "80 GB" for what is 80 GiB of HBM (stacks are binary-sized),
-  // and vLLM sees the binary size (minus a few hundred MiB of driver reserve), so we read it as
-  // GiB.
+  // Memory capacity as the GPU reports it. Datasheets say "80 GB" for 80 GiB of HBM (stacks are
+  // binary-sized) and vLLM sees the binary size; GDDR6 cards (L4, L40S) are sized in decimal GB.
   double hbm_gib = 0;
   double hbm_gb_per_s = 0;           // HBM bandwidth, GB/s (1e9 bytes/s)
   double interconnect_gb_per_s = 0;  // GPU-to-GPU bandwidth per GPU (NVLink/xGMI/PCIe), GB/s

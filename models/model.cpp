@@ -1,6 +1,5 @@
 #include "models/model.hpp"
 
-
 #include "models/catalogue.hpp"
 #include "sim/config_file.hpp"
 #include "sim/error.hpp"
@@ -65,20 +64,27 @@ ModelSpec find_model(std::string_view name) {
 }
 
 void validate(const ModelSpec& m, const std::string& source) {
-  const std::pair<const char*, int> positive[] = {
-      {"num_hidden_layers", m.num_layers},
-      {"hidden_size", m.hidden_size},
-      {"num_attention_heads", m.num_heads},
-      {"num_key_value_heads", m.num_kv_heads},
-      {"head_dim", m.head_dim},
-      {"intermediate_size", m.intermediate_size},
-      {"vocab_size", m.vocab_size},
-      {"max_position_embeddings", m.max_position},
-      {"num_local_experts", m.num_experts},
-      {"num_experts_per_tok", m.experts_per_token},
+  // Upper bounds far above any published model keep every parameter count within int64.
+  struct Field {
+    const char* name;
+    int value, max;
   };
-  for (const auto& [field, v] : positive) {
-    if (v <= 0) throw Error(source, 0, field, "must be a positive integer");
+  const Field fields[] = {
+      {"num_hidden_layers", m.num_layers, 1 << 10},
+      {"hidden_size", m.hidden_size, 1 << 16},
+      {"num_attention_heads", m.num_heads, 1 << 12},
+      {"num_key_value_heads", m.num_kv_heads, 1 << 12},
+      {"head_dim", m.head_dim, 1 << 12},
+      {"intermediate_size", m.intermediate_size, 1 << 20},
+      {"vocab_size", m.vocab_size, 1 << 22},
+      {"max_position_embeddings", m.max_position, 1 << 30},
+      {"num_local_experts", m.num_experts, 1 << 9},
+      {"num_experts_per_tok", m.experts_per_token, 1 << 9},
+  };
+  for (const Field& f : fields) {
+    if (f.value < 1 || f.value > f.max) {
+      throw Error(source, 0, f.name, "must be an integer in [1, " + std::to_string(f.max) + "]");
+    }
   }
   if (m.num_heads % m.num_kv_heads != 0) {
     throw Error(source, 0, "num_key_value_heads", "must divide num_attention_heads");

@@ -26,7 +26,8 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   elementwise_replicated_bytes_per_token_ = (2 * 2 * h + 2 * 3 * h) * layers_ * dtype_;
   elementwise_sharded_bytes_per_token_ = (2 * (q + kv) + 3 * inter * k) * layers_ * dtype_;
   attn_flops_per_pair_ = 4.0 * q * layers_;  // QK^T and PV, 2 FLOPs per multiply-add
-  kv_bytes_per_token_ = 2.0 * kv * layers_ * dtype_;
+  // K and V over the whole group: KV heads are replicated when there are fewer than GPUs.
+  kv_bytes_per_token_ = double(m.kv_bytes_per_token_per_gpu(tp)) * tp;
   qo_bytes_per_token_ = 2.0 * q * layers_ * dtype_;
   lm_head_bytes_ = double(m.lm_head_params()) * dtype_;
 }

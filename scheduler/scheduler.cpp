@@ -9,13 +9,14 @@ namespace servesim {
 
 Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests)
     : config_(config),
+      policy_info_(find_policy(config.policy)),
       policy_(make_policy(config)),
       seqs_(num_requests),
-      waiting_(std::max<size_t>(64, config.max_num_seqs)),
-      running_(std::max<size_t>(64, config.max_num_seqs)),
+      waiting_(64),
+      running_(64),
       blocks_(num_gpu_blocks, config.block_size, config.watermark) {
   assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0);
-  const size_t per_step = static_cast<size_t>(config_.max_num_seqs) + 1;
+  const size_t per_step = std::min<size_t>(size_t(config_.max_num_seqs), num_requests) + 1;
   batch_.reserve(per_step);
   for (auto* v : {&out_.decodes, &out_.prefills, &out_.new_prefills, &out_.preempted}) {
     v->reserve(per_step);
@@ -36,10 +37,19 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
     s.reject = RejectReason::kContextLength;
     return s.reject;
   }
-  // Not a vLLM rule but its consequence: a request whose KV for input + output - 1 tokens (the
-  // last sampled token is never fed back) exceeds the whole cache cannot finish even alone; vLLM
-  // would preempt it over and over. servesim rejects it up front so that nothing loops.
-  if (blocks_.blocks_for(int64_t(input_tokens) + output_tokens - 1) > blocks_.total_blocks()) {
+  // The rest are vLLM's scheduler rules applied up front to the worst case, the whole lifetime
+  // (a request preempted at its last token recomputes input + output - 1 tokens): vLLM would
+  // ignore such a request midway, or let it preempt itself forever; servesim rejects it before
+  // it streams anything. With these, a request alone in the cache always makes progress.
+  const int64_t lifetime = int64_t(input_tokens) + output_tokens - 1;
+  if (!policy_info_.chunked_prefill &&
+      lifetime > std::min(config_.max_model_len, config_.max_num_batched_tokens)) {
+    s.status = SeqStatus::kRejected;
+    s.reject = RejectReason::kPromptLimit;
+    return s.reject;
+  }
+  if (blocks_.blocks_for(lifetime) >
+      blocks_.total_blocks() - std::max<int64_t>(1, blocks_.watermark_blocks())) {
     s.status = SeqStatus::kRejected;
     s.reject = RejectReason::kKvCapacity;
     return s.reject;
@@ -79,23 +89,19 @@ void Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
   batch_.add(id, shape);
 }
 
-int64_t Scheduler::chunk(const SeqState& s, int64_t num_new_tokens, const SchedulingBudget& budget,
+int64_t Scheduler::chunk(int64_t num_new_tokens, const SchedulingBudget& budget,
                          bool enable_chunking) const {
   if (!enable_chunking) return num_new_tokens;
-  // vLLM _chunk_new_tokens_to_schedule with max_num_partial_prefills = 1: the remaining budget,
-  // and --long-prefill-token-threshold for prefills when set.
-  int64_t n = std::min(num_new_tokens, budget.remaining_token_budget());
-  if (s.prefill_stage && config_.long_prefill_token_threshold > 0) {
-    n = std::min(n, config_.long_prefill_token_threshold);
-  }
-  return std::max<int64_t>(n, 0);
+  // vLLM _chunk_new_tokens_to_schedule with max_num_partial_prefills = 1 (the default): the
+  // remaining budget.
+  return std::max<int64_t>(std::min(num_new_tokens, budget.remaining_token_budget()), 0);
 }
 
 void Scheduler::schedule_running(SchedulingBudget& budget, bool enable_chunking) {
   while (!running_.empty()) {
     const uint32_t id = running_.front();
     SeqState& s = seqs_[id];
-    const int64_t n = chunk(s, s.num_new_tokens(), budget, enable_chunking);
+    const int64_t n = chunk(s.num_new_tokens(), budget, enable_chunking);
     if (n == 0) break;  // budget spent: the rest stay at the front of `running`
     running_.pop_front();
     bool scheduled = true;
@@ -128,23 +134,12 @@ void Scheduler::schedule_prefills(SchedulingBudget& budget, bool enable_chunking
   while (!waiting_.empty()) {
     const uint32_t id = waiting_.front();
     SeqState& s = seqs_[id];
-    const int64_t n = chunk(s, s.num_new_tokens(), budget, enable_chunking);
-    // _get_prompt_limit: max_model_len with chunked prefill, else min(max_model_len, budget).
-    const int64_t prompt_limit =
-        enable_chunking ? config_.max_model_len
-                        : std::min(config_.max_model_len, config_.max_num_batched_tokens);
-    if (n > prompt_limit) {
-      waiting_.pop_front();
-      reject(id, RejectReason::kPromptLimit);
-      continue;
-    }
+    const int64_t n = chunk(s.num_new_tokens(), budget, enable_chunking);
+    // vLLM ignores here a prompt over _get_prompt_limit() and one can_allocate answers NEVER
+    // for; add_request() has already rejected every request that could reach either.
     const AllocStatus can = blocks_.can_allocate(s);
+    assert(can != AllocStatus::kNever);
     if (can == AllocStatus::kLater) break;
-    if (can == AllocStatus::kNever) {
-      waiting_.pop_front();
-      reject(id, RejectReason::kBlockManagerNever);
-      continue;
-    }
     if (n == 0 || !budget.can_schedule(n, 1)) break;  // the first that does not fit stops all
     waiting_.pop_front();
     blocks_.allocate(s);
@@ -169,13 +164,6 @@ void Scheduler::preempt(uint32_t id) {
   ++s.preemptions;
   ++num_preemptions_;
   out_.preempted.push_back(id);
-}
-
-void Scheduler::reject(uint32_t id, RejectReason why) {
-  SeqState& s = seqs_[id];
-  s.status = SeqStatus::kRejected;
-  s.reject = why;
-  out_.ignored.push_back(id);
 }
 
 Scheduler::Outcome Scheduler::complete(uint32_t id, int32_t new_tokens) {

@@ -3,8 +3,8 @@
 //  - schedule_running: walk `running` in order; give each its tokens (1 for a decode, the rest of
 //    its prefill, cut to the remaining budget when chunking); when a request cannot append its
 //    slots, preempt by recompute the tail of `running` (or itself when it is the last).
-//  - schedule_prefills: walk `waiting` FCFS; reject what can never run; stop at the first request
-//    the block manager or the budget cannot take (no skipping).
+//  - schedule_prefills: walk `waiting` FCFS; stop at the first request the block manager or the
+//    budget cannot take (no skipping).
 // A Policy (scheduler/policy.hpp) decides which steps run in which order. The Scheduler never
 // reads the clock: the host asks for a batch, runs it, and reports its completion.
 // Promises: every request added is, at every moment, in exactly one of pending, waiting, running,
@@ -32,9 +32,6 @@ struct SchedulerConfig {
   int64_t max_model_len = 0;  // must be set (the model's max_position by default)
   int block_size = 16;
   double watermark = 0.01;  // vLLM CacheConfig default; not a CLI flag in vLLM
-  // vLLM >= 0.7 `--long-prefill-token-threshold`: cap on a prefill chunk (0 = no cap); only
-  // applies when chunking.
-  int64_t long_prefill_token_threshold = 0;
 };
 
 // A FIFO that the scheduler pops at both ends and grows when full (amortised, never per step in
@@ -70,6 +67,7 @@ class RequestQueue {
 };
 
 class Policy;
+struct PolicyInfo;
 
 class Scheduler {
  public:
@@ -82,7 +80,7 @@ class Scheduler {
   // The front end's checks, then `waiting`. Returns why the request was rejected, or kNone.
   RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens);
 
-  // Decides the next step. Requests the scheduler rejected on the way are in ignored().
+  // Decides the next step.
   const Batch& schedule();
   // Applies one entry of the batch returned by schedule() once the step has run.
   Outcome complete(uint32_t id, int32_t new_tokens);
@@ -90,15 +88,12 @@ class Scheduler {
   void end_step();
 
   const Batch& batch() const { return batch_; }
-  const std::vector<uint32_t>& ignored() const { return out_.ignored; }
   const SeqState& seq(uint32_t id) const { return seqs_[id]; }
   const RequestQueue& waiting() const { return waiting_; }
   const RequestQueue& running() const { return running_; }
   const BlockManager& block_manager() const { return blocks_; }
   const SchedulerConfig& config() const { return config_; }
   int64_t num_preemptions() const { return num_preemptions_; }
-  // Whether the last schedule() preempted anything.
-  bool preempted_last_step() const { return !out_.preempted.empty(); }
   // Computed tokens thrown away by preemption (they are computed again on re-admission).
   int64_t discarded_tokens() const { return discarded_tokens_; }
 
@@ -109,23 +104,21 @@ class Scheduler {
  private:
   // vLLM's SchedulerRunningOutputs / SchedulerPrefillOutputs, reused every step.
   struct StepOutputs {
-    std::vector<uint32_t> decodes, prefills, new_prefills, preempted, ignored;
+    std::vector<uint32_t> decodes, prefills, new_prefills, preempted;
     void clear() {
       decodes.clear();
       prefills.clear();
       new_prefills.clear();
       preempted.clear();
-      ignored.clear();
     }
   };
 
-  int64_t chunk(const SeqState& s, int64_t num_new_tokens, const SchedulingBudget& budget,
-                bool enable_chunking) const;
+  int64_t chunk(int64_t num_new_tokens, const SchedulingBudget& budget, bool enable_chunking) const;
   void preempt(uint32_t id);
-  void reject(uint32_t id, RejectReason why);
   void add_to_batch(uint32_t id, int64_t new_tokens);
 
   SchedulerConfig config_;
+  const PolicyInfo& policy_info_;
   std::unique_ptr<Policy> policy_;
   std::vector<SeqState> seqs_;
   RequestQueue waiting_;

@@ -16,36 +16,38 @@ enum class SeqStatus : uint8_t {
   kRejected,  // will never run; see RejectReason
 };
 
+// Why a request can never finish. The front end (Scheduler::add_request) rejects such requests
+// before they are queued, so none is dropped after it has started to stream tokens.
 enum class RejectReason : uint8_t {
   kNone,
   // input + output > max_model_len: vLLM's OpenAI server refuses the request
   // (serving_engine._validate_input: "This model's maximum context length is ...").
   kContextLength,
-  // Its whole lifetime (input + output - 1 tokens) needs more KV blocks than the cache holds:
-  // it can never finish, even alone.
-  kKvCapacity,
-  // Scheduler: prompt (plus recomputed tokens) longer than the prompt limit,
-  // min(max_model_len, max_num_batched_tokens) without chunked prefill (FINISHED_IGNORED).
+  // Without chunked prefill, a prompt longer than min(max_model_len, max_num_batched_tokens) is
+  // ignored by vLLM's scheduler (FINISHED_IGNORED); a preempted request recomputes prompt and
+  // generated tokens as one prompt, so input + output - 1 must fit the limit.
   kPromptLimit,
-  // Block manager answers NEVER: prompt blocks exceed total blocks minus the watermark
-  // (FINISHED_IGNORED).
-  kBlockManagerNever,
+  // Its KV for input + output - 1 tokens (the last sampled token is never fed back) needs more
+  // blocks than the cache minus the watermark (vLLM's can_allocate NEVER on re-admission) minus
+  // the one block vLLM's can_append_slots always asks for: it would be ignored or preempt itself
+  // forever.
+  kKvCapacity,
 };
+inline constexpr int kNumRejectReasons = 4;
 
-inline const char* to_string(RejectReason r) {
+// The machine-readable name used in JSON and CSV.
+inline const char* reason_code(RejectReason r) {
   switch (r) {
     case RejectReason::kNone:
-      return "";
+      return "none";
     case RejectReason::kContextLength:
-      return "input+output exceeds max_model_len";
-    case RejectReason::kKvCapacity:
-      return "needs more KV blocks than the cache holds";
+      return "context_length";
     case RejectReason::kPromptLimit:
-      return "prompt exceeds the scheduler's prompt limit";
-    case RejectReason::kBlockManagerNever:
-      return "prompt blocks exceed KV capacity minus watermark";
+      return "prompt_limit";
+    case RejectReason::kKvCapacity:
+      return "kv_capacity";
   }
-  return "";
+  return "none";
 }
 
 struct SeqState {

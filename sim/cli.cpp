@@ -51,14 +51,13 @@ struct Args {
   std::string model, model_file, gpu, gpu_file;
   int tp = 1, tp_alias = 0;
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
-  int64_t num_gpu_blocks = 0, max_model_len = 0, max_num_batched_tokens = 0, max_num_seqs = 256,
-          long_prefill_token_threshold = 0;
+  int64_t num_gpu_blocks = 0, max_model_len = 0, max_num_batched_tokens = 0, max_num_seqs = 256;
   int block_size = 16;
   std::vector<std::string> schedulers;
   int64_t num_requests = 0;
   std::string request_rate, input_len, output_len;
   double burstiness = 1.0;
-  uint64_t seed = 0;
+  int64_t seed = 0;  // signed so that "-1" is an error, not 2^64 - 1
   std::string json, requests_csv, config;
 };
 
@@ -94,9 +93,7 @@ po::options_description options(Args& a, bool compare) {
       "max-num-batched-tokens", po::value(&a.max_num_batched_tokens)->default_value(0),
       "token budget per step (0 = vLLM's default: 2048 chunked, max(max_model_len, 2048) "
       "vllm-v0)")("max-num-seqs", po::value(&a.max_num_seqs)->default_value(256),
-                  "sequences per step")(
-      "long-prefill-token-threshold", po::value(&a.long_prefill_token_threshold)->default_value(0),
-      "cap on one prefill chunk in tokens when chunking (0 = none)");
+                  "sequences per step");
   po::options_description work("workload (synthetic, as vLLM's benchmark_serving.py)");
   work.add_options()("num-requests", po::value(&a.num_requests)->default_value(kDefaultNumRequests),
                      "requests")("request-rate",
@@ -192,7 +189,6 @@ SimConfig base_config(const Args& a) {
   c.scheduler.max_model_len = a.max_model_len;
   c.scheduler.max_num_seqs = a.max_num_seqs;
   c.scheduler.block_size = a.block_size;
-  c.scheduler.long_prefill_token_threshold = a.long_prefill_token_threshold;
   c.memory.gpu_memory_utilization = a.gpu_memory_utilization;
   c.memory.runtime_reserve_gib = a.runtime_reserve_gib;
   c.memory.num_gpu_blocks_override = a.num_gpu_blocks;
@@ -207,7 +203,8 @@ SyntheticOptions workload_options(const Args& a) {
   w.burstiness = a.burstiness;
   w.input_len = LengthDist::parse(a.input_len, "input-len");
   w.output_len = LengthDist::parse(a.output_len, "output-len");
-  w.seed = a.seed;
+  if (a.seed < 0) throw Error("seed", "must be >= 0");
+  w.seed = uint64_t(a.seed);
   return w;
 }
 
@@ -252,6 +249,12 @@ std::vector<RunResult> run_policies(const Args& a, const std::vector<std::string
     const auto [name, budget] = parse_scheduler(spec);
     SimConfig c = base;
     c.scheduler.policy = name;
+    if (budget > 0 && a.max_num_batched_tokens > 0 && budget != a.max_num_batched_tokens) {
+      throw Error("scheduler", "'" + spec +
+                                   "' sets a token budget that contradicts "
+                                   "--max-num-batched-tokens " +
+                                   std::to_string(a.max_num_batched_tokens));
+    }
     c.scheduler.max_num_batched_tokens = budget > 0 ? budget : a.max_num_batched_tokens;
     configs.push_back(resolve(c));  // every flag checked before anything runs
   }
@@ -321,7 +324,8 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
       << ", max_model_len " << c.scheduler.max_model_len << ", max_num_seqs "
       << c.scheduler.max_num_seqs << "\nKV cache blocks (the activation reserve depends on the "
       << "token budget):";
-  for (const RunResult& r : runs) out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
+  for (const RunResult& r : runs)
+    out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
   out << "\nworkload: " << workload_text(wopt) << "\n\n";
   print_compare_table(out, runs);
   const std::string v = verdict(runs);

@@ -1,5 +1,6 @@
 #include "sim/config_file.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -28,15 +29,19 @@ std::string strip_dashes(std::string name) {
 
 void store_ini_file(const std::string& path, const po::options_description& desc,
                     po::variables_map& vm, const std::set<std::string>& skip) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path, 0, "", "not a readable file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path, 0, "", "cannot open file");
-  std::stringstream text;
-  text << in.rdbuf();
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = buffer.str();
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte-order mark
 
   // First pass: syntax and known keys, remembering the line of each key for later errors.
   std::map<std::string, int> line_of;
   std::string section, line;
-  std::istringstream lines(text.str());
+  std::istringstream lines(text);
   for (int lineno = 1; std::getline(lines, line); ++lineno) {
     std::string s = trim(line.substr(0, line.find_first_of("#;")));
     if (s.empty()) continue;
@@ -47,14 +52,19 @@ void store_ini_file(const std::string& path, const po::options_description& desc
     }
     const auto eq = s.find('=');
     if (eq == std::string::npos) throw Error(path, lineno, s, "expected 'key = value'");
-    const std::string key = (section.empty() ? "" : section + ".") + trim(s.substr(0, eq));
+    const std::string name = trim(s.substr(0, eq));
+    if (name.empty()) throw Error(path, lineno, "", "missing key before '='");
+    const std::string key = (section.empty() ? "" : section + ".") + name;
+    if (key == "config" || key == "help") {
+      throw Error(path, lineno, key, "only allowed on the command line");
+    }
     if (desc.find_nothrow(key, false) == nullptr) throw Error(path, lineno, key, "unknown key");
     if (trim(s.substr(eq + 1)).empty()) throw Error(path, lineno, key, "empty value");
     line_of.emplace(key, lineno);
   }
 
   try {
-    std::istringstream again(text.str());
+    std::istringstream again(text);
     po::parsed_options parsed = po::parse_config_file(again, desc, false);
     std::erase_if(parsed.options,
                   [&](const po::option& o) { return skip.count(o.string_key) > 0; });

@@ -2,7 +2,7 @@
 // inter-token gaps whose number grows with tokens, not requests. A value's bucket is read off its
 // IEEE-754 bits (exponent and top 8 mantissa bits), so adding costs a few instructions and no
 // logarithm; each bucket spans a ratio of 1 + 2^-8, so a quantile is within 0.2% of the exact one.
-// Memory is fixed (about 100 KB) whatever the count. Values outside [2^-30, 2^30) s are clamped
+// Memory is fixed (120 KB) whatever the count. Values outside [2^-30, 2^30) s are clamped
 // into the end buckets; the exact min, max, sum and count are kept.
 #pragma once
 
@@ -51,9 +51,11 @@ class LogHistogram {
 
  private:
   static size_t index(double v) {
-    const double lo = std::ldexp(1.0, kMinExp);
-    const double clamped = std::clamp(v, lo, std::nextafter(std::ldexp(1.0, kMaxExp), 0.0));
-    const uint64_t bits = std::bit_cast<uint64_t>(clamped);
+    constexpr double lo = 0x1p-30;                // 2^kMinExp
+    constexpr double hi = 0x1.fffffffffffffp+29;  // just below 2^kMaxExp
+    static_assert(kMinExp == -30 && kMaxExp == 30);
+    if (!(v >= lo)) return 0;  // also NaN
+    const uint64_t bits = std::bit_cast<uint64_t>(std::min(v, hi));
     const uint64_t biased_exp = bits >> 52;  // sign bit is 0
     const uint64_t mantissa = (bits >> (52 - kMantissaBits)) & ((1u << kMantissaBits) - 1);
     return size_t((biased_exp - uint64_t(1023 + kMinExp)) << kMantissaBits) | size_t(mantissa);

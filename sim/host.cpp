@@ -30,20 +30,11 @@ void Host::handle(EventLoop&, uint32_t tag) {
 
 void Host::start_step() {
   const double now = loop_.now();
-  const Batch* batch = &scheduler_.schedule();
-  for (uint32_t id : scheduler_.ignored()) {
-    metrics_.on_reject(id, now, scheduler_.seq(id).reject);
-  }
-  // A request that preempted itself leaves an empty batch with work still queued; vLLM's engine
-  // loop simply schedules again. Each such retry frees blocks, so it cannot repeat forever.
-  while (batch->empty() && scheduler_.preempted_last_step()) {
-    batch = &scheduler_.schedule();
-    for (uint32_t id : scheduler_.ignored()) {
-      metrics_.on_reject(id, now, scheduler_.seq(id).reject);
-    }
-  }
-  if (batch->empty()) {
+  const Batch& batch = scheduler_.schedule();
+  if (batch.empty()) {
     busy_ = false;
+    // With every request that could never finish rejected up front, the head of `running` (or
+    // of `waiting`, when nothing runs) can always be scheduled: an empty batch means no work.
     if (!scheduler_.waiting().empty() || !scheduler_.running().empty()) {
       throw std::logic_error("scheduler stalled at t=" + std::to_string(now) + " s with " +
                              std::to_string(scheduler_.waiting().size()) + " waiting and " +
@@ -52,10 +43,10 @@ void Host::start_step() {
     return;
   }
   busy_ = true;
-  const StepCost cost = cost_.cost(batch->shapes());
-  for (uint32_t id : batch->ids())
+  const StepCost cost = cost_.cost(batch.shapes());
+  for (uint32_t id : batch.ids())
     metrics_.on_scheduled(id, now);
-  metrics_.on_step(now, cost, *batch, scheduler_.block_manager().used_blocks());
+  metrics_.on_step(now, cost, batch, scheduler_.block_manager().used_blocks());
   loop_.schedule(now + cost.seconds, EventLoop::kStepDone, this, kStepDone);
 }
 

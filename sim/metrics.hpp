@@ -52,7 +52,7 @@ struct RequestRecord {
 
 struct RunSummary {
   uint64_t total = 0, completed = 0, rejected = 0;
-  uint64_t rejected_by_reason[5] = {};  // indexed by RejectReason
+  uint64_t rejected_by_reason[kNumRejectReasons] = {};  // indexed by RejectReason
   Stats ttft_ms, itl_ms, tpot_ms, e2e_ms, queue_ms, otps;
   double otps_p50_ratio = 0;  // CloudWatch: p50(out) / (p50(E2E) - p50(TTFT)) x 1000
   double requests_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;

@@ -21,22 +21,6 @@ ordered_json stats_json(const Stats& s) {
                       {"p99", s.p99},   {"max", s.max}, {"count", s.count}};
 }
 
-const char* reason_code(RejectReason r) {
-  switch (r) {
-    case RejectReason::kNone:
-      return "none";
-    case RejectReason::kContextLength:
-      return "context_length";
-    case RejectReason::kKvCapacity:
-      return "kv_capacity";
-    case RejectReason::kPromptLimit:
-      return "prompt_limit";
-    case RejectReason::kBlockManagerNever:
-      return "kv_watermark";
-  }
-  return "none";
-}
-
 }  // namespace
 
 std::string run_label(const RunResult& r) {
@@ -48,7 +32,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
   const RunSummary& s = r.summary;
   const SimConfig& c = r.config;
   ordered_json rejected_by = ordered_json::object();
-  for (int i = 1; i < 5; ++i) {
+  for (int i = 1; i < kNumRejectReasons; ++i) {
     if (s.rejected_by_reason[i]) {
       rejected_by[reason_code(RejectReason(i))] = s.rejected_by_reason[i];
     }
@@ -91,7 +75,6 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
       {"max_model_len", c.scheduler.max_model_len},
       {"block_size", c.scheduler.block_size},
       {"watermark", c.scheduler.watermark},
-      {"long_prefill_token_threshold", c.scheduler.long_prefill_token_threshold},
       {"gpu_memory_utilization", c.memory.gpu_memory_utilization},
       {"runtime_reserve_gib", c.memory.runtime_reserve_gib},
       {"num_gpu_blocks", r.memory.num_gpu_blocks},

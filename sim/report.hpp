@@ -13,7 +13,7 @@
 
 namespace servesim {
 
-// The scheduler label of a run: "vllm-v0" or "chunked:512" style when the budget was set.
+// The scheduler label of a run with its resolved token budget, e.g. "chunked:512".
 std::string run_label(const RunResult& r);
 
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);

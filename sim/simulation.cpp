@@ -9,6 +9,11 @@
 
 namespace servesim {
 
+namespace {
+// Far above any real deployment; keeps per-step buffers and counters sane.
+constexpr int64_t kMaxNumSeqs = int64_t(1) << 20;
+}  // namespace
+
 SimConfig resolve(SimConfig c) {
   SchedulerConfig& s = c.scheduler;
   find_policy(s.policy);
@@ -30,10 +35,11 @@ SimConfig resolve(SimConfig c) {
     s.max_num_batched_tokens = default_max_num_batched_tokens(s.policy, s.max_model_len);
   }
   if (s.max_num_batched_tokens < 1) throw Error("max-num-batched-tokens", "must be >= 1");
-  if (s.max_num_seqs < 1) throw Error("max-num-seqs", "must be >= 1");
-  if (s.block_size < 1) throw Error("block-size", "must be >= 1");
-  if (s.long_prefill_token_threshold < 0) {
-    throw Error("long-prefill-token-threshold", "must be >= 0");
+  if (s.max_num_seqs < 1 || s.max_num_seqs > kMaxNumSeqs) {
+    throw Error("max-num-seqs", "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
+  }
+  if (s.block_size < 1 || s.block_size > 1 << 16) {
+    throw Error("block-size", "must be in [1, 65536]");
   }
   MemoryPlanOptions& m = c.memory;
   if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {

@@ -37,10 +37,8 @@ std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
       if (s.add_request(uint32_t(next), in, lengths_out[next]) != RejectReason::kNone) ++rejected;
     }
     const Batch& b = s.schedule();
-    rejected += int64_t(s.ignored().size());
     if (b.empty()) {
-      check(s.preempted_last_step() || (s.waiting().empty() && s.running().empty()),
-            "empty batch with work queued");
+      check(s.waiting().empty() && s.running().empty(), "empty batch with work queued");
       check(++idle < 100000, "no progress: requests lost");
       continue;
     }
@@ -94,14 +92,18 @@ std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
 }  // namespace
 
 TEST_CASE("invariants hold at every step of random workloads under KV pressure", "[invariants]") {
+  // 120 blocks keep a watermark of 1 block; 60 blocks have none (int(0.6) = 0), where vLLM's
+  // touched-block rule could make a lone request preempt itself forever if admitted.
   for (const char* policy : {"vllm-v0", "chunked"}) {
-    for (uint64_t seed : {1, 2, 3}) {
-      INFO(policy << " seed " << seed);
-      SchedulerConfig c = config(policy, policy == std::string("chunked") ? 256 : 2048,
-                                 /*max_num_seqs=*/64, /*max_model_len=*/2048);
-      int64_t preemptions = 0;
-      CHECK(drive(c, /*num_blocks=*/120, seed, preemptions) == "");
-      CHECK(preemptions > 0);  // the cache is small enough to exercise preemption
+    for (int64_t blocks : {120, 60}) {
+      for (uint64_t seed : {1, 2, 3}) {
+        INFO(policy << ", " << blocks << " blocks, seed " << seed);
+        SchedulerConfig c = config(policy, policy == std::string("chunked") ? 256 : 2048,
+                                   /*max_num_seqs=*/64, /*max_model_len=*/2048);
+        int64_t preemptions = 0;
+        CHECK(drive(c, blocks, seed, preemptions) == "");
+        CHECK(preemptions > 0);  // the cache is small enough to exercise preemption
+      }
     }
   }
 }
@@ -134,7 +136,10 @@ TEST_CASE("whole runs: nothing lost, tokens conserved, E2E = TTFT + out / OTPS",
     for (size_t i = 0; i < r.requests.size(); ++i) {
       const RequestRecord& q = r.requests[i];
       if (q.status == SeqStatus::kRejected) {
+        // Rejected up front, with a reason: never scheduled, nothing streamed.
         REQUIRE(q.reject != RejectReason::kNone);
+        REQUIRE(q.first_scheduled_s < 0);
+        REQUIRE(q.generated == 0);
         continue;
       }
       REQUIRE(q.finished());

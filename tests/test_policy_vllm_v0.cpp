@@ -58,15 +58,20 @@ TEST_CASE("vllm-v0: running requests hold their max_num_seqs slots first", "[pol
   CHECK(queue_ids(s.waiting()) == Ids{2});
 }
 
-TEST_CASE("vllm-v0: prompts over min(max_model_len, budget) are ignored, the queue moves on",
+TEST_CASE("vllm-v0: requests that could outgrow min(max_model_len, budget) are rejected up front",
           "[policy][vllm-v0]") {
+  // vLLM ignores a prompt over the prompt limit; a preempted request recomputes input plus
+  // generated tokens as one prompt, so servesim rejects when input + output - 1 could exceed it.
   Scheduler s(config("vllm-v0", 100, 8, /*max_model_len=*/1000), 1000, 8);
-  CHECK(s.add_request(0, 150, 5) == RejectReason::kNone);  // passes the front end
-  s.add_request(1, 20, 5);
-  CHECK(entries(s.schedule()) == Entries{{1, 20}});
-  CHECK(s.ignored() == Ids{0});
+  CHECK(s.add_request(0, 150, 5) == RejectReason::kPromptLimit);
+  CHECK(s.add_request(1, 95, 7) == RejectReason::kPromptLimit);  // 101 tokens if preempted late
+  CHECK(s.add_request(2, 95, 6) == RejectReason::kNone);         // 100: fits
+  s.add_request(3, 6, 5);
+  CHECK(entries(s.schedule()) == Entries{{2, 95}});  // the queue moves on; 3 does not fit with 2
   CHECK(s.seq(0).status == SeqStatus::kRejected);
-  CHECK(s.seq(0).reject == RejectReason::kPromptLimit);
+  // With chunked prefill the budget limits nothing: only max_model_len does.
+  Scheduler t(config("chunked", 100, 8, 1000), 1000, 8);
+  CHECK(t.add_request(0, 150, 5) == RejectReason::kNone);
 }
 
 TEST_CASE("front end: input + output over max_model_len is rejected before scheduling",
@@ -78,29 +83,29 @@ TEST_CASE("front end: input + output over max_model_len is rejected before sched
   CHECK(queue_ids(s.waiting()) == Ids{1});
 }
 
-TEST_CASE("front end: a request whose lifetime exceeds the whole KV cache is rejected",
-          "[policy]") {
+TEST_CASE("front end: a request the KV cache can never finish is rejected up front", "[policy]") {
+  // 10 blocks of 16, watermark int(0.01 x 10) = 0, and vLLM's can_append_slots always wants one
+  // free block: a request may hold at most 9 blocks (144 tokens) over its lifetime.
   Scheduler s(config("chunked", 512, 8, 1000, /*block_size=*/16), /*num_gpu_blocks=*/10, 8);
-  // 10 blocks hold 160 tokens; input + output - 1 = 161 needs 11.
-  CHECK(s.add_request(0, 100, 62) == RejectReason::kKvCapacity);
-  CHECK(s.add_request(1, 100, 61) == RejectReason::kNone);
+  CHECK(s.add_request(0, 100, 46) == RejectReason::kKvCapacity);  // 145 tokens: 10 blocks
+  CHECK(s.add_request(1, 100, 45) == RejectReason::kNone);        // 144 tokens: 9 blocks
+  // 1000 blocks: the watermark (10 blocks) is what must stay free.
+  Scheduler t(config("chunked", 512, 8, 100000, 16), 1000, 8);
+  CHECK(t.add_request(0, 990 * 16, 1) == RejectReason::kNone);
+  CHECK(t.add_request(1, 990 * 16 + 1, 1) == RejectReason::kKvCapacity);
 }
 
-TEST_CASE("vllm-v0: the block manager's LATER stops admission, NEVER ignores the request",
-          "[policy][vllm-v0]") {
+TEST_CASE("vllm-v0: the block manager's LATER stops admission", "[policy][vllm-v0]") {
   SchedulerConfig c = config("vllm-v0", 4096, 8, 1000, /*block_size=*/4);
   c.watermark = 0.2;  // int(0.2 * 10) = 2 blocks
   Scheduler s(c, /*num_gpu_blocks=*/10, 8);
-  s.add_request(0, 32, 2);  // 8 blocks: 10 - 8 = 2 >= watermark: OK
-  s.add_request(1, 4, 2);   // 1 block: 2 free - 1 < 2: LATER
+  s.add_request(0, 32, 1);  // 8 blocks: 10 - 8 = 2 >= watermark: OK
+  s.add_request(1, 4, 2);   // 1 block: 2 free - 1 < 2: LATER, so it waits
+  s.add_request(2, 1, 1);   // would fit the budget, but FCFS never skips 1
   CHECK(entries(s.schedule()) == Entries{{0, 32}});
-  CHECK(queue_ids(s.waiting()) == Ids{1});
-
-  Scheduler t(c, 10, 8);
-  t.add_request(0, 33, 1);  // 9 blocks: 10 - 9 < 2: NEVER
-  t.add_request(1, 4, 2);
-  CHECK(entries(t.schedule()) == Entries{{1, 4}});
-  CHECK(t.seq(0).reject == RejectReason::kBlockManagerNever);
+  CHECK(queue_ids(s.waiting()) == Ids{1, 2});
+  complete_step(s);  // 0 finishes and frees its blocks
+  CHECK(entries(s.schedule()) == Entries{{1, 4}, {2, 1}});
 }
 
 TEST_CASE("vllm-v0: preemption takes the tail of running, requeues it first, and recomputes",

@@ -120,13 +120,15 @@ class LengthSampler {
 }  // namespace
 
 Workload generate_synthetic(const SyntheticOptions& opt) {
-  if (opt.num_requests < 1) throw Error("num-requests", "must be >= 1");
-  if (!(opt.request_rate > 0)) throw Error("request-rate", "must be > 0 (or inf)");
-  if (!(opt.burstiness > 0) || !std::isfinite(opt.burstiness)) {
-    throw Error("burstiness", "must be a positive number");
+  if (opt.num_requests < 1 || opt.num_requests > kMaxSyntheticRequests) {
+    throw Error("num-requests", "must be in [1, " + std::to_string(kMaxSyntheticRequests) + "]");
   }
-  // Separate streams: arrivals, inputs, outputs (seed, seed+1, seed+2 through mt19937_64's own
-  // seeding) so that a rate sweep replays the same lengths.
+  if (!(opt.request_rate > 0)) throw Error("request-rate", "must be > 0 (or inf)");
+  if (!(opt.burstiness >= 1e-6 && opt.burstiness <= 1e6)) {
+    throw Error("burstiness", "must be in [1e-6, 1e6]");
+  }
+  // Separate streams for arrivals, inputs and outputs (engines seeded 3 x seed + 0, 1, 2) so
+  // that a rate sweep replays the same lengths.
   boost::random::mt19937_64 arrivals(opt.seed * 3 + 0);
   LengthSampler input(opt.input_len, opt.seed * 3 + 1);
   LengthSampler output(opt.output_len, opt.seed * 3 + 2);
@@ -136,12 +138,19 @@ Workload generate_synthetic(const SyntheticOptions& opt) {
   // With rate inf the scale would be 0, which Boost's gamma_distribution rejects: use any valid
   // scale, it is never drawn from.
   const double scale = all_at_once ? 1.0 : 1.0 / (opt.request_rate * opt.burstiness);
+  if (!(std::isfinite(scale) && scale > 0)) {
+    throw Error("request-rate", "request rate x burstiness is out of range");
+  }
   boost::random::gamma_distribution<double> gap(opt.burstiness, scale);
   Workload w(static_cast<size_t>(opt.num_requests));
   double t = 0;
   for (size_t i = 0; i < w.size(); ++i) {
     if (i > 0 && !all_at_once) t += gap(arrivals);
     w[i] = RequestSpec{static_cast<uint32_t>(i), t, input(), output()};
+  }
+  if (!std::isfinite(t)) {
+    throw Error("request-rate",
+                "too low: arrival times overflow (last arrival " + std::to_string(t) + " s)");
   }
   return w;
 }

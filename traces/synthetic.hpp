@@ -35,6 +35,10 @@ struct SyntheticOptions {
   uint64_t seed = 0;
 };
 
+// More requests than this is a bad flag, not a workload (ids are 32-bit; memory is ~100 B each).
+inline constexpr int64_t kMaxSyntheticRequests = 100'000'000;
+
+// Throws Error naming the flag when an option is out of range.
 Workload generate_synthetic(const SyntheticOptions& opt);
 
 }  // namespace servesim
