@@ -201,6 +201,21 @@ TEST_CASE("cli: --config reads flags from INI, the command line wins, errors nam
   r = cli({"run", "--config", (dir / "syntax.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("syntax.ini:1:"));
+
+  write(dir / "nokey.ini", "seed = 1\n= 5\n");
+  r = cli({"run", "--config", (dir / "nokey.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("nokey.ini:2: missing key"));
+
+  write(dir / "nested.ini", "config = other.ini\n");
+  r = cli({"run", "--config", (dir / "nested.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("nested.ini:1: field 'config': only allowed on the command"));
+
+  write(dir / "bom.ini", "\xEF\xBB\xBFnum-requests = 7\n");
+  r = cli({"run", "--config", (dir / "bom.ini").string(), "--json", json.string()});
+  CHECK(r.code == 0);
+  CHECK(nlohmann::json::parse(slurp(json))["requests"]["total"] == 7);
 }
 
 TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[cli]") {
