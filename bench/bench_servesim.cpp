@@ -45,13 +45,18 @@ BENCHMARK(BM_EventLoop);
 void BM_PolicyStep(benchmark::State& state) {
   SchedulerConfig c;
   c.policy = state.range(0) == 0 ? "vllm-v0" : "chunked";
-  c.max_num_batched_tokens = 2048;
+  // Outputs long enough never to finish; vllm-v0's budget must cover such a request's recompute.
+  c.max_num_batched_tokens = c.policy == "vllm-v0" ? int64_t(1) << 30 : 2048;
   c.max_num_seqs = 256;
   c.max_model_len = 1 << 30;
   const size_t n = 256;
   Scheduler s(c, int64_t(1) << 30, n);
-  for (uint32_t id = 0; id < n; ++id)
-    s.add_request(id, 512, 1 << 29);
+  for (uint32_t id = 0; id < n; ++id) {
+    if (s.add_request(id, 512, 1 << 29) != RejectReason::kNone) {
+      state.SkipWithError("request rejected");
+      return;
+    }
+  }
   auto step = [&s] {
     const Batch& b = s.schedule();
     for (size_t i = 0; i < b.size(); ++i)
