@@ -41,13 +41,7 @@ GpuSpec load_gpu_file(const std::string& path) {
       "hbm_gib", po::value(&g.hbm_gib)->required())("hbm_gb_per_s",
                                                     po::value(&g.hbm_gb_per_s)->required())(
       "interconnect_gb_per_s", po::value(&g.interconnect_gb_per_s)->required());
-  po::variables_map vm;
-  store_ini_file(path, desc, vm);
-  try {
-    po::notify(vm);
-  } catch (const po::error_with_option_name& e) {
-    throw Error(path, 0, e.get_option_name(), e.what());
-  }
+  load_ini_file(path, desc);
   const std::pair<const char*, double> fields[] = {
       {"bf16_tflops", g.bf16_tflops},
       {"hbm_gib", g.hbm_gib},

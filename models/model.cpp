@@ -112,13 +112,7 @@ ModelSpec load_model_file(const std::string& path) {
       "num_experts_per_tok", po::value(&m.experts_per_token)->default_value(1))(
       "qkv_bias", po::value(&m.qkv_bias)->default_value(false))(
       "tie_word_embeddings", po::value(&m.tie_word_embeddings)->default_value(false));
-  po::variables_map vm;
-  store_ini_file(path, desc, vm);
-  try {
-    po::notify(vm);
-  } catch (const po::error_with_option_name& e) {
-    throw Error(path, 0, e.get_option_name(), e.what());
-  }
+  const po::variables_map vm = load_ini_file(path, desc);
   if (!vm.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
   m.name = lowercase(m.name);

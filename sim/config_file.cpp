@@ -78,4 +78,15 @@ void store_ini_file(const std::string& path, const po::options_description& desc
   }
 }
 
+po::variables_map load_ini_file(const std::string& path, const po::options_description& desc) {
+  po::variables_map vm;
+  store_ini_file(path, desc, vm);
+  try {
+    po::notify(vm);
+  } catch (const po::error_with_option_name& e) {
+    throw Error(path, 0, strip_dashes(e.get_option_name()), e.what());
+  }
+  return vm;
+}
+
 }  // namespace servesim

@@ -16,4 +16,9 @@ void store_ini_file(const std::string& path,
                     boost::program_options::variables_map& vm,
                     const std::set<std::string>& skip = {});
 
+// A whole file on its own: stores PATH and notifies the bound variables, so that a missing
+// required key is also reported against the file. Returns the stored values.
+boost::program_options::variables_map load_ini_file(
+    const std::string& path, const boost::program_options::options_description& desc);
+
 }  // namespace servesim
