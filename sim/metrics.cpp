@@ -19,7 +19,6 @@ void MetricsCollector::on_reject(uint32_t id, double t, RejectReason why) {
   RequestRecord& r = records_[id];
   r.status = SeqStatus::kRejected;
   r.reject = why;
-  r.reject_s = t;
   end_s_ = std::max(end_s_, t);
 }
 

@@ -39,7 +39,6 @@ struct RequestRecord {
   int32_t preemptions = 0;
   SeqStatus status = SeqStatus::kPending;
   RejectReason reject = RejectReason::kNone;
-  double reject_s = -1;
 
   bool finished() const { return status == SeqStatus::kFinished; }
   double ttft_s() const { return first_token_s - arrival_s; }
@@ -91,9 +90,7 @@ class MetricsCollector {
   // whole TP group) and TOTAL_KV_BLOCKS.
   RunSummary summary(double peak_flops, double peak_bytes_per_s, int64_t total_kv_blocks) const;
 
-  const std::vector<RequestRecord>& requests() const { return records_; }
   std::vector<RequestRecord> take_requests() { return std::move(records_); }
-  const LogHistogram& itl_histogram() const { return itl_s_; }
 
  private:
   std::vector<RequestRecord> records_;

@@ -99,7 +99,6 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
                                    result.memory.num_gpu_blocks);
   result.requests = metrics.take_requests();
   result.discarded_tokens = scheduler.discarded_tokens();
-  result.events = loop.processed();
   return result;
 }
 

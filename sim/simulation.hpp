@@ -38,7 +38,6 @@ struct RunResult {
   RunSummary summary;
   std::vector<RequestRecord> requests;
   int64_t discarded_tokens = 0;  // computed, then thrown away by preemption
-  uint64_t events = 0;
 };
 
 // Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with the roofline model
