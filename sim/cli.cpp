@@ -13,15 +13,17 @@
 #include "models/gpu.hpp"
 #include "models/model.hpp"
 #include "scheduler/policy.hpp"
-#include "sim/config_file.hpp"
+#include "sim/cli_common.hpp"
 #include "sim/error.hpp"
 #include "sim/report.hpp"
 #include "sim/simulation.hpp"
 #include "traces/synthetic.hpp"
+#include "traces/trace.hpp"
 
 namespace servesim {
 namespace po = boost::program_options;
 using nlohmann::ordered_json;
+using namespace cli;
 
 namespace {
 
@@ -30,10 +32,6 @@ namespace {
 // where prefill priority and chunked prefill visibly trade TTFT against ITL.
 constexpr const char* kDefaultModel = "llama-3.1-8b";
 constexpr const char* kDefaultGpu = "h100-sxm";
-constexpr int64_t kDefaultNumRequests = 2000;
-constexpr const char* kDefaultRate = "9";
-constexpr const char* kDefaultInputLen = "lognormal:1024:0.8:16:6000";
-constexpr const char* kDefaultOutputLen = "lognormal:256:0.8:4:2000";
 const std::vector<std::string> kDefaultCompare = {"vllm-v0", "chunked:512", "chunked:2048"};
 
 const char* kUsage =
@@ -43,6 +41,7 @@ const char* kUsage =
     "  run       simulate one scheduler on one workload and print a summary\n"
     "  compare   simulate several schedulers on the same requests, one row each\n"
     "            (with no flags: a built-in default scenario)\n"
+    "  trace     import | info | synth: read, inspect and write trace files\n"
     "  list      list gpus | models | schedulers\n"
     "\n"
     "`servesim <command> --help` describes a command's options.\n";
@@ -59,6 +58,8 @@ struct Args {
   double burstiness = 1.0;
   int64_t seed = 0;  // signed so that "-1" is an error, not 2^64 - 1
   std::string json, requests_csv, config;
+  std::string trace;
+  TraceArgs t;
 };
 
 po::options_description options(Args& a, bool compare) {
@@ -94,7 +95,10 @@ po::options_description options(Args& a, bool compare) {
       "token budget per step (0 = vLLM's default: 2048 chunked, max(max_model_len, 2048) "
       "vllm-v0)")("max-num-seqs", po::value(&a.max_num_seqs)->default_value(256),
                   "sequences per step");
-  po::options_description work("workload (synthetic, as vLLM's benchmark_serving.py)");
+  po::options_description work(
+      "workload: a trace (--trace) or synthetic, as vLLM's benchmark_serving.py draws it");
+  work.add_options()("trace", po::value(&a.trace),
+                     "replay this trace file (any format of `servesim trace import`)");
   work.add_options()("num-requests", po::value(&a.num_requests)->default_value(kDefaultNumRequests),
                      "requests")("request-rate",
                                  po::value(&a.request_rate)->default_value(kDefaultRate),
@@ -115,18 +119,13 @@ po::options_description options(Args& a, bool compare) {
   out.add_options()("config", po::value(&a.config), "read any of these flags from an INI file")(
       "help,h", "show this help");
   po::options_description all;
-  all.add(hw).add(sched).add(work).add(out);
+  all.add(hw)
+      .add(sched)
+      .add(work)
+      .add(trace_input_options(a.t))
+      .add(transform_options(a.t))
+      .add(out);
   return all;
-}
-
-double parse_rate(const std::string& text) {
-  if (text == "inf") return INFINITY;
-  double v = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v)) {
-    throw Error("request-rate", "'" + text + "' is not a positive number or inf");
-  }
-  return v;
 }
 
 // "chunked:512" -> policy "chunked" with budget 512; "vllm-v0" -> the default budget.
@@ -155,32 +154,6 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
   return out;
 }
 
-// Parses the command line (then --config), returning false when --help was printed.
-bool parse(int argc, const char* const* argv, const po::options_description& desc, Args& a,
-           std::ostream& out, const char* command) {
-  po::variables_map vm;
-  po::parsed_options cmd = po::command_line_parser(argc, argv).options(desc).run();
-  po::store(cmd, vm);
-  if (vm.count("help")) {
-    out << "usage: servesim " << command << " [options]\n" << desc;
-    return false;
-  }
-  if (vm.count("config")) {
-    std::set<std::string> given;
-    for (const po::option& o : cmd.options)
-      given.insert(o.string_key);
-    store_ini_file(vm["config"].as<std::string>(), desc, vm, given);
-  }
-  po::notify(vm);
-  if (vm.count("tp")) {
-    if (!vm["tensor-parallel-size"].defaulted() && a.tp != a.tp_alias) {
-      throw Error("tp", "conflicts with --tensor-parallel-size");
-    }
-    a.tp = a.tp_alias;
-  }
-  return true;
-}
-
 SimConfig base_config(const Args& a) {
   SimConfig c;
   c.model = a.model_file.empty() ? find_model(a.model) : load_model_file(a.model_file);
@@ -196,53 +169,70 @@ SimConfig base_config(const Args& a) {
   return c;
 }
 
-SyntheticOptions workload_options(const Args& a) {
+// Parses a run or compare command line; false when --help was printed.
+bool parse(int argc, const char* const* argv, const po::options_description& desc, Args& a,
+           po::variables_map& vm, std::ostream& out, const char* command) {
+  if (!parse_command(argc, argv, desc, vm, out,
+                     std::string("servesim ") + command + " [options]")) {
+    return false;
+  }
+  if (vm.count("tp")) {
+    if (!vm["tensor-parallel-size"].defaulted() && a.tp != a.tp_alias) {
+      throw Error("tp", "conflicts with --tensor-parallel-size");
+    }
+    a.tp = a.tp_alias;
+  }
+  if (a.seed < 0) throw Error("seed", "must be >= 0");
+  return true;
+}
+
+// The requests to replay, and how reports describe them.
+struct LoadedWorkload {
+  Workload requests;
+  ordered_json json;
+  std::string text;
+};
+
+LoadedWorkload load_workload(const Args& a, const po::variables_map& vm) {
+  const bool explicit_rate = !vm["request-rate"].defaulted();
+  const uint64_t seed = uint64_t(a.seed);
+  if (!a.trace.empty()) {
+    for (const char* flag : {"num-requests", "input-len", "output-len"}) {
+      if (!vm[flag].defaulted()) {
+        throw Error(flag,
+                    "not used with --trace: the trace gives the requests (see "
+                    "--max-requests and the what-if transforms)");
+      }
+    }
+    const Trace t = load_trace(a.trace, a.t, explicit_rate ? parse_rate(a.request_rate) : 0,
+                               a.burstiness, seed);
+    if (!t.timed) {
+      throw Error("request-rate", a.trace + " has no arrival times: give --request-rate");
+    }
+    return {to_workload(t), trace_json(t), trace_text(t)};
+  }
   SyntheticOptions w;
   w.num_requests = a.num_requests;
   w.request_rate = parse_rate(a.request_rate);
   w.burstiness = a.burstiness;
   w.input_len = LengthDist::parse(a.input_len, "input-len");
   w.output_len = LengthDist::parse(a.output_len, "output-len");
-  if (a.seed < 0) throw Error("seed", "must be >= 0");
-  w.seed = uint64_t(a.seed);
-  return w;
-}
-
-ordered_json workload_json(const SyntheticOptions& w) {
-  ordered_json rate =
-      std::isinf(w.request_rate) ? ordered_json("inf") : ordered_json(w.request_rate);
-  return {{"kind", "synthetic"},
-          {"num_requests", w.num_requests},
-          {"request_rate", rate},
-          {"burstiness", w.burstiness},
-          {"input_len", w.input_len.spec},
-          {"output_len", w.output_len.spec},
-          {"seed", w.seed}};
-}
-
-std::string workload_text(const SyntheticOptions& w) {
-  std::ostringstream s;
-  s << w.num_requests << " requests, ";
-  if (std::isinf(w.request_rate)) {
-    s << "all at t=0";
-  } else {
-    s << (w.burstiness == 1.0 ? "Poisson " : "Gamma(" + std::to_string(w.burstiness) + ") ")
-      << w.request_rate << " req/s";
+  w.seed = seed;
+  LoadedWorkload out{generate_synthetic(w), synthetic_json(w), synthetic_text(w)};
+  const TransformOptions what_if = transforms(a.t, 0, a.burstiness, seed);
+  if (what_if.any()) {  // the what-if transforms apply to generated requests too
+    Trace t = from_workload(out.requests);
+    apply_transforms(t, what_if);
+    out.requests = to_workload(t);
+    out.json["transforms"] = what_if.describe();
+    out.text += ", " + what_if.describe();
   }
-  s << ", input " << w.input_len.spec << ", output " << w.output_len.spec << ", seed " << w.seed;
-  return s.str();
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(path, 0, "", "cannot open for writing");
-  f << text;
-  if (!f.flush()) throw Error(path, 0, "", "write failed");
+  return out;
 }
 
 // Runs the policies in SPECS over one workload.
 std::vector<RunResult> run_policies(const Args& a, const std::vector<std::string>& specs,
-                                    const SyntheticOptions& wopt) {
+                                    const Workload& w) {
   const SimConfig base = base_config(a);
   std::vector<SimConfig> configs;
   for (const std::string& spec : specs) {
@@ -258,7 +248,6 @@ std::vector<RunResult> run_policies(const Args& a, const std::vector<std::string
     c.scheduler.max_num_batched_tokens = budget > 0 ? budget : a.max_num_batched_tokens;
     configs.push_back(resolve(c));  // every flag checked before anything runs
   }
-  const Workload w = generate_synthetic(wopt);
   std::vector<RunResult> runs;
   for (const SimConfig& c : configs)
     runs.push_back(simulate(c, w));
@@ -268,13 +257,14 @@ std::vector<RunResult> run_policies(const Args& a, const std::vector<std::string
 int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   Args a;
   const auto desc = options(a, false);
-  if (!parse(argc, argv, desc, a, out, "run")) return 0;
-  const SyntheticOptions wopt = workload_options(a);
+  po::variables_map vm;
+  if (!parse(argc, argv, desc, a, vm, out, "run")) return 0;
+  const LoadedWorkload w = load_workload(a, vm);
   const std::string spec = a.schedulers.empty() ? "chunked" : a.schedulers.front();
-  const std::vector<RunResult> runs = run_policies(a, {spec}, wopt);
+  const std::vector<RunResult> runs = run_policies(a, {spec}, w.requests);
   const RunResult& r = runs.front();
-  print_run_summary(out, r, workload_text(wopt));
-  if (!a.json.empty()) write_file(a.json, summary_json(r, workload_json(wopt)).dump(2) + "\n");
+  print_run_summary(out, r, w.text);
+  if (!a.json.empty()) write_file(a.json, summary_json(r, w.json).dump(2) + "\n");
   if (!a.requests_csv.empty()) {
     std::ostringstream csv;
     write_requests_csv(csv, r);
@@ -314,11 +304,12 @@ std::string verdict(const std::vector<RunResult>& runs) {
 int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
   Args a;
   const auto desc = options(a, true);
-  if (!parse(argc, argv, desc, a, out, "compare")) return 0;
-  const SyntheticOptions wopt = workload_options(a);
+  po::variables_map vm;
+  if (!parse(argc, argv, desc, a, vm, out, "compare")) return 0;
+  const LoadedWorkload w = load_workload(a, vm);
   std::vector<std::string> specs = split_list(a.schedulers);
   if (specs.empty()) specs = kDefaultCompare;
-  const std::vector<RunResult> runs = run_policies(a, specs, wopt);
+  const std::vector<RunResult> runs = run_policies(a, specs, w.requests);
   const SimConfig& c = runs.front().config;
   out << "servesim compare: " << c.model.name << " on " << c.gpu.name << " x" << c.tp
       << ", max_model_len " << c.scheduler.max_model_len << ", max_num_seqs "
@@ -326,7 +317,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
       << "token budget):";
   for (const RunResult& r : runs)
     out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
-  out << "\nworkload: " << workload_text(wopt) << "\n\n";
+  out << "\nworkload: " << w.text << "\n\n";
   print_compare_table(out, runs);
   const std::string v = verdict(runs);
   if (!v.empty()) out << "\n" << v << "\n";
@@ -334,7 +325,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
     ordered_json j;
     j["runs"] = ordered_json::array();
     for (const RunResult& r : runs)
-      j["runs"].push_back(summary_json(r, workload_json(wopt)));
+      j["runs"].push_back(summary_json(r, w.json));
     write_file(a.json, j.dump(2) + "\n");
   }
   return 0;
@@ -392,6 +383,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "run") return cmd_run(argc - 1, argv + 1, out);
     if (command == "compare") return cmd_compare(argc - 1, argv + 1, out);
     if (command == "list") return cmd_list(argc - 1, argv + 1, out);
+    if (command == "trace") return cmd_trace(argc - 1, argv + 1, out);
     if (command == "--help" || command == "-h" || command == "help") {
       out << kUsage;
       return 0;

@@ -119,38 +119,45 @@ class LengthSampler {
 
 }  // namespace
 
+std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, uint64_t seed) {
+  if (!(rate > 0)) throw Error("request-rate", "must be > 0 (or inf)");
+  if (!(burstiness >= 1e-6 && burstiness <= 1e6)) {
+    throw Error("burstiness", "must be in [1e-6, 1e6]");
+  }
+  const bool all_at_once = std::isinf(rate);
+  // benchmark_serving.py: theta = 1 / (rate * burstiness); gap ~ Gamma(burstiness, theta); the
+  // first request is sent at t = 0. With rate inf the scale would be 0, which Boost's
+  // gamma_distribution rejects: any valid scale does, it is never drawn from.
+  const double scale = all_at_once ? 1.0 : 1.0 / (rate * burstiness);
+  if (!(std::isfinite(scale) && scale > 0)) {
+    throw Error("request-rate", "request rate x burstiness is out of range");
+  }
+  // The arrival stream's engine is seeded 3 x seed (inputs and outputs use 3 x seed + 1, + 2).
+  boost::random::mt19937_64 rng(seed * 3);
+  boost::random::gamma_distribution<double> gap(burstiness, scale);
+  std::vector<double> t(n, 0.0);
+  for (size_t i = 1; i < n && !all_at_once; ++i)
+    t[i] = t[i - 1] + gap(rng);
+  if (n > 0 && !std::isfinite(t.back())) {
+    throw Error("request-rate", "too low: arrival times overflow (last arrival " +
+                                    std::to_string(t.back()) + " s)");
+  }
+  return t;
+}
+
 Workload generate_synthetic(const SyntheticOptions& opt) {
   if (opt.num_requests < 1 || opt.num_requests > kMaxSyntheticRequests) {
     throw Error("num-requests", "must be in [1, " + std::to_string(kMaxSyntheticRequests) + "]");
   }
-  if (!(opt.request_rate > 0)) throw Error("request-rate", "must be > 0 (or inf)");
-  if (!(opt.burstiness >= 1e-6 && opt.burstiness <= 1e6)) {
-    throw Error("burstiness", "must be in [1e-6, 1e6]");
-  }
-  // Separate streams for arrivals, inputs and outputs (engines seeded 3 x seed + 0, 1, 2) so
-  // that a rate sweep replays the same lengths.
-  boost::random::mt19937_64 arrivals(opt.seed * 3 + 0);
+  // Separate streams for arrivals, inputs and outputs so that a rate sweep replays the same
+  // lengths.
+  const std::vector<double> arrivals =
+      generate_arrivals(size_t(opt.num_requests), opt.request_rate, opt.burstiness, opt.seed);
   LengthSampler input(opt.input_len, opt.seed * 3 + 1);
   LengthSampler output(opt.output_len, opt.seed * 3 + 2);
-  const bool all_at_once = std::isinf(opt.request_rate);
-  // benchmark_serving.py: theta = 1 / (rate * burstiness); gap ~ Gamma(burstiness, theta); the
-  // first request is sent at t = 0.
-  // With rate inf the scale would be 0, which Boost's gamma_distribution rejects: use any valid
-  // scale, it is never drawn from.
-  const double scale = all_at_once ? 1.0 : 1.0 / (opt.request_rate * opt.burstiness);
-  if (!(std::isfinite(scale) && scale > 0)) {
-    throw Error("request-rate", "request rate x burstiness is out of range");
-  }
-  boost::random::gamma_distribution<double> gap(opt.burstiness, scale);
-  Workload w(static_cast<size_t>(opt.num_requests));
-  double t = 0;
+  Workload w(arrivals.size());
   for (size_t i = 0; i < w.size(); ++i) {
-    if (i > 0 && !all_at_once) t += gap(arrivals);
-    w[i] = RequestSpec{static_cast<uint32_t>(i), t, input(), output()};
-  }
-  if (!std::isfinite(t)) {
-    throw Error("request-rate",
-                "too low: arrival times overflow (last arrival " + std::to_string(t) + " s)");
+    w[i] = RequestSpec{static_cast<uint32_t>(i), arrivals[i], input(), output()};
   }
   return w;
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "traces/request.hpp"
 
@@ -34,6 +35,10 @@ struct SyntheticOptions {
   LengthDist output_len = LengthDist::parse("fixed:256", "output-len");
   uint64_t seed = 0;
 };
+
+// N arrival times as benchmark_serving.py draws them (Gamma gaps of shape BURSTINESS and mean
+// 1/RATE, the first at 0; RATE inf puts all at 0). Throws Error naming the flag when out of range.
+std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, uint64_t seed);
 
 // More requests than this is a bad flag, not a workload (ids are 32-bit; memory is ~100 B each).
 inline constexpr int64_t kMaxSyntheticRequests = 100'000'000;

@@ -1,0 +1,192 @@
+#include "sim/cli_common.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "sim/config_file.hpp"
+#include "sim/error.hpp"
+
+namespace servesim::cli {
+
+using nlohmann::ordered_json;
+
+bool parse_command(int argc, const char* const* argv, const po::options_description& desc,
+                   po::variables_map& vm, std::ostream& out, const std::string& usage,
+                   const po::positional_options_description* positional) {
+  po::command_line_parser parser(argc, argv);
+  parser.options(desc);
+  if (positional != nullptr) parser.positional(*positional);
+  po::parsed_options cmd = parser.run();
+  po::store(cmd, vm);
+  if (vm.count("help")) {
+    out << "usage: " << usage << "\n" << desc;
+    return false;
+  }
+  if (vm.count("config")) {
+    std::set<std::string> given;
+    for (const po::option& o : cmd.options)
+      given.insert(o.string_key);
+    store_ini_file(vm["config"].as<std::string>(), desc, vm, given);
+  }
+  po::notify(vm);
+  return true;
+}
+
+double parse_rate(const std::string& text) {
+  if (text == "inf") return INFINITY;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !(v > 0) || !std::isfinite(v)) {
+    throw Error("request-rate", "'" + text + "' is not a positive number or inf");
+  }
+  return v;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) throw Error(path, 0, "", "cannot open for writing");
+  f << text;
+  if (!f.flush()) throw Error(path, 0, "", "write failed");
+}
+
+po::options_description trace_input_options(TraceArgs& a) {
+  po::options_description d("trace input");
+  d.add_options()(
+      "trace-format", po::value(&a.format),
+      "azure | burstgpt | mooncake | vidur | csv | servesim (default: read off the file)")(
+      "col-arrival", po::value(&a.col_arrival), "csv: arrival-time column (none = length-only)")(
+      "col-input", po::value(&a.col_input), "csv: prompt-token column")(
+      "col-output", po::value(&a.col_output), "csv: output-token column")(
+      "time-unit", po::value(&a.time_unit)->default_value("s"), "csv: s | ms | us")(
+      "skip-bad-rows", po::bool_switch(&a.skip_bad_rows),
+      "skip and count malformed rows instead of stopping at the first")(
+      "keep-failed", po::bool_switch(&a.keep_failed),
+      "burstgpt: keep failed requests (0 response tokens) as 1-token answers")(
+      "model-filter", po::value(&a.model_filter), "burstgpt: only this Model (ChatGPT, GPT-4)")(
+      "log-type", po::value(&a.log_type), "burstgpt: only conversation | api rows")(
+      "hash-block-size", po::value(&a.hash_block_size)->default_value(0),
+      "mooncake: prompt tokens per hash id (0 = 512)");
+  return d;
+}
+
+po::options_description transform_options(TraceArgs& a) {
+  po::options_description d(
+      "what-if transforms (in this order; --request-rate rescales a timed "
+      "trace to that mean rate)");
+  d.add_options()("window", po::value(&a.window), "keep arrivals in START:END seconds")(
+      "max-requests", po::value(&a.max_requests)->default_value(0), "keep the first N (0 = all)")(
+      "time-scale", po::value(&a.time_scale)->default_value(1.0, "1"),
+      "stretch arrival times (0.5 = twice the rate)")(
+      "input-trim", po::value(&a.input_trim)->default_value(0),
+      "remove N tokens from every prompt (floor 1)")(
+      "input-scale", po::value(&a.input_scale)->default_value(1.0, "1"), "multiply prompt lengths")(
+      "output-scale", po::value(&a.output_scale)->default_value(1.0, "1"),
+      "multiply output lengths")("max-input-len", po::value(&a.max_input_len)->default_value(0),
+                                 "clip prompts to N tokens (0 = no clip)")(
+      "max-output-len", po::value(&a.max_output_len)->default_value(0),
+      "clip outputs to N tokens (0 = no clip)");
+  return d;
+}
+
+ImportOptions import_options(const TraceArgs& a) {
+  ImportOptions o;
+  o.format = a.format;
+  o.col_arrival = a.col_arrival;
+  o.col_input = a.col_input;
+  o.col_output = a.col_output;
+  o.time_unit = a.time_unit;
+  o.skip_bad_rows = a.skip_bad_rows;
+  o.keep_failed = a.keep_failed;
+  o.model_filter = a.model_filter;
+  o.log_type = a.log_type;
+  if (a.hash_block_size < 0) throw Error("hash-block-size", "must be >= 0");
+  o.hash_block_size = a.hash_block_size;
+  return o;
+}
+
+TransformOptions transforms(const TraceArgs& a, double request_rate, double burstiness,
+                            uint64_t seed) {
+  TransformOptions o;
+  if (!a.window.empty()) parse_window(a.window, o);
+  o.max_requests = a.max_requests;
+  o.time_scale = a.time_scale;
+  o.request_rate = request_rate;
+  o.burstiness = burstiness;
+  o.seed = seed;
+  o.input_trim = a.input_trim;
+  o.input_scale = a.input_scale;
+  o.output_scale = a.output_scale;
+  o.max_input_len = a.max_input_len;
+  o.max_output_len = a.max_output_len;
+  return o;
+}
+
+Trace load_trace(const std::string& path, const TraceArgs& a, double request_rate,
+                 double burstiness, uint64_t seed) {
+  Trace t = import_trace(path, import_options(a));
+  apply_transforms(t, transforms(a, request_rate, burstiness, seed));
+  return t;
+}
+
+ordered_json trace_json(const Trace& t) {
+  const TraceCounts& c = t.counts;
+  return {{"kind", "trace"},
+          {"file", t.source},
+          {"format", t.format},
+          {"options", t.options},
+          {"timed", t.timed},
+          {"rows_read", c.rows_read},
+          {"replayed", t.size()},
+          {"skipped_bad", c.skipped_bad},
+          {"skipped_failed", c.skipped_failed},
+          {"filtered", c.filtered},
+          {"outside_window", c.outside_window},
+          {"beyond_max", c.beyond_max},
+          {"kept_failed", c.kept_failed},
+          {"clipped_input", c.clipped_input},
+          {"clipped_output", c.clipped_output}};
+}
+
+std::string trace_text(const Trace& t) {
+  std::ostringstream s;
+  s << "trace " << t.source << " (" << t.format << ")";
+  if (!t.options.empty()) s << " " << t.options;
+  s << ": " << t.counts.rows_read << " rows, " << t.size() << " replayed, " << t.counts.skipped()
+    << " skipped";
+  if (t.counts.skipped() > 0) {
+    s << " (" << t.counts.skipped_bad << " bad, " << t.counts.skipped_failed << " failed, "
+      << t.counts.filtered << " filtered, " << t.counts.outside_window << " outside window, "
+      << t.counts.beyond_max << " beyond --max-requests)";
+  }
+  return s.str();
+}
+
+ordered_json synthetic_json(const SyntheticOptions& w) {
+  ordered_json rate =
+      std::isinf(w.request_rate) ? ordered_json("inf") : ordered_json(w.request_rate);
+  return {{"kind", "synthetic"},
+          {"num_requests", w.num_requests},
+          {"request_rate", rate},
+          {"burstiness", w.burstiness},
+          {"input_len", w.input_len.spec},
+          {"output_len", w.output_len.spec},
+          {"seed", w.seed}};
+}
+
+std::string synthetic_text(const SyntheticOptions& w) {
+  std::ostringstream s;
+  s << w.num_requests << " requests, ";
+  if (std::isinf(w.request_rate)) {
+    s << "all at t=0";
+  } else {
+    s << (w.burstiness == 1.0 ? "Poisson " : "Gamma(" + std::to_string(w.burstiness) + ") ")
+      << w.request_rate << " req/s";
+  }
+  s << ", input " << w.input_len.spec << ", output " << w.output_len.spec << ", seed " << w.seed;
+  return s.str();
+}
+
+}  // namespace servesim::cli

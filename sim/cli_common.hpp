@@ -1,0 +1,67 @@
+// Pieces the servesim commands share (internal to the CLI): parsing a command line with
+// --config and --help, the trace-input and what-if option groups, loading a workload from a
+// trace or the generator, and describing it in text and JSON.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+
+#include "traces/import.hpp"
+#include "traces/synthetic.hpp"
+#include "traces/trace.hpp"
+#include "traces/transform.hpp"
+
+namespace servesim::cli {
+
+namespace po = boost::program_options;
+
+// Stores the command line, then --config FILE (the command line wins), then notifies.
+// Returns false when --help was printed. POSITIONAL names positional arguments, if any.
+bool parse_command(int argc, const char* const* argv, const po::options_description& desc,
+                   po::variables_map& vm, std::ostream& out, const std::string& usage,
+                   const po::positional_options_description* positional = nullptr);
+
+// "inf" or a positive number; Error naming --request-rate otherwise.
+double parse_rate(const std::string& text);
+
+void write_file(const std::string& path, const std::string& text);
+
+// Flags that say how to read a trace and how to change it (what-if).
+struct TraceArgs {
+  std::string format, col_arrival, col_input, col_output, time_unit = "s", model_filter, log_type;
+  bool skip_bad_rows = false, keep_failed = false;
+  int32_t hash_block_size = 0;
+  std::string window;
+  int64_t max_requests = 0, input_trim = 0, max_input_len = 0, max_output_len = 0;
+  double time_scale = 1, input_scale = 1, output_scale = 1;
+};
+
+po::options_description trace_input_options(TraceArgs& a);
+po::options_description transform_options(TraceArgs& a);
+ImportOptions import_options(const TraceArgs& a);
+// REQUEST_RATE: 0 to keep the trace's timing.
+TransformOptions transforms(const TraceArgs& a, double request_rate, double burstiness,
+                            uint64_t seed);
+
+// Imports PATH and applies the transforms.
+Trace load_trace(const std::string& path, const TraceArgs& a, double request_rate,
+                 double burstiness, uint64_t seed);
+
+// The workload section of reports: where the requests came from and where every row went.
+nlohmann::ordered_json trace_json(const Trace& t);
+std::string trace_text(const Trace& t);
+nlohmann::ordered_json synthetic_json(const SyntheticOptions& w);
+std::string synthetic_text(const SyntheticOptions& w);
+
+// `servesim trace import | info | synth` (sim/cli_trace.cpp).
+int cmd_trace(int argc, const char* const* argv, std::ostream& out);
+
+// The synthetic workload of the built-in default scenario (also `trace synth`'s defaults).
+inline constexpr int64_t kDefaultNumRequests = 2000;
+inline constexpr const char* kDefaultRate = "9";
+inline constexpr const char* kDefaultInputLen = "lognormal:1024:0.8:16:6000";
+inline constexpr const char* kDefaultOutputLen = "lognormal:256:0.8:4:2000";
+
+}  // namespace servesim::cli

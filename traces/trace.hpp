@@ -1,0 +1,74 @@
+// Trace: a workload as columns, the way a trace file holds it: arrival times, token counts, and
+// optional prefix-block hash ids, session ids and request classes. Importers, the HDF5 store and
+// the what-if transforms all work on this form; the simulator replays it as a Workload.
+// Promises: arrival_s is sorted, finite and >= 0 (0 first when imported); token counts are
+// >= 1; when hash ids exist, hash_offsets has size() + 1 non-decreasing entries ending at
+// hash_ids.size(). Columns stay compact (16 bytes a request without hash ids), so a trace of tens
+// of millions of rows fits in memory.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "traces/request.hpp"
+
+namespace servesim {
+
+// Where the rows of the source went. rows_read = size() + every skipped count, always.
+struct TraceCounts {
+  int64_t rows_read = 0;       // data rows in the source
+  int64_t skipped_bad = 0;     // malformed rows skipped with --skip-bad-rows
+  int64_t skipped_failed = 0;  // BurstGPT rows with 0 response tokens (failed requests)
+  int64_t filtered = 0;        // rows another model or log type than --model-filter/--log-type
+  int64_t outside_window = 0;  // dropped by --window
+  int64_t beyond_max = 0;      // dropped by --max-requests
+  int64_t kept_failed = 0;     // failed rows kept with --keep-failed (replayed as 1 output token)
+  int64_t clipped_input = 0;   // prompts cut by --max-input-len
+  int64_t clipped_output = 0;  // outputs cut by --max-output-len
+  int64_t skipped() const {
+    return skipped_bad + skipped_failed + filtered + outside_window + beyond_max;
+  }
+};
+
+struct Trace {
+  std::vector<double> arrival_s;
+  std::vector<int32_t> input_tokens;
+  std::vector<int32_t> output_tokens;
+  // Prefix-block hash ids (Mooncake): request i's ids are hash_ids[hash_offsets[i] ..
+  // hash_offsets[i + 1]); one id per hash_block_size prompt tokens. Empty when absent.
+  std::vector<uint64_t> hash_offsets;
+  std::vector<uint64_t> hash_ids;
+  int32_t hash_block_size = 0;
+  std::vector<int64_t> session_id;       // BurstGPT_3 Session ID, -1 when empty; empty when absent
+  std::vector<uint8_t> request_class;    // index into class_names; empty when absent
+  std::vector<std::string> class_names;  // e.g. "ChatGPT / Conversation log"
+
+  bool timed = true;    // false for length-only traces: arrivals come from a generator
+  std::string source;   // file it came from
+  std::string format;   // azure, burstgpt, mooncake, vidur, csv, synthetic, servesim
+  std::string options;  // import options and transforms, as flags
+  TraceCounts counts;
+  std::vector<std::string> first_errors;  // the first few reasons for skipped bad rows
+
+  size_t size() const { return arrival_s.size(); }
+  bool has_hash_ids() const { return !hash_offsets.empty(); }
+  void reserve(size_t n) {
+    arrival_s.reserve(n);
+    input_tokens.reserve(n);
+    output_tokens.reserve(n);
+  }
+  void push(double arrival, int32_t input, int32_t output) {
+    arrival_s.push_back(arrival);
+    input_tokens.push_back(input);
+    output_tokens.push_back(output);
+  }
+};
+
+// The requests to replay, ids in arrival order. The trace must be timed.
+Workload to_workload(const Trace& t);
+
+// A trace of the requests of a Workload (for `trace synth`).
+Trace from_workload(const Workload& w);
+
+}  // namespace servesim

@@ -1,0 +1,237 @@
+#include "traces/trace_store.hpp"
+
+#include <H5Cpp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace servesim {
+
+namespace {
+
+constexpr int kVersion = 1;
+constexpr const char* kMagic = "servesim-trace";
+constexpr hsize_t kChunk = 1 << 16;
+
+template <class T>
+const H5::PredType& h5type();
+template <>
+const H5::PredType& h5type<double>() {
+  return H5::PredType::NATIVE_DOUBLE;
+}
+template <>
+const H5::PredType& h5type<int32_t>() {
+  return H5::PredType::NATIVE_INT32;
+}
+template <>
+const H5::PredType& h5type<int64_t>() {
+  return H5::PredType::NATIVE_INT64;
+}
+template <>
+const H5::PredType& h5type<uint64_t>() {
+  return H5::PredType::NATIVE_UINT64;
+}
+template <>
+const H5::PredType& h5type<uint8_t>() {
+  return H5::PredType::NATIVE_UINT8;
+}
+
+template <class T>
+void write_column(H5::H5File& f, const char* name, const std::vector<T>& v) {
+  const hsize_t n = v.size();
+  H5::DataSpace space(1, &n);
+  H5::DSetCreatPropList props;
+  if (n > 0) {
+    const hsize_t chunk = std::min<hsize_t>(kChunk, n);
+    props.setChunk(1, &chunk);
+    props.setShuffle();
+    props.setDeflate(1);
+  }
+  H5::DataSet ds = f.createDataSet(name, h5type<T>(), space, props);
+  if (n > 0) ds.write(v.data(), h5type<T>());
+}
+
+template <class T>
+std::vector<T> read_column(H5::H5File& f, const char* name) {
+  H5::DataSet ds = f.openDataSet(name);
+  H5::DataSpace space = ds.getSpace();
+  if (space.getSimpleExtentNdims() != 1) throw H5::DataSetIException("", "not a 1-D column");
+  hsize_t n = 0;
+  space.getSimpleExtentDims(&n);
+  std::vector<T> v(n);
+  if (n > 0) ds.read(v.data(), h5type<T>());
+  return v;
+}
+
+void write_attr(H5::H5File& f, const char* name, const std::string& value) {
+  H5::StrType type(H5::PredType::C_S1, std::max<size_t>(1, value.size()));
+  H5::Attribute a = f.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
+  a.write(type, value.empty() ? std::string(" ") : value);
+}
+void write_attr(H5::H5File& f, const char* name, int64_t value) {
+  H5::Attribute a = f.createAttribute(name, H5::PredType::NATIVE_INT64, H5::DataSpace(H5S_SCALAR));
+  a.write(H5::PredType::NATIVE_INT64, &value);
+}
+
+std::string read_string_attr(H5::H5File& f, const char* name) {
+  H5::Attribute a = f.openAttribute(name);
+  H5::StrType type = a.getStrType();
+  std::string s;
+  a.read(type, s);
+  while (!s.empty() && (s.back() == '\0' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+int64_t read_int_attr(H5::H5File& f, const char* name) {
+  int64_t v = 0;
+  f.openAttribute(name).read(H5::PredType::NATIVE_INT64, &v);
+  return v;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (const std::string& x : v)
+    s.append(s.empty() ? "" : "\n").append(x);
+  return s;
+}
+
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string line; std::getline(ss, line);)
+    out.push_back(line);
+  return out;
+}
+
+struct CountField {
+  const char* name;
+  int64_t TraceCounts::*member;
+};
+constexpr CountField kCounts[] = {
+    {"rows_read", &TraceCounts::rows_read},
+    {"skipped_bad", &TraceCounts::skipped_bad},
+    {"skipped_failed", &TraceCounts::skipped_failed},
+    {"filtered", &TraceCounts::filtered},
+    {"outside_window", &TraceCounts::outside_window},
+    {"beyond_max", &TraceCounts::beyond_max},
+    {"kept_failed", &TraceCounts::kept_failed},
+    {"clipped_input", &TraceCounts::clipped_input},
+    {"clipped_output", &TraceCounts::clipped_output},
+};
+
+// Checks what the Trace promises, so a hand-edited or foreign file cannot break the simulator.
+void check(const Trace& t, const std::string& path) {
+  const size_t n = t.size();
+  if (t.input_tokens.size() != n || t.output_tokens.size() != n) {
+    throw Error(path, 0, "input_tokens", "columns have different lengths");
+  }
+  if (n == 0) throw Error(path, 0, "arrival_s", "the trace holds no request");
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(t.arrival_s[i]) || t.arrival_s[i] < 0 ||
+        (i > 0 && t.arrival_s[i] < t.arrival_s[i - 1])) {
+      throw Error(path, 0, "arrival_s",
+                  "must be finite, >= 0 and sorted (row " + std::to_string(i) + ")");
+    }
+    if (t.input_tokens[i] < 1)
+      throw Error(path, 0, "input_tokens", "must be >= 1 (row " + std::to_string(i) + ")");
+    if (t.output_tokens[i] < 1)
+      throw Error(path, 0, "output_tokens", "must be >= 1 (row " + std::to_string(i) + ")");
+  }
+  if (t.has_hash_ids()) {
+    if (t.hash_offsets.size() != n + 1 || t.hash_offsets.front() != 0 ||
+        t.hash_offsets.back() != t.hash_ids.size() ||
+        !std::is_sorted(t.hash_offsets.begin(), t.hash_offsets.end())) {
+      throw Error(path, 0, "hash_offsets", "inconsistent with hash_ids");
+    }
+    if (t.hash_block_size < 1) throw Error(path, 0, "hash_block_size", "must be >= 1");
+  }
+  if (!t.session_id.empty() && t.session_id.size() != n) {
+    throw Error(path, 0, "session_id", "has a different length");
+  }
+  if (!t.request_class.empty()) {
+    if (t.request_class.size() != n)
+      throw Error(path, 0, "request_class", "has a different length");
+    for (uint8_t c : t.request_class) {
+      if (c >= t.class_names.size())
+        throw Error(path, 0, "request_class", "names an unknown class");
+    }
+  }
+}
+
+}  // namespace
+
+void write_trace_h5(const std::string& path, const Trace& t) {
+  H5::Exception::dontPrint();
+  try {
+    H5::H5File f(path, H5F_ACC_TRUNC);
+    write_column(f, "arrival_s", t.arrival_s);
+    write_column(f, "input_tokens", t.input_tokens);
+    write_column(f, "output_tokens", t.output_tokens);
+    if (t.has_hash_ids()) {
+      write_column(f, "hash_offsets", t.hash_offsets);
+      write_column(f, "hash_ids", t.hash_ids);
+    }
+    if (!t.session_id.empty()) write_column(f, "session_id", t.session_id);
+    if (!t.request_class.empty()) write_column(f, "request_class", t.request_class);
+    write_attr(f, "magic", std::string(kMagic));
+    write_attr(f, "version", int64_t(kVersion));
+    write_attr(f, "source_file", t.source);
+    write_attr(f, "source_format", t.format);
+    write_attr(f, "options", t.options);
+    write_attr(f, "timed", int64_t(t.timed));
+    write_attr(f, "hash_block_size", int64_t(t.hash_block_size));
+    write_attr(f, "class_names", join(t.class_names));
+    write_attr(f, "first_errors", join(t.first_errors));
+    for (const CountField& c : kCounts)
+      write_attr(f, c.name, t.counts.*c.member);
+  } catch (const H5::Exception& e) {
+    throw Error(path, 0, "", "cannot write HDF5: " + e.getDetailMsg());
+  }
+}
+
+Trace read_trace_h5(const std::string& path) {
+  H5::Exception::dontPrint();
+  Trace t;
+  try {
+    if (!H5::H5File::isHdf5(path.c_str())) throw Error(path, 0, "", "not an HDF5 file");
+    H5::H5File f(path, H5F_ACC_RDONLY);
+    if (!f.attrExists("magic") || read_string_attr(f, "magic") != kMagic) {
+      throw Error(path, 0, "magic", "an HDF5 file, but not a servesim trace");
+    }
+    const int64_t version = read_int_attr(f, "version");
+    if (version != kVersion) {
+      throw Error(path, 0, "version",
+                  "trace version " + std::to_string(version) +
+                      " is not supported (this servesim reads " + std::to_string(kVersion) + ")");
+    }
+    t.arrival_s = read_column<double>(f, "arrival_s");
+    t.input_tokens = read_column<int32_t>(f, "input_tokens");
+    t.output_tokens = read_column<int32_t>(f, "output_tokens");
+    if (f.nameExists("hash_offsets")) {
+      t.hash_offsets = read_column<uint64_t>(f, "hash_offsets");
+      t.hash_ids = read_column<uint64_t>(f, "hash_ids");
+    }
+    if (f.nameExists("session_id")) t.session_id = read_column<int64_t>(f, "session_id");
+    if (f.nameExists("request_class")) t.request_class = read_column<uint8_t>(f, "request_class");
+    t.source = read_string_attr(f, "source_file");
+    t.format = read_string_attr(f, "source_format");
+    t.options = read_string_attr(f, "options");
+    t.timed = read_int_attr(f, "timed") != 0;
+    t.hash_block_size = int32_t(read_int_attr(f, "hash_block_size"));
+    t.class_names = split_lines(read_string_attr(f, "class_names"));
+    t.first_errors = split_lines(read_string_attr(f, "first_errors"));
+    for (const CountField& c : kCounts)
+      t.counts.*c.member = read_int_attr(f, c.name);
+  } catch (const H5::Exception& e) {
+    throw Error(path, 0, "",
+                "unreadable servesim trace (truncated or corrupt HDF5?): " + e.getFuncName() +
+                    ": " + e.getDetailMsg());
+  }
+  check(t, path);
+  return t;
+}
+
+}  // namespace servesim
