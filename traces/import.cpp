@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <tuple>
 
 #include "models/catalogue.hpp"
 #include "sim/error.hpp"
@@ -58,14 +59,16 @@ class Rows {
     }
   }
   // For formats that promise time order: false (and the row reported) when it goes backwards.
+  // Integer times (nanoseconds since 1970) are compared exactly, not through a double.
   template <class T>
   bool in_order(int64_t line, const std::string& field, T time) {
-    if (have_last_ && time < last_) {
+    T& last = std::get<T>(last_);
+    if (have_last_ && time < last) {
       bad(line, field, "goes backwards in time (the format promises sorted rows)");
       return false;
     }
     have_last_ = true;
-    last_ = double(time);
+    last = time;
     return true;
   }
 
@@ -74,7 +77,7 @@ class Rows {
   const ImportOptions& opt_;
   Trace& t_;
   bool have_last_ = false;
-  double last_ = 0;
+  std::tuple<int64_t, double> last_{0, 0.0};
 };
 
 // Token counts: whole numbers >= MIN that fit int32.
