@@ -6,10 +6,15 @@
 //    seed 42), with simulated output tokens per wall second as a counter.
 #include <benchmark/benchmark.h>
 
+#include <filesystem>
+
+#include "bench/azure2024_csv.hpp"
 #include "scheduler/scheduler.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/simulation.hpp"
+#include "traces/import.hpp"
 #include "traces/synthetic.hpp"
+#include "traces/trace_store.hpp"
 
 using namespace servesim;
 
@@ -109,6 +114,27 @@ void BM_W1(benchmark::State& state) {
   state.counters["sim_steps_per_s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_W1)->Unit(benchmark::kMillisecond);
+
+// Importing an Azure 2024-style CSV of 1M rows (generated once into the temp directory), with
+// and without writing the HDF5 trace; rows per second as items.
+void BM_ImportAzure2024(benchmark::State& state) {
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string csv = (dir / "servesim_bench_azure2024_1m.csv").string();
+  const long long rows = 1'000'000;
+  if (!std::filesystem::exists(csv) && !bench::write_azure2024_csv(csv, rows)) {
+    state.SkipWithError("cannot write the CSV");
+    return;
+  }
+  const bool write = state.range(0) == 1;
+  for (auto _ : state) {
+    const Trace t = import_trace(csv, {});
+    if (write) write_trace_h5((dir / "servesim_bench_azure2024_1m.h5").string(), t);
+    benchmark::DoNotOptimize(t.arrival_s.data());
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * rows);
+  state.SetLabel(write ? "import + HDF5" : "import");
+}
+BENCHMARK(BM_ImportAzure2024)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
