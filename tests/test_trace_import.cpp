@@ -1,5 +1,10 @@
 // Importers on small hand-written fixtures, one per format and quirk.
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "sim/error.hpp"
 #include "trace_fixtures.hpp"
@@ -103,15 +108,19 @@ TEST_CASE("burstgpt: spaced headers, failed rows skipped and counted, filters", 
   CHECK_THROWS_AS(import(p, api), Error);
 }
 
-TEST_CASE("burstgpt_3: Session ID and Elapsed time inserted, Session ID may be empty", "[traces]") {
-  const auto p = fixture("burstgpt3.csv",
-                         "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response "
-                         "tokens,Total tokens,Log Type\n"
-                         "1200.5,77,0.9,ChatGPT,100,50,150,Conversation log\n"
-                         "1201.5,,1.3,\"ChatGPT\",200,60,260,\"Conversation log\"\n");
+TEST_CASE("burstgpt_3: Session ID (a UUID, or empty) and Elapsed time inserted", "[traces]") {
+  const auto p = fixture(
+      "burstgpt3.csv",
+      "Timestamp,Session ID,Elapsed time,Model,Request tokens,Response "
+      "tokens,Total tokens,Log Type\n"
+      "1200.5,1722ac82-0a46-4bf0-aa08-89794e7a2b3f,0.9,ChatGPT,100,50,150,Conversation log\n"
+      "1201.5,,1.3,\"ChatGPT\",200,60,260,\"Conversation log\"\n"
+      "1202.5,1722ac82-0a46-4bf0-aa08-89794e7a2b3f,2.0,ChatGPT,30,6,36,Conversation log\n"
+      "1203.5,9e107d9d-372b-4b6a-8b1a-2f3c4d5e6f70,0.4,ChatGPT,40,7,47,Conversation log\n");
   const Trace t = import(p);
-  REQUIRE(t.size() == 2);
-  CHECK(t.session_id == std::vector<int64_t>{77, -1});
+  REQUIRE(t.size() == 4);
+  // Sessions are numbered in order of first appearance; an empty one is -1.
+  CHECK(t.session_id == std::vector<int64_t>{0, -1, 0, 1});
   CHECK(t.arrival_s[1] == Approx(1.0));
   CHECK(t.class_names.size() == 1);  // quotes do not make another class
 }
@@ -132,9 +141,20 @@ TEST_CASE("mooncake: JSONL with ms timestamps, ties and hash ids", "[traces]") {
   CHECK(t.hash_block_size == 512);
   CHECK(t.hash_offsets == std::vector<uint64_t>{0, 2, 4, 5});
   CHECK(t.hash_ids == std::vector<uint64_t>{0, 1, 0, 2, 3});
+  // Another block size: one id per 16 tokens.
   ImportOptions o;
   o.hash_block_size = 16;
-  CHECK(import(p, o).hash_block_size == 16);
+  const Trace small = import(fixture("mooncake16.jsonl",
+                                     "{\"timestamp\": 0, \"input_length\": 33, "
+                                     "\"output_length\": 2, \"hash_ids\": [4, 5, 6]}\n"),
+                             o);
+  CHECK(small.hash_block_size == 16);
+  CHECK(small.hash_ids.size() == 3);
+  // At the default 512 the same row has too many ids: a bad row naming the flag.
+  CHECK_THAT(import_error(fixture("mooncake16b.jsonl",
+                                  "{\"timestamp\": 0, \"input_length\": 33, "
+                                  "\"output_length\": 2, \"hash_ids\": [4, 5, 6]}\n")),
+             Catch::Contains("3 ids for 33 tokens: expected 1 at 512 tokens a block"));
 }
 
 TEST_CASE("vidur: the timed CSV and the length-only CSV", "[traces]") {
@@ -168,13 +188,15 @@ TEST_CASE("csv: any columns by name, time units, quoted fields, unsorted rows", 
   CHECK(t.format == "csv");
   CHECK(t.arrival_s == std::vector<double>{0, 0, 1.5});  // sorted, ties in file order
   CHECK(t.input_tokens == std::vector<int32_t>{20, 30, 10});
-  o.time_unit = "minutes";
-  CHECK_THAT(import_error(p, o), Catch::Contains("time-unit"));
-  o.time_unit = "s";
-  o.col_arrival = "";
-  CHECK_FALSE(import(p, o).timed);
-  o.col_input = "no_such_column";
-  CHECK_THAT(import_error(p, o), Catch::Contains("field 'no_such_column': missing column"));
+    ImportOptions minutes = o;
+  minutes.time_unit = "minutes";
+  CHECK_THAT(import_error(p, minutes), Catch::Contains("time-unit"));
+  ImportOptions untimed = o;
+  untimed.col_arrival.clear();
+  CHECK_FALSE(import(p, untimed).timed);
+  ImportOptions missing = o;
+  missing.col_input = "no_such_column";
+  CHECK_THAT(import_error(p, missing), Catch::Contains("field 'no_such_column': missing column"));
 }
 
 TEST_CASE("bad rows stop the import with FILE:LINE: field 'X': reason", "[traces][errors]") {
@@ -244,4 +266,95 @@ TEST_CASE("empty, header-only and unrecognised files are one clear error", "[tra
       import_error(fixture("allbad.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\nx,1,1\ny,1,1\n"),
                    skip),
       Catch::Contains("no request left: 2 rows read"));
+}
+
+TEST_CASE("bad rows in every format name the line and field; --skip-bad-rows counts them",
+          "[traces][errors]") {
+  struct Case {
+    std::string name, text, expect;
+    ImportOptions opt;
+  };
+  ImportOptions csv;
+  csv.col_arrival = "t";
+  csv.col_input = "in";
+  csv.col_output = "out";
+  const Case cases[] = {
+      {"b.csv",
+       "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+       "1,ChatGPT,10,5,15,API log\n2,ChatGPT,0,5,5,API log\n3,ChatGPT,10,5,15,API log\n",
+       "b.csv:3: field 'Request tokens': 0 must be >= 1",
+       {}},
+      {"b2.csv",
+       "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+       "5,ChatGPT,10,5,15,API log\n4,ChatGPT,10,5,15,API log\n6,ChatGPT,10,5,15,API log\n",
+       "b2.csv:3: field 'Timestamp': goes backwards",
+       {}},
+      {"v.csv",
+       "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\n1,10,x\n2,10,5\n",
+       "v.csv:3: field 'num_decode_tokens': 'x' is not a whole number",
+       {}},
+      {"v2.csv",
+       "arrived_at,num_prefill_tokens,num_decode_tokens\n0,10,5\nsoon,10,5\n2,10,5\n",
+       "v2.csv:3: field 'arrived_at': 'soon' is not a number",
+       {}},
+      {"c.csv", "t,in,out\n0,10,5\n1,10\n2,10,5\n", "c.csv:3: field 'out': missing field", csv},
+      {"m.jsonl",
+       "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2}\n"
+       "{\"timestamp\": 1, \"input_length\": 0, \"output_length\": 2}\n"
+       "{\"timestamp\": 2, \"input_length\": 10, \"output_length\": 2}\n",
+       "m.jsonl:2: field 'input_length': must be a whole number >= 1",
+       {}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const auto p = fixture(c.name, c.text);
+    CHECK_THAT(import_error(p, c.opt), Catch::Contains(c.expect));
+    ImportOptions skip = c.opt;
+    skip.skip_bad_rows = true;
+    const Trace t = import(p, skip);
+    CHECK(t.size() == 2);
+    CHECK(t.counts.skipped_bad == 1);
+    CHECK(t.counts.rows_read == 3);
+  }
+}
+
+TEST_CASE("importers refuse dates out of range, giant lines and bad hash ids", "[traces][errors]") {
+  CHECK_THAT(import_error(fixture("y.csv",
+                                  "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                  "9999-12-31 00:00:00,1,1\n")),
+             Catch::Contains("is not a date-time"));
+  std::string huge = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+  huge.append(size_t(17) << 20, 'x');  // 17 MiB without a newline
+  CHECK_THAT(import_error(fixture("huge.csv", huge)), Catch::Contains("line longer than 16 MiB"));
+  CHECK_THAT(
+      import_error(fixture("h.jsonl",
+                           "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 2, "
+                           "\"hash_ids\": [1]}\n"
+                           "{\"timestamp\": 1, \"input_length\": 10, \"output_length\": 2}\n")),
+      Catch::Contains("h.jsonl:2: field 'hash_ids': missing"));
+  // A long bad field is quoted short in the message.
+  const std::string longfield(100000, '7');
+  std::string text = "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,";
+  text.append(longfield).append("x,1\n");
+  const std::string msg = import_error(fixture("long.csv", text));
+  CHECK_THAT(msg, Catch::Contains("..."));
+  CHECK(msg.size() < 300);
+}
+
+TEST_CASE("a trace can be read from a pipe: the file is read once, front to back", "[traces]") {
+  const auto dir = std::filesystem::temp_directory_path() / "servesim_trace_fixtures";
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "pipe.csv").string();
+  std::filesystem::remove(fifo);
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] {
+    std::ofstream f(fifo, std::ios::binary);
+    f << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,10,1\n"
+         "2023-11-16 18:17:04,20,2\n";
+  });
+  const Trace t = import(fifo);
+  writer.join();
+  CHECK(t.size() == 2);
+  CHECK(t.format == "azure");
+  std::filesystem::remove(fifo);
 }

@@ -3,6 +3,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <H5Cpp.h>
+
 #include "sim/error.hpp"
 #include "trace_fixtures.hpp"
 #include "traces/import.hpp"
@@ -193,4 +195,107 @@ TEST_CASE("trace info: rates, burstiness, percentiles and prefix reuse by hand",
   CHECK(s.input_tokens.p50 == 1000);
   CHECK(s.distinct_blocks == 7);
   CHECK(s.repeated_prompt_share == Approx((512.0 + 512 + 488) / 5000));
+}
+
+namespace {
+
+// Rewrites one dataset of a valid trace file as another type or length.
+void replace_column(const std::string& path, const char* name, const H5::PredType& type,
+                    hsize_t n) {
+  H5::H5File f(path, H5F_ACC_RDWR);
+  f.unlink(name);
+  std::vector<double> values(n, 1.0);
+  H5::DataSpace space(1, &n);
+  H5::DataSet ds = f.createDataSet(name, type, space);
+  ds.write(values.data(), H5::PredType::NATIVE_DOUBLE);
+}
+
+void set_int_attr(const std::string& path, const char* name, int64_t v) {
+  H5::H5File f(path, H5F_ACC_RDWR);
+  f.removeAttr(name);
+  f.createAttribute(name, H5::PredType::NATIVE_INT64, H5::DataSpace(H5S_SCALAR))
+      .write(H5::PredType::NATIVE_INT64, &v);
+}
+
+std::string fresh_copy(const std::string& name) {
+  write_trace_h5(h5(name), small_timed());
+  return h5(name);
+}
+
+}  // namespace
+
+TEST_CASE("store: foreign files, wrong types, lengths and counts are refused", "[traces][errors]") {
+  {
+    H5::H5File f(h5("foreign.h5"), H5F_ACC_TRUNC);  // valid HDF5, not ours
+  }
+  CHECK_THROWS_WITH(read_trace_h5(h5("foreign.h5")), Catch::Contains("not a servesim trace"));
+
+  std::string p = fresh_copy("float_tokens.h5");
+  replace_column(p, "input_tokens", H5::PredType::NATIVE_DOUBLE, 10);  // would be truncated
+  CHECK_THROWS_WITH(read_trace_h5(p), Catch::Contains("field 'input_tokens': has the wrong type"));
+
+  p = fresh_copy("short_output.h5");
+  replace_column(p, "output_tokens", H5::PredType::NATIVE_INT32, 9);
+  CHECK_THROWS_WITH(read_trace_h5(p),
+                    Catch::Contains("field 'output_tokens': has 9 elements, expected 10"));
+
+  p = fresh_copy("bad_counts.h5");
+  set_int_attr(p, "skipped_bad", -7);
+  CHECK_THROWS_WITH(read_trace_h5(p), Catch::Contains("field 'skipped_bad': must be >= 0"));
+  p = fresh_copy("lost_rows.h5");
+  set_int_attr(p, "rows_read", 12);  // 10 kept + 0 skipped != 12
+  CHECK_THROWS_WITH(read_trace_h5(p), Catch::Contains("field 'rows_read'"));
+}
+
+TEST_CASE("transforms: --request-rate after --window rescales from the window's start",
+          "[traces]") {
+  Trace t;
+  for (int i = 0; i < 5; ++i)
+    t.push(i * 10.0, 10, 10);  // 0, 10, 20, 30, 40
+  t.counts.rows_read = 5;
+  TransformOptions o;
+  parse_window("5:100", o);  // 10, 20, 30, 40 -> 5, 15, 25, 35
+  o.request_rate = 1;
+  apply_transforms(t, o);
+  CHECK(t.arrival_s == std::vector<double>{0, 1, 2, 3});
+}
+
+TEST_CASE("transforms: prefix hash ids follow --input-trim and clips, and go with --input-scale",
+          "[traces]") {
+  auto trace = [] {
+    Trace t;
+    t.hash_block_size = 4;
+    t.push(0, 10, 1);  // 3 blocks: 4 + 4 + 2 tokens
+    t.hash_offsets = {0, 3};
+    t.hash_ids = {7, 8, 9};
+    return t;
+  };
+  Trace trim = trace();
+  TransformOptions o;
+  o.input_trim = 4;  // the first block goes: 6 tokens in blocks 8, 9
+  apply_transforms(trim, o);
+  CHECK(trim.input_tokens[0] == 6);
+  CHECK(trim.hash_ids == std::vector<uint64_t>{8, 9});
+  Trace clip = trace();
+  TransformOptions c;
+  c.max_input_len = 5;  // blocks 7 and the first token of 8
+  apply_transforms(clip, c);
+  CHECK(clip.hash_ids == std::vector<uint64_t>{7, 8});
+  CHECK(clip.hash_offsets == std::vector<uint64_t>{0, 2});
+  Trace scale = trace();
+  TransformOptions s;
+  s.input_scale = 2;
+  apply_transforms(scale, s);
+  CHECK_FALSE(scale.has_hash_ids());
+  CHECK_THAT(scale.options, Catch::Contains("hash ids dropped"));
+}
+
+TEST_CASE("trace info: the 5-minute peak is a sliding window", "[traces]") {
+  Trace t;
+  // 100 requests in [250, 350): a tumbling window at 0/300 would see at most 50 of them.
+  t.push(0, 1, 1);
+  for (int i = 0; i < 100; ++i)
+    t.push(250 + i, 1, 1);
+  t.push(1000, 1, 1);
+  CHECK(trace_info(t).peak_rate_5min == Approx(100.0 / 300));
 }

@@ -1,12 +1,14 @@
 #include "traces/import.hpp"
 
+#include <H5Cpp.h>
+
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <map>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <tuple>
+#include <unordered_map>
 
 #include "models/catalogue.hpp"
 #include "sim/error.hpp"
@@ -24,8 +26,9 @@ const std::vector<std::string>& trace_formats() {
 std::string ImportOptions::describe() const {
   std::string s;
   auto add = [&s](const std::string& flag, const std::string& value) {
-    if (!value.empty())
+    if (!value.empty()) {
       s.append(s.empty() ? "" : " ").append("--").append(flag).append(" ").append(value);
+    }
   };
   add("trace-format", format);
   add("col-arrival", col_arrival);
@@ -43,6 +46,15 @@ std::string ImportOptions::describe() const {
 namespace {
 
 constexpr size_t kMaxReasons = 5;
+
+// A value quoted in a message, cut short: a bad field may be megabytes long.
+std::string quoted(std::string_view s) {
+  constexpr size_t kMax = 60;
+  std::string q = "'";
+  q.append(s.substr(0, kMax));
+  if (s.size() > kMax) q.append("...");
+  return q.append("'");
+}
 
 // What every importer shares: error policy, counts and the order check.
 class Rows {
@@ -71,6 +83,17 @@ class Rows {
     last = time;
     return true;
   }
+  // Seconds after the first kept row; false (and the row reported) when that overflows.
+  bool relative(int64_t line, const std::string& field, double time, double& out) {
+    if (!have_first_) {
+      first_ = time;
+      have_first_ = true;
+    }
+    out = time - first_;
+    if (std::isfinite(out)) return true;
+    bad(line, field, "out of range relative to the first row");
+    return false;
+  }
 
  private:
   const std::string& path_;
@@ -78,13 +101,15 @@ class Rows {
   Trace& t_;
   bool have_last_ = false;
   std::tuple<int64_t, double> last_{0, 0.0};
+  bool have_first_ = false;
+  double first_ = 0;
 };
 
 // Token counts: whole numbers >= MIN that fit int32.
 bool tokens(std::string_view s, int64_t min, int32_t& out, std::string& reason) {
   int64_t v = 0;
   if (!parse_int(s, v)) {
-    reason = s.empty() ? "missing value" : "'" + std::string(s) + "' is not a whole number";
+    reason = s.empty() ? "missing value" : quoted(s) + " is not a whole number";
     return false;
   }
   if (v < min) {
@@ -99,33 +124,32 @@ bool tokens(std::string_view s, int64_t min, int32_t& out, std::string& reason) 
   return true;
 }
 
-std::string lower(std::string_view s) {
-  return lowercase(s);
+bool blank(std::string_view line) {
+  return line.find_first_not_of(" \t") == std::string_view::npos;
 }
 
 // The header of a CSV file: column index by (case-insensitive) name.
 struct Header {
   std::vector<std::string> names;
-  std::string text;
+  std::string text;  // for messages, cut short
   int find(std::string_view name) const {
-    const std::string want = lower(name);
+    const std::string want = lowercase(name);
     for (size_t i = 0; i < names.size(); ++i) {
-      if (lower(names[i]) == want) return int(i);
+      if (lowercase(names[i]) == want) return int(i);
     }
     return -1;
   }
   bool has(std::string_view name) const { return find(name) >= 0; }
 };
 
-Header read_header(LineReader& in, const std::string& path) {
-  std::string_view line;
-  if (!in.next(line)) throw Error(path, 0, "", "empty file");
+Header parse_header(std::string_view line, const std::string& path, int64_t line_number) {
   Header h;
-  h.text = std::string(line);
+  h.text = quoted(line);
   std::vector<std::string_view> fields;
   std::string reason;
   CsvSplitter split;
-  if (!split.split(line, fields, reason)) throw Error(path, 1, "", "header: " + reason);
+  if (!split.split(line, fields, reason))
+    throw Error(path, int(line_number), "", "header: " + reason);
   for (std::string_view f : fields)
     h.names.emplace_back(clean_header_name(f));
   return h;
@@ -137,7 +161,7 @@ int require(const Header& h, const std::string& path, const std::string& name) {
   return i;
 }
 
-// Iterates the data rows of a CSV: calls ROW(line, fields) for every non-empty line, after
+// Iterates the data rows of a CSV: calls ROW(line, fields) for every non-blank line, after
 // checking that it has the columns the importer needs.
 template <class Row>
 void for_each_row(LineReader& in, Rows& rows, Trace& t, size_t needed, const Header& h, Row row) {
@@ -147,7 +171,7 @@ void for_each_row(LineReader& in, Rows& rows, Trace& t, size_t needed, const Hea
   std::string reason;
   std::string_view line;
   while (in.next(line)) {
-    if (line.empty()) continue;  // blank lines hold no request
+    if (blank(line)) continue;  // blank lines hold no request
     ++t.counts.rows_read;
     if (!split.split(line, fields, reason)) {
       rows.bad(in.line_number(), "", reason);
@@ -173,8 +197,7 @@ void import_azure(const std::string& path, LineReader& in, const Header& h, Rows
     int64_t ns = 0;
     int32_t input = 0, output = 0;
     if (!parse_datetime_ns(f[size_t(c_time)], ns)) {
-      rows.bad(line, "TIMESTAMP", "'" + std::string(f[size_t(c_time)]) + "' is not a date-time");
-      return;
+      return rows.bad(line, "TIMESTAMP", quoted(f[size_t(c_time)]) + " is not a date-time");
     }
     if (!tokens(f[size_t(c_in)], 1, input, reason)) return rows.bad(line, "ContextTokens", reason);
     if (!tokens(f[size_t(c_out)], 1, output, reason)) {
@@ -196,40 +219,42 @@ void import_burstgpt(const std::string& path, const ImportOptions& opt, LineRead
   const int c_in = require(h, path, "Request tokens");
   const int c_out = require(h, path, "Response tokens");
   const int c_log = require(h, path, "Log Type");
-  const int c_session = h.find("Session ID");  // BurstGPT_3 only
+  const int c_session = h.find("Session ID");  // BurstGPT_3 only: a UUID, or empty
   const size_t needed = size_t(std::max({c_time, c_model, c_in, c_out, c_log, c_session})) + 1;
-  const std::string model_filter = lower(opt.model_filter);
-  const std::string log_filter = lower(opt.log_type);
+  const std::string model_filter = lowercase(opt.model_filter);
+  const std::string log_filter = lowercase(opt.log_type);
   if (!log_filter.empty() && log_filter != "conversation" && log_filter != "api") {
     throw Error("log-type", "expected conversation or api, got '" + opt.log_type + "'");
   }
-  if (c_session >= 0) t.session_id.reserve(1 << 16);
-  std::map<std::string, uint8_t> classes;
-  double first = 0;
-  bool have_first = false;
+  // Classes and sessions are interned: a few distinct models and log types, and session ids
+  // numbered in order of first appearance. The last class is cached to avoid a lookup per row.
+  std::unordered_map<std::string, uint8_t> classes;
+  std::unordered_map<std::string, int64_t> sessions;
+  std::string last_model, last_log;
+  uint8_t last_class = 0;
+  bool have_class = false;
   std::string reason;
+  bool reserved = false;
   for_each_row(in, rows, t, needed, h, [&](int64_t line, const std::vector<std::string_view>& f) {
-    double time = 0;
+    if (!reserved) {
+      t.request_class.reserve(t.arrival_s.capacity());
+      if (c_session >= 0) t.session_id.reserve(t.arrival_s.capacity());
+      reserved = true;
+    }
+    double time = 0, rel = 0;
     int32_t input = 0, output = 0;
     if (!parse_double(f[size_t(c_time)], time)) {
-      return rows.bad(line, "Timestamp",
-                      "'" + std::string(f[size_t(c_time)]) + "' is not a number");
+      return rows.bad(line, "Timestamp", quoted(f[size_t(c_time)]) + " is not a number");
     }
     if (!tokens(f[size_t(c_in)], 1, input, reason)) return rows.bad(line, "Request tokens", reason);
     if (!tokens(f[size_t(c_out)], 0, output, reason)) {
       return rows.bad(line, "Response tokens", reason);
     }
-    int64_t session = -1;
-    if (c_session >= 0 && !clean_header_name(f[size_t(c_session)]).empty() &&
-        !parse_int(f[size_t(c_session)], session)) {
-      return rows.bad(line, "Session ID",
-                      "'" + std::string(f[size_t(c_session)]) + "' is not a whole number");
-    }
     if (!rows.in_order(line, "Timestamp", time)) return;
-    const std::string model(clean_header_name(f[size_t(c_model)]));
-    const std::string log(clean_header_name(f[size_t(c_log)]));
-    if ((!model_filter.empty() && lower(model) != model_filter) ||
-        (!log_filter.empty() && lower(log).rfind(log_filter, 0) != 0)) {
+    const std::string_view model = clean_header_name(f[size_t(c_model)]);
+    const std::string_view log = clean_header_name(f[size_t(c_log)]);
+    if ((!model_filter.empty() && lowercase(model) != model_filter) ||
+        (!log_filter.empty() && lowercase(log).rfind(log_filter, 0) != 0)) {
       ++t.counts.filtered;
       return;
     }
@@ -241,21 +266,32 @@ void import_burstgpt(const std::string& path, const ImportOptions& opt, LineRead
       ++t.counts.kept_failed;
       output = 1;  // it still took a prefill; replayed as one output token
     }
-    const std::string name = model + " / " + log;
-    auto it = classes.find(name);
-    if (it == classes.end()) {
-      if (classes.size() == 255)
-        throw Error(path, int(line), "Model", "more than 255 model/log-type classes");
-      it = classes.emplace(name, uint8_t(classes.size())).first;
-      t.class_names.push_back(name);
+    if (!rows.relative(line, "Timestamp", time, rel)) return;
+    if (!have_class || model != last_model || log != last_log) {
+      last_model.assign(model);
+      last_log.assign(log);
+      std::string name = last_model;
+      name.append(" / ").append(last_log);
+      if (name.size() > 100) name = name.substr(0, 100);
+      auto it = classes.find(name);
+      if (it == classes.end()) {
+        if (classes.size() == 255) {
+          throw Error(path, int(line), "Model", "more than 255 model / log-type classes");
+        }
+        it = classes.emplace(name, uint8_t(classes.size())).first;
+        t.class_names.push_back(name);
+      }
+      last_class = it->second;
+      have_class = true;
     }
-    if (!have_first) {
-      first = time;
-      have_first = true;
+    t.push(rel, input, output);
+    t.request_class.push_back(last_class);
+    if (c_session >= 0) {
+      const std::string_view id = clean_header_name(f[size_t(c_session)]);
+      t.session_id.push_back(
+          id.empty() ? -1
+                     : sessions.emplace(std::string(id), int64_t(sessions.size())).first->second);
     }
-    t.push(time - first, input, output);
-    t.request_class.push_back(it->second);
-    if (c_session >= 0) t.session_id.push_back(session);
   });
 }
 
@@ -265,35 +301,50 @@ void import_vidur(const std::string& path, LineReader& in, const Header& h, Rows
   const int c_out = require(h, path, "num_decode_tokens");
   t.timed = c_time >= 0;
   const size_t needed = size_t(std::max({c_time, c_in, c_out})) + 1;
-  double first = 0;
-  bool have_first = false;
   std::string reason;
   for_each_row(in, rows, t, needed, h, [&](int64_t line, const std::vector<std::string_view>& f) {
-    double time = 0;
+    double time = 0, rel = 0;
     int32_t input = 0, output = 0;
     if (t.timed && !parse_double(f[size_t(c_time)], time)) {
-      return rows.bad(line, "arrived_at",
-                      "'" + std::string(f[size_t(c_time)]) + "' is not a number");
+      return rows.bad(line, "arrived_at", quoted(f[size_t(c_time)]) + " is not a number");
     }
-    if (!tokens(f[size_t(c_in)], 1, input, reason))
+    if (!tokens(f[size_t(c_in)], 1, input, reason)) {
       return rows.bad(line, "num_prefill_tokens", reason);
-    if (!tokens(f[size_t(c_out)], 1, output, reason))
-      return rows.bad(line, "num_decode_tokens", reason);
-    if (t.timed && !rows.in_order(line, "arrived_at", time)) return;
-    if (!have_first) {
-      first = time;
-      have_first = true;
     }
-    t.push(time - first, input, output);
+    if (!tokens(f[size_t(c_out)], 1, output, reason)) {
+      return rows.bad(line, "num_decode_tokens", reason);
+    }
+    if (t.timed && !rows.in_order(line, "arrived_at", time)) return;
+    if (!rows.relative(line, "arrived_at", time, rel)) return;
+    t.push(rel, input, output);
   });
+}
+
+// Sorts every column of T by arrival (stable: ties keep file order), one column at a time so
+// that memory grows by one column and an index, not by a copy of the trace.
+void sort_by_arrival(Trace& t) {
+  if (std::is_sorted(t.arrival_s.begin(), t.arrival_s.end())) return;
+  std::vector<uint32_t> order(t.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return t.arrival_s[a] < t.arrival_s[b]; });
+  auto gather = [&order](auto& column) {
+    auto sorted = column;
+    for (size_t i = 0; i < order.size(); ++i)
+      sorted[i] = column[order[i]];
+    column.swap(sorted);
+  };
+  gather(t.arrival_s);
+  gather(t.input_tokens);
+  gather(t.output_tokens);
 }
 
 void import_csv(const std::string& path, const ImportOptions& opt, LineReader& in, const Header& h,
                 Rows& rows, Trace& t) {
   if (opt.col_input.empty() || opt.col_output.empty()) {
     throw Error("col-input",
-                "the csv format needs --col-input and --col-output (and --col-arrival "
-                "for a timed trace); header: " +
+                "the csv format needs --col-input and --col-output (and --col-arrival for a "
+                "timed trace); header: " +
                     h.text);
   }
   double unit = 1;
@@ -314,47 +365,42 @@ void import_csv(const std::string& path, const ImportOptions& opt, LineReader& i
     double time = 0;
     int32_t input = 0, output = 0;
     if (t.timed && !parse_double(f[size_t(c_time)], time)) {
-      return rows.bad(line, opt.col_arrival,
-                      "'" + std::string(f[size_t(c_time)]) + "' is not a number");
+      return rows.bad(line, opt.col_arrival, quoted(f[size_t(c_time)]) + " is not a number");
     }
     if (!tokens(f[size_t(c_in)], 1, input, reason)) return rows.bad(line, opt.col_input, reason);
     if (!tokens(f[size_t(c_out)], 1, output, reason)) return rows.bad(line, opt.col_output, reason);
     t.push(time * unit, input, output);
   });
-  if (!t.timed) return;
-  // A generic CSV promises no order: sort by arrival (stable, so ties keep file order) and
-  // start at the first arrival.
-  std::vector<size_t> order(t.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return t.arrival_s[a] < t.arrival_s[b]; });
-  Trace sorted;
-  sorted.reserve(t.size());
-  const double first = t.size() ? t.arrival_s[order[0]] : 0;
-  for (size_t i : order)
-    sorted.push(t.arrival_s[i] - first, t.input_tokens[i], t.output_tokens[i]);
-  t.arrival_s.swap(sorted.arrival_s);
-  t.input_tokens.swap(sorted.input_tokens);
-  t.output_tokens.swap(sorted.output_tokens);
+  if (!t.timed || t.size() == 0) return;
+  // A generic CSV promises no order: sort, and start at the first arrival.
+  sort_by_arrival(t);
+  const double first = t.arrival_s.front();
+  for (double& a : t.arrival_s) {
+    a -= first;
+    if (!std::isfinite(a)) throw Error(path, 0, opt.col_arrival, "arrival times out of range");
+  }
 }
 
-void import_mooncake(const std::string& path, const ImportOptions& opt, LineReader& in, Rows& rows,
-                     Trace& t) {
+void import_mooncake(const std::string& path, const ImportOptions& opt, LineReader& in,
+                     std::string_view first_line, Rows& rows, Trace& t) {
   using nlohmann::json;
-  t.hash_block_size = opt.hash_block_size > 0 ? opt.hash_block_size : 512;
+  const int64_t bs = opt.hash_block_size > 0 ? opt.hash_block_size : 512;
+  t.hash_block_size = int32_t(bs);
   bool with_hashes = false, decided = false;
-  double first = 0;
   std::string reason;
-  std::string_view line;
-  while (in.next(line)) {
-    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+  std::string_view line = first_line;
+  int64_t n = in.line_number();
+  for (bool more = true; more; more = in.next(line), n = in.line_number()) {
+    if (blank(line)) continue;
     ++t.counts.rows_read;
-    const int64_t n = in.line_number();
     const json j = json::parse(line.begin(), line.end(), nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      if (!decided) throw Error(path, int(n), "", "not a Mooncake JSONL trace: not a JSON object");
-      rows.bad(n, "", "not a JSON object");
+      rows.bad(n, "", "not a JSON object (is this a Mooncake JSONL trace?)");
       continue;
+    }
+    if (!decided && !j.contains("timestamp") && !j.contains("input_length")) {
+      throw Error(path, int(n), "timestamp",
+                  "not a Mooncake JSONL trace (no timestamp, input_length, output_length)");
     }
     auto number = [&](const char* key, double& v) {
       const auto it = j.find(key);
@@ -362,68 +408,81 @@ void import_mooncake(const std::string& path, const ImportOptions& opt, LineRead
         reason = "missing";
         return false;
       }
-      if (!it->is_number()) {
+      if (!it->is_number() || !std::isfinite(v = it->get<double>())) {
         reason = "not a number";
         return false;
       }
-      v = it->get<double>();
-      return std::isfinite(v);
+      return true;
     };
-    double ts = 0, in_len = 0, out_len = 0;
-    if (!number("timestamp", ts)) {
-      if (!decided && t.counts.rows_read == 1 && !j.contains("input_length")) {
-        throw Error(path, int(n), "timestamp",
-                    "not a Mooncake JSONL trace (no timestamp, input_length, output_length)");
+    auto whole = [&](const char* key, double& v) {
+      if (!number(key, v)) return false;
+      if (v < 1 || v != std::floor(v) || v > INT32_MAX) {
+        reason = "must be a whole number >= 1";
+        return false;
       }
+      return true;
+    };
+    double ts = 0, in_len = 0, out_len = 0, rel = 0;
+    if (!number("timestamp", ts)) {
       rows.bad(n, "timestamp", reason);
       continue;
     }
-    if (!number("input_length", in_len) || in_len < 1 || in_len != std::floor(in_len) ||
-        in_len > INT32_MAX) {
-      rows.bad(n, "input_length", reason == "missing" ? reason : "must be a whole number >= 1");
+    if (!whole("input_length", in_len)) {
+      rows.bad(n, "input_length", reason);
       continue;
     }
-    if (!number("output_length", out_len) || out_len < 1 || out_len != std::floor(out_len) ||
-        out_len > INT32_MAX) {
-      rows.bad(n, "output_length", reason == "missing" ? reason : "must be a whole number >= 1");
+    if (!whole("output_length", out_len)) {
+      rows.bad(n, "output_length", reason);
       continue;
     }
     const auto hashes = j.find("hash_ids");
-    if (!decided) {
+    if (!decided) {  // the first good row decides whether the trace has hash ids
       with_hashes = hashes != j.end();
       decided = true;
       if (with_hashes) t.hash_offsets.push_back(0);
     }
+    if (with_hashes != (hashes != j.end())) {
+      rows.bad(n, "hash_ids",
+               with_hashes ? "missing (earlier rows have hash ids)"
+                           : "present, but the first rows had none");
+      continue;
+    }
     if (with_hashes) {
-      if (hashes == j.end() || !hashes->is_array()) {
-        rows.bad(n, "hash_ids", "missing (earlier rows have hash ids)");
+      if (!hashes->is_array() || !std::all_of(hashes->begin(), hashes->end(), [](const json& id) {
+            return id.is_number_unsigned();
+          })) {
+        rows.bad(n, "hash_ids", "must be a list of non-negative integers");
         continue;
       }
-      bool ok = true;
-      for (const json& id : *hashes)
-        ok = ok && id.is_number_unsigned();
-      if (!ok) {
-        rows.bad(n, "hash_ids", "must be non-negative integers");
+      const int64_t want = (int64_t(in_len) + bs - 1) / bs;
+      if (int64_t(hashes->size()) != want) {
+        rows.bad(n, "hash_ids",
+                 std::to_string(hashes->size()) + " ids for " + std::to_string(int64_t(in_len)) +
+                     " tokens: expected " + std::to_string(want) + " at " + std::to_string(bs) +
+                     " tokens a block (see --hash-block-size)");
         continue;
       }
     }
     if (!rows.in_order(n, "timestamp", ts)) continue;
-    if (t.size() == 0) first = ts;
-    t.push((ts - first) * 1e-3, int32_t(in_len), int32_t(out_len));
+    if (!rows.relative(n, "timestamp", ts * 1e-3, rel)) continue;
+    t.push(rel, int32_t(in_len), int32_t(out_len));
     if (with_hashes) {
       for (const json& id : *hashes)
         t.hash_ids.push_back(id.get<uint64_t>());
       t.hash_offsets.push_back(t.hash_ids.size());
     }
   }
-  if (t.counts.rows_read == 0) throw Error(path, 0, "", "empty file");
 }
 
 bool is_hdf5(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  char sig[8] = {};
-  f.read(sig, 8);
-  return f.gcount() == 8 && std::string_view(sig, 8) == std::string_view("\x89HDF\r\n\x1a\n", 8);
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;  // pipes: text formats only
+  H5::Exception::dontPrint();
+  try {
+    return H5::H5File::isHdf5(path.c_str());  // also finds a signature after a user block
+  } catch (const H5::Exception&) {
+    return false;
+  }
 }
 
 std::string detect_csv(const std::string& path, const Header& h, const ImportOptions& opt) {
@@ -432,50 +491,48 @@ std::string detect_csv(const std::string& path, const Header& h, const ImportOpt
   if (h.has("num_prefill_tokens") && h.has("num_decode_tokens")) return "vidur";
   if (!opt.col_input.empty()) return "csv";
   throw Error(path, 1, "",
-              "cannot tell the trace format from the header '" + h.text +
-                  "' (known: azure, burstgpt, mooncake, vidur, servesim; for any "
-                  "other CSV give --trace-format csv with --col-input and "
-                  "--col-output)");
+              "cannot tell the trace format from the header " + h.text +
+                  " (known: azure, burstgpt, mooncake, vidur, servesim; for any other CSV give "
+                  "--trace-format csv with --col-input and --col-output)");
+}
+
+void check_format(const std::string& format) {
+  const auto& f = trace_formats();
+  if (!format.empty() && std::find(f.begin(), f.end(), format) == f.end()) {
+    throw Error("trace-format", "unknown format '" + format +
+                                    "' (known: azure, burstgpt, mooncake, vidur, csv, servesim)");
+  }
 }
 
 }  // namespace
 
-std::string detect_trace_format(const std::string& path, const ImportOptions& opt) {
-  if (!opt.format.empty()) {
-    const auto& f = trace_formats();
-    if (std::find(f.begin(), f.end(), opt.format) == f.end()) {
-      throw Error("trace-format", "unknown format '" + opt.format +
-                                      "' (known: azure, burstgpt, mooncake, vidur, csv, servesim)");
-    }
-    return opt.format;
-  }
-  if (is_hdf5(path)) return "servesim";
-  LineReader in(path);
-  std::string_view line;
-  if (!in.next(line)) throw Error(path, 0, "", "empty file");
-  const std::string_view first = clean_header_name(line);
-  if (!first.empty() && first.front() == '{') return "mooncake";
-  LineReader again(path);
-  return detect_csv(path, read_header(again, path), opt);
-}
-
 Trace import_trace(const std::string& path, const ImportOptions& opt) {
-  const std::string format = detect_trace_format(path, opt);
-  if (format == "servesim") return read_trace_h5(path);
+  check_format(opt.format);
+  if (opt.format == "servesim" || (opt.format.empty() && is_hdf5(path))) {
+    return read_trace_h5(path);
+  }
   Trace t;
   t.source = path;
-  t.format = format;
   t.options = opt.describe();
   Rows rows(path, opt, t);
+  // One pass over one reader, so that pipes work too: the first non-blank line is either a
+  // JSON object (Mooncake) or a CSV header.
   LineReader in(path);
-  if (format == "mooncake") {
-    import_mooncake(path, opt, in, rows, t);
+  std::string_view first;
+  do {
+    if (!in.next(first)) throw Error(path, 0, "", "empty file");
+  } while (blank(first));
+  const bool json = clean_header_name(first).substr(0, 1) == "{";
+  if (opt.format == "mooncake" || (opt.format.empty() && json)) {
+    t.format = "mooncake";
+    import_mooncake(path, opt, in, first, rows, t);
   } else {
-    const Header h = read_header(in, path);
-    if (format == "azure") import_azure(path, in, h, rows, t);
-    if (format == "burstgpt") import_burstgpt(path, opt, in, h, rows, t);
-    if (format == "vidur") import_vidur(path, in, h, rows, t);
-    if (format == "csv") import_csv(path, opt, in, h, rows, t);
+    const Header h = parse_header(first, path, in.line_number());
+    t.format = opt.format.empty() ? detect_csv(path, h, opt) : opt.format;
+    if (t.format == "azure") import_azure(path, in, h, rows, t);
+    if (t.format == "burstgpt") import_burstgpt(path, opt, in, h, rows, t);
+    if (t.format == "vidur") import_vidur(path, in, h, rows, t);
+    if (t.format == "csv") import_csv(path, opt, in, h, rows, t);
     if (t.counts.rows_read == 0) throw Error(path, 1, "", "no data rows (header only)");
   }
   if (t.size() == 0) {

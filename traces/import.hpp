@@ -38,10 +38,9 @@ struct ImportOptions {
 
 const std::vector<std::string>& trace_formats();
 
-// The format of PATH: OPT.format if set, else read off the file. Throws Error.
-std::string detect_trace_format(const std::string& path, const ImportOptions& opt);
-
-// Reads any supported trace. Throws Error on bad input (see above).
+// Reads any supported trace, its format given by OPT.format or read off the file (an HDF5
+// signature, a JSON first line, or the CSV header's names). Reads the file once, front to back,
+// so a pipe works for the text formats. Throws Error on bad input (see above).
 Trace import_trace(const std::string& path, const ImportOptions& opt);
 
 }  // namespace servesim

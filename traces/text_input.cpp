@@ -1,5 +1,6 @@
 #include "traces/text_input.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -11,6 +12,7 @@ namespace servesim {
 
 namespace {
 constexpr size_t kBlock = size_t(1) << 20;
+constexpr size_t kMaxLine = size_t(1) << 24;
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
@@ -37,7 +39,13 @@ bool LineReader::fill() {
   if (begin_ > 0) std::memmove(buf_.data(), buf_.data() + begin_, keep);
   begin_ = 0;
   end_ = keep;
-  if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);  // a line longer than the buffer
+  if (end_ == buf_.size()) {  // a line longer than the buffer
+    if (buf_.size() >= kMaxLine) {
+      throw Error(path_, int(line_ + 1), "",
+                  "line longer than 16 MiB (a binary file, or bare CR line endings?)");
+    }
+    buf_.resize(buf_.size() * 2);
+  }
   const size_t got = std::fread(buf_.data() + end_, 1, buf_.size() - end_, f_);
   if (got == 0) {
     if (std::ferror(f_)) throw Error(path_, int(line_), "", "read error");
@@ -53,14 +61,18 @@ int64_t LineReader::estimated_lines() {
   if (end_ == begin_) return 0;
   const int64_t sample = int64_t(end_ - begin_);
   int64_t lines = 0;
-  for (size_t i = begin_; i < end_; ++i) lines += buf_[i] == '\n';
+  for (size_t i = begin_; i < end_; ++i)
+    lines += buf_[i] == '\n';
   const long here = std::ftell(f_);
   std::fseek(f_, 0, SEEK_END);
   const long size = std::ftell(f_);
   std::fseek(f_, here, SEEK_SET);
   if (here < 0 || size < 0 || lines == 0) return lines;
-  // The remaining bytes at the sample's density, plus a little slack.
-  return lines + int64_t(double(size - here) * double(lines) / double(sample) * 1.02) + 16;
+  // The remaining bytes at the sample's density, plus a little slack; never more than a row per
+  // 8 bytes (a first block of blank lines must not reserve gigabytes).
+  const int64_t estimate =
+      lines + int64_t(double(size - here) * double(lines) / double(sample) * 1.02) + 16;
+  return std::min<int64_t>(estimate, size / 8 + 16);
 }
 
 bool LineReader::next(std::string_view& line) {
@@ -206,8 +218,9 @@ bool parse_datetime_ns(std::string_view s, int64_t& ns) {
     return false;
   }
   static constexpr int kDays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-  if (mo < 1 || mo > 12 || d < 1 || d > kDays[mo - 1] + (mo == 2 && leap(y)) || h > 23 || mi > 59 ||
-      sec > 60) {
+  // Nanoseconds since 1970 fit int64 between 1678 and 2261.
+  if (y < 1678 || y > 2261 || mo < 1 || mo > 12 || d < 1 ||
+      d > kDays[mo - 1] + (mo == 2 && leap(y)) || h > 23 || mi > 59 || sec > 60) {
     return false;
   }
   size_t i = 19;

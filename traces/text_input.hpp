@@ -38,8 +38,9 @@ class LineReader {
   int64_t line_ = 0;
 };
 
-// Splits one CSV line into fields. Quoted fields may hold commas and "" for a quote; their
-// unescaped text lives in the splitter until the next call. Returns false (with REASON) on a
+// Splits one CSV line into fields. Quoted fields may hold commas and "" for a quote (RFC 4180
+// within a line; a newline inside quotes is not supported); their unescaped text lives in the
+// splitter until the next call. Returns false (with REASON) on a
 // malformed line, e.g. an unterminated quote.
 class CsvSplitter {
  public:
@@ -54,7 +55,8 @@ bool parse_int(std::string_view s, int64_t& v);
 bool parse_double(std::string_view s, double& v);  // finite only
 
 // "YYYY-MM-DD HH:MM:SS[.fraction][Z|+HH:MM|-HH:MM]" ('T' may separate date and time; 0 to 9
-// fractional digits) to nanoseconds since 1970-01-01 (UTC when a zone is given, else as written).
+// fractional digits; years 1678-2261) to nanoseconds since 1970-01-01 (UTC when a zone is given,
+// else as written).
 bool parse_datetime_ns(std::string_view s, int64_t& ns);
 
 // Trims spaces, a UTF-8 byte-order mark and surrounding quotes from a header name.

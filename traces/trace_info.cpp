@@ -15,18 +15,14 @@ TraceInfo trace_info(const Trace& t) {
   if (t.timed) {
     s.span_s = t.arrival_s.back() - t.arrival_s.front();
     if (s.span_s > 0) s.mean_rate = double(n - 1) / s.span_s;
-    // Tumbling 5-minute windows from the first arrival.
-    uint64_t best = 0, count = 0;
-    double window_end = t.arrival_s.front() + 300.0;
-    for (double a : t.arrival_s) {
-      while (a >= window_end) {
-        best = std::max(best, count);
-        count = 0;
-        window_end += 300.0;
-      }
-      ++count;
+    // The busiest 5 minutes: the most arrivals in any [t, t + 300 s) window (two pointers).
+    size_t best = 0;
+    for (size_t lo = 0, hi = 0; hi < n; ++hi) {
+      while (t.arrival_s[hi] - t.arrival_s[lo] >= 300.0)
+        ++lo;
+      best = std::max(best, hi - lo + 1);
     }
-    s.peak_rate_5min = double(std::max(best, count)) / 300.0;
+    s.peak_rate_5min = double(best) / 300.0;
     if (n > 2) {
       double sum = 0, sq = 0;
       for (size_t i = 1; i < n; ++i) {

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
+#include <type_traits>
 
 #include "sim/error.hpp"
 
@@ -54,19 +56,48 @@ void write_column(H5::H5File& f, const char* name, const std::vector<T>& v) {
   if (n > 0) ds.write(v.data(), h5type<T>());
 }
 
+// Far beyond any trace; keeps a crafted header from asking for terabytes.
+constexpr hsize_t kMaxRows = hsize_t(1) << 31;
+constexpr hsize_t kMaxHashIds = hsize_t(1) << 34;
+
+// The length of a 1-D column, after checking that its type is the one servesim writes (HDF5
+// would otherwise convert silently: truncate floats, clamp large integers).
 template <class T>
-std::vector<T> read_column(H5::H5File& f, const char* name) {
+hsize_t column_length(H5::H5File& f, const std::string& path, const char* name, hsize_t max) {
   H5::DataSet ds = f.openDataSet(name);
+  const H5::DataType type = ds.getDataType();
+  const bool is_float = std::is_floating_point_v<T>;
+  const bool class_ok = type.getClass() == (is_float ? H5T_FLOAT : H5T_INTEGER);
+  const bool size_ok = type.getSize() == sizeof(T);
+  bool sign_ok = true;
+  if (class_ok && !is_float) {
+    sign_ok = ds.getIntType().getSign() == (std::is_signed_v<T> ? H5T_SGN_2 : H5T_SGN_NONE);
+  }
+  if (!class_ok || !size_ok || !sign_ok) {
+    const std::string want = std::string(is_float              ? "float"
+                                         : std::is_signed_v<T> ? "int"
+                                                               : "uint") +
+                             std::to_string(sizeof(T) * 8);
+    throw Error(path, 0, name, "has the wrong type (servesim writes " + want + ")");
+  }
   H5::DataSpace space = ds.getSpace();
-  if (space.getSimpleExtentNdims() != 1) throw H5::DataSetIException("", "not a 1-D column");
+  if (space.getSimpleExtentNdims() != 1) throw Error(path, 0, name, "is not a 1-D column");
   hsize_t n = 0;
   space.getSimpleExtentDims(&n);
+  if (n > max) throw Error(path, 0, name, "claims " + std::to_string(n) + " elements: too many");
+  return n;
+}
+
+template <class T>
+std::vector<T> read_column(H5::H5File& f, const char* name, hsize_t n) {
   std::vector<T> v(n);
-  if (n > 0) ds.read(v.data(), h5type<T>());
+  if (n > 0) f.openDataSet(name).read(v.data(), h5type<T>());
   return v;
 }
 
-void write_attr(H5::H5File& f, const char* name, const std::string& value) {
+void write_attr(H5::H5File& f, const char* name, const std::string& text) {
+  // Attributes live in the object header, which holds 64 KiB in all.
+  const std::string value = text.substr(0, 8192);
   H5::StrType type(H5::PredType::C_S1, std::max<size_t>(1, value.size()));
   H5::Attribute a = f.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
   a.write(type, value.empty() ? std::string(" ") : value);
@@ -85,9 +116,11 @@ std::string read_string_attr(H5::H5File& f, const char* name) {
     s.pop_back();
   return s;
 }
-int64_t read_int_attr(H5::H5File& f, const char* name) {
+int64_t read_int_attr(H5::H5File& f, const std::string& path, const char* name) {
+  H5::Attribute a = f.openAttribute(name);
+  if (a.getTypeClass() != H5T_INTEGER) throw Error(path, 0, name, "must be an integer");
   int64_t v = 0;
-  f.openAttribute(name).read(H5::PredType::NATIVE_INT64, &v);
+  a.read(H5::PredType::NATIVE_INT64, &v);
   return v;
 }
 
@@ -148,6 +181,13 @@ void check(const Trace& t, const std::string& path) {
     }
     if (t.hash_block_size < 1) throw Error(path, 0, "hash_block_size", "must be >= 1");
   }
+  const TraceCounts& c = t.counts;
+  for (const CountField& f : kCounts) {
+    if (c.*f.member < 0) throw Error(path, 0, f.name, "must be >= 0");
+  }
+  if (c.rows_read != int64_t(n) + c.skipped()) {
+    throw Error(path, 0, "rows_read", "must equal the requests kept plus the rows skipped");
+  }
   if (!t.session_id.empty() && t.session_id.size() != n) {
     throw Error(path, 0, "session_id", "has a different length");
   }
@@ -165,8 +205,11 @@ void check(const Trace& t, const std::string& path) {
 
 void write_trace_h5(const std::string& path, const Trace& t) {
   H5::Exception::dontPrint();
+  // Written beside the target and renamed at the end: a failed write never leaves a broken file
+  // or destroys the one that was there.
+  const std::string tmp = path + ".tmp";
   try {
-    H5::H5File f(path, H5F_ACC_TRUNC);
+    H5::H5File f(tmp, H5F_ACC_TRUNC);
     write_column(f, "arrival_s", t.arrival_s);
     write_column(f, "input_tokens", t.input_tokens);
     write_column(f, "output_tokens", t.output_tokens);
@@ -187,44 +230,83 @@ void write_trace_h5(const std::string& path, const Trace& t) {
     write_attr(f, "first_errors", join(t.first_errors));
     for (const CountField& c : kCounts)
       write_attr(f, c.name, t.counts.*c.member);
+    f.close();
   } catch (const H5::Exception& e) {
+    std::error_code ec;
+    std::filesystem::remove(tmp, ec);
     throw Error(path, 0, "", "cannot write HDF5: " + e.getDetailMsg());
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw Error(path, 0, "", "cannot write: " + ec.message());
   }
 }
 
 Trace read_trace_h5(const std::string& path) {
   H5::Exception::dontPrint();
   Trace t;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(path, 0, "", "cannot open: no such file");
+  }
   try {
     if (!H5::H5File::isHdf5(path.c_str())) throw Error(path, 0, "", "not an HDF5 file");
     H5::H5File f(path, H5F_ACC_RDONLY);
     if (!f.attrExists("magic") || read_string_attr(f, "magic") != kMagic) {
       throw Error(path, 0, "magic", "an HDF5 file, but not a servesim trace");
     }
-    const int64_t version = read_int_attr(f, "version");
+    const int64_t version = read_int_attr(f, path, "version");
     if (version != kVersion) {
       throw Error(path, 0, "version",
                   "trace version " + std::to_string(version) +
                       " is not supported (this servesim reads " + std::to_string(kVersion) + ")");
     }
-    t.arrival_s = read_column<double>(f, "arrival_s");
-    t.input_tokens = read_column<int32_t>(f, "input_tokens");
-    t.output_tokens = read_column<int32_t>(f, "output_tokens");
-    if (f.nameExists("hash_offsets")) {
-      t.hash_offsets = read_column<uint64_t>(f, "hash_offsets");
-      t.hash_ids = read_column<uint64_t>(f, "hash_ids");
+    // Every column's type and length are checked before anything is allocated.
+    const hsize_t n = column_length<double>(f, path, "arrival_s", kMaxRows);
+    auto expect = [&](const char* name, hsize_t got, hsize_t want) {
+      if (got != want) {
+        throw Error(path, 0, name,
+                    "has " + std::to_string(got) + " elements, expected " + std::to_string(want));
+      }
+    };
+    expect("input_tokens", column_length<int32_t>(f, path, "input_tokens", kMaxRows), n);
+    expect("output_tokens", column_length<int32_t>(f, path, "output_tokens", kMaxRows), n);
+    const bool hashes = f.nameExists("hash_offsets");
+    hsize_t num_ids = 0;
+    if (hashes) {
+      expect("hash_offsets", column_length<uint64_t>(f, path, "hash_offsets", kMaxRows + 1), n + 1);
+      num_ids = column_length<uint64_t>(f, path, "hash_ids", kMaxHashIds);
     }
-    if (f.nameExists("session_id")) t.session_id = read_column<int64_t>(f, "session_id");
-    if (f.nameExists("request_class")) t.request_class = read_column<uint8_t>(f, "request_class");
+    const bool sessions = f.nameExists("session_id");
+    if (sessions) expect("session_id", column_length<int64_t>(f, path, "session_id", kMaxRows), n);
+    const bool classes = f.nameExists("request_class");
+    if (classes) {
+      expect("request_class", column_length<uint8_t>(f, path, "request_class", kMaxRows), n);
+    }
+    t.arrival_s = read_column<double>(f, "arrival_s", n);
+    t.input_tokens = read_column<int32_t>(f, "input_tokens", n);
+    t.output_tokens = read_column<int32_t>(f, "output_tokens", n);
+    if (hashes) {
+      t.hash_offsets = read_column<uint64_t>(f, "hash_offsets", n + 1);
+      t.hash_ids = read_column<uint64_t>(f, "hash_ids", num_ids);
+    }
+    if (sessions) t.session_id = read_column<int64_t>(f, "session_id", n);
+    if (classes) t.request_class = read_column<uint8_t>(f, "request_class", n);
     t.source = read_string_attr(f, "source_file");
     t.format = read_string_attr(f, "source_format");
     t.options = read_string_attr(f, "options");
-    t.timed = read_int_attr(f, "timed") != 0;
-    t.hash_block_size = int32_t(read_int_attr(f, "hash_block_size"));
+    t.timed = read_int_attr(f, path, "timed") != 0;
+    const int64_t block = read_int_attr(f, path, "hash_block_size");
+    if (block < 0 || block > INT32_MAX) throw Error(path, 0, "hash_block_size", "out of range");
+    t.hash_block_size = int32_t(block);
     t.class_names = split_lines(read_string_attr(f, "class_names"));
     t.first_errors = split_lines(read_string_attr(f, "first_errors"));
     for (const CountField& c : kCounts)
-      t.counts.*c.member = read_int_attr(f, c.name);
+      t.counts.*c.member = read_int_attr(f, path, c.name);
+  } catch (const std::bad_alloc&) {
+    throw Error(path, 0, "", "not enough memory to load this trace");
   } catch (const H5::Exception& e) {
     throw Error(path, 0, "",
                 "unreadable servesim trace (truncated or corrupt HDF5?): " + e.getFuncName() +

@@ -98,6 +98,41 @@ int32_t scaled(int32_t v, double x) {
   return int32_t(std::clamp(r, 1.0, double(INT32_MAX)));
 }
 
+// Prefix hash ids follow prompt edits where they can: --input-trim drops the blocks it removes
+// whole (the rest are kept, exact when N is a multiple of the block size) and a clip keeps the
+// leading blocks; --input-scale changes every token, so the ids no longer mean anything and are
+// dropped (the options say so).
+void adjust_hash_ids(Trace& t, const TransformOptions& o) {
+  if (!t.has_hash_ids() || (o.input_trim == 0 && o.input_scale == 1 && o.max_input_len == 0)) {
+    return;
+  }
+  if (o.input_scale != 1) {
+    t.hash_offsets.clear();
+    t.hash_ids.clear();
+    t.hash_block_size = 0;
+    t.options.append(t.options.empty() ? "" : " ").append("(hash ids dropped: --input-scale)");
+    return;
+  }
+  const int64_t bs = t.hash_block_size;
+  std::vector<uint64_t> offsets{0};
+  offsets.reserve(t.size() + 1);
+  size_t out = 0;
+  for (size_t i = 0; i < t.size(); ++i) {
+    int64_t in = t.input_tokens[i];
+    const uint64_t begin = t.hash_offsets[i], end = t.hash_offsets[i + 1];
+    const uint64_t dropped =
+        std::min(uint64_t(std::min<int64_t>(o.input_trim, in - 1) / bs), end - begin);
+    in = std::max<int64_t>(1, in - o.input_trim);
+    if (o.max_input_len > 0) in = std::min(in, o.max_input_len);
+    const uint64_t keep = std::min<uint64_t>(end - begin - dropped, uint64_t((in + bs - 1) / bs));
+    for (uint64_t k = 0; k < keep; ++k)
+      t.hash_ids[out++] = t.hash_ids[begin + dropped + k];
+    offsets.push_back(out);
+  }
+  t.hash_ids.resize(out);
+  t.hash_offsets.swap(offsets);
+}
+
 void check(const TransformOptions& o) {
   if (!(o.time_scale > 0 && std::isfinite(o.time_scale))) throw Error("time-scale", "must be > 0");
   if (o.request_rate < 0 || std::isnan(o.request_rate)) throw Error("request-rate", "must be > 0");
@@ -119,7 +154,8 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
   if (!o.any()) return;
   if (!t.timed && (o.has_window || o.time_scale != 1)) {
     throw Error(o.has_window ? "window" : "time-scale",
-                "needs arrival times, and this trace has none (give --request-rate first)");
+                "needs the trace's own arrival times, and this length-only trace has none "
+                "(--request-rate generates arrivals; --max-requests selects requests)");
   }
   if (o.has_window) {
     const size_t before = t.size();
@@ -146,9 +182,9 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
       const double span = t.arrival_s.back() - t.arrival_s.front();
       if (!(span > 0)) throw Error("request-rate", "the trace's arrivals span no time to rescale");
       const double factor = (double(t.size() - 1) / span) / o.request_rate;
+      const double first = t.arrival_s.front();
       for (double& a : t.arrival_s)
-        a = (a - t.arrival_s.front()) * factor;
-      t.arrival_s.front() = 0;
+        a = (a - first) * factor;
     } else if (std::isinf(o.request_rate)) {
       std::fill(t.arrival_s.begin(), t.arrival_s.end(), 0.0);
     }
@@ -156,6 +192,11 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
     t.arrival_s = generate_arrivals(t.size(), o.request_rate, o.burstiness, o.seed);
     t.timed = true;
   }
+  if (!std::isfinite(t.arrival_s.back())) {
+    throw Error(o.request_rate > 0 ? "request-rate" : "time-scale",
+                "arrival times overflow: the rate is too low or the scale too large");
+  }
+  adjust_hash_ids(t, o);
   for (size_t i = 0; i < t.size(); ++i) {
     int32_t& in = t.input_tokens[i];
     int32_t& out = t.output_tokens[i];
