@@ -268,7 +268,7 @@ TEST_CASE("empty, header-only and unrecognised files are one clear error", "[tra
       Catch::Contains("no request left: 2 rows read"));
 }
 
-TEST_CASE("bad rows in every format name the line and field; --skip-bad-rows counts them",
+TEST_CASE("bad rows in every format name the line and field, --skip-bad-rows counts them",
           "[traces][errors]") {
   struct Case {
     std::string name, text, expect;
