@@ -393,7 +393,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   } catch (const Error& e) {
     err << "servesim " << command << ": error: " << e.what() << "\n";
     return 2;
-    } catch (const po::error& e) {
+  } catch (const po::error& e) {
     err << "servesim " << command << ": error: " << e.what() << "\n";
     return 2;
   } catch (const std::bad_alloc&) {

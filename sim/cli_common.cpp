@@ -147,7 +147,7 @@ ordered_json trace_json(const Trace& t) {
           {"beyond_max", c.beyond_max},
           {"kept_failed", c.kept_failed},
           {"clipped_input", c.clipped_input},
-                    {"clipped_output", c.clipped_output},
+          {"clipped_output", c.clipped_output},
           {"first_errors", t.first_errors}};
 }
 
@@ -160,9 +160,10 @@ std::string trace_text(const Trace& t) {
   if (t.counts.skipped() > 0) {
     s << " (" << t.counts.skipped_bad << " bad, " << t.counts.skipped_failed << " failed, "
       << t.counts.filtered << " filtered, " << t.counts.outside_window << " outside window, "
-            << t.counts.beyond_max << " beyond --max-requests)";
+      << t.counts.beyond_max << " beyond --max-requests)";
   }
-  for (const std::string& e : t.first_errors) s << "\n  skipped: " << e;
+  for (const std::string& e : t.first_errors)
+    s << "\n  skipped: " << e;
   return s.str();
 }
 

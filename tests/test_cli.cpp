@@ -8,27 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli.hpp"
+#include "cli_helpers.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "servesim");
-  std::vector<const char*> argv;
-  for (const auto& a : args)
-    argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = run_cli(int(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = servesim::test::CliResult;
+using servesim::test::cli;
 
 std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

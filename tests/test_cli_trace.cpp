@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "sim/cli.hpp"
+#include "cli_helpers.hpp"
 #include "trace_fixtures.hpp"
 
 using namespace servesim;
@@ -14,20 +14,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
-
-Result cli(std::vector<std::string> args) {
-  args.insert(args.begin(), "servesim");
-  std::vector<const char*> argv;
-  for (const auto& a : args)
-    argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = run_cli(int(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+using Result = servesim::test::CliResult;
+using servesim::test::cli;
 
 std::string tmp(const std::string& name) {
   return (fs::temp_directory_path() / "servesim_trace_fixtures" / name).string();

@@ -188,7 +188,7 @@ TEST_CASE("csv: any columns by name, time units, quoted fields, unsorted rows", 
   CHECK(t.format == "csv");
   CHECK(t.arrival_s == std::vector<double>{0, 0, 1.5});  // sorted, ties in file order
   CHECK(t.input_tokens == std::vector<int32_t>{20, 30, 10});
-    ImportOptions minutes = o;
+  ImportOptions minutes = o;
   minutes.time_unit = "minutes";
   CHECK_THAT(import_error(p, minutes), Catch::Contains("time-unit"));
   ImportOptions untimed = o;

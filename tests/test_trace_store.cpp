@@ -15,28 +15,9 @@
 
 using namespace servesim;
 using servesim::test::fixture;
+using servesim::test::require_same;
 
 namespace {
-
-void require_same(const Trace& a, const Trace& b) {
-  CHECK(a.arrival_s == b.arrival_s);
-  CHECK(a.input_tokens == b.input_tokens);
-  CHECK(a.output_tokens == b.output_tokens);
-  CHECK(a.hash_offsets == b.hash_offsets);
-  CHECK(a.hash_ids == b.hash_ids);
-  CHECK(a.hash_block_size == b.hash_block_size);
-  CHECK(a.session_id == b.session_id);
-  CHECK(a.request_class == b.request_class);
-  CHECK(a.class_names == b.class_names);
-  CHECK(a.timed == b.timed);
-  CHECK(a.format == b.format);
-  CHECK(a.source == b.source);
-  CHECK(a.options == b.options);
-  CHECK(a.counts.rows_read == b.counts.rows_read);
-  CHECK(a.counts.skipped_bad == b.counts.skipped_bad);
-  CHECK(a.counts.skipped_failed == b.counts.skipped_failed);
-  CHECK(a.first_errors == b.first_errors);
-}
 
 std::string h5(const std::string& name) {
   return (std::filesystem::temp_directory_path() / "servesim_trace_fixtures" / name).string();

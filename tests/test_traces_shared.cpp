@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sim/error.hpp"
+#include "trace_fixtures.hpp"
 #include "traces/import.hpp"
 #include "traces/trace_store.hpp"
 
@@ -35,13 +36,7 @@ Trace load(const char* relative) {
 void round_trip(const Trace& t, const char* name) {
   const auto path = (fs::temp_directory_path() / name).string();
   write_trace_h5(path, t);
-  const Trace b = read_trace_h5(path);
-  CHECK(b.arrival_s == t.arrival_s);
-  CHECK(b.input_tokens == t.input_tokens);
-  CHECK(b.output_tokens == t.output_tokens);
-  CHECK(b.hash_offsets == t.hash_offsets);
-  CHECK(b.hash_ids == t.hash_ids);
-  CHECK(b.counts.rows_read == t.counts.rows_read);
+  servesim::test::require_same(t, read_trace_h5(path));
 }
 
 }  // namespace
