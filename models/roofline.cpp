@@ -32,6 +32,31 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   lm_head_bytes_ = double(m.lm_head_params()) * dtype_;
 }
 
+double RooflineCostModel::allreduce_seconds(double bytes) const {
+  if (tp_ <= 1) return 0;
+  const double tp = tp_;
+  return p_.allreduce_latency_s + 2.0 * (tp - 1) / tp * bytes /
+                                      (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
+}
+
+const std::vector<RooflineParamField>& roofline_param_fields() {
+  static const std::vector<RooflineParamField> fields = {
+      {"knee_sharpness", &RooflineParams::knee_sharpness},
+      {"linear_compute_efficiency", &RooflineParams::linear_compute_efficiency},
+      {"linear_memory_efficiency", &RooflineParams::linear_memory_efficiency},
+      {"elementwise_memory_efficiency", &RooflineParams::elementwise_memory_efficiency},
+      {"elementwise_floor_s_per_layer", &RooflineParams::elementwise_floor_s_per_layer},
+      {"attention_compute_efficiency", &RooflineParams::attention_compute_efficiency},
+      {"attention_memory_efficiency", &RooflineParams::attention_memory_efficiency},
+      {"attention_floor_s_per_layer", &RooflineParams::attention_floor_s_per_layer},
+      {"interconnect_efficiency", &RooflineParams::interconnect_efficiency},
+      {"allreduce_latency_s", &RooflineParams::allreduce_latency_s},
+      {"cpu_overhead_s", &RooflineParams::cpu_overhead_s},
+      {"cpu_overhead_s_per_seq", &RooflineParams::cpu_overhead_s_per_seq},
+  };
+  return fields;
+}
+
 StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   // One pass over the batch gathers the sums the parts need.
   double tokens = 0, emitting = 0;
@@ -57,8 +82,12 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   const double tp = tp_;
   const double flops_s = gpu_.peak_flops() * tp;  // whole TP group
   const double bytes_s = gpu_.hbm_bytes_per_s() * tp;
-  auto part = [&](double flops, double bytes, double compute_eff, double memory_eff) {
-    return std::max(flops / (flops_s * compute_eff), bytes / (bytes_s * memory_eff));
+    auto part = [&](double flops, double bytes, double compute_eff, double memory_eff) {
+    const double tc = flops / (flops_s * compute_eff), tm = bytes / (bytes_s * memory_eff);
+    if (p_.knee_sharpness <= 0) return std::max(tc, tm);
+    const double k = p_.knee_sharpness, hi = std::max(tc, tm);
+    if (hi <= 0) return 0.0;
+    return hi * std::pow(std::pow(tc / hi, k) + std::pow(tm / hi, k), 1.0 / k);
   };
 
   StepCost c;
@@ -113,14 +142,8 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
         part(lm_flops, lm_bytes, p_.linear_compute_efficiency, p_.linear_memory_efficiency);
   }
 
-  if (tp_ > 1) {
     // Ring all-reduce of the hidden states after attention and after the MLP.
-    const double message = tokens * model_.hidden_size * dtype_;
-    const double one =
-        p_.allreduce_latency_s + 2.0 * (tp - 1) / tp * message /
-                                     (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
-    c.allreduce_s = 2.0 * layers_ * one;
-  }
+  c.allreduce_s = 2.0 * layers_ * allreduce_seconds(tokens * model_.hidden_size * dtype_);
 
   c.cpu_overhead_s = p_.cpu_overhead_s + p_.cpu_overhead_s_per_seq * double(batch.size());
 

@@ -1,6 +1,8 @@
 // RooflineCostModel: an analytic step-time model. A step is the sum of parts that run one after
-// the other; each part takes max(FLOPs / (peak x compute efficiency), bytes / (HBM bandwidth x
-// memory efficiency)), never less than its per-layer kernel floor:
+// the other; each part takes the larger of its compute time, FLOPs / (peak x compute efficiency),
+// and its memory time, bytes / (HBM bandwidth x memory efficiency), never less than its
+// per-layer kernel floor. "The larger" is max(), or with knee_sharpness p > 0 the smooth
+// (t_c^p + t_m^p)^(1/p), which measured kernels follow near the ridge point:
 //  - linear: the GEMMs (2 x active linear params x tokens FLOPs; weights read once per step,
 //    MoE experts only if some token is routed to them, plus activations in and out);
 //  - attention: prefill chunks (quadratic in the chunk, linear in cached context) and decodes
@@ -12,6 +14,8 @@
 // Work is split evenly over the TP group. Not counted: embedding lookup, the LM head's gather,
 // pipeline parallelism, CUDA-graph capture, overlap between parts.
 #pragma once
+
+#include <vector>
 
 #include "models/cost_model.hpp"
 #include "models/gpu.hpp"
@@ -25,6 +29,8 @@ namespace servesim {
 // all_reduce.csv (vidur@e2d00e9). Efficiencies are fractions of the datasheet peak, so they carry
 // over to other GPUs as ratios; no other GPU's profile was at hand to check that.
 struct RooflineParams {
+  // 0: max(compute, memory), the textbook roofline. p > 0: (t_c^p + t_m^p)^(1/p).
+  double knee_sharpness = 0;
   // GEMMs at num_tokens >= 1024: 63-80% of 312 TFLOP/s across the three models and TP1-8.
   double linear_compute_efficiency = 0.72;
   // GEMMs at num_tokens <= 8, TP1: weights read at 66-81% of 2039 GB/s.
@@ -52,13 +58,22 @@ struct RooflineParams {
   double cpu_overhead_s_per_seq = 0.0375e-3;
 };
 
+// Every free parameter by name (INI keys, JSON keys, fit reports), in declaration order.
+struct RooflineParamField {
+  const char* name;
+  double RooflineParams::*member;
+};
+const std::vector<RooflineParamField>& roofline_param_fields();
+
 class RooflineCostModel final : public CostModel {
  public:
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp,
                     const RooflineParams& params = {});
   StepCost cost(std::span<const SeqShape> batch) const override;
-  std::string name() const override { return "roofline"; }
+    std::string name() const override { return "roofline"; }
   const RooflineParams& params() const { return p_; }
+  // One ring all-reduce of BYTES over this model's TP group, seconds (0 without TP).
+  double allreduce_seconds(double bytes) const;
 
  private:
   GpuSpec gpu_;

@@ -65,7 +65,8 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                         {"mixed", s.mixed_steps}};
   j["tokens_computed"] = {{"prefill", s.prefill_tokens}, {"decode", s.decode_tokens}};
   j["makespan_s"] = s.makespan_s;
-  const RooflineParams& p = c.roofline;
+    ordered_json cost_json = {{"name", c.cost_model}, {"params_source", c.roofline_source}};
+  for (const RooflineParamField& f : roofline_param_fields()) cost_json[f.name] = c.roofline.*f.member;
   j["config"] = {
       {"model", c.model.name},
       {"gpu", c.gpu.name},
@@ -84,19 +85,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
         {"weights", r.memory.weight_bytes / 1073741824.0},
         {"activations", r.memory.activation_bytes / 1073741824.0},
         {"kv_cache", r.memory.kv_cache_bytes / 1073741824.0}}},
-      {"cost_model",
-       {{"name", "roofline"},
-        {"linear_compute_efficiency", p.linear_compute_efficiency},
-        {"linear_memory_efficiency", p.linear_memory_efficiency},
-        {"elementwise_memory_efficiency", p.elementwise_memory_efficiency},
-        {"elementwise_floor_s_per_layer", p.elementwise_floor_s_per_layer},
-        {"attention_compute_efficiency", p.attention_compute_efficiency},
-        {"attention_memory_efficiency", p.attention_memory_efficiency},
-        {"attention_floor_s_per_layer", p.attention_floor_s_per_layer},
-        {"interconnect_efficiency", p.interconnect_efficiency},
-        {"allreduce_latency_s", p.allreduce_latency_s},
-        {"cpu_overhead_s", p.cpu_overhead_s},
-        {"cpu_overhead_s_per_seq", p.cpu_overhead_s_per_seq}}},
+            {"cost_model", cost_json},
       {"workload", workload},
   };
   return j;

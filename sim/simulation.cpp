@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/table_model.hpp"
 #include "scheduler/policy.hpp"
 #include "sim/error.hpp"
 #include "sim/event_loop.hpp"
@@ -40,6 +41,13 @@ SimConfig resolve(SimConfig c) {
   }
   if (s.block_size < 1 || s.block_size > 1 << 16) {
     throw Error("block-size", "must be in [1, 65536]");
+  }
+    if (c.cost_model != "roofline" && c.cost_model != "table") {
+    throw Error("cost-model", "expected roofline or table, got '" + c.cost_model + "'");
+  }
+  if (c.cost_model == "table") {
+    if (!c.profiles) throw Error("cost-model", "the table model needs --profiles DIR");
+    TableCostModel check(*c.profiles, c.gpu, c.model, c.tp);  // the profiles cover this model
   }
   MemoryPlanOptions& m = c.memory;
   if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {
@@ -83,8 +91,15 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   RunResult result;
   result.config = c;
   result.memory = plan_memory(c.gpu, c.model, c.memory);
-  const RooflineCostModel roofline(c.gpu, c.model, c.tp, c.roofline);
-  const CostModel& cost = cost_override ? *cost_override : roofline;
+    std::unique_ptr<CostModel> own;
+  if (cost_override == nullptr) {
+    if (c.cost_model == "table") {
+      own = std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
+    } else {
+      own = std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, c.roofline);
+    }
+  }
+  const CostModel& cost = cost_override ? *cost_override : *own;
   Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size());
   MetricsCollector metrics(w);
   EventLoop loop;

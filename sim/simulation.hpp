@@ -7,12 +7,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "models/gpu.hpp"
 #include "models/memory_plan.hpp"
 #include "models/model.hpp"
+#include "models/profiles.hpp"
 #include "models/roofline.hpp"
 #include "scheduler/scheduler.hpp"
 #include "sim/metrics.hpp"
@@ -25,8 +27,11 @@ struct SimConfig {
   ModelSpec model;
   int tp = 1;
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
-  MemoryPlanOptions memory;   // tp, token budget, max_num_seqs and block size are copied in
-  RooflineParams roofline;
+    MemoryPlanOptions memory;   // tp, token budget, max_num_seqs and block size are copied in
+  std::string cost_model = "roofline";      // roofline | table
+  RooflineParams roofline;                  // for the roofline (and nothing else)
+  std::string roofline_source = "built-in"; // where the parameters came from, for reports
+  std::shared_ptr<const ProfileSet> profiles;  // for the table model
 };
 
 // Fills in vLLM's defaults and checks the configuration; throws Error naming the flag.
@@ -40,8 +45,8 @@ struct RunResult {
   int64_t discarded_tokens = 0;  // computed, then thrown away by preemption
 };
 
-// Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with the roofline model
-// of config.roofline, or with COST when given.
+// Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with its cost model
+// (config.cost_model), or with COST when given.
 RunResult simulate(const SimConfig& resolved, const Workload& w, const CostModel* cost = nullptr);
 
 }  // namespace servesim

@@ -1,0 +1,304 @@
+#include "models/profiles.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "sim/error.hpp"
+#include "traces/text_input.hpp"
+
+namespace servesim {
+namespace fs = std::filesystem;
+
+void Curve::add(double x, double y) { raw_.emplace_back(x, y); }
+
+void Curve::finish() {
+  std::sort(raw_.begin(), raw_.end());
+  x_.clear();
+  y_.clear();
+  for (size_t i = 0; i < raw_.size();) {
+    size_t j = i;
+    double sum = 0;
+    while (j < raw_.size() && raw_[j].first == raw_[i].first) sum += raw_[j++].second;
+    x_.push_back(raw_[i].first);
+    y_.push_back(sum / double(j - i));
+    i = j;
+  }
+  raw_.clear();
+  raw_.shrink_to_fit();
+}
+
+double Curve::at(double x) const {
+  if (x <= x_.front()) return y_.front();
+  if (x >= x_.back()) {
+    if (x_.size() < 2) return y_.back();
+    const size_t n = x_.size();
+    const double slope = std::max(0.0, (y_[n - 1] - y_[n - 2]) / (x_[n - 1] - x_[n - 2]));
+    return y_.back() + slope * (x - x_.back());
+  }
+  const size_t hi = size_t(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
+  const size_t lo = hi - 1;
+  const double f = (x - x_[lo]) / (x_[hi] - x_[lo]);
+  return y_[lo] + f * (y_[hi] - y_[lo]);
+}
+
+const MlpProfile* ProfileSet::find_mlp(const ProfileShape& s) const {
+  for (const MlpProfile& m : mlp) {
+    if (m.shape.n_head == s.n_head && m.shape.n_kv_head == s.n_kv_head &&
+        m.shape.n_embd == s.n_embd && m.shape.n_expanded_embd == s.n_expanded_embd) {
+      return &m;
+    }
+  }
+  return nullptr;
+}
+
+const std::vector<std::string>& gemm_ops() {
+  static const std::vector<std::string> ops = {"attn_pre_proj", "attn_post_proj", "mlp_up_proj",
+                                               "mlp_down_proj"};
+  return ops;
+}
+
+const std::vector<std::string>& elementwise_ops() {
+  static const std::vector<std::string> ops = {"input_layernorm", "post_attention_layernorm",
+                                               "attn_rope", "mlp_act", "add"};
+  return ops;
+}
+
+namespace {
+
+// A CSV read by header name, row by row, with line-aware errors.
+class CsvFile {
+ public:
+  explicit CsvFile(const std::string& path) : path_(path), in_(path) {
+    std::string_view line;
+    if (!in_.next(line)) throw Error(path, 0, "", "empty file");
+    std::string reason;
+    if (!split_.split(line, fields_, reason)) throw Error(path, 1, "", reason);
+    for (std::string_view f : fields_) header_.emplace_back(clean_header_name(f));
+  }
+  int col(const std::string& name, bool required = true) const {
+    for (size_t i = 0; i < header_.size(); ++i) {
+      if (header_[i] == name) return int(i);
+    }
+    if (required) throw Error(path_, 1, name, "missing column");
+    return -1;
+  }
+  bool next() {
+    std::string_view line;
+    std::string reason;
+    do {
+      if (!in_.next(line)) return false;
+    } while (line.find_first_not_of(" \t") == std::string_view::npos);
+    if (!split_.split(line, fields_, reason)) throw Error(path_, int(in_.line_number()), "", reason);
+    return true;
+  }
+  // The field of column C ("" when the row is short).
+  std::string_view text(int c) const {
+    return c >= 0 && size_t(c) < fields_.size() ? clean_header_name(fields_[size_t(c)])
+                                                : std::string_view();
+  }
+  double number(int c) const {
+    double v = 0;
+    if (!parse_double(text(c), v)) {
+      throw Error(path_, int(in_.line_number()), header_[size_t(c)],
+                  "'" + std::string(text(c).substr(0, 40)) + "' is not a number");
+    }
+    return v;
+  }
+  bool has_number(int c) const {
+    double v = 0;
+    return parse_double(text(c), v);
+  }
+    const std::string& path() const { return path_; }
+  int line() const { return int(in_.line_number()); }
+  const std::string& name(int c) const { return header_[size_t(c)]; }
+
+ private:
+  std::string path_;
+  LineReader in_;
+  CsvSplitter split_;
+  std::vector<std::string_view> fields_;
+  std::vector<std::string> header_;
+};
+
+ProfileShape read_shape(const CsvFile& f, const char* heads, const char* kv_heads) {
+  ProfileShape s;
+  s.n_head = int(f.number(f.col(heads)));
+  s.n_kv_head = int(f.number(f.col(kv_heads)));
+  s.n_embd = int(f.number(f.col("n_embd")));
+  const int expanded = f.col("n_expanded_embd", false);
+  if (expanded >= 0) s.n_expanded_embd = int(f.number(expanded));
+  return s;
+}
+
+}  // namespace
+
+MlpProfile read_mlp_profile(const std::string& path) {
+  CsvFile f(path);
+  MlpProfile p;
+  p.file = path;
+  const int c_tokens = f.col("num_tokens"), c_tp = f.col("num_tensor_parallel_workers");
+  std::vector<std::pair<std::string, int>> ops;
+  for (const auto* list : {&gemm_ops(), &elementwise_ops()}) {
+    for (const std::string& op : *list) ops.emplace_back(op, f.col("time_stats." + op + ".median"));
+  }
+  bool first = true;
+  while (f.next()) {
+    const ProfileShape s = read_shape(f, "n_head", "n_kv_head");
+    if (first) {
+      p.shape = s;
+      first = false;
+    }
+    const int tp = int(f.number(c_tp));
+    const double tokens = f.number(c_tokens);
+    for (const auto& [op, c] : ops) p.ops[tp][op].add(tokens, f.number(c));
+  }
+  if (first) throw Error(path, 1, "", "no data rows");
+  for (auto& [tp, by_op] : p.ops) {
+    for (auto& [op, curve] : by_op) curve.finish();
+  }
+  return p;
+}
+
+AttentionProfile read_attention_profile(const std::string& path) {
+  CsvFile f(path);
+  AttentionProfile p;
+  p.file = path;
+  const int c_prefill = f.col("is_prefill"), c_chunk = f.col("prefill_chunk_size"),
+            c_kv = f.col("kv_cache_size"), c_batch = f.col("batch_size"),
+            c_tp = f.col("num_tensor_parallel_workers"), c_len = f.col("max_model_len", false),
+            c_pre_t = f.col("time_stats.attn_prefill.median"),
+            c_dec_t = f.col("time_stats.attn_decode.median");
+  bool first = true;
+  while (f.next()) {
+    const ProfileShape s = read_shape(f, "n_q_head", "n_kv_head");
+    const int tp = int(f.number(c_tp));
+    if (first) {
+      p.shape = s;
+      p.tp = tp;
+      first = false;
+    } else if (s.n_head != p.shape.n_head || s.n_kv_head != p.shape.n_kv_head ||
+               s.n_embd != p.shape.n_embd || tp != p.tp) {
+      throw Error(path, 0, "n_q_head", "one attention profile must hold one shape and TP degree");
+    }
+    if (c_len >= 0 && f.has_number(c_len)) p.max_model_len = int(f.number(c_len));
+    const bool prefill = f.text(c_prefill) == "True" || f.text(c_prefill) == "true";
+    const double kv = f.number(c_kv);
+    if (prefill) {
+      p.prefill[int(f.number(c_chunk))].add(kv, f.number(c_pre_t));
+    } else {
+      p.decode[int(f.number(c_batch))].add(kv, f.number(c_dec_t));
+    }
+  }
+  if (p.prefill.empty() || p.decode.empty()) {
+    throw Error(path, 0, "is_prefill", "needs both prefill and decode rows");
+  }
+  for (auto* m : {&p.prefill, &p.decode}) {
+    for (auto& [k, curve] : *m) curve.finish();
+  }
+  return p;
+}
+
+AllReduceProfile read_allreduce_profile(const std::string& path) {
+  CsvFile f(path);
+  AllReduceProfile p;
+  p.file = path;
+  const int c_time = f.col("time_stats.all_reduce.median"), c_workers = f.col("num_workers"),
+            c_size = f.col("size"), c_devices = f.col("devices_per_node", false),
+            c_collective = f.col("collective", false);
+  while (f.next()) {
+    if (c_collective >= 0 && f.text(c_collective) != "all_reduce") continue;
+    if (!f.has_number(c_time)) continue;  // all-gather rows of a mixed file
+    const int workers = int(f.number(c_workers));
+    // Single-node collectives only: all the GPUs of the group on one NVLink/NVSwitch node.
+    if (c_devices >= 0 && int(f.number(c_devices)) != workers) continue;
+    p.by_workers[workers].add(f.number(c_size), f.number(c_time));
+  }
+  if (p.by_workers.empty()) throw Error(path, 0, "num_workers", "no single-node all-reduce rows");
+  for (auto& [w, curve] : p.by_workers) curve.finish();
+  return p;
+}
+
+CpuProfile read_cpu_profile(const std::string& path) {
+  CsvFile f(path);
+  CpuProfile p;
+  p.file = path;
+  const int c_batch = f.col("batch_size");
+  std::vector<int> parts;
+  for (const char* k : {"schedule", "sampler_e2e", "prepare_inputs_e2e", "process_model_outputs"}) {
+    parts.push_back(f.col(std::string(k) + "_median"));
+  }
+  bool any = false;
+  while (f.next()) {
+    double sum = 0;
+    for (int c : parts) sum += f.number(c);
+    p.per_iteration.add(f.number(c_batch), sum);
+    any = true;
+  }
+  if (!any) throw Error(path, 1, "", "no data rows");
+  p.per_iteration.finish();
+  return p;
+}
+
+ProfileSet load_profiles(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw Error(dir, 0, "", "not a directory of profiles");
+  ProfileSet set;
+  set.dir = dir;
+  std::vector<std::string> mlp, attention, allreduce, cpu;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (!e.is_regular_file()) continue;
+    const std::string name = e.path().filename().string();
+    if (name == "mlp.csv") mlp.push_back(e.path().string());
+    if (name == "attention.csv") attention.push_back(e.path().string());
+    if (name == "all_reduce.csv") allreduce.push_back(e.path().string());
+    if (name == "cpu_overheads.csv") cpu.push_back(e.path().string());
+  }
+  for (auto* v : {&mlp, &attention, &allreduce, &cpu}) std::sort(v->begin(), v->end());
+  for (const std::string& p : mlp) set.mlp.push_back(read_mlp_profile(p));
+  if (!attention.empty()) set.attention = read_attention_profile(attention.front());
+  if (!allreduce.empty()) {
+    auto dgx = std::find_if(allreduce.begin(), allreduce.end(),
+                            [](const std::string& p) { return p.find("dgx") != std::string::npos; });
+    set.allreduce = read_allreduce_profile(dgx != allreduce.end() ? *dgx : allreduce.front());
+  }
+  if (!cpu.empty()) set.cpu = read_cpu_profile(cpu.front());
+  if (set.mlp.empty() && !set.attention && !set.allreduce && !set.cpu) {
+    throw Error(dir, 0, "", "no Vidur profile (mlp.csv, attention.csv, all_reduce.csv, "
+                            "cpu_overheads.csv) under this directory");
+  }
+  return set;
+}
+
+std::vector<StepLogRow> read_step_log(const std::string& path) {
+  CsvFile f(path);
+  const int c_pt = f.col("prefill_tokens"), c_dt = f.col("decode_tokens"),
+            c_pc = f.col("prefill_context_tokens"), c_dc = f.col("decode_context_tokens"),
+            c_bs = f.col("batch_size", false), c_ms = f.col("measured_ms");
+  std::vector<StepLogRow> rows;
+    auto count = [&](int c) {
+    const double v = f.number(c);
+    if (v < 0 || v != std::floor(v) || v > 1e12) {
+      throw Error(f.path(), f.line(), f.name(c), "must be a whole number >= 0");
+    }
+    return int64_t(v);
+  };
+  while (f.next()) {
+    StepLogRow r;
+    r.prefill_tokens = count(c_pt);
+    r.decode_tokens = count(c_dt);
+    r.prefill_context_tokens = count(c_pc);
+    r.decode_context_tokens = count(c_dc);
+    if (c_bs >= 0) r.batch_size = count(c_bs);
+    r.measured_ms = f.number(c_ms);
+        if (!(r.measured_ms > 0)) throw Error(path, f.line(), "measured_ms", "must be > 0");
+    if (r.prefill_tokens + r.decode_tokens == 0) {
+      throw Error(path, f.line(), "prefill_tokens", "a step computes at least one token");
+    }
+    rows.push_back(r);
+  }
+  if (rows.empty()) throw Error(path, 1, "", "no data rows");
+  return rows;
+}
+
+}  // namespace servesim
