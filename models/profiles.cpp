@@ -10,7 +10,9 @@
 namespace servesim {
 namespace fs = std::filesystem;
 
-void Curve::add(double x, double y) { raw_.emplace_back(x, y); }
+void Curve::add(double x, double y) {
+  raw_.emplace_back(x, y);
+}
 
 void Curve::finish() {
   std::sort(raw_.begin(), raw_.end());
@@ -19,7 +21,8 @@ void Curve::finish() {
   for (size_t i = 0; i < raw_.size();) {
     size_t j = i;
     double sum = 0;
-    while (j < raw_.size() && raw_[j].first == raw_[i].first) sum += raw_[j++].second;
+    while (j < raw_.size() && raw_[j].first == raw_[i].first)
+      sum += raw_[j++].second;
     x_.push_back(raw_[i].first);
     y_.push_back(sum / double(j - i));
     i = j;
@@ -74,7 +77,8 @@ class CsvFile {
     if (!in_.next(line)) throw Error(path, 0, "", "empty file");
     std::string reason;
     if (!split_.split(line, fields_, reason)) throw Error(path, 1, "", reason);
-    for (std::string_view f : fields_) header_.emplace_back(clean_header_name(f));
+    for (std::string_view f : fields_)
+      header_.emplace_back(clean_header_name(f));
   }
   int col(const std::string& name, bool required = true) const {
     for (size_t i = 0; i < header_.size(); ++i) {
@@ -89,7 +93,8 @@ class CsvFile {
     do {
       if (!in_.next(line)) return false;
     } while (line.find_first_not_of(" \t") == std::string_view::npos);
-    if (!split_.split(line, fields_, reason)) throw Error(path_, int(in_.line_number()), "", reason);
+    if (!split_.split(line, fields_, reason))
+      throw Error(path_, int(in_.line_number()), "", reason);
     return true;
   }
   // The field of column C ("" when the row is short).
@@ -109,7 +114,7 @@ class CsvFile {
     double v = 0;
     return parse_double(text(c), v);
   }
-    const std::string& path() const { return path_; }
+  const std::string& path() const { return path_; }
   int line() const { return int(in_.line_number()); }
   const std::string& name(int c) const { return header_[size_t(c)]; }
 
@@ -140,7 +145,8 @@ MlpProfile read_mlp_profile(const std::string& path) {
   const int c_tokens = f.col("num_tokens"), c_tp = f.col("num_tensor_parallel_workers");
   std::vector<std::pair<std::string, int>> ops;
   for (const auto* list : {&gemm_ops(), &elementwise_ops()}) {
-    for (const std::string& op : *list) ops.emplace_back(op, f.col("time_stats." + op + ".median"));
+    for (const std::string& op : *list)
+      ops.emplace_back(op, f.col("time_stats." + op + ".median"));
   }
   bool first = true;
   while (f.next()) {
@@ -151,11 +157,13 @@ MlpProfile read_mlp_profile(const std::string& path) {
     }
     const int tp = int(f.number(c_tp));
     const double tokens = f.number(c_tokens);
-    for (const auto& [op, c] : ops) p.ops[tp][op].add(tokens, f.number(c));
+    for (const auto& [op, c] : ops)
+      p.ops[tp][op].add(tokens, f.number(c));
   }
   if (first) throw Error(path, 1, "", "no data rows");
   for (auto& [tp, by_op] : p.ops) {
-    for (auto& [op, curve] : by_op) curve.finish();
+    for (auto& [op, curve] : by_op)
+      curve.finish();
   }
   return p;
 }
@@ -194,7 +202,8 @@ AttentionProfile read_attention_profile(const std::string& path) {
     throw Error(path, 0, "is_prefill", "needs both prefill and decode rows");
   }
   for (auto* m : {&p.prefill, &p.decode}) {
-    for (auto& [k, curve] : *m) curve.finish();
+    for (auto& [k, curve] : *m)
+      curve.finish();
   }
   return p;
 }
@@ -215,7 +224,8 @@ AllReduceProfile read_allreduce_profile(const std::string& path) {
     p.by_workers[workers].add(f.number(c_size), f.number(c_time));
   }
   if (p.by_workers.empty()) throw Error(path, 0, "num_workers", "no single-node all-reduce rows");
-  for (auto& [w, curve] : p.by_workers) curve.finish();
+  for (auto& [w, curve] : p.by_workers)
+    curve.finish();
   return p;
 }
 
@@ -231,7 +241,8 @@ CpuProfile read_cpu_profile(const std::string& path) {
   bool any = false;
   while (f.next()) {
     double sum = 0;
-    for (int c : parts) sum += f.number(c);
+    for (int c : parts)
+      sum += f.number(c);
     p.per_iteration.add(f.number(c_batch), sum);
     any = true;
   }
@@ -254,18 +265,22 @@ ProfileSet load_profiles(const std::string& dir) {
     if (name == "all_reduce.csv") allreduce.push_back(e.path().string());
     if (name == "cpu_overheads.csv") cpu.push_back(e.path().string());
   }
-  for (auto* v : {&mlp, &attention, &allreduce, &cpu}) std::sort(v->begin(), v->end());
-  for (const std::string& p : mlp) set.mlp.push_back(read_mlp_profile(p));
+  for (auto* v : {&mlp, &attention, &allreduce, &cpu})
+    std::sort(v->begin(), v->end());
+  for (const std::string& p : mlp)
+    set.mlp.push_back(read_mlp_profile(p));
   if (!attention.empty()) set.attention = read_attention_profile(attention.front());
   if (!allreduce.empty()) {
-    auto dgx = std::find_if(allreduce.begin(), allreduce.end(),
-                            [](const std::string& p) { return p.find("dgx") != std::string::npos; });
+    auto dgx = std::find_if(allreduce.begin(), allreduce.end(), [](const std::string& p) {
+      return p.find("dgx") != std::string::npos;
+    });
     set.allreduce = read_allreduce_profile(dgx != allreduce.end() ? *dgx : allreduce.front());
   }
   if (!cpu.empty()) set.cpu = read_cpu_profile(cpu.front());
   if (set.mlp.empty() && !set.attention && !set.allreduce && !set.cpu) {
-    throw Error(dir, 0, "", "no Vidur profile (mlp.csv, attention.csv, all_reduce.csv, "
-                            "cpu_overheads.csv) under this directory");
+    throw Error(dir, 0, "",
+                "no Vidur profile (mlp.csv, attention.csv, all_reduce.csv, "
+                "cpu_overheads.csv) under this directory");
   }
   return set;
 }
@@ -276,7 +291,7 @@ std::vector<StepLogRow> read_step_log(const std::string& path) {
             c_pc = f.col("prefill_context_tokens"), c_dc = f.col("decode_context_tokens"),
             c_bs = f.col("batch_size", false), c_ms = f.col("measured_ms");
   std::vector<StepLogRow> rows;
-    auto count = [&](int c) {
+  auto count = [&](int c) {
     const double v = f.number(c);
     if (v < 0 || v != std::floor(v) || v > 1e12) {
       throw Error(f.path(), f.line(), f.name(c), "must be a whole number >= 0");
@@ -291,7 +306,7 @@ std::vector<StepLogRow> read_step_log(const std::string& path) {
     r.decode_context_tokens = count(c_dc);
     if (c_bs >= 0) r.batch_size = count(c_bs);
     r.measured_ms = f.number(c_ms);
-        if (!(r.measured_ms > 0)) throw Error(path, f.line(), "measured_ms", "must be > 0");
+    if (!(r.measured_ms > 0)) throw Error(path, f.line(), "measured_ms", "must be > 0");
     if (r.prefill_tokens + r.decode_tokens == 0) {
       throw Error(path, f.line(), "prefill_tokens", "a step computes at least one token");
     }

@@ -35,13 +35,15 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
 double RooflineCostModel::allreduce_seconds(double bytes) const {
   if (tp_ <= 1) return 0;
   const double tp = tp_;
-  return p_.allreduce_latency_s + 2.0 * (tp - 1) / tp * bytes /
-                                      (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
+  return p_.allreduce_latency_s +
+         2.0 * (tp - 1) / tp * bytes /
+             (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
 }
 
 const std::vector<RooflineParamField>& roofline_param_fields() {
   static const std::vector<RooflineParamField> fields = {
       {"knee_sharpness", &RooflineParams::knee_sharpness},
+      {"linear_tile_tokens", &RooflineParams::linear_tile_tokens},
       {"linear_compute_efficiency", &RooflineParams::linear_compute_efficiency},
       {"linear_memory_efficiency", &RooflineParams::linear_memory_efficiency},
       {"elementwise_memory_efficiency", &RooflineParams::elementwise_memory_efficiency},
@@ -82,7 +84,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   const double tp = tp_;
   const double flops_s = gpu_.peak_flops() * tp;  // whole TP group
   const double bytes_s = gpu_.hbm_bytes_per_s() * tp;
-    auto part = [&](double flops, double bytes, double compute_eff, double memory_eff) {
+  auto part = [&](double flops, double bytes, double compute_eff, double memory_eff) {
     const double tc = flops / (flops_s * compute_eff), tm = bytes / (bytes_s * memory_eff);
     if (p_.knee_sharpness <= 0) return std::max(tc, tm);
     const double k = p_.knee_sharpness, hi = std::max(tc, tm);
@@ -100,10 +102,13 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
                  std::pow(1.0 - double(model_.experts_per_token) / model_.num_experts, tokens))
           : 1.0;
   const double linear_flops = linear_flops_per_token_ * tokens;
+  // Compute time counts the tokens the tiles process; FLOPs (for MFU) count the real ones.
+  const double tile = p_.linear_tile_tokens;
+  const double padded = tile > 0 ? std::ceil(tokens / tile) * tile : tokens;
   const double linear_bytes = dense_weight_bytes_ + experts_read * expert_weight_bytes_ +
                               linear_act_bytes_per_token_ * tokens;
-  c.linear_s =
-      part(linear_flops, linear_bytes, p_.linear_compute_efficiency, p_.linear_memory_efficiency);
+  c.linear_s = part(linear_flops_per_token_ * padded, linear_bytes, p_.linear_compute_efficiency,
+                    p_.linear_memory_efficiency);
 
   // Attention: the prefill kernel and the decode kernel each read the K and V they attend to and
   // write the new tokens' K and V.
@@ -114,15 +119,16 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   const double decode_flops = attn_flops_per_pair_ * decode_pairs;
   const double decode_bytes =
       kv_bytes_per_token_ * (decode_pairs + decode_tokens) + qo_bytes_per_token_ * decode_tokens;
+  // Each kernel pays its launch latency on top of its work (measured decode kernels at small
+  // batches are latency plus transfer, not the larger of the two).
   if (prefill_tokens > 0) {
     c.attention_s +=
-        std::max(floor_attn, part(prefill_flops, prefill_bytes, p_.attention_compute_efficiency,
-                                  p_.attention_memory_efficiency));
+        floor_attn + part(prefill_flops, prefill_bytes, p_.attention_compute_efficiency,
+                          p_.attention_memory_efficiency);
   }
   if (decode_seqs > 0) {
-    c.attention_s +=
-        std::max(floor_attn, part(decode_flops, decode_bytes, p_.attention_compute_efficiency,
-                                  p_.attention_memory_efficiency));
+    c.attention_s += floor_attn + part(decode_flops, decode_bytes, p_.attention_compute_efficiency,
+                                       p_.attention_memory_efficiency);
   }
 
   // Per GPU: the replicated part whole, the sharded part split; over the group: tp copies of
@@ -142,7 +148,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
         part(lm_flops, lm_bytes, p_.linear_compute_efficiency, p_.linear_memory_efficiency);
   }
 
-    // Ring all-reduce of the hidden states after attention and after the MLP.
+  // Ring all-reduce of the hidden states after attention and after the MLP.
   c.allreduce_s = 2.0 * layers_ * allreduce_seconds(tokens * model_.hidden_size * dtype_);
 
   c.cpu_overhead_s = p_.cpu_overhead_s + p_.cpu_overhead_s_per_seq * double(batch.size());

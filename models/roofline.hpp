@@ -31,6 +31,9 @@ namespace servesim {
 struct RooflineParams {
   // 0: max(compute, memory), the textbook roofline. p > 0: (t_c^p + t_m^p)^(1/p).
   double knee_sharpness = 0;
+  // GEMM tiles: cuBLAS pads the token dimension to whole tiles, so compute time steps up every
+  // this many tokens (0 = no padding).
+  double linear_tile_tokens = 0;
   // GEMMs at num_tokens >= 1024: 63-80% of 312 TFLOP/s across the three models and TP1-8.
   double linear_compute_efficiency = 0.72;
   // GEMMs at num_tokens <= 8, TP1: weights read at 66-81% of 2039 GB/s.
@@ -42,9 +45,11 @@ struct RooflineParams {
   double elementwise_floor_s_per_layer = 24e-6;
   // attn_prefill at kv_cache_size 2048, chunks of 128-2048 tokens: 27-33% of peak.
   double attention_compute_efficiency = 0.30;
-  // attn_decode at batch >= 32 and kv_cache_size >= 1024: KV read at 51-78% of HBM bandwidth.
-  double attention_memory_efficiency = 0.70;
-  // attn_decode at batch 1 and attn_prefill of 128 tokens: 0.015-0.018 ms per layer per kernel.
+  // attn_decode at batch >= 32 and kv_cache_size >= 1024, less the launch latency below: KV
+  // read at 67-90% of HBM bandwidth (10th-90th percentile), median 80%.
+  double attention_memory_efficiency = 0.80;
+  // Launch latency of each attention kernel, added to its work: attn_decode at batch 1 and
+  // attn_prefill of 128 tokens take 0.015-0.018 ms per layer.
   double attention_floor_s_per_layer = 16e-6;
   // all_reduce on a DGX A100 at >= 32 MiB: bus bandwidth 136-174 GB/s, ~0.28 of the 600 GB/s
   // NVLink figure in the GPU catalogue.
@@ -70,7 +75,7 @@ class RooflineCostModel final : public CostModel {
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp,
                     const RooflineParams& params = {});
   StepCost cost(std::span<const SeqShape> batch) const override;
-    std::string name() const override { return "roofline"; }
+  std::string name() const override { return "roofline"; }
   const RooflineParams& params() const { return p_; }
   // One ring all-reduce of BYTES over this model's TP group, seconds (0 without TP).
   double allreduce_seconds(double bytes) const;

@@ -16,7 +16,9 @@ std::string shape_text(const ModelSpec& m) {
 }
 
 // Query-key pairs of a chunk of N tokens after C cached ones.
-double pairs(double n, double c) { return n * c + n * (n + 1) / 2; }
+double pairs(double n, double c) {
+  return n * c + n * (n + 1) / 2;
+}
 
 // Interpolates between the curves of the two keys around K in M (a map from key to curve in
 // x), at X. Below the smallest key: that key's value; above the largest: that key's value times
@@ -39,18 +41,21 @@ double between_keys(const std::map<int, Curve>& m, double k, double x, Scale sca
 
 TableCostModel::TableCostModel(const ProfileSet& p, const GpuSpec& gpu, const ModelSpec& m, int tp)
     : model_(m), tp_(tp), counts_(gpu, m, tp), attention_(nullptr) {
-  const MlpProfile* mlp = p.find_mlp(
-      ProfileShape{m.num_heads, m.num_kv_heads, m.hidden_size, m.intermediate_size});
+  const MlpProfile* mlp =
+      p.find_mlp(ProfileShape{m.num_heads, m.num_kv_heads, m.hidden_size, m.intermediate_size});
   if (mlp == nullptr) {
-    throw Error(p.dir, 0, "mlp.csv", "no profile for " + m.name + "'s shape (" + shape_text(m) + ")");
+    throw Error(p.dir, 0, "mlp.csv",
+                "no profile for " + m.name + "'s shape (" + shape_text(m) + ")");
   }
   const auto by_tp = mlp->ops.find(tp);
   if (by_tp == mlp->ops.end()) {
     throw Error(mlp->file, 0, "num_tensor_parallel_workers",
                 "no rows for TP " + std::to_string(tp) + " (" + m.name + ")");
   }
-  for (const std::string& op : gemm_ops()) gemm_.push_back(&by_tp->second.at(op));
-  for (const std::string& op : elementwise_ops()) elementwise_.push_back(&by_tp->second.at(op));
+  for (const std::string& op : gemm_ops())
+    gemm_.push_back(&by_tp->second.at(op));
+  for (const std::string& op : elementwise_ops())
+    elementwise_.push_back(&by_tp->second.at(op));
   if (!p.attention) throw Error(p.dir, 0, "attention.csv", "no attention profile");
   attention_ = &*p.attention;
   // Map this model's attention onto the profiled shape by work per GPU.
@@ -64,7 +69,8 @@ TableCostModel::TableCostModel(const ProfileSet& p, const GpuSpec& gpu, const Mo
     if (!p.allreduce) throw Error(p.dir, 0, "all_reduce.csv", "no all-reduce profile for TP > 1");
     const auto it = p.allreduce->by_workers.find(tp);
     if (it == p.allreduce->by_workers.end()) {
-      throw Error(p.allreduce->file, 0, "num_workers", "no rows for " + std::to_string(tp) + " GPUs");
+      throw Error(p.allreduce->file, 0, "num_workers",
+                  "no rows for " + std::to_string(tp) + " GPUs");
     }
     allreduce_ = &it->second;
   }
@@ -73,13 +79,15 @@ TableCostModel::TableCostModel(const ProfileSet& p, const GpuSpec& gpu, const Mo
 
 double TableCostModel::gemm_ms(double tokens) const {
   double ms = 0;
-  for (const Curve* c : gemm_) ms += c->at(tokens);
+  for (const Curve* c : gemm_)
+    ms += c->at(tokens);
   return ms;
 }
 
 double TableCostModel::elementwise_ms(double tokens) const {
   double ms = 0;
-  for (const Curve* c : elementwise_) ms += c->at(tokens);
+  for (const Curve* c : elementwise_)
+    ms += c->at(tokens);
   return ms;
 }
 
@@ -89,8 +97,15 @@ double TableCostModel::prefill_attention_ms(double chunk, double context) const 
 }
 
 double TableCostModel::decode_attention_ms(double batch, double mean_context) const {
-  return between_keys(attention_->decode, batch * kv_ratio_, mean_context,
-                      [](double b) { return b; });
+  const auto& m = attention_->decode;
+  const double b = batch * kv_ratio_;
+  const int top = m.rbegin()->first;
+  if (b <= top) return between_keys(m, b, mean_context, [](double x) { return x; });
+  // Beyond the largest batch: the work above a single sequence's time (the launch latency)
+  // grows in proportion to the sequences, at the largest batch's rate.
+  const double at_top = m.rbegin()->second.at(mean_context);
+  const double at_one = m.begin()->second.at(mean_context);
+  return at_one + (at_top - at_one) * b / top;
 }
 
 double TableCostModel::allreduce_ms(double tokens) const {
@@ -133,7 +148,8 @@ StepCost TableCostModel::cost(std::span<const SeqShape> batch) const {
   c.linear_s = layers * gemm_ms(tokens) * 1e-3;
   c.elementwise_s = layers * elementwise_ms(tokens) * 1e-3;
   c.attention_s =
-      layers * (prefill_ms + (decodes > 0 ? decode_attention_ms(decodes, decode_context / decodes) : 0)) *
+      layers *
+      (prefill_ms + (decodes > 0 ? decode_attention_ms(decodes, decode_context / decodes) : 0)) *
       1e-3;
   c.lm_head_s = 0;  // not in the profiles (as Vidur)
   c.allreduce_s = layers * 2 * allreduce_ms(tokens) * 1e-3;

@@ -5,8 +5,9 @@
 // embedding and the LM head are not counted (the profiles hold neither).
 // Between measured points it interpolates piecewise-linearly (in tokens; in chunk and cached
 // context for prefill attention; in batch and context for decode attention, at the batch's mean
-// context); beyond them it follows the work (linear ops in tokens, attention in query-key pairs
-// or in KV tokens read).
+// context); beyond them it follows the work: linear ops grow along their last measured segment,
+// prefill attention with query-key pairs, decode attention (above one sequence's latency) in
+// proportion to sequences.
 // The one attention profile at hand has one shape (Vidur's legacy table: 32 query and 4 KV heads
 // of 128 per GPU). Other shapes are mapped by work: prefill time scales with query width per GPU;
 // a decode batch of B sequences reads as much KV as B x (KV width per GPU / the table's), so it
