@@ -315,6 +315,13 @@ std::pair<double, double> bracket(const std::vector<double>& sorted, double v) {
 
 }  // namespace
 
+RooflineParams fit_profiles(const ProfileSet& p, const GpuSpec& gpu) {
+  const Measurements m = collect(p);
+  if (m.rows.empty()) throw Error(p.dir, 0, "", "no measurements to fit");
+  return fit_classes(
+      m, gpu, RooflineParams{}, [](const OpRow&) { return true; }, nullptr);
+}
+
 CalibrationResult calibrate_from_profiles(const ProfileSet& p, const GpuSpec& gpu,
                                           const ModelSpec& model, int tp, int folds) {
   const Measurements m = collect(p);

@@ -35,7 +35,12 @@ struct CalibrationResult {
   int folds = 0;
 };
 
-// Fits on the profiles in P; composed steps (cross-validation) are those of MODEL at TP.
+// Fits every op class on every measurement in P (all shapes, all TP degrees): the GPU's
+// parameters, not one deployment's. This is how the shipped a100-80g defaults were made.
+RooflineParams fit_profiles(const ProfileSet& p, const GpuSpec& gpu);
+
+// Fits on the profiles in P for MODEL at TP (all-reduce rows for TP GPUs where measured);
+// cross-validation runs over the composed steps of MODEL at TP.
 CalibrationResult calibrate_from_profiles(const ProfileSet& p, const GpuSpec& gpu,
                                           const ModelSpec& model, int tp, int folds = 5);
 

@@ -40,6 +40,34 @@ double RooflineCostModel::allreduce_seconds(double bytes) const {
              (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
 }
 
+RooflineParams a100_fitted_params() {
+  RooflineParams p;
+  p.knee_sharpness = 1.36004;
+  p.linear_tile_tokens = 64;
+  p.linear_compute_efficiency = 0.737817;
+  p.linear_memory_efficiency = 0.854668;
+  p.elementwise_memory_efficiency = 0.592348;
+  p.elementwise_floor_s_per_layer = 2.09352e-05;
+  p.attention_compute_efficiency = 0.278258;
+  p.attention_memory_efficiency = 0.816055;
+  p.attention_floor_s_per_layer = 1.34185e-05;
+  p.interconnect_efficiency = 0.256467;
+  p.allreduce_latency_s = 3.35916e-05;
+  p.cpu_overhead_s = 0.000868045;
+  p.cpu_overhead_s_per_seq = 3.61964e-05;
+  return p;
+}
+
+RooflineParams default_roofline_params(const GpuSpec&) {
+  return a100_fitted_params();
+}
+
+std::string default_roofline_source(const GpuSpec& gpu) {
+  if (gpu.name == "a100-80g") return "fitted on Vidur's A100-80GB profiles";
+  if (gpu.name == "a100-40g") return "the A100-80GB fit (same chip), datasheet memory";
+  return "datasheet only: the A100 fit's efficiencies against this GPU's datasheet peaks";
+}
+
 const std::vector<RooflineParamField>& roofline_param_fields() {
   static const std::vector<RooflineParamField> fields = {
       {"knee_sharpness", &RooflineParams::knee_sharpness},

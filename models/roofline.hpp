@@ -23,11 +23,13 @@
 
 namespace servesim {
 
-// Free parameters. The defaults are fitted on measured A100-80GB operator timings from the Vidur
-// project (MLSys'24), kept in ../shared/profiles: mlp.csv of Llama-2-7B, Llama-3-8B and
-// Llama-2-70B at TP1-8 (vidur@7d47513), and the legacy attention.csv, cpu_overheads.csv and
-// all_reduce.csv (vidur@e2d00e9). Efficiencies are fractions of the datasheet peak, so they carry
-// over to other GPUs as ratios; no other GPU's profile was at hand to check that.
+// Free parameters. These struct defaults are the uncalibrated baseline, each read off one range
+// of measured A100-80GB operator timings from the Vidur project (MLSys'24), kept in
+// ../shared/profiles (simulations use default_roofline_params() below, a least-squares fit):
+// mlp.csv of Llama-2-7B, Llama-3-8B and Llama-2-70B at TP1-8 (vidur@7d47513), and the legacy
+// attention.csv, cpu_overheads.csv and all_reduce.csv (vidur@e2d00e9). Efficiencies are fractions
+// of the datasheet peak, so they carry over to other GPUs as ratios; no other GPU's profile was at
+// hand to check that.
 struct RooflineParams {
   // 0: max(compute, memory), the textbook roofline. p > 0: (t_c^p + t_m^p)^(1/p).
   double knee_sharpness = 0;
@@ -62,6 +64,16 @@ struct RooflineParams {
   double cpu_overhead_s = 0.806e-3;
   double cpu_overhead_s_per_seq = 0.0375e-3;
 };
+
+// The parameters fit_profiles() (models/calibration.hpp) finds on Vidur's A100-80GB profiles:
+// the default for a100-80g. A [shared] test refits them from ../shared/profiles.
+RooflineParams a100_fitted_params();
+
+// What a GPU gets when no calibration file is given, and where it comes from: the A100 fit on
+// A100s; elsewhere the same efficiencies against the GPU's own datasheet peaks (efficiencies
+// are ratios to the peak), with the A100's latencies and CPU overheads.
+RooflineParams default_roofline_params(const GpuSpec& gpu);
+std::string default_roofline_source(const GpuSpec& gpu);
 
 // Every free parameter by name (INI keys, JSON keys, fit reports), in declaration order.
 struct RooflineParamField {

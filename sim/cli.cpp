@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "models/calibration.hpp"
 #include "models/gpu.hpp"
 #include "models/model.hpp"
 #include "scheduler/policy.hpp"
@@ -42,6 +43,8 @@ const char* kUsage =
     "  compare   simulate several schedulers on the same requests, one row each\n"
     "            (with no flags: a built-in default scenario)\n"
     "  trace     import | info | synth: read, inspect and write trace files\n"
+    "  calibrate fit the roofline cost model to Vidur profiles or a measured step log\n"
+    "  fidelity  compare cost models with measured step times (Vidur profiles)\n"
     "  list      list gpus | models | schedulers\n"
     "\n"
     "`servesim <command> --help` describes a command's options.\n";
@@ -60,6 +63,7 @@ struct Args {
   std::string json, requests_csv, config;
   std::string trace;
   TraceArgs t;
+  std::string cost_model, calibration, profiles;
 };
 
 po::options_description options(Args& a, bool compare) {
@@ -79,7 +83,12 @@ po::options_description options(Args& a, bool compare) {
       "max-model-len", po::value(&a.max_model_len)->default_value(0),
       "context length in tokens (0 = the model's max_position_embeddings)")(
       "runtime-reserve-gib", po::value(&a.runtime_reserve_gib)->default_value(0.5, "0.5"),
-      "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache");
+      "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache")(
+      "cost-model", po::value(&a.cost_model)->default_value("roofline"),
+      "roofline | table (measured op times; needs --profiles)")(
+      "calibration", po::value(&a.calibration),
+      "roofline parameters from `servesim calibrate` (default: the GPU's, see list gpus)")(
+      "profiles", po::value(&a.profiles), "directory of Vidur profiles, for --cost-model table");
   po::options_description sched("scheduler");
   if (compare) {
     sched.add_options()("scheduler", po::value(&a.schedulers)->multitoken()->composing(),
@@ -166,6 +175,13 @@ SimConfig base_config(const Args& a) {
   c.memory.runtime_reserve_gib = a.runtime_reserve_gib;
   c.memory.num_gpu_blocks_override = a.num_gpu_blocks;
   if (a.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
+  c.cost_model = a.cost_model;
+  if (!a.calibration.empty()) {
+    if (a.cost_model != "roofline") throw Error("calibration", "only the roofline model takes one");
+    c.roofline = read_calibration(a.calibration, &c.roofline_source);
+  }
+  if (!a.profiles.empty())
+    c.profiles = std::make_shared<const ProfileSet>(load_profiles(a.profiles));
   return c;
 }
 
@@ -335,13 +351,14 @@ int cmd_list(int argc, const char* const* argv, std::ostream& out) {
   const std::string what = argc >= 2 ? argv[1] : "";
   char buf[256];
   if (what == "gpus") {
-    std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %8s %10s %14s\n", "name", "description",
-                  "bf16_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s");
+    std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %8s %10s %14s  %s\n", "name", "description",
+                  "bf16_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s",
+                  "cost-model defaults");
     out << buf;
     for (const GpuSpec& g : gpu_catalogue()) {
-      std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %8.0f %10.0f %14.0f\n", g.name.c_str(),
+      std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %8.1f %10.0f %14.0f  %s\n", g.name.c_str(),
                     g.description.c_str(), g.bf16_tflops, g.hbm_gib, g.hbm_gb_per_s,
-                    g.interconnect_gb_per_s);
+                    g.interconnect_gb_per_s, default_roofline_source(g).c_str());
       out << buf;
     }
     return 0;
@@ -384,6 +401,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "compare") return cmd_compare(argc - 1, argv + 1, out);
     if (command == "list") return cmd_list(argc - 1, argv + 1, out);
     if (command == "trace") return cmd_trace(argc - 1, argv + 1, out);
+    if (command == "calibrate" || command == "fidelity") {
+      return cmd_calibrate_or_fidelity(command, argc - 1, argv + 1, out);
+    }
     if (command == "--help" || command == "-h" || command == "help") {
       out << kUsage;
       return 0;

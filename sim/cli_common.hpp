@@ -57,6 +57,9 @@ std::string synthetic_text(const SyntheticOptions& w);
 
 // `servesim trace import | info | synth` (sim/cli_trace.cpp).
 int cmd_trace(int argc, const char* const* argv, std::ostream& out);
+// `servesim calibrate` or `servesim fidelity` (sim/cli_calibrate.cpp).
+int cmd_calibrate_or_fidelity(const std::string& command, int argc, const char* const* argv,
+                              std::ostream& out);
 
 // The synthetic workload of the built-in default scenario (also `trace synth`'s defaults).
 inline constexpr int64_t kDefaultNumRequests = 2000;

@@ -65,8 +65,15 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                         {"mixed", s.mixed_steps}};
   j["tokens_computed"] = {{"prefill", s.prefill_tokens}, {"decode", s.decode_tokens}};
   j["makespan_s"] = s.makespan_s;
-    ordered_json cost_json = {{"name", c.cost_model}, {"params_source", c.roofline_source}};
-  for (const RooflineParamField& f : roofline_param_fields()) cost_json[f.name] = c.roofline.*f.member;
+  ordered_json cost_json = {{"name", c.cost_model}};
+  if (c.cost_model == "roofline") {
+    cost_json["params_source"] = c.roofline_source;
+    for (const RooflineParamField& f : roofline_param_fields()) {
+      cost_json[f.name] = c.roofline.*f.member;
+    }
+  } else {
+    cost_json["profiles"] = c.profiles ? c.profiles->dir : "";
+  }
   j["config"] = {
       {"model", c.model.name},
       {"gpu", c.gpu.name},
@@ -85,7 +92,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
         {"weights", r.memory.weight_bytes / 1073741824.0},
         {"activations", r.memory.activation_bytes / 1073741824.0},
         {"kv_cache", r.memory.kv_cache_bytes / 1073741824.0}}},
-            {"cost_model", cost_json},
+      {"cost_model", cost_json},
       {"workload", workload},
   };
   return j;

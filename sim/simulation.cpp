@@ -42,7 +42,11 @@ SimConfig resolve(SimConfig c) {
   if (s.block_size < 1 || s.block_size > 1 << 16) {
     throw Error("block-size", "must be in [1, 65536]");
   }
-    if (c.cost_model != "roofline" && c.cost_model != "table") {
+  if (c.roofline_source.empty()) {
+    c.roofline = default_roofline_params(c.gpu);
+    c.roofline_source = default_roofline_source(c.gpu);
+  }
+  if (c.cost_model != "roofline" && c.cost_model != "table") {
     throw Error("cost-model", "expected roofline or table, got '" + c.cost_model + "'");
   }
   if (c.cost_model == "table") {
@@ -91,7 +95,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   RunResult result;
   result.config = c;
   result.memory = plan_memory(c.gpu, c.model, c.memory);
-    std::unique_ptr<CostModel> own;
+  std::unique_ptr<CostModel> own;
   if (cost_override == nullptr) {
     if (c.cost_model == "table") {
       own = std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);

@@ -27,10 +27,13 @@ struct SimConfig {
   ModelSpec model;
   int tp = 1;
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
-    MemoryPlanOptions memory;   // tp, token budget, max_num_seqs and block size are copied in
-  std::string cost_model = "roofline";      // roofline | table
-  RooflineParams roofline;                  // for the roofline (and nothing else)
-  std::string roofline_source = "built-in"; // where the parameters came from, for reports
+  MemoryPlanOptions memory;   // tp, token budget, max_num_seqs and block size are copied in
+  std::string cost_model = "roofline";  // roofline | table
+                                        // For the roofline: the GPU's defaults
+                                        // (default_roofline_params) unless roofline_source is
+  // set, e.g. by a calibration file.
+  RooflineParams roofline;
+  std::string roofline_source;
   std::shared_ptr<const ProfileSet> profiles;  // for the table model
 };
 

@@ -1,0 +1,143 @@
+// `servesim calibrate` and `servesim fidelity`: fit the roofline to measurements, and say how
+// close a cost model comes to measured step times.
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <sstream>
+
+#include "models/calibration.hpp"
+#include "models/fidelity.hpp"
+#include "models/gpu.hpp"
+#include "models/model.hpp"
+#include "models/table_model.hpp"
+#include "sim/cli_common.hpp"
+#include "sim/error.hpp"
+
+namespace servesim::cli {
+
+namespace {
+
+struct Target {
+  std::string gpu, gpu_file, model, model_file, profiles, config;
+  int tp = 1;
+};
+
+po::options_description target_options(Target& t) {
+  po::options_description d("what to calibrate or check");
+  d.add_options()("gpu", po::value(&t.gpu)->default_value("a100-80g"), "GPU name")(
+      "gpu-file", po::value(&t.gpu_file), "INI file describing a GPU")(
+      "model", po::value(&t.model)->default_value("llama-2-7b"), "model name")(
+      "model-file", po::value(&t.model_file), "INI file describing a model")(
+      "tp", po::value(&t.tp)->default_value(1), "GPUs per replica (tensor parallelism)")(
+      "profiles", po::value(&t.profiles),
+      "directory of Vidur profiles (mlp.csv, attention.csv, "
+      "all_reduce.csv, cpu_overheads.csv)")(
+      "config", po::value(&t.config), "read any of these flags from an INI file")("help,h",
+                                                                                  "show this help");
+  return d;
+}
+
+GpuSpec target_gpu(const Target& t) {
+  return t.gpu_file.empty() ? find_gpu(t.gpu) : load_gpu_file(t.gpu_file);
+}
+ModelSpec target_model(const Target& t) {
+  ModelSpec m = t.model_file.empty() ? find_model(t.model) : load_model_file(t.model_file);
+  if (t.tp < 1 || m.num_heads % t.tp != 0) {
+    throw Error("tensor-parallel-size", "must divide " + m.name + "'s attention heads");
+  }
+  return m;
+}
+
+int cmd_calibrate(int argc, const char* const* argv, std::ostream& out) {
+  Target t;
+  std::string step_log, output;
+  int folds = 5;
+  po::options_description desc = target_options(t);
+  desc.add_options()("step-log", po::value(&step_log),
+                     "CSV of measured steps: prefill_tokens, decode_tokens, "
+                     "prefill_context_tokens, decode_context_tokens, [batch_size,] measured_ms")(
+      "folds", po::value(&folds)->default_value(5), "folds of cross-validation")(
+      "output,o", po::value(&output)->required(), "calibration file to write (INI)");
+  po::variables_map vm;
+  if (!parse_command(argc, argv, desc, vm, out,
+                     "servesim calibrate --gpu G --model M (--profiles DIR | --step-log FILE) "
+                     "-o CAL.ini")) {
+    return 0;
+  }
+  if (t.profiles.empty() == step_log.empty()) {
+    throw Error("profiles", "give exactly one of --profiles DIR and --step-log FILE");
+  }
+  if (folds < 2 || folds > 50) throw Error("folds", "must be in [2, 50]");
+  const GpuSpec gpu = target_gpu(t);
+  const ModelSpec model = target_model(t);
+  const CalibrationResult r =
+      t.profiles.empty()
+          ? calibrate_from_step_log(read_step_log(step_log), gpu, model, t.tp, folds)
+          : calibrate_from_profiles(load_profiles(t.profiles), gpu, model, t.tp, folds);
+  print_calibration(out, r);
+  write_calibration(output, gpu, model, r);
+  out << "wrote " << output << " (use it with --calibration " << output << ")\n";
+  return 0;
+}
+
+int cmd_fidelity(int argc, const char* const* argv, std::ostream& out) {
+  Target t;
+  std::string calibration, csv;
+  size_t worst = 5;
+  po::options_description desc = target_options(t);
+  desc.add_options()("calibration", po::value(&calibration),
+                     "also check the roofline with these parameters")(
+      "csv", po::value(&csv), "write every step, measured and predicted per op class, to FILE")(
+      "worst", po::value(&worst)->default_value(5), "how many worst steps to list");
+  po::variables_map vm;
+  if (!parse_command(
+          argc, argv, desc, vm, out,
+          "servesim fidelity --gpu G --model M --profiles DIR [--calibration CAL.ini]")) {
+    return 0;
+  }
+  if (t.profiles.empty()) throw Error("profiles", "fidelity needs --profiles DIR");
+  const GpuSpec gpu = target_gpu(t);
+  const ModelSpec model = target_model(t);
+  const ProfileSet profiles = load_profiles(t.profiles);
+  const TableCostModel measured(profiles, gpu, model, t.tp);
+  const std::vector<StepPoint> grid = fidelity_grid();
+  std::vector<std::pair<std::string, RooflineParams>> predictors = {
+      {"roofline, uncalibrated (hand-read defaults)", RooflineParams{}},
+      {"roofline, " + gpu.name + " defaults (" + default_roofline_source(gpu) + ")",
+       default_roofline_params(gpu)}};
+  if (!calibration.empty()) {
+    std::string source;
+    const RooflineParams p = read_calibration(calibration, &source);
+    predictors.emplace_back("roofline, calibrated: " + source, p);
+  }
+  out << "servesim fidelity: " << model.name << " on " << gpu.name << " x" << t.tp
+      << "; measured = Vidur's composition of the profiled op medians in " << t.profiles
+      << " (LM head excluded on both sides)\n\n";
+  std::ostringstream table;
+  bool header = true;
+  for (const auto& [name, params] : predictors) {
+    const RooflineCostModel roofline(gpu, model, t.tp, params);
+    const FidelityReport r = compare_to_profiles(measured, roofline, name, grid);
+    print_fidelity(out, r, worst);
+    out << "\n";
+    if (!csv.empty()) {
+      std::ostringstream one;
+      write_fidelity_csv(one, r);
+      std::string text = one.str();
+      if (!header) text.erase(0, text.find('\n') + 1);  // one header for the whole file
+      table << text;
+      header = false;
+    }
+  }
+  if (!csv.empty()) write_file(csv, table.str());
+  return 0;
+}
+
+}  // namespace
+
+int cmd_calibrate_or_fidelity(const std::string& command, int argc, const char* const* argv,
+                              std::ostream& out) {
+  return command == "calibrate" ? cmd_calibrate(argc, argv, out) : cmd_fidelity(argc, argv, out);
+}
+
+}  // namespace servesim::cli
