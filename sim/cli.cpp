@@ -408,7 +408,8 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       out << kUsage;
       return 0;
     }
-    err << "servesim: unknown command '" << command << "'\n" << kUsage;
+        err << "servesim: unknown command '" << command
+        << "' (commands: run, compare, trace, calibrate, fidelity, list; see servesim --help)\n";
     return 2;
   } catch (const Error& e) {
     err << "servesim " << command << ": error: " << e.what() << "\n";
