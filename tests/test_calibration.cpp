@@ -1,0 +1,343 @@
+// Profile readers, the table model, calibration and calibration files, on hand-written fixtures
+// and on data the roofline itself generated.
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/normal_distribution.hpp>
+#include <catch2/catch.hpp>
+#include <filesystem>
+
+#include "cli_helpers.hpp"
+#include "models/calibration.hpp"
+#include "models/table_model.hpp"
+#include "sim/error.hpp"
+#include "trace_fixtures.hpp"
+
+using namespace servesim;
+using servesim::test::fixture;
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kOps[] = {"emb",         "input_layernorm", "attn_pre_proj",
+                      "attn_rope",   "attn_post_proj",  "post_attention_layernorm",
+                      "mlp_up_proj", "mlp_act",         "mlp_down_proj",
+                      "add"};
+
+// An mlp.csv row in Vidur's layout: every op's min/max/mean/median/std, then the shape.
+std::string mlp_header() {
+  std::string h;
+  for (const char* op : kOps) {
+    for (const char* s : {"min", "max", "mean", "median", "std"}) {
+      h.append("time_stats.").append(op).append(".").append(s).append(",");
+    }
+  }
+  return h +
+         "n_head,n_kv_head,n_embd,n_expanded_embd,vocab_size,use_gated_mlp,num_tokens,"
+         "num_tensor_parallel_workers\n";
+}
+// Op i takes (i + 1) x SCALE ms at this row.
+std::string mlp_row(int tokens, int tp, double scale) {
+  std::string r;
+  char buf[64];
+  for (int i = 0; i < 10; ++i) {
+    std::snprintf(buf, sizeof buf, "%g", (i + 1) * scale);
+    for (int k = 0; k < 5; ++k)
+      r.append(k == 3 ? buf : "0").append(",");
+  }
+  std::snprintf(buf, sizeof buf, "32,32,4096,11008,32000,True,%d,%d\n", tokens, tp);
+  return r + buf;
+}
+
+// A small profile directory for llama-2-7b's shape at TP1 and TP2.
+std::string fixture_profiles() {
+  const fs::path dir = fs::temp_directory_path() / "servesim_profile_fixture";
+  fs::create_directories(dir / "compute" / "m");
+  fs::create_directories(dir / "legacy");
+  fixture("../servesim_profile_fixture/compute/m/mlp.csv",
+          mlp_header() + mlp_row(1, 1, 0.01) + mlp_row(8, 1, 0.02) + mlp_row(64, 1, 0.04) +
+              mlp_row(64, 1, 0.06) /* a duplicate: averaged */ + mlp_row(1, 2, 0.005));
+  fixture("../servesim_profile_fixture/legacy/attention.csv",
+          "time_stats.attn_prefill.median,time_stats.attn_decode.median,n_embd,n_q_head,"
+          "n_kv_head,block_size,num_tensor_parallel_workers,max_model_len,batch_size,"
+          "prefill_chunk_size,kv_cache_size,is_prefill\n"
+          "0.10,,8192,64,8,16,2,4096,1,128,0,True\n"
+          "0.30,,8192,64,8,16,2,4096,1,128,1024,True\n"
+          "0.50,,8192,64,8,16,2,4096,1,256,0,True\n"
+          "0.90,,8192,64,8,16,2,4096,1,256,1024,True\n"
+          ",0.02,8192,64,8,16,2,4096,1,0,512,False\n"
+          ",0.04,8192,64,8,16,2,4096,1,0,1024,False\n"
+          ",0.03,8192,64,8,16,2,4096,2,0,512,False\n"
+          ",0.07,8192,64,8,16,2,4096,2,0,1024,False\n");
+  fixture("../servesim_profile_fixture/legacy/all_reduce.csv",
+          ",time_stats.all_reduce.median,num_workers,size,collective,devices_per_node\n"
+          "0,0.010,2,1000,all_reduce,2\n1,0.020,2,3000,all_reduce,2\n"
+          "2,0.500,2,3000,all_reduce,1\n");  // cross-node: ignored
+  fixture("../servesim_profile_fixture/legacy/cpu_overheads.csv",
+          ",schedule_median,sampler_e2e_median,prepare_inputs_e2e_median,"
+          "process_model_outputs_median,batch_size\n"
+          "0,0.1,0.2,0.3,0.4,8\n1,0.1,0.2,0.3,1.4,16\n");
+  return dir.string();
+}
+
+}  // namespace
+
+TEST_CASE("profiles: Vidur's files read by header name, duplicates averaged", "[calibration]") {
+  const ProfileSet p = load_profiles(fixture_profiles());
+  REQUIRE(p.mlp.size() == 1);
+  const MlpProfile& mlp = p.mlp[0];
+  CHECK(mlp.shape.n_embd == 4096);
+  REQUIRE(mlp.ops.count(1) == 1);
+  const Curve& pre = mlp.ops.at(1).at("attn_pre_proj");  // op 3 of 10: 3 x scale
+  CHECK(pre.xs() == std::vector<double>{1, 8, 64});
+  CHECK(pre.ys()[2] == Approx(3 * 0.05));  // the mean of 0.04 and 0.06, times 3
+  REQUIRE(p.attention);
+  CHECK(p.attention->tp == 2);
+  CHECK(p.attention->prefill.at(128).at(1024) == Approx(0.30));
+  REQUIRE(p.allreduce);
+  CHECK(p.allreduce->by_workers.at(2).xs() == std::vector<double>{1000, 3000});  // single node
+  REQUIRE(p.cpu);
+  CHECK(p.cpu->per_iteration.at(16) == Approx(2.0));
+}
+
+TEST_CASE("profiles: curves interpolate, hold below and extend beyond", "[calibration]") {
+  Curve c;
+  c.add(10, 1);
+  c.add(20, 3);
+  c.add(30, 4);
+  c.finish();
+  CHECK(c.at(15) == Approx(2));
+  CHECK(c.at(5) == 1);           // below the first point: its value
+  CHECK(c.at(40) == Approx(5));  // the last segment continued
+}
+
+TEST_CASE("table model: exact at measured points", "[calibration]") {
+  const ProfileSet p = load_profiles(fixture_profiles());
+  const TableCostModel t(p, find_gpu("a100-80g"), find_model("llama-2-7b"), 1);
+  // GEMMs are ops 3, 5, 7, 9 of 10 (pre, post, up, down): (3 + 5 + 7 + 9) x scale.
+  CHECK(t.gemm_ms(8) == Approx(24 * 0.02));
+  CHECK(t.elementwise_ms(8) == Approx((2 + 4 + 6 + 8 + 10) * 0.02));
+  // Prefill attention: llama-2-7b at TP1 has 32 query heads of 128 per GPU, as the table.
+  CHECK(t.prefill_attention_ms(256, 1024) == Approx(0.90));
+  CHECK(t.prefill_attention_ms(192, 512) == Approx((0.20 + 0.70) / 2));  // bilinear
+  // Decode: 32 KV heads per GPU vs the table's 4, so 1 sequence reads like 8 of the table's.
+  // The table stops at 2 sequences: beyond it, work above one sequence grows with sequences.
+  CHECK(t.decode_attention_ms(1.0 / 8, 1024) == Approx(0.04));
+  CHECK(t.decode_attention_ms(2.0 / 8, 1024) == Approx(0.07));
+  CHECK(t.decode_attention_ms(1, 1024) == Approx(0.04 + (0.07 - 0.04) * 8 / 2));
+  CHECK(t.cpu_ms(8) == Approx(1.0));
+  const TableCostModel tp2(p, find_gpu("a100-80g"), find_model("llama-2-7b"), 2);
+  CHECK(tp2.allreduce_ms(3000.0 / (4096 * 2)) == Approx(0.020));
+  // A step: layers x (GEMMs + element-wise + attention + 2 all-reduces) + CPU.
+  const SeqShape one{8, 0, true, true};
+  const StepCost c = t.cost(std::span(&one, 1));
+  CHECK(c.linear_s == Approx(32 * 24 * 0.02e-3));
+  CHECK(c.seconds == Approx(c.linear_s + c.elementwise_s + c.attention_s + c.cpu_overhead_s));
+  CHECK(c.flops > 0);  // counted as the roofline counts them
+}
+
+TEST_CASE("table model: a shape the profiles lack is a clear error", "[calibration][errors]") {
+  const ProfileSet p = load_profiles(fixture_profiles());
+  CHECK_THROWS_WITH(TableCostModel(p, find_gpu("a100-80g"), find_model("llama-3-8b"), 1),
+                    Catch::Contains("no profile for llama-3-8b"));
+  CHECK_THROWS_WITH(TableCostModel(p, find_gpu("a100-80g"), find_model("llama-2-7b"), 4),
+                    Catch::Contains("no rows for TP 4"));
+  CHECK_THROWS_WITH(load_profiles("/nonexistent"), Catch::Contains("not a directory"));
+  CHECK_THROWS_WITH(read_mlp_profile(fixture("bad_mlp.csv", "num_tokens\n1\n")),
+                    Catch::Contains("missing column"));
+}
+
+TEST_CASE("calibration: the fit recovers the parameters that generated the data", "[calibration]") {
+  // Op measurements made by the roofline itself, with 1% noise.
+  RooflineParams truth;
+  truth.knee_sharpness = 2.5;
+  truth.linear_tile_tokens = 128;
+  truth.linear_compute_efficiency = 0.6;
+  truth.linear_memory_efficiency = 0.7;
+  truth.elementwise_memory_efficiency = 0.5;
+  truth.elementwise_floor_s_per_layer = 30e-6;
+  truth.attention_compute_efficiency = 0.35;
+  truth.attention_memory_efficiency = 0.75;
+  truth.attention_floor_s_per_layer = 12e-6;
+  truth.interconnect_efficiency = 0.3;
+  truth.allreduce_latency_s = 25e-6;
+  truth.cpu_overhead_s = 1e-3;
+  truth.cpu_overhead_s_per_seq = 50e-6;
+  const GpuSpec gpu = find_gpu("a100-80g");
+  boost::random::mt19937_64 rng(3);
+  boost::random::normal_distribution<double> noise(1.0, 0.01);
+  ModelSpec layer = find_model("llama-2-7b");
+  layer.num_layers = 1;
+  ProfileSet p;
+  p.dir = "synthetic";
+  MlpProfile mlp;
+  mlp.shape = {32, 32, 4096, 11008};
+  for (int tp : {1, 2}) {
+    const RooflineCostModel m(gpu, layer, tp, truth);
+    for (int tokens = 1; tokens <= 4096; tokens += tokens < 64 ? 7 : 61) {
+      const SeqShape s{tokens, 0, true, false};
+      const StepCost c = m.cost(std::span(&s, 1));
+      for (const std::string& op : gemm_ops()) {
+        mlp.ops[tp][op].add(tokens, op == "attn_pre_proj" ? c.linear_s * 1e3 * noise(rng) : 0);
+      }
+      for (const std::string& op : elementwise_ops()) {
+        mlp.ops[tp][op].add(tokens, op == "add" ? c.elementwise_s * 1e3 * noise(rng) : 0);
+      }
+    }
+    for (auto& [name, curve] : mlp.ops[tp])
+      curve.finish();
+  }
+  p.mlp.push_back(mlp);
+  AttentionProfile a;
+  a.shape = {64, 8, 8192, 0};
+  a.tp = 2;
+  ModelSpec attn = layer;
+  attn.hidden_size = 8192;
+  attn.num_heads = 64;
+  attn.num_kv_heads = 8;
+  const RooflineCostModel am(gpu, attn, 2, truth);
+  for (int chunk : {64, 256, 1024, 2048}) {
+    for (int ctx = 0; ctx + chunk <= 4096; ctx += 512) {
+      const SeqShape s{chunk, ctx, true, false};
+      a.prefill[chunk].add(ctx, am.cost(std::span(&s, 1)).attention_s * 1e3 * noise(rng));
+    }
+  }
+  for (int batch : {1, 4, 16, 64, 128}) {
+    for (int ctx = 256; ctx <= 4096; ctx += 768) {
+      const std::vector<SeqShape> s(size_t(batch), SeqShape{1, ctx, false, false});
+      a.decode[batch].add(ctx, am.cost(s).attention_s * 1e3 * noise(rng));
+    }
+  }
+  for (auto* m : {&a.prefill, &a.decode}) {
+    for (auto& [k, curve] : *m)
+      curve.finish();
+  }
+  p.attention = a;
+  AllReduceProfile ar;
+  for (int workers : {2, 4}) {
+    const RooflineCostModel m(gpu, layer, workers, truth);
+    for (double bytes = 1e4; bytes < 1e8; bytes *= 3) {
+      ar.by_workers[workers].add(bytes, m.allreduce_seconds(bytes) * 1e3 * noise(rng));
+    }
+    ar.by_workers[workers].finish();
+  }
+  p.allreduce = ar;
+  CpuProfile cpu;
+  for (int b = 1; b <= 256; b *= 2) {
+    cpu.per_iteration.add(
+        b, (truth.cpu_overhead_s + truth.cpu_overhead_s_per_seq * b) * 1e3 * noise(rng));
+  }
+  cpu.per_iteration.finish();
+  p.cpu = cpu;
+
+  const RooflineParams fit = fit_profiles(p, gpu);
+  CHECK(fit.linear_tile_tokens == 128);
+  for (const RooflineParamField& f : roofline_param_fields()) {
+    INFO(f.name);
+    CHECK(fit.*f.member == Approx(truth.*f.member).epsilon(0.08));
+  }
+  // And through calibrate_from_profiles, with cross-validation on llama-2-7b's steps.
+  const CalibrationResult r = calibrate_from_profiles(p, gpu, find_model("llama-2-7b"), 2, 3);
+  CHECK(r.cv.n > 0);
+  CHECK(r.cv.mape < 0.03);
+}
+
+TEST_CASE("calibration: a step log is fitted on whole steps", "[calibration]") {
+  // Steps timed by a known roofline, written as a user's vLLM step log would be.
+  RooflineParams truth = a100_fitted_params();
+  truth.cpu_overhead_s = 2e-3;  // a slower host
+  const GpuSpec gpu = find_gpu("a100-80g");
+  const ModelSpec model = find_model("llama-3-8b");
+  const RooflineCostModel m(gpu, model, 1, truth);
+  std::string csv =
+      "prefill_tokens,decode_tokens,prefill_context_tokens,decode_context_tokens,batch_size,"
+      "measured_ms\n";
+  for (int decodes : {0, 1, 8, 32, 128}) {
+    for (int prefill : {0, 64, 512, 2048}) {
+      for (int ctx : {256, 2048}) {
+        if (decodes + prefill == 0) continue;
+        StepLogRow r{prefill,
+                     decodes,
+                     prefill > 0 ? ctx : 0,
+                     int64_t(decodes) * ctx,
+                     decodes + (prefill > 0 ? 1 : 0),
+                     0};
+        r.measured_ms = m.cost(step_shape(r)).seconds * 1e3;
+        char line[160];
+        std::snprintf(line, sizeof line, "%lld,%lld,%lld,%lld,%lld,%.9f\n",
+                      (long long)r.prefill_tokens, (long long)r.decode_tokens,
+                      (long long)r.prefill_context_tokens, (long long)r.decode_context_tokens,
+                      (long long)r.batch_size, r.measured_ms);
+        csv += line;
+      }
+    }
+  }
+  const std::vector<StepLogRow> log = read_step_log(fixture("steps.csv", csv));
+  REQUIRE(log.size() == 38);
+  const CalibrationResult r = calibrate_from_step_log(log, gpu, model, 1, 4);
+  CHECK(r.fitted.mape < 0.02);
+  CHECK(r.cv.mape < 0.05);
+  CHECK(r.params.cpu_overhead_s == Approx(2e-3).epsilon(0.15));
+}
+
+TEST_CASE("calibration: step logs with bad rows name the line and field", "[calibration][errors]") {
+  const std::string header =
+      "prefill_tokens,decode_tokens,prefill_context_tokens,decode_context_tokens,measured_ms\n";
+  CHECK_THROWS_WITH(read_step_log(fixture("s1.csv", header + "10,2,0,100,5\n-1,2,0,100,5\n")),
+                    Catch::Contains("s1.csv:3: field 'prefill_tokens'"));
+  CHECK_THROWS_WITH(read_step_log(fixture("s2.csv", header + "10,2,0,100,0\n")),
+                    Catch::Contains("s2.csv:2: field 'measured_ms': must be > 0"));
+  CHECK_THROWS_WITH(read_step_log(fixture("s3.csv", "prefill_tokens,measured_ms\n1,2\n")),
+                    Catch::Contains("field 'decode_tokens': missing column"));
+}
+
+TEST_CASE("calibration files round-trip, and bad ones name the key", "[calibration][errors]") {
+  CalibrationResult r;
+  r.params = a100_fitted_params();
+  r.params.allreduce_latency_s = 1.2345678901234567e-5;
+  r.source = "test";
+  const std::string path = fixture("cal.ini", "");
+  write_calibration(path, find_gpu("h100-sxm"), find_model("llama-3-8b"), r);
+  std::string source;
+  const RooflineParams back = read_calibration(path, &source);
+  for (const RooflineParamField& f : roofline_param_fields()) {
+    INFO(f.name);
+    CHECK(back.*f.member == r.params.*f.member);  // bit for bit
+  }
+  CHECK_THAT(source, Catch::Contains("test"));
+  CHECK_THROWS_WITH(read_calibration(fixture("c1.ini", "knee_sharpness = 2\n")),
+                    Catch::Contains("c1.ini"));
+  std::string text;  // every key valid but one: an efficiency above 1
+  for (const RooflineParamField& f : roofline_param_fields()) {
+    const std::string name = f.name;
+    text.append(name).append(name == "linear_memory_efficiency" ? " = 1.5\n"
+                             : name == "knee_sharpness"         ? " = 2\n"
+                                                                : " = 0.5\n");
+  }
+  CHECK_THROWS_WITH(read_calibration(fixture("c2.ini", text)),
+                    Catch::Contains("field 'linear_memory_efficiency': out of range"));
+}
+
+TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
+          "[cli][calibration]") {
+  using servesim::test::cli;
+  const std::string dir = fixture_profiles();
+  const std::string cal = (fs::temp_directory_path() / "servesim_cli_cal.ini").string();
+  auto r =
+      cli({"calibrate", "--profiles", dir, "--model", "llama-2-7b", "--folds", "2", "-o", cal});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("cross-validated MAPE"));
+  r = cli({"fidelity", "--profiles", dir, "--model", "llama-2-7b", "--calibration", cal});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("composed step"));
+  CHECK_THAT(r.out, Catch::Contains("roofline, calibrated"));
+  const std::string json = (fs::temp_directory_path() / "servesim_cli_cal.json").string();
+  r = cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
+           "--num-requests", "30", "--calibration", cal, "--json", json});
+  REQUIRE(r.code == 0);
+  r = cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
+           "--num-requests", "30", "--cost-model", "table", "--profiles", dir});
+  CHECK(r.code == 0);
+  CHECK(cli({"run", "--cost-model", "table"}).code == 2);
+  CHECK(cli({"run", "--cost-model", "oracle"}).code == 2);
+  CHECK(cli({"fidelity", "--model", "llama-2-7b"}).code == 2);
+  CHECK(cli({"calibrate", "-o", cal}).code == 2);  // neither --profiles nor --step-log
+}

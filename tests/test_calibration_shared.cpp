@@ -1,0 +1,86 @@
+// The fidelity targets on the measured A100 profiles in ../shared/profiles (Vidur's): the
+// uncalibrated roofline within 20% MAPE of measured composed steps, the calibrated one within 5%
+// cross-validated with no step off by more than 15%, and the shipped a100-80g parameters
+// reproducible by refitting. Reads ../shared: skipped, with a message, where it is absent. Set
+// SERVESIM_SHARED to point elsewhere.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "models/calibration.hpp"
+#include "models/fidelity.hpp"
+
+using namespace servesim;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path profiles_dir() {
+  if (const char* env = std::getenv("SERVESIM_SHARED")) return fs::path(env) / "profiles";
+  return fs::path(SERVESIM_SHARED_DIR) / "profiles";
+}
+
+bool have_profiles() {
+  if (fs::exists(profiles_dir())) return true;
+  WARN("skipped: " << profiles_dir().string() << " is absent");
+  return false;
+}
+
+void check_targets(const char* model_name, int tp) {
+  const ProfileSet p = load_profiles(profiles_dir().string());
+  const GpuSpec gpu = find_gpu("a100-80g");
+  const ModelSpec model = find_model(model_name);
+  const TableCostModel measured(p, gpu, model, tp);
+  const auto grid = fidelity_grid();
+  const FidelityReport uncalibrated = compare_to_profiles(
+      measured, RooflineCostModel(gpu, model, tp, RooflineParams{}), "uncalibrated", grid);
+  const FidelityReport defaults = compare_to_profiles(
+      measured, RooflineCostModel(gpu, model, tp, default_roofline_params(gpu)), "defaults", grid);
+  const CalibrationResult cal = calibrate_from_profiles(p, gpu, model, tp, 5);
+  std::cout << "fidelity " << model_name << " TP" << tp << ": uncalibrated MAPE "
+            << uncalibrated.composed.mape * 100 << "% (max " << uncalibrated.composed.max_ape * 100
+            << "%); a100-80g defaults " << defaults.composed.mape * 100 << "% (max "
+            << defaults.composed.max_ape * 100 << "%); calibrated, 5-fold CV " << cal.cv.mape * 100
+            << "% (max " << cal.cv.max_ape * 100 << "%)\n";
+  CHECK(uncalibrated.composed.n == grid.size());
+  CHECK(uncalibrated.composed.mape <= 0.20);
+  CHECK(defaults.composed.mape <= 0.20);
+  CHECK(cal.cv.n == grid.size());
+  CHECK(cal.cv.mape <= 0.05);
+  CHECK(cal.cv.max_ape <= 0.15);
+  // The per-step CPU overhead shows in TTFT: a 128-token prefill is not predicted 3x too fast.
+  for (const FidelityRow& row : defaults.rows) {
+    if (row.point.label == "prefill N=128 ctx=0") {
+      CHECK(row.predicted.total > row.measured.total / 3);
+      CHECK(row.predicted.total == Approx(row.measured.total).epsilon(0.25));
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("shared profiles: fidelity targets for Llama-2-7B at TP1", "[shared][calibration]") {
+  if (have_profiles()) check_targets("llama-2-7b", 1);
+}
+TEST_CASE("shared profiles: fidelity targets for Llama-3-8B at TP1", "[shared][calibration]") {
+  if (have_profiles()) check_targets("llama-3-8b", 1);
+}
+TEST_CASE("shared profiles: fidelity targets for Llama-2-70B at TP2", "[shared][calibration]") {
+  if (have_profiles()) check_targets("llama-2-70b", 2);
+}
+TEST_CASE("shared profiles: fidelity targets for Llama-2-70B at TP4", "[shared][calibration]") {
+  if (have_profiles()) check_targets("llama-2-70b", 4);
+}
+
+TEST_CASE("shared profiles: the shipped a100-80g parameters are what the fit finds",
+          "[shared][calibration]") {
+  if (!have_profiles()) return;
+  const RooflineParams fit =
+      fit_profiles(load_profiles(profiles_dir().string()), find_gpu("a100-80g"));
+  const RooflineParams shipped = a100_fitted_params();
+  for (const RooflineParamField& f : roofline_param_fields()) {
+    INFO(f.name << ": fitted " << fit.*f.member << ", shipped " << shipped.*f.member);
+    CHECK(fit.*f.member == Approx(shipped.*f.member).epsilon(1e-4));
+  }
+}
