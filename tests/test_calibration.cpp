@@ -47,15 +47,17 @@ std::string mlp_row(int tokens, int tp, double scale) {
   return r + buf;
 }
 
-// A small profile directory for llama-2-7b's shape at TP1 and TP2.
-std::string fixture_profiles() {
-  const fs::path dir = fs::temp_directory_path() / "servesim_profile_fixture";
+// A small profile directory for llama-2-7b's shape at TP1 and TP2, one per test (NAME), since
+// ctest runs tests in parallel.
+std::string fixture_profiles(const std::string& name) {
+  const std::string sub = "servesim_profiles_" + name;
+  const fs::path dir = fs::temp_directory_path() / sub;
   fs::create_directories(dir / "compute" / "m");
   fs::create_directories(dir / "legacy");
-  fixture("../servesim_profile_fixture/compute/m/mlp.csv",
+  fixture("../" + sub + "/compute/m/mlp.csv",
           mlp_header() + mlp_row(1, 1, 0.01) + mlp_row(8, 1, 0.02) + mlp_row(64, 1, 0.04) +
               mlp_row(64, 1, 0.06) /* a duplicate: averaged */ + mlp_row(1, 2, 0.005));
-  fixture("../servesim_profile_fixture/legacy/attention.csv",
+  fixture("../" + sub + "/legacy/attention.csv",
           "time_stats.attn_prefill.median,time_stats.attn_decode.median,n_embd,n_q_head,"
           "n_kv_head,block_size,num_tensor_parallel_workers,max_model_len,batch_size,"
           "prefill_chunk_size,kv_cache_size,is_prefill\n"
@@ -67,11 +69,11 @@ std::string fixture_profiles() {
           ",0.04,8192,64,8,16,2,4096,1,0,1024,False\n"
           ",0.03,8192,64,8,16,2,4096,2,0,512,False\n"
           ",0.07,8192,64,8,16,2,4096,2,0,1024,False\n");
-  fixture("../servesim_profile_fixture/legacy/all_reduce.csv",
+  fixture("../" + sub + "/legacy/all_reduce.csv",
           ",time_stats.all_reduce.median,num_workers,size,collective,devices_per_node\n"
           "0,0.010,2,1000,all_reduce,2\n1,0.020,2,3000,all_reduce,2\n"
           "2,0.500,2,3000,all_reduce,1\n");  // cross-node: ignored
-  fixture("../servesim_profile_fixture/legacy/cpu_overheads.csv",
+  fixture("../" + sub + "/legacy/cpu_overheads.csv",
           ",schedule_median,sampler_e2e_median,prepare_inputs_e2e_median,"
           "process_model_outputs_median,batch_size\n"
           "0,0.1,0.2,0.3,0.4,8\n1,0.1,0.2,0.3,1.4,16\n");
@@ -81,7 +83,7 @@ std::string fixture_profiles() {
 }  // namespace
 
 TEST_CASE("profiles: Vidur's files read by header name, duplicates averaged", "[calibration]") {
-  const ProfileSet p = load_profiles(fixture_profiles());
+  const ProfileSet p = load_profiles(fixture_profiles("readers"));
   REQUIRE(p.mlp.size() == 1);
   const MlpProfile& mlp = p.mlp[0];
   CHECK(mlp.shape.n_embd == 4096);
@@ -110,7 +112,7 @@ TEST_CASE("profiles: curves interpolate, hold below and extend beyond", "[calibr
 }
 
 TEST_CASE("table model: exact at measured points", "[calibration]") {
-  const ProfileSet p = load_profiles(fixture_profiles());
+  const ProfileSet p = load_profiles(fixture_profiles("exact"));
   const TableCostModel t(p, find_gpu("a100-80g"), find_model("llama-2-7b"), 1);
   // GEMMs are ops 3, 5, 7, 9 of 10 (pre, post, up, down): (3 + 5 + 7 + 9) x scale.
   CHECK(t.gemm_ms(8) == Approx(24 * 0.02));
@@ -135,7 +137,7 @@ TEST_CASE("table model: exact at measured points", "[calibration]") {
 }
 
 TEST_CASE("table model: a shape the profiles lack is a clear error", "[calibration][errors]") {
-  const ProfileSet p = load_profiles(fixture_profiles());
+  const ProfileSet p = load_profiles(fixture_profiles("errors"));
   CHECK_THROWS_WITH(TableCostModel(p, find_gpu("a100-80g"), find_model("llama-3-8b"), 1),
                     Catch::Contains("no profile for llama-3-8b"));
   CHECK_THROWS_WITH(TableCostModel(p, find_gpu("a100-80g"), find_model("llama-2-7b"), 4),
@@ -319,7 +321,7 @@ TEST_CASE("calibration files round-trip, and bad ones name the key", "[calibrati
 TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
           "[cli][calibration]") {
   using servesim::test::cli;
-  const std::string dir = fixture_profiles();
+  const std::string dir = fixture_profiles("cli");
   const std::string cal = (fs::temp_directory_path() / "servesim_cli_cal.ini").string();
   auto r =
       cli({"calibrate", "--profiles", dir, "--model", "llama-2-7b", "--folds", "2", "-o", cal});
