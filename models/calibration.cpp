@@ -86,7 +86,13 @@ void fit(RooflineParams& params, const std::vector<FreeParam>& free, size_t n_re
   }
   lm.minimize(x);
   for (size_t i = 0; i < free.size(); ++i) {
-    params.*free[i].member = from_free(x[Eigen::Index(i)], free[i].kind);
+    const double v = from_free(x[Eigen::Index(i)], free[i].kind);
+    if (!std::isfinite(v)) {
+      throw Error("calibration",
+                  "the fit did not converge (a parameter is not finite); are the "
+                  "measurements consistent?");
+    }
+    params.*free[i].member = v;
   }
 }
 
@@ -285,6 +291,30 @@ RooflineParams fit_classes(const Measurements& m, const GpuSpec& gpu, const Roof
         }
       }
       best = chosen;
+    } else if (spec.classes.front() == OpClass::kAllReduce) {
+      // The protocol switch is discrete too: none, or one of a few message sizes, each with
+      // its own latency above it.
+      double best_cost = INFINITY;
+      RooflineParams chosen = best;
+      for (double bytes : {0.0, 32768.0, 65536.0, 131072.0, 262144.0, 524288.0}) {
+        RooflineParams p = best;
+        p.allreduce_switch_bytes = bytes;
+        std::vector<FreeParam> free = spec.free;
+        if (bytes > 0) {
+          if (p.allreduce_large_latency_s <= 0) p.allreduce_large_latency_s = p.allreduce_latency_s;
+          free.push_back({&RooflineParams::allreduce_large_latency_s, Kind::kPositive});
+        } else {
+          p.allreduce_large_latency_s = 0;
+        }
+        fit(p, free, rows.size(), residuals);
+        Eigen::VectorXd f(rows.size());
+        residuals(p, f);
+        if (f.squaredNorm() < best_cost) {
+          best_cost = f.squaredNorm();
+          chosen = p;
+        }
+      }
+      best = chosen;
     } else {
       fit(best, spec.free, rows.size(), residuals);
     }
@@ -303,16 +333,6 @@ RooflineParams fit_classes(const Measurements& m, const GpuSpec& gpu, const Roof
   return best;
 }
 
-// The interval of measured X values around V: [largest <= v, smallest >= v].
-std::pair<double, double> bracket(const std::vector<double>& sorted, double v) {
-  auto hi = std::lower_bound(sorted.begin(), sorted.end(), v);
-  const double upper = hi == sorted.end() ? sorted.back() : *hi;
-  const double lower = (hi != sorted.end() && *hi == v) ? v
-                       : hi == sorted.begin()           ? sorted.front()
-                                                        : *std::prev(hi);
-  return {lower, upper};
-}
-
 }  // namespace
 
 RooflineParams fit_profiles(const ProfileSet& p, const GpuSpec& gpu) {
@@ -328,21 +348,12 @@ CalibrationResult calibrate_from_profiles(const ProfileSet& p, const GpuSpec& gp
   if (m.rows.empty()) throw Error(p.dir, 0, "", "no measurements to fit");
   CalibrationResult r;
   r.folds = folds;
-  // A calibration is for one deployment: where the profiles measured this model's own shape and
-  // TP degree, GEMMs and element-wise ops are fitted on those rows, and all-reduces on rows with
-  // this many GPUs; otherwise on every row (the GPU's efficiencies are shared by all shapes).
+  // A calibration is for one deployment: all-reduces are fitted on rows with this many GPUs
+  // where measured; every other class on every row (a GPU's efficiencies are shared by all
+  // shapes, so every model's profile teaches them).
   const ProfileShape own{model.num_heads, model.num_kv_heads, model.hidden_size,
                          model.intermediate_size};
-  int own_group = -1;
   bool have_ar = false;
-  for (size_t g = 0; g < m.shapes.size(); ++g) {
-    const ModelSpec& s = m.shapes[g].model;
-    if (s.hidden_size == own.n_embd && s.num_heads == own.n_head &&
-        s.num_kv_heads == own.n_kv_head && s.intermediate_size == own.n_expanded_embd &&
-        m.shapes[g].tp == tp) {
-      own_group = int(g);
-    }
-  }
   for (const OpRow& row : m.rows) {
     have_ar |= row.cls == OpClass::kAllReduce && m.shapes[size_t(row.group)].tp == tp;
   }
@@ -363,98 +374,138 @@ CalibrationResult calibrate_from_profiles(const ProfileSet& p, const GpuSpec& gp
                  s.label);
   }
   r.fitted.finish();
-  // Sorted measured x values per class and shape group, to find brackets.
-  auto xs_of = [&](OpClass cls, int group, bool second) {
+  // Cross-validation over the composed steps of MODEL at TP, k folds. Each fold refits, from
+  // the uncalibrated start, without every measurement a held-out step's measured time is
+  // interpolated or extrapolated from, and the next one on each side (GEMMs and element-wise by
+  // tokens, attention by chunk, batch and context, all-reduce by bytes, CPU by batch size), then
+  // predicts the held-out steps. A second pass also leaves out every GEMM and element-wise
+  // measurement of this model's shape, at any TP degree: how well the fit carries over to a
+  // model it has never seen.
+  std::vector<bool> own_shape(m.shapes.size(), false);  // mlp groups of this model's shape
+  for (const OpRow& row : m.rows) {
+    if (row.cls != OpClass::kLinear) continue;
+    const ModelSpec& s = m.shapes[size_t(row.group)].model;
+    own_shape[size_t(row.group)] = s.hidden_size == own.n_embd && s.num_heads == own.n_head &&
+                                   s.num_kv_heads == own.n_kv_head &&
+                                   s.intermediate_size == own.n_expanded_embd;
+  }
+  auto values = [&](OpClass cls, bool second) {
     std::vector<double> v;
     for (const OpRow& row : m.rows) {
-      if (row.cls == cls && (group < 0 || row.group == group))
-        v.push_back(second ? row.x2 : row.x1);
+      if (row.cls == cls && relevant(row)) v.push_back(second ? row.x2 : row.x1);
     }
     std::sort(v.begin(), v.end());
     v.erase(std::unique(v.begin(), v.end()), v.end());
     return v;
   };
-  int ar_group = -1;
-  for (const OpRow& row : m.rows) {
-    if (row.cls == OpClass::kAllReduce && m.shapes[size_t(row.group)].tp == tp)
-      ar_group = row.group;
-  }
-  for (int f = 0; f < folds; ++f) {
-    // Boxes (class, group, x1 range, x2 range) of measurements the fold's steps use.
-    struct Box {
-      OpClass cls;
-      int group;
-      std::pair<double, double> x1, x2;
-    };
-    std::vector<Box> boxes;
-    std::vector<const StepPoint*> held;
-    for (size_t i = 0; i < grid.size(); ++i) {
-      if (int(i % size_t(folds)) != f) continue;
-      const StepPoint& s = grid[i];
-      held.push_back(&s);
-      double tokens = 0, decodes = 0, ctx = 0;
-      for (const SeqShape& q : s.seqs) {
-        tokens += q.new_tokens;
-        if (q.prefill) {
-          const int g = m.shapes.size()
-                            ? int(std::find_if(m.rows.begin(), m.rows.end(),
-                                               [](const OpRow& o) {
-                                                 return o.cls == OpClass::kPrefillAttention;
-                                               })
-                                      ->group)
-                            : -1;
-          boxes.push_back({OpClass::kPrefillAttention, g,
-                           bracket(xs_of(OpClass::kPrefillAttention, -1, false), q.new_tokens),
-                           bracket(xs_of(OpClass::kPrefillAttention, -1, true), q.context_tokens)});
-        } else {
-          decodes += 1;
-          ctx += q.context_tokens;
-        }
-      }
-      if (own_group >= 0) {
-        const auto tb = bracket(xs_of(OpClass::kLinear, own_group, false), tokens);
-        boxes.push_back({OpClass::kLinear, own_group, tb, {-INFINITY, INFINITY}});
-        boxes.push_back({OpClass::kElementwise, own_group, tb, {-INFINITY, INFINITY}});
-      }
-      if (decodes > 0) {
-        const double kv_ratio =
-            double(model.kv_heads_per_gpu(tp)) * model.head_dim /
-            (std::max(1.0, double(p.attention->shape.n_kv_head) / p.attention->tp) *
-             (double(p.attention->shape.n_embd) / p.attention->shape.n_head));
-        boxes.push_back({OpClass::kDecodeAttention, -1,
-                         bracket(xs_of(OpClass::kDecodeAttention, -1, false), decodes * kv_ratio),
-                         bracket(xs_of(OpClass::kDecodeAttention, -1, true), ctx / decodes)});
-      }
-      if (ar_group >= 0) {
-        boxes.push_back({OpClass::kAllReduce,
-                         ar_group,
-                         bracket(xs_of(OpClass::kAllReduce, ar_group, false),
-                                 tokens * model.hidden_size * model.dtype_bytes),
-                         {-INFINITY, INFINITY}});
-      }
-      boxes.push_back({OpClass::kCpu,
-                       -1,
-                       bracket(xs_of(OpClass::kCpu, -1, false), double(s.seqs.size())),
-                       {-INFINITY, INFINITY}});
+  // The measured values a lookup at X depends on, with one more on each side: the bracketing
+  // pair inside the range; the first values below it; the last quarter (the end-slope fit of
+  // models/profiles.hpp's Curve) above it.
+  auto support = [](const std::vector<double>& v, double x) -> std::pair<double, double> {
+    if (v.empty()) return {INFINITY, -INFINITY};
+    const size_t n = v.size();
+    if (x > v.back()) {
+      const size_t k = std::min<size_t>(n, std::clamp<size_t>(n / 4, 2, 16));
+      return {v[n - k], v.back()};
     }
-    auto keep = [&](const OpRow& row) {
-      if (!relevant(row)) return false;
-      for (const Box& b : boxes) {
-        if (row.cls == b.cls && (b.group < 0 || row.group == b.group) && row.x1 >= b.x1.first &&
-            row.x1 <= b.x1.second && row.x2 >= b.x2.first && row.x2 <= b.x2.second) {
+    const size_t hi = size_t(std::lower_bound(v.begin(), v.end(), x) - v.begin());
+    const size_t lo = (hi < n && v[hi] == x) ? hi : (hi == 0 ? 0 : hi - 1);
+    return {v[lo], v[std::min(n - 1, hi)]};
+  };
+  const std::vector<double> chunks = values(OpClass::kPrefillAttention, false),
+                            prefill_ctx = values(OpClass::kPrefillAttention, true),
+                            batches = values(OpClass::kDecodeAttention, false),
+                            decode_ctx = values(OpClass::kDecodeAttention, true),
+                            sizes = values(OpClass::kAllReduce, false),
+                            cpu_batches = values(OpClass::kCpu, false);
+  const double kv_ratio =
+      p.attention ? double(model.kv_heads_per_gpu(tp)) * model.head_dim /
+                        (std::max(1.0, double(p.attention->shape.n_kv_head) / p.attention->tp) *
+                         (double(p.attention->shape.n_embd) / p.attention->shape.n_head))
+                  : 1.0;
+  // The mlp group the table model reads this model's GEMMs from (the first of its shape at
+  // TP, as ProfileSet::find_mlp picks the first file), and its token values.
+  int table_group = -1;
+  for (const OpRow& row : m.rows) {
+    if (row.cls == OpClass::kLinear && own_shape[size_t(row.group)] &&
+        m.shapes[size_t(row.group)].tp == tp) {
+      table_group = row.group;
+      break;
+    }
+  }
+  std::vector<double> own_tokens;
+  for (const OpRow& row : m.rows) {
+    if (row.cls == OpClass::kLinear && row.group == table_group) own_tokens.push_back(row.x1);
+  }
+  std::sort(own_tokens.begin(), own_tokens.end());
+  own_tokens.erase(std::unique(own_tokens.begin(), own_tokens.end()), own_tokens.end());
+  struct Window {
+    OpClass cls;
+    std::pair<double, double> x1, x2;
+    int group = -1;  // -1: any
+  };
+  const std::pair<double, double> all{-INFINITY, INFINITY};
+  auto cross_validate = [&](bool leave_model_out) {
+    ErrorStats cv;
+    for (int f = 0; f < folds; ++f) {
+      std::vector<Window> windows;
+      std::vector<const StepPoint*> held;
+      for (size_t i = 0; i < grid.size(); ++i) {
+        if (int(i % size_t(folds)) != f) continue;
+        const StepPoint& s = grid[i];
+        held.push_back(&s);
+        double tokens = 0, decodes = 0, ctx = 0;
+        for (const SeqShape& q : s.seqs) {
+          tokens += q.new_tokens;
+          if (q.prefill) {
+            windows.push_back({OpClass::kPrefillAttention, support(chunks, q.new_tokens),
+                               support(prefill_ctx, q.context_tokens)});
+          } else {
+            decodes += 1;
+            ctx += q.context_tokens;
+          }
+        }
+        if (decodes > 0) {
+          const double b = decodes * kv_ratio;
+          const auto c = support(decode_ctx, ctx / decodes);
+          windows.push_back({OpClass::kDecodeAttention, support(batches, b), c});
+          // Beyond the largest batch the table also uses one sequence's time.
+          if (!batches.empty() && b > batches.back()) {
+            windows.push_back({OpClass::kDecodeAttention, support(batches, batches.front()), c});
+          }
+        }
+        windows.push_back({OpClass::kLinear, support(own_tokens, tokens), all, table_group});
+        windows.push_back({OpClass::kElementwise, support(own_tokens, tokens), all, table_group});
+        windows.push_back({OpClass::kAllReduce,
+                           support(sizes, tokens * model.hidden_size * model.dtype_bytes), all});
+        windows.push_back({OpClass::kCpu, support(cpu_batches, double(s.seqs.size())), all});
+      }
+      auto keep = [&](const OpRow& row) {
+        if (!relevant(row)) return false;
+        if (leave_model_out && (row.cls == OpClass::kLinear || row.cls == OpClass::kElementwise) &&
+            own_shape[size_t(row.group)]) {
           return false;
         }
-      }
-      return true;
-    };
-    const RooflineParams fold_params = fit_classes(m, gpu, r.params, keep, nullptr);
-    const RooflineCostModel fold_model(gpu, model, tp, fold_params);
-    for (const StepPoint* s : held) {
-      r.cv.add(parts_of(fold_model.cost(s->seqs)).total, parts_of(measured.cost(s->seqs)).total,
+        for (const Window& w : windows) {
+          if (row.cls == w.cls && (w.group < 0 || row.group == w.group) && row.x1 >= w.x1.first &&
+              row.x1 <= w.x1.second && row.x2 >= w.x2.first && row.x2 <= w.x2.second) {
+            return false;
+          }
+        }
+        return true;
+      };
+      const RooflineParams fold_params = fit_classes(m, gpu, RooflineParams{}, keep, nullptr);
+      const RooflineCostModel fold_model(gpu, model, tp, fold_params);
+      for (const StepPoint* s : held) {
+        cv.add(parts_of(fold_model.cost(s->seqs)).total, parts_of(measured.cost(s->seqs)).total,
                s->label);
+      }
     }
-  }
-  r.cv.finish();
+    cv.finish();
+    return cv;
+  };
+  r.cv = cross_validate(false);
+  r.cv_unseen_model = cross_validate(true);
   return r;
 }
 
@@ -510,6 +561,14 @@ CalibrationResult calibrate_from_step_log(const std::vector<StepLogRow>& log, co
     }
     return chosen;
   };
+  // Enough steps that every training fold still has twice as many steps as parameters.
+  const size_t min_rows = (2 * all.size() * size_t(folds) + size_t(folds) - 2) / size_t(folds - 1);
+  if (log.size() < min_rows) {
+    throw Error("step-log", std::to_string(log.size()) + " steps are too few to fit " +
+                                std::to_string(all.size()) + " parameters with " +
+                                std::to_string(folds) + "-fold cross-validation: need at least " +
+                                std::to_string(min_rows));
+  }
   std::vector<size_t> every(log.size());
   for (size_t i = 0; i < log.size(); ++i)
     every[i] = i;
@@ -527,7 +586,7 @@ CalibrationResult calibrate_from_step_log(const std::vector<StepLogRow>& log, co
   steps.mape = r.fitted.mape;
   steps.max_ape = r.fitted.max_ape;
   r.classes.push_back(steps);
-  for (int f = 0; f < folds && log.size() >= size_t(folds); ++f) {
+  for (int f = 0; f < folds; ++f) {
     std::vector<size_t> train, test;
     for (size_t i = 0; i < log.size(); ++i)
       (int(i % size_t(folds)) == f ? test : train).push_back(i);
@@ -559,7 +618,8 @@ void write_calibration(const std::string& path, const GpuSpec& gpu, const ModelS
   if (!f.flush()) throw Error(path, 0, "", "write failed");
 }
 
-RooflineParams read_calibration(const std::string& path, std::string* source) {
+RooflineParams read_calibration(const std::string& path, std::string* source,
+                                std::string* gpu_name) {
   namespace po = boost::program_options;
   RooflineParams p;
   std::string gpu, model, src;
@@ -571,14 +631,16 @@ RooflineParams read_calibration(const std::string& path, std::string* source) {
   load_ini_file(path, desc);
   for (const RooflineParamField& f : roofline_param_fields()) {
     const double v = p.*f.member;
-    const std::string name = f.name;
-    const bool efficiency = name.find("efficiency") != std::string::npos;
-    if (!std::isfinite(v) || v < 0 || (efficiency && (v <= 0 || v > 1)) ||
-        (name == "knee_sharpness" && v != 0 && v < 1)) {
-      throw Error(path, 0, name, "out of range");
+    const bool knee_gap = std::string(f.name) == "knee_sharpness" && v > 0 && v < 1;
+    if (!(v >= f.min && v <= f.max) || knee_gap) {
+      char range[96];
+      std::snprintf(range, sizeof range, "%g is out of range [%g, %g]%s", v, f.min, f.max,
+                    knee_gap ? " (0, or at least 1)" : "");
+      throw Error(path, ini_line_of(path, f.name), f.name, range);
     }
   }
   if (source != nullptr) *source = path + " (" + (src.empty() ? "calibration" : src) + ")";
+  if (gpu_name != nullptr) *gpu_name = gpu;
   return p;
 }
 
@@ -595,12 +657,18 @@ void print_calibration(std::ostream& out, const CalibrationResult& r) {
                   c.name.c_str(), c.points, c.mape * 100, c.max_ape * 100);
     out << buf;
   }
-  std::snprintf(buf, sizeof buf,
-                "composed steps: %d-fold cross-validated MAPE %.2f%% (max %.2f%%: %s); with the "
-                "final fit MAPE %.2f%% (max %.2f%%)\n",
-                r.folds, r.cv.mape * 100, r.cv.max_ape * 100, r.cv.worst.c_str(),
-                r.fitted.mape * 100, r.fitted.max_ape * 100);
-  out << buf;
+  auto stats = [&](const ErrorStats& e) {
+    if (e.n == 0) return std::string("n/a");
+    std::snprintf(buf, sizeof buf, "MAPE %.2f%% (max %.2f%%: %s)", e.mape * 100, e.max_ape * 100,
+                  e.worst.c_str());
+    return std::string(buf);
+  };
+  out << "composed steps, " << r.folds << "-fold cross-validated: " << stats(r.cv) << "\n";
+  if (r.cv_unseen_model.n > 0) {
+    out << "  ... and with this model's own GEMM and element-wise profile left out too: "
+        << stats(r.cv_unseen_model) << "\n";
+  }
+  out << "  ... with the final fit: " << stats(r.fitted) << "\n";
 }
 
 }  // namespace servesim

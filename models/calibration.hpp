@@ -30,8 +30,9 @@ struct CalibrationResult {
   RooflineParams params;
   std::string source;  // what was fitted on
   std::vector<ClassFit> classes;
-  ErrorStats cv;      // k-fold cross-validated composed-step error
-  ErrorStats fitted;  // the same steps with the final parameters
+  ErrorStats cv;               // k-fold cross-validated composed-step error
+  ErrorStats cv_unseen_model;  // the same, with the model's own GEMM and element-wise rows out
+  ErrorStats fitted;           // the same steps with the final parameters
   int folds = 0;
 };
 
@@ -55,8 +56,10 @@ std::vector<SeqShape> step_shape(const StepLogRow& r);
 // INI files: one key per parameter (roofline_param_fields()), plus gpu, model, source.
 void write_calibration(const std::string& path, const GpuSpec& gpu, const ModelSpec& model,
                        const CalibrationResult& r);
-// Reads a calibration file; SOURCE receives its provenance line. Throws Error on bad input.
-RooflineParams read_calibration(const std::string& path, std::string* source = nullptr);
+// Reads a calibration file; SOURCE receives its provenance, GPU the GPU it was fitted for.
+// Throws Error (file, line, key) on a missing key or a value outside its physical range.
+RooflineParams read_calibration(const std::string& path, std::string* source = nullptr,
+                                std::string* gpu = nullptr);
 
 void print_calibration(std::ostream& out, const CalibrationResult& r);
 

@@ -136,6 +136,16 @@ void print_fidelity(std::ostream& out, const FidelityReport& r, size_t worst) {
   }
 }
 
+namespace {
+// A CSV field in quotes, with quotes doubled (RFC 4180).
+std::string quoted_field(const std::string& text) {
+  std::string q = "\"";
+  for (char c : text)
+    q.append(c == '"' ? "\"\"" : std::string(1, c));
+  return q + "\"";
+}
+}  // namespace
+
 void write_fidelity_csv(std::ostream& out, const FidelityReport& r) {
   out << "predictor,kind,step,extrapolated,measured_ms,predicted_ms,error_pct,"
          "measured_gemm_ms,predicted_gemm_ms,measured_elementwise_ms,predicted_elementwise_ms,"
@@ -144,15 +154,13 @@ void write_fidelity_csv(std::ostream& out, const FidelityReport& r) {
   char buf[512];
   for (const FidelityRow& x : r.rows) {
     const PartSeconds &m = x.measured, &p = x.predicted;
-    std::snprintf(buf, sizeof buf,
-                  "\"%s\",%s,\"%s\",%d,%.6f,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,"
-                  "%.6f,%.6f\n",
-                  r.predictor.c_str(), x.point.kind.c_str(), x.point.label.c_str(),
-                  int(x.extrapolated), m.total * 1e3, p.total * 1e3, (p.total / m.total - 1) * 100,
-                  m.linear * 1e3, p.linear * 1e3, m.elementwise * 1e3, p.elementwise * 1e3,
-                  m.attention * 1e3, p.attention * 1e3, m.allreduce * 1e3, p.allreduce * 1e3,
-                  m.cpu * 1e3, p.cpu * 1e3);
-    out << buf;
+    std::snprintf(
+        buf, sizeof buf, "%d,%.6f,%.6f,%.3f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f,%.6f\n",
+        int(x.extrapolated), m.total * 1e3, p.total * 1e3, (p.total / m.total - 1) * 100,
+        m.linear * 1e3, p.linear * 1e3, m.elementwise * 1e3, p.elementwise * 1e3, m.attention * 1e3,
+        p.attention * 1e3, m.allreduce * 1e3, p.allreduce * 1e3, m.cpu * 1e3, p.cpu * 1e3);
+    out << quoted_field(r.predictor) << ',' << x.point.kind << ',' << quoted_field(x.point.label)
+        << ',' << buf;
   }
 }
 

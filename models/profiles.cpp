@@ -29,16 +29,31 @@ void Curve::finish() {
   }
   raw_.clear();
   raw_.shrink_to_fit();
+  // The growth rate beyond the last point: a least-squares line through the last quarter of the
+  // points (at least 2, at most 16), never negative: one noisy segment must not set it.
+  end_slope_ = 0;
+  const size_t n = x_.size();
+  const size_t k = std::min<size_t>(n, std::clamp<size_t>(n / 4, 2, 16));
+  if (k >= 2) {
+    double mx = 0, my = 0;
+    for (size_t i = n - k; i < n; ++i) {
+      mx += x_[i];
+      my += y_[i];
+    }
+    mx /= double(k);
+    my /= double(k);
+    double sxy = 0, sxx = 0;
+    for (size_t i = n - k; i < n; ++i) {
+      sxy += (x_[i] - mx) * (y_[i] - my);
+      sxx += (x_[i] - mx) * (x_[i] - mx);
+    }
+    if (sxx > 0) end_slope_ = std::max(0.0, sxy / sxx);
+  }
 }
 
 double Curve::at(double x) const {
   if (x <= x_.front()) return y_.front();
-  if (x >= x_.back()) {
-    if (x_.size() < 2) return y_.back();
-    const size_t n = x_.size();
-    const double slope = std::max(0.0, (y_[n - 1] - y_[n - 2]) / (x_[n - 1] - x_[n - 2]));
-    return y_.back() + slope * (x - x_.back());
-  }
+  if (x >= x_.back()) return y_.back() + end_slope_ * (x - x_.back());
   const size_t hi = size_t(std::upper_bound(x_.begin(), x_.end(), x) - x_.begin());
   const size_t lo = hi - 1;
   const double f = (x - x_[lo]) / (x_[hi] - x_[lo]);
@@ -110,6 +125,22 @@ class CsvFile {
     }
     return v;
   }
+  // A whole number in [LO, HI]; Error naming the line and column otherwise.
+  int64_t integer(int c, int64_t lo, int64_t hi) const {
+    const double v = number(c);
+    if (v != std::floor(v) || v < double(lo) || v > double(hi)) {
+      throw Error(
+          path_, line(), header_[size_t(c)],
+          "must be a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return int64_t(v);
+  }
+  // A measured time or size: finite and > 0.
+  double positive(int c) const {
+    const double v = number(c);
+    if (!(v > 0)) throw Error(path_, line(), header_[size_t(c)], "must be > 0");
+    return v;
+  }
   bool has_number(int c) const {
     double v = 0;
     return parse_double(text(c), v);
@@ -128,11 +159,14 @@ class CsvFile {
 
 ProfileShape read_shape(const CsvFile& f, const char* heads, const char* kv_heads) {
   ProfileShape s;
-  s.n_head = int(f.number(f.col(heads)));
-  s.n_kv_head = int(f.number(f.col(kv_heads)));
-  s.n_embd = int(f.number(f.col("n_embd")));
+  s.n_head = int(f.integer(f.col(heads), 1, 1 << 12));
+  s.n_kv_head = int(f.integer(f.col(kv_heads), 1, s.n_head));
+  s.n_embd = int(f.integer(f.col("n_embd"), 1, 1 << 16));
+  if (s.n_embd % s.n_head != 0 || s.n_head % s.n_kv_head != 0) {
+    throw Error(f.path(), f.line(), "n_embd", "heads must divide n_embd, KV heads the heads");
+  }
   const int expanded = f.col("n_expanded_embd", false);
-  if (expanded >= 0) s.n_expanded_embd = int(f.number(expanded));
+  if (expanded >= 0) s.n_expanded_embd = int(f.integer(expanded, 1, 1 << 20));
   return s;
 }
 
@@ -154,11 +188,16 @@ MlpProfile read_mlp_profile(const std::string& path) {
     if (first) {
       p.shape = s;
       first = false;
+    } else if (s.n_head != p.shape.n_head || s.n_kv_head != p.shape.n_kv_head ||
+               s.n_embd != p.shape.n_embd || s.n_expanded_embd != p.shape.n_expanded_embd) {
+      throw Error(path, f.line(), "n_embd", "one mlp.csv must hold one model shape");
     }
-    const int tp = int(f.number(c_tp));
-    const double tokens = f.number(c_tokens);
+    const int tp = int(f.integer(c_tp, 1, 64));
+    if (s.n_head % tp != 0)
+      throw Error(path, f.line(), "num_tensor_parallel_workers", "must divide n_head");
+    const double tokens = double(f.integer(c_tokens, 1, 1 << 24));
     for (const auto& [op, c] : ops)
-      p.ops[tp][op].add(tokens, f.number(c));
+      p.ops[tp][op].add(tokens, f.positive(c));
   }
   if (first) throw Error(path, 1, "", "no data rows");
   for (auto& [tp, by_op] : p.ops) {
@@ -180,22 +219,25 @@ AttentionProfile read_attention_profile(const std::string& path) {
   bool first = true;
   while (f.next()) {
     const ProfileShape s = read_shape(f, "n_q_head", "n_kv_head");
-    const int tp = int(f.number(c_tp));
+    const int tp = int(f.integer(c_tp, 1, 64));
+    if (s.n_head % tp != 0)
+      throw Error(path, f.line(), "num_tensor_parallel_workers", "must divide n_q_head");
     if (first) {
       p.shape = s;
       p.tp = tp;
       first = false;
     } else if (s.n_head != p.shape.n_head || s.n_kv_head != p.shape.n_kv_head ||
                s.n_embd != p.shape.n_embd || tp != p.tp) {
-      throw Error(path, 0, "n_q_head", "one attention profile must hold one shape and TP degree");
+      throw Error(path, f.line(), "n_q_head",
+                  "one attention profile must hold one shape and TP degree");
     }
-    if (c_len >= 0 && f.has_number(c_len)) p.max_model_len = int(f.number(c_len));
+    if (c_len >= 0 && f.has_number(c_len)) p.max_model_len = int(f.integer(c_len, 1, 1 << 24));
     const bool prefill = f.text(c_prefill) == "True" || f.text(c_prefill) == "true";
-    const double kv = f.number(c_kv);
+    const double kv = double(f.integer(c_kv, 0, 1 << 24));
     if (prefill) {
-      p.prefill[int(f.number(c_chunk))].add(kv, f.number(c_pre_t));
+      p.prefill[int(f.integer(c_chunk, 1, 1 << 20))].add(kv, f.positive(c_pre_t));
     } else {
-      p.decode[int(f.number(c_batch))].add(kv, f.number(c_dec_t));
+      p.decode[int(f.integer(c_batch, 1, 1 << 16))].add(kv, f.positive(c_dec_t));
     }
   }
   if (p.prefill.empty() || p.decode.empty()) {
@@ -218,10 +260,10 @@ AllReduceProfile read_allreduce_profile(const std::string& path) {
   while (f.next()) {
     if (c_collective >= 0 && f.text(c_collective) != "all_reduce") continue;
     if (!f.has_number(c_time)) continue;  // all-gather rows of a mixed file
-    const int workers = int(f.number(c_workers));
+    const int workers = int(f.integer(c_workers, 1, 1024));
     // Single-node collectives only: all the GPUs of the group on one NVLink/NVSwitch node.
-    if (c_devices >= 0 && int(f.number(c_devices)) != workers) continue;
-    p.by_workers[workers].add(f.number(c_size), f.number(c_time));
+    if (c_devices >= 0 && f.integer(c_devices, 1, 1024) != workers) continue;
+    p.by_workers[workers].add(f.positive(c_size), f.positive(c_time));
   }
   if (p.by_workers.empty()) throw Error(path, 0, "num_workers", "no single-node all-reduce rows");
   for (auto& [w, curve] : p.by_workers)
@@ -242,8 +284,8 @@ CpuProfile read_cpu_profile(const std::string& path) {
   while (f.next()) {
     double sum = 0;
     for (int c : parts)
-      sum += f.number(c);
-    p.per_iteration.add(f.number(c_batch), sum);
+      sum += f.positive(c);
+    p.per_iteration.add(double(f.integer(c_batch, 1, 1 << 16)), sum);
     any = true;
   }
   if (!any) throw Error(path, 1, "", "no data rows");
@@ -257,14 +299,18 @@ ProfileSet load_profiles(const std::string& dir) {
   ProfileSet set;
   set.dir = dir;
   std::vector<std::string> mlp, attention, allreduce, cpu;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (!e.is_regular_file()) continue;
+  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    const fs::directory_entry& e = *it;
+    std::error_code file_ec;
+    if (!e.is_regular_file(file_ec)) continue;
     const std::string name = e.path().filename().string();
     if (name == "mlp.csv") mlp.push_back(e.path().string());
     if (name == "attention.csv") attention.push_back(e.path().string());
     if (name == "all_reduce.csv") allreduce.push_back(e.path().string());
     if (name == "cpu_overheads.csv") cpu.push_back(e.path().string());
   }
+  if (ec) throw Error(dir, 0, "", "cannot list: " + ec.message());
   for (auto* v : {&mlp, &attention, &allreduce, &cpu})
     std::sort(v->begin(), v->end());
   for (const std::string& p : mlp)
@@ -291,13 +337,7 @@ std::vector<StepLogRow> read_step_log(const std::string& path) {
             c_pc = f.col("prefill_context_tokens"), c_dc = f.col("decode_context_tokens"),
             c_bs = f.col("batch_size", false), c_ms = f.col("measured_ms");
   std::vector<StepLogRow> rows;
-  auto count = [&](int c) {
-    const double v = f.number(c);
-    if (v < 0 || v != std::floor(v) || v > 1e12) {
-      throw Error(f.path(), f.line(), f.name(c), "must be a whole number >= 0");
-    }
-    return int64_t(v);
-  };
+  auto count = [&](int c) { return f.integer(c, 0, INT32_MAX); };
   while (f.next()) {
     StepLogRow r;
     r.prefill_tokens = count(c_pt);
@@ -305,8 +345,10 @@ std::vector<StepLogRow> read_step_log(const std::string& path) {
     r.prefill_context_tokens = count(c_pc);
     r.decode_context_tokens = count(c_dc);
     if (c_bs >= 0) r.batch_size = count(c_bs);
-    r.measured_ms = f.number(c_ms);
-    if (!(r.measured_ms > 0)) throw Error(path, f.line(), "measured_ms", "must be > 0");
+    r.measured_ms = f.positive(c_ms);
+    if (r.decode_tokens > (1 << 20) || r.batch_size > (1 << 20)) {
+      throw Error(path, f.line(), "decode_tokens", "more than 2^20 sequences in one step");
+    }
     if (r.prefill_tokens + r.decode_tokens == 0) {
       throw Error(path, f.line(), "prefill_tokens", "a step computes at least one token");
     }

@@ -7,8 +7,9 @@
 //    (batch_size sequences of kv_cache_size tokens) for one attention shape;
 //  - all_reduce.csv: all-reduce time vs message bytes and number of GPUs;
 //  - cpu_overheads.csv: per-iteration CPU work vs batch size.
-// A Curve interpolates piecewise-linearly between measured points and continues its last segment
-// beyond them (op times grow linearly in tokens, context and bytes at the large end).
+// A Curve interpolates piecewise-linearly between measured points and, beyond them, grows at the
+// least-squares slope of its last points (op times grow linearly in tokens, context and bytes at
+// the large end).
 #pragma once
 
 #include <map>
@@ -28,13 +29,14 @@ class Curve {
   double max_x() const { return x_.back(); }
   const std::vector<double>& xs() const { return x_; }
   const std::vector<double>& ys() const { return y_; }
-  // Linear interpolation inside [min_x, max_x]; below, the first point; above, the last segment
-  // continued (never decreasing).
+  // Linear interpolation inside [min_x, max_x]; below, the first point; above, the end slope
+  // (never decreasing).
   double at(double x) const;
 
  private:
   std::vector<double> x_, y_;
   std::vector<std::pair<double, double>> raw_;
+  double end_slope_ = 0;
 };
 
 // The shape a profile was measured for, as Vidur names it.

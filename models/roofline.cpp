@@ -8,6 +8,7 @@ namespace servesim {
 RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int tp,
                                      const RooflineParams& params)
     : gpu_(gpu), model_(m), tp_(tp), p_(params) {
+  inverse_knee_ = p_.knee_sharpness > 0 ? 1.0 / p_.knee_sharpness : 0;
   layers_ = m.num_layers;
   dtype_ = m.dtype_bytes;
   const double h = m.hidden_size, q = double(m.num_heads) * m.head_dim,
@@ -35,9 +36,11 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
 double RooflineCostModel::allreduce_seconds(double bytes) const {
   if (tp_ <= 1) return 0;
   const double tp = tp_;
-  return p_.allreduce_latency_s +
-         2.0 * (tp - 1) / tp * bytes /
-             (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
+  const double latency = p_.allreduce_switch_bytes > 0 && bytes > p_.allreduce_switch_bytes
+                             ? p_.allreduce_large_latency_s
+                             : p_.allreduce_latency_s;
+  return latency + 2.0 * (tp - 1) / tp * bytes /
+                       (gpu_.interconnect_bytes_per_s() * p_.interconnect_efficiency);
 }
 
 RooflineParams a100_fitted_params() {
@@ -51,8 +54,10 @@ RooflineParams a100_fitted_params() {
   p.attention_compute_efficiency = 0.278258;
   p.attention_memory_efficiency = 0.816055;
   p.attention_floor_s_per_layer = 1.34185e-05;
-  p.interconnect_efficiency = 0.256467;
-  p.allreduce_latency_s = 3.35916e-05;
+  p.interconnect_efficiency = 0.264215;
+  p.allreduce_latency_s = 2.82129e-05;
+  p.allreduce_switch_bytes = 524288;
+  p.allreduce_large_latency_s = 3.80909e-05;
   p.cpu_overhead_s = 0.000868045;
   p.cpu_overhead_s_per_seq = 3.61964e-05;
   return p;
@@ -69,20 +74,23 @@ std::string default_roofline_source(const GpuSpec& gpu) {
 }
 
 const std::vector<RooflineParamField>& roofline_param_fields() {
+  using P = RooflineParams;
   static const std::vector<RooflineParamField> fields = {
-      {"knee_sharpness", &RooflineParams::knee_sharpness},
-      {"linear_tile_tokens", &RooflineParams::linear_tile_tokens},
-      {"linear_compute_efficiency", &RooflineParams::linear_compute_efficiency},
-      {"linear_memory_efficiency", &RooflineParams::linear_memory_efficiency},
-      {"elementwise_memory_efficiency", &RooflineParams::elementwise_memory_efficiency},
-      {"elementwise_floor_s_per_layer", &RooflineParams::elementwise_floor_s_per_layer},
-      {"attention_compute_efficiency", &RooflineParams::attention_compute_efficiency},
-      {"attention_memory_efficiency", &RooflineParams::attention_memory_efficiency},
-      {"attention_floor_s_per_layer", &RooflineParams::attention_floor_s_per_layer},
-      {"interconnect_efficiency", &RooflineParams::interconnect_efficiency},
-      {"allreduce_latency_s", &RooflineParams::allreduce_latency_s},
-      {"cpu_overhead_s", &RooflineParams::cpu_overhead_s},
-      {"cpu_overhead_s_per_seq", &RooflineParams::cpu_overhead_s_per_seq},
+      {"knee_sharpness", &P::knee_sharpness, 0, 100},  // 0 (a hard max) or >= 1
+      {"linear_tile_tokens", &P::linear_tile_tokens, 0, 4096},
+      {"linear_compute_efficiency", &P::linear_compute_efficiency, 1e-3, 1},
+      {"linear_memory_efficiency", &P::linear_memory_efficiency, 1e-3, 1},
+      {"elementwise_memory_efficiency", &P::elementwise_memory_efficiency, 1e-3, 1},
+      {"elementwise_floor_s_per_layer", &P::elementwise_floor_s_per_layer, 0, 0.1},
+      {"attention_compute_efficiency", &P::attention_compute_efficiency, 1e-3, 1},
+      {"attention_memory_efficiency", &P::attention_memory_efficiency, 1e-3, 1},
+      {"attention_floor_s_per_layer", &P::attention_floor_s_per_layer, 0, 0.1},
+      {"interconnect_efficiency", &P::interconnect_efficiency, 1e-3, 1},
+      {"allreduce_latency_s", &P::allreduce_latency_s, 0, 0.1},
+      {"allreduce_switch_bytes", &P::allreduce_switch_bytes, 0, 1e12},
+      {"allreduce_large_latency_s", &P::allreduce_large_latency_s, 0, 0.1},
+      {"cpu_overhead_s", &P::cpu_overhead_s, 0, 1},
+      {"cpu_overhead_s_per_seq", &P::cpu_overhead_s_per_seq, 0, 0.1},
   };
   return fields;
 }
@@ -115,9 +123,11 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   auto part = [&](double flops, double bytes, double compute_eff, double memory_eff) {
     const double tc = flops / (flops_s * compute_eff), tm = bytes / (bytes_s * memory_eff);
     if (p_.knee_sharpness <= 0) return std::max(tc, tm);
-    const double k = p_.knee_sharpness, hi = std::max(tc, tm);
+    const double hi = std::max(tc, tm), lo = std::min(tc, tm);
     if (hi <= 0) return 0.0;
-    return hi * std::pow(std::pow(tc / hi, k) + std::pow(tm / hi, k), 1.0 / k);
+    const double r = lo / hi;  // in [0, 1]: (1 + r^k)^(1/k) is within 0.1% of 1 below 1e-3
+    if (r < 1e-3) return hi;
+    return hi * std::pow(1.0 + std::pow(r, p_.knee_sharpness), inverse_knee_);
   };
 
   StepCost c;

@@ -58,6 +58,10 @@ struct RooflineParams {
   double interconnect_efficiency = 0.28;
   // Per call: 0.010 ms measured for 2 GPUs at 2 KiB; Vidur adds 0.02 ms per NCCL call.
   double allreduce_latency_s = 20e-6;
+  // NCCL switches protocol for larger messages (from LL to LL128/Simple): above this many bytes
+  // a call costs allreduce_large_latency_s instead (0 = one latency for all sizes).
+  double allreduce_switch_bytes = 0;
+  double allreduce_large_latency_s = 0;
   // Sum of the medians of schedule, sampler, prepare_inputs and process_model_outputs per
   // iteration (cpu_overheads.csv, vLLM/Sarathi V0), least-squares line in batch size 8-128:
   // 0.806 ms + 0.0375 ms per sequence (max residual 6%).
@@ -79,6 +83,7 @@ std::string default_roofline_source(const GpuSpec& gpu);
 struct RooflineParamField {
   const char* name;
   double RooflineParams::*member;
+  double min, max;  // the physical range a calibration file must respect
 };
 const std::vector<RooflineParamField>& roofline_param_fields();
 
@@ -97,6 +102,7 @@ class RooflineCostModel final : public CostModel {
   ModelSpec model_;
   int tp_;
   RooflineParams p_;
+  double inverse_knee_ = 0;  // 1 / knee_sharpness
   // Per-model constants, precomputed once.
   double layers_;
   double dtype_;

@@ -92,8 +92,28 @@ double TableCostModel::elementwise_ms(double tokens) const {
 }
 
 double TableCostModel::prefill_attention_ms(double chunk, double context) const {
-  return q_ratio_ * between_keys(attention_->prefill, chunk, context,
-                                 [context](double n) { return pairs(n, context); });
+  // Each chunk size was measured over a range of cached context; outside it, the nearest
+  // measured point scaled by query-key pairs (attention work), so time never falls as the
+  // context or the chunk grows.
+  const auto& m = attention_->prefill;
+  auto at_chunk = [&](int k, const Curve& c) {
+    const double measured_ctx = std::clamp(context, c.min_x(), c.max_x());
+    return c.at(measured_ctx) * pairs(k, context) / pairs(k, measured_ctx);
+  };
+  auto hi = m.lower_bound(int(std::ceil(chunk)));
+  double ms = 0;
+  if (hi == m.end()) {
+    const auto last = std::prev(m.end());
+    ms = at_chunk(last->first, last->second) * pairs(chunk, context) / pairs(last->first, context);
+  } else if (hi == m.begin() || double(hi->first) == chunk) {
+    ms = at_chunk(hi->first, hi->second);
+  } else {
+    const auto lo = std::prev(hi);
+    const double f = (chunk - lo->first) / double(hi->first - lo->first);
+    ms = at_chunk(lo->first, lo->second) +
+         f * (at_chunk(hi->first, hi->second) - at_chunk(lo->first, lo->second));
+  }
+  return q_ratio_ * ms;
 }
 
 double TableCostModel::decode_attention_ms(double batch, double mean_context) const {

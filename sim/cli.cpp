@@ -178,10 +178,17 @@ SimConfig base_config(const Args& a) {
   c.cost_model = a.cost_model;
   if (!a.calibration.empty()) {
     if (a.cost_model != "roofline") throw Error("calibration", "only the roofline model takes one");
-    c.roofline = read_calibration(a.calibration, &c.roofline_source);
+    std::string fitted_for;
+    c.roofline = read_calibration(a.calibration, &c.roofline_source, &fitted_for);
+    if (!fitted_for.empty() && fitted_for != c.gpu.name) {
+      throw Error("calibration", a.calibration + " was fitted for " + fitted_for + ", not " +
+                                     c.gpu.name + " (efficiencies differ between GPUs)");
+    }
   }
-  if (!a.profiles.empty())
+  if (!a.profiles.empty()) {
+    if (a.cost_model != "table") throw Error("profiles", "only --cost-model table reads profiles");
     c.profiles = std::make_shared<const ProfileSet>(load_profiles(a.profiles));
+  }
   return c;
 }
 
@@ -408,7 +415,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       out << kUsage;
       return 0;
     }
-        err << "servesim: unknown command '" << command
+    err << "servesim: unknown command '" << command
         << "' (commands: run, compare, trace, calibrate, fidelity, list; see servesim --help)\n";
     return 2;
   } catch (const Error& e) {

@@ -78,6 +78,17 @@ void store_ini_file(const std::string& path, const po::options_description& desc
   }
 }
 
+int ini_line_of(const std::string& path, const std::string& key) {
+  std::ifstream in(path, std::ios::binary);
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    const std::string s = trim(line.substr(0, line.find_first_of("#;")));
+    const auto eq = s.find('=');
+    if (eq != std::string::npos && trim(s.substr(0, eq)) == key) return lineno;
+  }
+  return 0;
+}
+
 po::variables_map load_ini_file(const std::string& path, const po::options_description& desc) {
   po::variables_map vm;
   store_ini_file(path, desc, vm);

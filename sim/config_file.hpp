@@ -21,4 +21,7 @@ void store_ini_file(const std::string& path,
 boost::program_options::variables_map load_ini_file(
     const std::string& path, const boost::program_options::options_description& desc);
 
+// The line of PATH that sets KEY (0 if none), for errors found after parsing.
+int ini_line_of(const std::string& path, const std::string& key);
+
 }  // namespace servesim

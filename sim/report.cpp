@@ -69,7 +69,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
   if (c.cost_model == "roofline") {
     cost_json["params_source"] = c.roofline_source;
     for (const RooflineParamField& f : roofline_param_fields()) {
-      cost_json[f.name] = c.roofline.*f.member;
+      cost_json[f.name] = (*c.roofline).*f.member;
     }
   } else {
     cost_json["profiles"] = c.profiles ? c.profiles->dir : "";

@@ -42,9 +42,11 @@ SimConfig resolve(SimConfig c) {
   if (s.block_size < 1 || s.block_size > 1 << 16) {
     throw Error("block-size", "must be in [1, 65536]");
   }
-  if (c.roofline_source.empty()) {
+  if (!c.roofline) {
     c.roofline = default_roofline_params(c.gpu);
     c.roofline_source = default_roofline_source(c.gpu);
+  } else if (c.roofline_source.empty()) {
+    c.roofline_source = "given by the caller";
   }
   if (c.cost_model != "roofline" && c.cost_model != "table") {
     throw Error("cost-model", "expected roofline or table, got '" + c.cost_model + "'");
@@ -100,7 +102,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
     if (c.cost_model == "table") {
       own = std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
     } else {
-      own = std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, c.roofline);
+      own = std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.roofline);
     }
   }
   const CostModel& cost = cost_override ? *cost_override : *own;

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,10 +30,9 @@ struct SimConfig {
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
   MemoryPlanOptions memory;   // tp, token budget, max_num_seqs and block size are copied in
   std::string cost_model = "roofline";  // roofline | table
-                                        // For the roofline: the GPU's defaults
-                                        // (default_roofline_params) unless roofline_source is
-  // set, e.g. by a calibration file.
-  RooflineParams roofline;
+  // For the roofline: the GPU's defaults (default_roofline_params) when empty; resolve() fills
+  // it in, with roofline_source saying where the parameters came from.
+  std::optional<RooflineParams> roofline;
   std::string roofline_source;
   std::shared_ptr<const ProfileSet> profiles;  // for the table model
 };

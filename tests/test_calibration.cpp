@@ -4,6 +4,8 @@
 #include <boost/random/normal_distribution.hpp>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
 #include "models/calibration.hpp"
@@ -161,6 +163,8 @@ TEST_CASE("calibration: the fit recovers the parameters that generated the data"
   truth.attention_floor_s_per_layer = 12e-6;
   truth.interconnect_efficiency = 0.3;
   truth.allreduce_latency_s = 25e-6;
+  truth.allreduce_switch_bytes = 131072;
+  truth.allreduce_large_latency_s = 45e-6;
   truth.cpu_overhead_s = 1e-3;
   truth.cpu_overhead_s_per_seq = 50e-6;
   const GpuSpec gpu = find_gpu("a100-80g");
@@ -216,7 +220,7 @@ TEST_CASE("calibration: the fit recovers the parameters that generated the data"
   AllReduceProfile ar;
   for (int workers : {2, 4}) {
     const RooflineCostModel m(gpu, layer, workers, truth);
-    for (double bytes = 1e4; bytes < 1e8; bytes *= 3) {
+    for (double bytes = 1e4; bytes < 1e8; bytes *= 1.5) {
       ar.by_workers[workers].add(bytes, m.allreduce_seconds(bytes) * 1e3 * noise(rng));
     }
     ar.by_workers[workers].finish();
@@ -314,8 +318,9 @@ TEST_CASE("calibration files round-trip, and bad ones name the key", "[calibrati
                              : name == "knee_sharpness"         ? " = 2\n"
                                                                 : " = 0.5\n");
   }
-  CHECK_THROWS_WITH(read_calibration(fixture("c2.ini", text)),
-                    Catch::Contains("field 'linear_memory_efficiency': out of range"));
+  CHECK_THROWS_WITH(
+      read_calibration(fixture("c2.ini", text)),
+      Catch::Contains("c2.ini:4: field 'linear_memory_efficiency': 1.5 is out of range"));
 }
 
 TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
@@ -326,7 +331,8 @@ TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
   auto r =
       cli({"calibrate", "--profiles", dir, "--model", "llama-2-7b", "--folds", "2", "-o", cal});
   REQUIRE(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("cross-validated MAPE"));
+  CHECK_THAT(r.out, Catch::Contains("2-fold cross-validated: MAPE"));
+  CHECK_THAT(r.out, !Catch::Contains("nan") && !Catch::Contains("inf%"));
   r = cli({"fidelity", "--profiles", dir, "--model", "llama-2-7b", "--calibration", cal});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("composed step"));
@@ -335,6 +341,17 @@ TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
   r = cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
            "--num-requests", "30", "--calibration", cal, "--json", json});
   REQUIRE(r.code == 0);
+  {
+    std::ifstream f(json);
+    const auto j = nlohmann::json::parse(f);
+    CHECK_THAT(j["config"]["cost_model"]["params_source"].get<std::string>(), Catch::Contains(cal));
+    const RooflineParams used = read_calibration(cal);
+    CHECK(j["config"]["cost_model"]["cpu_overhead_s"].get<double>() == used.cpu_overhead_s);
+  }
+  // A calibration is for the GPU it was fitted on.
+  r = cli({"run", "--gpu", "h100-sxm", "--num-requests", "5", "--calibration", cal});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("was fitted for a100-80g, not h100-sxm"));
   r = cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
            "--num-requests", "30", "--cost-model", "table", "--profiles", dir});
   CHECK(r.code == 0);
