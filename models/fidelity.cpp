@@ -68,8 +68,9 @@ FidelityReport compare_to_profiles(const TableCostModel& measured, const CostMod
   for (const StepPoint& p : grid) {
     FidelityRow row;
     row.point = p;
-    double decodes = 0, ctx = 0;
+    double decodes = 0, ctx = 0, tokens = 0;
     for (const SeqShape& s : p.seqs) {
+      tokens += s.new_tokens;
       if (s.prefill) {
         row.extrapolated |= !measured.measured_prefill(s.new_tokens, s.context_tokens);
       } else {
@@ -78,6 +79,8 @@ FidelityReport compare_to_profiles(const TableCostModel& measured, const CostMod
       }
     }
     if (decodes > 0) row.extrapolated |= !measured.measured_decode(decodes, ctx / decodes);
+    row.extrapolated |=
+        !measured.measured_tokens(tokens) || !measured.measured_batch(double(p.seqs.size()));
     row.measured = parts_of(measured.cost(p.seqs));
     row.predicted = parts_of(predicted.cost(p.seqs));
     r.composed.add(row.predicted.total, row.measured.total, p.label);

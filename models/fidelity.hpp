@@ -3,7 +3,8 @@
 // covers prefill (N = 128..4096 new tokens at context 0, and at context 2048 within the
 // profile's 4096-token limit), decode (B = 1..256 sequences at context 512..4096) and mixed
 // chunked steps (decodes plus one prefill chunk). Points that the profiles reach only by
-// extrapolation (decode batches over 128 equivalent sequences, contexts over 4032) are marked.
+// extrapolation (any op outside its measured range: decode batches over 128 equivalent
+// sequences, contexts over 4032, CPU overhead below batch 8, ...) are marked.
 // Errors are per op class (GEMMs, element-wise, attention, all-reduce, CPU overhead) and for the
 // composed step (their sum; the LM head, absent from the profiles, is left out of both sides).
 #pragma once

@@ -93,27 +93,29 @@ double TableCostModel::elementwise_ms(double tokens) const {
 
 double TableCostModel::prefill_attention_ms(double chunk, double context) const {
   // Each chunk size was measured over a range of cached context; outside it, the nearest
-  // measured point scaled by query-key pairs (attention work), so time never falls as the
-  // context or the chunk grows.
+  // measured point scaled by query-key pairs (attention work). A chunk longer than any measured
+  // runs as consecutive measured-size chunks, each after the ones before it (the pairs
+  // partition exactly), so time never falls as the context or the chunk grows.
   const auto& m = attention_->prefill;
-  auto at_chunk = [&](int k, const Curve& c) {
-    const double measured_ctx = std::clamp(context, c.min_x(), c.max_x());
-    return c.at(measured_ctx) * pairs(k, context) / pairs(k, measured_ctx);
+  auto at_chunk = [](int k, const Curve& c, double ctx) {
+    const double measured_ctx = std::clamp(ctx, c.min_x(), c.max_x());
+    return c.at(measured_ctx) * pairs(k, ctx) / pairs(k, measured_ctx);
   };
-  auto hi = m.lower_bound(int(std::ceil(chunk)));
-  double ms = 0;
-  if (hi == m.end()) {
-    const auto last = std::prev(m.end());
-    ms = at_chunk(last->first, last->second) * pairs(chunk, context) / pairs(last->first, context);
-  } else if (hi == m.begin() || double(hi->first) == chunk) {
-    ms = at_chunk(hi->first, hi->second);
-  } else {
+  auto within = [&](double n, double ctx) {
+    auto hi = m.lower_bound(int(std::ceil(n)));
+    if (hi == m.begin() || double(hi->first) == n) return at_chunk(hi->first, hi->second, ctx);
     const auto lo = std::prev(hi);
-    const double f = (chunk - lo->first) / double(hi->first - lo->first);
-    ms = at_chunk(lo->first, lo->second) +
-         f * (at_chunk(hi->first, hi->second) - at_chunk(lo->first, lo->second));
+    const double f = (n - lo->first) / double(hi->first - lo->first);
+    const double a = at_chunk(lo->first, lo->second, ctx);
+    return a + f * (at_chunk(hi->first, hi->second, ctx) - a);
+  };
+  const auto& [largest, curve] = *m.rbegin();
+  double ms = 0, done = 0;
+  while (chunk - done > largest) {
+    ms += at_chunk(largest, curve, context + done);
+    done += largest;
   }
-  return q_ratio_ * ms;
+  return q_ratio_ * (ms + within(chunk - done, context + done));
 }
 
 double TableCostModel::decode_attention_ms(double batch, double mean_context) const {
@@ -150,6 +152,14 @@ bool TableCostModel::measured_decode(double batch, double mean_context) const {
   if (b < m.begin()->first || b > m.rbegin()->first) return false;
   const Curve& c = m.lower_bound(int(std::ceil(b)))->second;
   return mean_context >= c.min_x() && mean_context <= c.max_x();
+}
+
+bool TableCostModel::measured_tokens(double tokens) const {
+  return tokens >= gemm_.front()->min_x() && tokens <= gemm_.front()->max_x();
+}
+
+bool TableCostModel::measured_batch(double batch_size) const {
+  return cpu_ == nullptr || (batch_size >= cpu_->min_x() && batch_size <= cpu_->max_x());
 }
 
 StepCost TableCostModel::cost(std::span<const SeqShape> batch) const {

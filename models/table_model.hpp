@@ -39,6 +39,8 @@ class TableCostModel final : public CostModel {
   // Whether a point lies inside the measured ranges (no extrapolation).
   bool measured_prefill(double chunk, double context) const;
   bool measured_decode(double batch, double mean_context) const;
+  bool measured_tokens(double tokens) const;     // GEMMs and element-wise ops
+  bool measured_batch(double batch_size) const;  // CPU overhead
 
  private:
   ModelSpec model_;

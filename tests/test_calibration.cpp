@@ -138,6 +138,71 @@ TEST_CASE("table model: exact at measured points", "[calibration]") {
   CHECK(c.flops > 0);  // counted as the roofline counts them
 }
 
+TEST_CASE("table model: TP composition and extrapolation that never falls", "[calibration]") {
+  const ProfileSet p = load_profiles(fixture_profiles("compose"));
+  const TableCostModel tp2(p, find_gpu("a100-80g"), find_model("llama-2-7b"), 2);
+  const SeqShape one{1, 0, true, true};
+  const StepCost c = tp2.cost(std::span(&one, 1));
+  // 32 layers x (GEMMs + element-wise + prefill attention + 2 all-reduces) + CPU at batch 1.
+  const double layer_ms =
+      24 * 0.005 + 30 * 0.005 + tp2.prefill_attention_ms(1, 0) + 2 * tp2.allreduce_ms(1);
+  CHECK(c.seconds * 1e3 == Approx(32 * layer_ms + tp2.cpu_ms(1)));
+  CHECK(c.allreduce_s > 0);
+  // Beyond the measured chunks and contexts, more work never takes less time.
+  const TableCostModel t(p, find_gpu("a100-80g"), find_model("llama-2-7b"), 1);
+  double last = 0;
+  for (double ctx : {0.0, 1024.0, 4096.0, 16384.0}) {
+    const double ms = t.prefill_attention_ms(1024, ctx);
+    CHECK(ms >= last);
+    last = ms;
+  }
+  CHECK(t.prefill_attention_ms(512, 0) > t.prefill_attention_ms(256, 0));
+  CHECK(t.decode_attention_ms(1, 8192) >= t.decode_attention_ms(1, 1024));
+  CHECK(t.gemm_ms(1 << 16) > t.gemm_ms(64));
+}
+
+TEST_CASE("profiles: hostile files are one clear error with file, line and field",
+          "[calibration][errors]") {
+  const std::string good = mlp_row(8, 1, 0.01);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string row = good;
+    row.replace(row.find(from), from.size(), to);
+    return row;
+  };
+  CHECK_THROWS_WITH(
+      read_mlp_profile(fixture("h1.csv", mlp_header() + with("32,32,4096", "0,32,4096"))),
+      Catch::Contains("h1.csv:2: field 'n_head'"));
+  CHECK_THROWS_WITH(
+      read_mlp_profile(fixture("h2.csv", mlp_header() + with("True,8,1", "True,8,0"))),
+      Catch::Contains("h2.csv:2: field 'num_tensor_parallel_workers'"));
+  CHECK_THROWS_WITH(
+      read_mlp_profile(fixture("h3.csv", mlp_header() + with(",0.03,", ",-0.03,"))),
+      Catch::Contains("h3.csv:2: field 'time_stats.attn_pre_proj.median': must be > 0"));
+  CHECK_THROWS_WITH(
+      read_mlp_profile(fixture("h4.csv", mlp_header() + good + with("32,32,4096", "64,8,8192"))),
+      Catch::Contains("h4.csv:3: field 'n_embd': one mlp.csv must hold one model shape"));
+  const std::string attn =
+      "time_stats.attn_prefill.median,time_stats.attn_decode.median,n_embd,n_q_head,n_kv_head,"
+      "num_tensor_parallel_workers,batch_size,prefill_chunk_size,kv_cache_size,is_prefill\n";
+  CHECK_THROWS_WITH(
+      read_attention_profile(fixture("h5.csv", attn + ",0.1,8192,64,8,2,2000000000,0,512,False\n")),
+      Catch::Contains("h5.csv:2: field 'batch_size'"));
+  CHECK_THROWS_WITH(
+      read_attention_profile(fixture("h6.csv", attn + ",0.1,8192,64,8,2,-3,0,512,False\n")),
+      Catch::Contains("h6.csv:2: field 'batch_size'"));
+  const std::string steps =
+      "prefill_tokens,decode_tokens,prefill_context_tokens,decode_context_tokens,measured_ms\n";
+  CHECK_THROWS_WITH(read_step_log(fixture("h7.csv", steps + "3000000000,0,0,0,5\n")),
+                    Catch::Contains("h7.csv:2: field 'prefill_tokens'"));
+  CHECK_THROWS_WITH(read_step_log(fixture("h8.csv", steps + "0,2000000,0,0,5\n")),
+                    Catch::Contains("h8.csv:2: field 'decode_tokens'"));
+  // Too few steps for the parameters is an error, not a silent non-fit.
+  const auto few = read_step_log(fixture("h9.csv", steps + "100,0,0,0,5\n0,4,0,400,3\n"));
+  CHECK_THROWS_WITH(
+      calibrate_from_step_log(few, find_gpu("a100-80g"), find_model("llama-2-7b"), 1, 5),
+      Catch::Contains("too few"));
+}
+
 TEST_CASE("table model: a shape the profiles lack is a clear error", "[calibration][errors]") {
   const ProfileSet p = load_profiles(fixture_profiles("errors"));
   CHECK_THROWS_WITH(TableCostModel(p, find_gpu("a100-80g"), find_model("llama-3-8b"), 1),

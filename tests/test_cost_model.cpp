@@ -160,3 +160,31 @@ TEST_CASE("memory plan: a model that does not fit is an error stating the bytes"
   o.tp = 8;  // 8 x L4: 16 GiB of weights each, fits
   CHECK(plan_memory(find_gpu("l4"), find_model("llama-2-70b"), o).num_gpu_blocks > 0);
 }
+
+TEST_CASE("roofline: the smooth knee and GEMM tile padding by hand", "[cost]") {
+  const SeqShape s{3, 0, true, false};  // 3 tokens: tiny compute, weights dominate
+  RooflineParams p = ideal();
+  // Linear compute 2304 x 3 FLOPs = 6.912 s; memory 2304 + 416 x 3 = 3.552 s (at 1000/s).
+  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(std::span(&s, 1)).linear_s ==
+        Approx(6.912));
+  p.knee_sharpness = 2;  // sqrt(6.912^2 + 3.552^2)
+  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(std::span(&s, 1)).linear_s ==
+        Approx(std::sqrt(6.912 * 6.912 + 3.552 * 3.552)));
+  p.knee_sharpness = 0;
+  p.linear_tile_tokens = 4;  // 3 tokens run as a tile of 4: compute 9.216 s
+  const StepCost c = RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(std::span(&s, 1));
+  CHECK(c.linear_s == Approx(9.216));
+  // FLOPs count the real tokens, for MFU: 3 of linear, plus 6 pairs of attention.
+  CHECK(c.flops == Approx(2304.0 * 3 + 64 * 6));
+}
+
+TEST_CASE("roofline: the all-reduce latency switches above a message size", "[cost]") {
+  RooflineParams p = ideal();
+  p.allreduce_latency_s = 1;
+  p.allreduce_switch_bytes = 100;
+  p.allreduce_large_latency_s = 5;
+  const RooflineCostModel m(slow_gpu(), tiny(), 2, p);
+  // Ring: 2 (2-1)/2 x bytes / 1000 B/s.
+  CHECK(m.allreduce_seconds(100) == Approx(1 + 0.1));
+  CHECK(m.allreduce_seconds(200) == Approx(5 + 0.2));
+}
