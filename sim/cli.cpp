@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -17,6 +18,7 @@
 #include "sim/cli_common.hpp"
 #include "sim/error.hpp"
 #include "sim/report.hpp"
+#include "sim/results.hpp"
 #include "sim/simulation.hpp"
 #include "traces/synthetic.hpp"
 #include "traces/trace.hpp"
@@ -45,6 +47,10 @@ const char* kUsage =
     "  trace     import | info | synth: read, inspect and write trace files\n"
     "  calibrate fit the roofline cost model to Vidur profiles or a measured step log\n"
     "  fidelity  compare cost models with measured step times (Vidur profiles)\n"
+    "  diagnose  split a latency change into TTFT and OTPS, with a verdict and the OTPS alarm\n"
+    "  sweep     run a grid of configurations in parallel into one table (HDF5/CSV)\n"
+    "  capacity  the highest request rate a configuration sustains under an SLO\n"
+    "  check     the CI gate: run scenarios, compare with a baseline, exit 1 on regression\n"
     "  list      list gpus | models | schedulers\n"
     "\n"
     "`servesim <command> --help` describes a command's options.\n";
@@ -60,10 +66,13 @@ struct Args {
   std::string request_rate, input_len, output_len;
   double burstiness = 1.0;
   int64_t seed = 0;  // signed so that "-1" is an error, not 2^64 - 1
-  std::string json, requests_csv, config;
+  std::string json, requests_csv, config, out;
+  double period_s = 300;
+  bool no_steps = false;
   std::string trace;
   TraceArgs t;
   std::string cost_model, calibration, profiles;
+  bool cache_traces = false;  // points of a sweep: import each trace file once
 };
 
 po::options_description options(Args& a, bool compare) {
@@ -122,6 +131,12 @@ po::options_description options(Args& a, bool compare) {
                                                   "random seed");
   po::options_description out("output");
   out.add_options()("json", po::value(&a.json), "write the JSON summary to FILE");
+  out.add_options()("out", po::value(&a.out),
+                    "write the HDF5 results file FILE: per request, per step, per window "
+                    "(layout in README.md)")(
+      "period-s", po::value(&a.period_s)->default_value(300),
+      "window length of the results file's per-window table, in seconds (CloudWatch: 300)")(
+      "no-steps", po::bool_switch(&a.no_steps), "leave the per-step table out of --out");
   if (!compare) {
     out.add_options()("requests-csv", po::value(&a.requests_csv), "write per-request CSV to FILE");
   }
@@ -228,7 +243,7 @@ LoadedWorkload load_workload(const Args& a, const po::variables_map& vm) {
       }
     }
     const Trace t = load_trace(a.trace, a.t, explicit_rate ? parse_rate(a.request_rate) : 0,
-                               a.burstiness, seed);
+                               a.burstiness, seed, a.cache_traces);
     if (!t.timed) {
       throw Error("request-rate", a.trace + " has no arrival times: give --request-rate");
     }
@@ -256,6 +271,10 @@ LoadedWorkload load_workload(const Args& a, const po::variables_map& vm) {
 // Runs the policies in SPECS over one workload.
 std::vector<RunResult> run_policies(const Args& a, const std::vector<std::string>& specs,
                                     const Workload& w) {
+  if (!(a.period_s > 0) || !std::isfinite(a.period_s)) throw Error("period-s", "must be > 0");
+  SimulateOptions keep;
+  keep.keep_steps = !a.out.empty() && !a.no_steps;
+  keep.keep_histogram = !a.out.empty();
   const SimConfig base = base_config(a);
   std::vector<SimConfig> configs;
   for (const std::string& spec : specs) {
@@ -273,8 +292,21 @@ std::vector<RunResult> run_policies(const Args& a, const std::vector<std::string
   }
   std::vector<RunResult> runs;
   for (const SimConfig& c : configs)
-    runs.push_back(simulate(c, w));
+    runs.push_back(simulate(c, w, nullptr, keep));
   return runs;
+}
+
+// --out: the HDF5 results file, one group per run named by its label.
+void write_results(const Args& a, const std::vector<RunResult>& runs,
+                   const ordered_json& workload) {
+  if (a.out.empty()) return;
+  std::vector<NamedRun> named;
+  for (const RunResult& r : runs)
+    named.push_back({run_label(r), &r});
+  ResultsOptions o;
+  o.period_s = a.period_s;
+  o.steps = !a.no_steps;
+  write_results_h5(a.out, named, workload, o);
 }
 
 int cmd_run(int argc, const char* const* argv, std::ostream& out) {
@@ -288,6 +320,7 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   const RunResult& r = runs.front();
   print_run_summary(out, r, w.text);
   if (!a.json.empty()) write_file(a.json, summary_json(r, w.json).dump(2) + "\n");
+  write_results(a, runs, w.json);
   if (!a.requests_csv.empty()) {
     std::ostringstream csv;
     write_requests_csv(csv, r);
@@ -351,8 +384,88 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
       j["runs"].push_back(summary_json(r, w.json));
     write_file(a.json, j.dump(2) + "\n");
   }
+  write_results(a, runs, w.json);
   return 0;
 }
+
+std::mutex trace_mutex;  // HDF5 (servesim traces) is not thread-safe
+
+// Parses a `run` command line without the command name.
+void parse_point(const std::vector<std::string>& args, Args& a, po::variables_map& vm) {
+  const auto desc = options(a, false);
+  po::store(po::command_line_parser(args).options(desc).run(), vm);
+  for (const char* flag : {"out", "json", "requests-csv", "config", "help"}) {
+    if (vm.count(flag)) throw Error(flag, "not allowed in a point: the command writes the results");
+  }
+  po::notify(vm);
+  if (vm.count("tp")) {
+    if (!vm["tensor-parallel-size"].defaulted() && a.tp != a.tp_alias) {
+      throw Error("tp", "conflicts with --tensor-parallel-size");
+    }
+    a.tp = a.tp_alias;
+  }
+  if (a.seed < 0) throw Error("seed", "must be >= 0");
+}
+
+}  // namespace
+
+namespace cli {
+
+po::options_description run_options() {
+  static Args a;
+  return options(a, false);
+}
+
+bool run_flag_is_switch(const std::string& name) {
+  Args a;
+  const auto desc = options(a, false);
+  const po::option_description* d = desc.find_nothrow(name, false);
+  if (d == nullptr) throw Error(name, "not a flag of `servesim run` (see servesim run --help)");
+  return d->semantic()->max_tokens() == 0;
+}
+
+void check_point_args(const std::vector<std::string>& args) {
+  Args a;
+  po::variables_map vm;
+  parse_point(args, a, vm);
+  if (!a.schedulers.empty()) parse_scheduler(a.schedulers.front());
+  base_config(a);  // model, GPU, calibration and profile files
+  // The workload's flags, on one generated request (a trace is imported once and cached).
+  a.cache_traces = true;
+  a.num_requests = std::min<int64_t>(a.num_requests, 1);
+  if (a.trace.empty()) {
+    load_workload(a, vm);
+  } else {
+    const std::lock_guard<std::mutex> lock(trace_mutex);
+    load_workload(a, vm);
+  }
+}
+
+PointRun run_point(const std::vector<std::string>& args) {
+  Args a;
+  po::variables_map vm;
+  parse_point(args, a, vm);
+  PointRun p;
+  a.cache_traces = true;
+  LoadedWorkload w;
+  if (a.trace.empty()) {
+    w = load_workload(a, vm);
+  } else {
+    const std::lock_guard<std::mutex> lock(trace_mutex);
+    w = load_workload(a, vm);
+  }
+  if (a.trace.empty() || !vm["request-rate"].defaulted())
+    p.request_rate = parse_rate(a.request_rate);
+  const std::string spec = a.schedulers.empty() ? "chunked" : a.schedulers.front();
+  std::vector<RunResult> runs = run_policies(a, {spec}, w.requests);
+  p.run = std::move(runs.front());
+  p.workload = std::move(w.json);
+  return p;
+}
+
+}  // namespace cli
+
+namespace {
 
 int cmd_list(int argc, const char* const* argv, std::ostream& out) {
   const std::string what = argc >= 2 ? argv[1] : "";
@@ -407,6 +520,10 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "run") return cmd_run(argc - 1, argv + 1, out);
     if (command == "compare") return cmd_compare(argc - 1, argv + 1, out);
     if (command == "list") return cmd_list(argc - 1, argv + 1, out);
+    if (command == "diagnose") return cmd_diagnose(argc - 1, argv + 1, out);
+    if (command == "sweep") return cmd_sweep(argc - 1, argv + 1, out);
+    if (command == "capacity") return cmd_capacity(argc - 1, argv + 1, out);
+    if (command == "check") return cmd_check(argc - 1, argv + 1, out);
     if (command == "trace") return cmd_trace(argc - 1, argv + 1, out);
     if (command == "calibrate" || command == "fidelity") {
       return cmd_calibrate_or_fidelity(command, argc - 1, argv + 1, out);
@@ -416,7 +533,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       return 0;
     }
     err << "servesim: unknown command '" << command
-        << "' (commands: run, compare, trace, calibrate, fidelity, list; see servesim --help)\n";
+        << "' (commands: run, compare, trace, calibrate, fidelity, diagnose, sweep, capacity, "
+           "check, "
+           "list; see servesim --help)\n";
     return 2;
   } catch (const Error& e) {
     err << "servesim " << command << ": error: " << e.what() << "\n";

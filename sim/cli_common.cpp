@@ -2,7 +2,11 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 
@@ -125,8 +129,32 @@ TransformOptions transforms(const TraceArgs& a, double request_rate, double burs
 }
 
 Trace load_trace(const std::string& path, const TraceArgs& a, double request_rate,
-                 double burstiness, uint64_t seed) {
-  Trace t = import_trace(path, import_options(a));
+                 double burstiness, uint64_t seed, bool cached) {
+  const ImportOptions opt = import_options(a);
+  Trace t;
+  std::error_code ec;
+  if (cached && std::filesystem::is_regular_file(path, ec)) {
+    // Many points of one sweep replay one file: import it once per process. The key holds the
+    // file's size and modification time, so a rewritten file is read again.
+    static std::mutex m;
+    static std::map<std::string, std::shared_ptr<const Trace>> cache;
+    const auto size = std::filesystem::file_size(path, ec);
+    const auto mtime = std::filesystem::last_write_time(path, ec).time_since_epoch().count();
+    const std::string key =
+        path + "\n" + opt.describe() + "\n" + std::to_string(size) + "\n" + std::to_string(mtime);
+    std::shared_ptr<const Trace> hit;
+    {
+      const std::lock_guard<std::mutex> lock(m);
+      auto it = cache.find(key);
+      if (it == cache.end()) {
+        it = cache.emplace(key, std::make_shared<const Trace>(import_trace(path, opt))).first;
+      }
+      hit = it->second;
+    }
+    t = *hit;
+  } else {
+    t = import_trace(path, opt);
+  }
   apply_transforms(t, transforms(a, request_rate, burstiness, seed));
   return t;
 }

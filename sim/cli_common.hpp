@@ -4,10 +4,13 @@
 #pragma once
 
 #include <boost/program_options.hpp>
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <vector>
 
+#include "sim/simulation.hpp"
 #include "traces/import.hpp"
 #include "traces/synthetic.hpp"
 #include "traces/trace.hpp"
@@ -45,9 +48,10 @@ ImportOptions import_options(const TraceArgs& a);
 TransformOptions transforms(const TraceArgs& a, double request_rate, double burstiness,
                             uint64_t seed);
 
-// Imports PATH and applies the transforms.
+// Imports PATH and applies the transforms. CACHED: keep the imported file for later calls
+// (thread-safe; for the many points of a sweep).
 Trace load_trace(const std::string& path, const TraceArgs& a, double request_rate,
-                 double burstiness, uint64_t seed);
+                 double burstiness, uint64_t seed, bool cached = false);
 
 // The workload section of reports: where the requests came from and where every row went.
 nlohmann::ordered_json trace_json(const Trace& t);
@@ -60,6 +64,33 @@ int cmd_trace(int argc, const char* const* argv, std::ostream& out);
 // `servesim calibrate` or `servesim fidelity` (sim/cli_calibrate.cpp).
 int cmd_calibrate_or_fidelity(const std::string& command, int argc, const char* const* argv,
                               std::ostream& out);
+
+// One simulated point of a sweep, a capacity search or a check scenario: ARGS is a `run` command
+// line without the command (e.g. {"--scheduler", "chunked:512", "--request-rate", "4"}). The
+// output flags (--out, --json, --requests-csv, --config) are not allowed. Thread-safe: trace
+// files are read under a lock. Throws Error for bad flags, like `run`.
+struct PointRun {
+  RunResult run;
+  nlohmann::ordered_json workload;
+  double request_rate = NAN;  // req/s asked for; NaN when a trace kept its own timing
+};
+PointRun run_point(const std::vector<std::string>& args);
+// Checks ARGS as run_point would, without simulating: flags, model and GPU names, files, the
+// workload's options (on one request; a trace is imported once and cached). What only the
+// simulation finds (a model that does not fit a GPU) is left to run_point.
+void check_point_args(const std::vector<std::string>& args);
+// Whether `run` flag NAME is a switch (takes no value); Error when `run` has no such flag.
+bool run_flag_is_switch(const std::string& name);
+// `run`'s options, for the help of commands that take them.
+po::options_description run_options();
+
+// `servesim sweep | capacity | check` (sim/cli_sweep.cpp).
+int cmd_sweep(int argc, const char* const* argv, std::ostream& out);
+int cmd_capacity(int argc, const char* const* argv, std::ostream& out);
+int cmd_check(int argc, const char* const* argv, std::ostream& out);
+
+// `servesim diagnose BASELINE CURRENT` (sim/cli_diagnose.cpp).
+int cmd_diagnose(int argc, const char* const* argv, std::ostream& out);
 
 // The synthetic workload of the built-in default scenario (also `trace synth`'s defaults).
 inline constexpr int64_t kDefaultNumRequests = 2000;

@@ -27,8 +27,9 @@ std::string strip_dashes(std::string name) {
 
 }  // namespace
 
-void store_ini_file(const std::string& path, const po::options_description& desc,
-                    po::variables_map& vm, const std::set<std::string>& skip) {
+namespace {
+
+std::string read_text(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) throw Error(path, 0, "", "not a readable file");
   std::ifstream in(path, std::ios::binary);
@@ -37,9 +38,11 @@ void store_ini_file(const std::string& path, const po::options_description& desc
   buffer << in.rdbuf();
   std::string text = buffer.str();
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte-order mark
+  return text;
+}
 
-  // First pass: syntax and known keys, remembering the line of each key for later errors.
-  std::map<std::string, int> line_of;
+std::vector<IniEntry> parse_entries(const std::string& path, const std::string& text) {
+  std::vector<IniEntry> out;
   std::string section, line;
   std::istringstream lines(text);
   for (int lineno = 1; std::getline(lines, line); ++lineno) {
@@ -48,18 +51,38 @@ void store_ini_file(const std::string& path, const po::options_description& desc
     if (s.front() == '[') {
       if (s.back() != ']') throw Error(path, lineno, "", "section header must end with ']'");
       section = trim(s.substr(1, s.size() - 2));
+      out.push_back({section, "", "", lineno});  // the header itself, with no key
       continue;
     }
     const auto eq = s.find('=');
     if (eq == std::string::npos) throw Error(path, lineno, s, "expected 'key = value'");
     const std::string name = trim(s.substr(0, eq));
     if (name.empty()) throw Error(path, lineno, "", "missing key before '='");
-    const std::string key = (section.empty() ? "" : section + ".") + name;
+    out.push_back({section, name, trim(s.substr(eq + 1)), lineno});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<IniEntry> read_ini_entries(const std::string& path) {
+  return parse_entries(path, read_text(path));
+}
+
+void store_ini_file(const std::string& path, const po::options_description& desc,
+                    po::variables_map& vm, const std::set<std::string>& skip) {
+  const std::string text = read_text(path);
+  // First pass: syntax and known keys, remembering the line of each key for later errors.
+  std::map<std::string, int> line_of;
+  for (const IniEntry& e : parse_entries(path, text)) {
+    if (e.key.empty()) continue;  // a section header
+    const int lineno = e.line;
+    const std::string key = (e.section.empty() ? "" : e.section + ".") + e.key;
     if (key == "config" || key == "help") {
       throw Error(path, lineno, key, "only allowed on the command line");
     }
     if (desc.find_nothrow(key, false) == nullptr) throw Error(path, lineno, key, "unknown key");
-    if (trim(s.substr(eq + 1)).empty()) throw Error(path, lineno, key, "empty value");
+    if (e.value.empty()) throw Error(path, lineno, key, "empty value");
     line_of.emplace(key, lineno);
   }
 

@@ -38,6 +38,15 @@ class LogHistogram {
   double min() const { return count_ ? min_ : 0.0; }
   double max() const { return count_ ? max_ : 0.0; }
 
+  // Calls F(upper_bound, count) for every non-empty bucket, in increasing order: the histogram
+  // itself, for CDFs (results files).
+  template <class F>
+  void for_each_bucket(F f) const {
+    for (size_t i = 0; i < counts_.size(); ++i) {
+      if (counts_[i] > 0) f(upper_bound(i), counts_[i]);
+    }
+  }
+
   // The q-quantile (0 <= q <= 1) with numpy's default (linear) interpolation between the order
   // statistics at floor and ceil of q x (count - 1), each taken as its bucket's midpoint.
   double quantile(double q) const {
@@ -59,6 +68,11 @@ class LogHistogram {
     const uint64_t biased_exp = bits >> 52;  // sign bit is 0
     const uint64_t mantissa = (bits >> (52 - kMantissaBits)) & ((1u << kMantissaBits) - 1);
     return size_t((biased_exp - uint64_t(1023 + kMinExp)) << kMantissaBits) | size_t(mantissa);
+  }
+  static double upper_bound(size_t i) {
+    const int exp = int(i >> kMantissaBits) + kMinExp;
+    const double frac = double(i & ((1u << kMantissaBits) - 1)) + 1.0;
+    return std::ldexp(1.0 + frac / double(1u << kMantissaBits), exp);
   }
   static double midpoint(size_t i) {
     const int exp = int(i >> kMantissaBits) + kMinExp;

@@ -4,7 +4,8 @@
 
 namespace servesim {
 
-MetricsCollector::MetricsCollector(const Workload& w) : records_(w.size()) {
+MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps)
+    : records_(w.size()), keep_steps_(keep_steps) {
   for (const RequestSpec& r : w) {
     RequestRecord& rec = records_[r.id];
     rec.arrival_s = r.arrival_s;
@@ -41,6 +42,10 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
     ++decode_only_;
   }
   end_s_ = std::max(end_s_, t + cost.seconds);
+  if (keep_steps_) {
+    step_records_.push_back({t, cost.seconds, batch.prefill_tokens(), batch.decode_tokens(),
+                             int64_t(batch.size()), kv_used_blocks, cost.flops, cost.bytes});
+  }
 }
 
 RunSummary MetricsCollector::summary(double peak_flops, double peak_bytes_per_s,

@@ -49,6 +49,13 @@ struct RequestRecord {
   double otps() const { return output_tokens / (last_token_s - first_token_s); }
 };
 
+// One step as the host ran it (kept when asked for: results files' per-step table).
+struct StepRecord {
+  double start_s = 0, duration_s = 0;
+  int64_t prefill_tokens = 0, decode_tokens = 0, batch_size = 0, kv_blocks_used = 0;
+  double flops = 0, bytes = 0;
+};
+
 struct RunSummary {
   uint64_t total = 0, completed = 0, rejected = 0;
   uint64_t rejected_by_reason[kNumRejectReasons] = {};  // indexed by RejectReason
@@ -64,7 +71,8 @@ struct RunSummary {
 
 class MetricsCollector {
  public:
-  explicit MetricsCollector(const Workload& w);
+  // KEEP_STEPS: record every step (memory grows with steps; off for sweeps).
+  explicit MetricsCollector(const Workload& w, bool keep_steps = false);
 
   void on_reject(uint32_t id, double t, RejectReason why);
   void on_scheduled(uint32_t id, double t) {
@@ -91,9 +99,13 @@ class MetricsCollector {
   RunSummary summary(double peak_flops, double peak_bytes_per_s, int64_t total_kv_blocks) const;
 
   std::vector<RequestRecord> take_requests() { return std::move(records_); }
+  std::vector<StepRecord> take_steps() { return std::move(step_records_); }
+  const LogHistogram& itl_s() const { return itl_s_; }
 
  private:
   std::vector<RequestRecord> records_;
+  std::vector<StepRecord> step_records_;
+  bool keep_steps_ = false;
   LogHistogram itl_s_;
   double first_arrival_s_ = 0;
   double end_s_ = 0;

@@ -23,6 +23,36 @@ ordered_json stats_json(const Stats& s) {
 
 }  // namespace
 
+std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s) {
+  std::vector<std::pair<std::string, double>> m = {{"completed", double(s.completed)},
+                                                   {"rejected", double(s.rejected)},
+                                                   {"preemptions", double(s.preemptions)}};
+  const std::pair<const char*, const Stats*> stats[] = {
+      {"ttft_ms", &s.ttft_ms}, {"itl_ms", &s.itl_ms},     {"tpot_ms", &s.tpot_ms},
+      {"e2e_ms", &s.e2e_ms},   {"queue_ms", &s.queue_ms}, {"otps", &s.otps}};
+  for (const auto& [name, st] : stats) {
+    const std::string n = name;
+    m.emplace_back(n + "_mean", st->mean);
+    m.emplace_back(n + "_p50", st->p50);
+    m.emplace_back(n + "_p90", st->p90);
+    m.emplace_back(n + "_p95", st->p95);
+    m.emplace_back(n + "_p99", st->p99);
+    m.emplace_back(n + "_max", st->max);
+  }
+  m.insert(m.end(), {{"otps_p50_ratio", s.otps_p50_ratio},
+                     {"requests_per_s", s.requests_per_s},
+                     {"output_tokens_per_s", s.output_tokens_per_s},
+                     {"total_tokens_per_s", s.total_tokens_per_s},
+                     {"busy_fraction", s.busy_fraction},
+                     {"mfu", s.mfu},
+                     {"mbu", s.mbu},
+                     {"kv_usage_mean", s.kv_usage_mean},
+                     {"kv_usage_max", s.kv_usage_max},
+                     {"makespan_s", s.makespan_s},
+                     {"steps", double(s.steps)}});
+  return m;
+}
+
 std::string run_label(const RunResult& r) {
   const SchedulerConfig& s = r.config.scheduler;
   return s.policy + ":" + std::to_string(s.max_num_batched_tokens);

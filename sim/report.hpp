@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/simulation.hpp"
@@ -15,6 +16,12 @@ namespace servesim {
 
 // The scheduler label of a run with its resolved token budget, e.g. "chunked:512".
 std::string run_label(const RunResult& r);
+
+// Every summary metric as a flat (name, value) list in a fixed order: completed, rejected,
+// preemptions, then mean/p50/p90/p95/p99/max of ttft_ms, itl_ms, tpot_ms, e2e_ms, queue_ms and
+// otps, then otps_p50_ratio, throughput, GPU use and makespan_s. Sweep and capacity tables use
+// these names as columns.
+std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s);
 
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
 

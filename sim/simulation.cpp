@@ -93,7 +93,8 @@ class ArrivalProcess final : public EventLoop::Process {
 
 }  // namespace
 
-RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override) {
+RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override,
+                   const SimulateOptions& options) {
   RunResult result;
   result.config = c;
   result.memory = plan_memory(c.gpu, c.model, c.memory);
@@ -107,7 +108,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   }
   const CostModel& cost = cost_override ? *cost_override : *own;
   Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size());
-  MetricsCollector metrics(w);
+  MetricsCollector metrics(w, options.keep_steps);
   EventLoop loop;
   Host host(loop, scheduler, cost, metrics);
   ArrivalProcess arrivals(w, host);
@@ -119,6 +120,12 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   result.summary = metrics.summary(c.gpu.peak_flops() * c.tp, c.gpu.hbm_bytes_per_s() * c.tp,
                                    result.memory.num_gpu_blocks);
   result.requests = metrics.take_requests();
+  result.steps = metrics.take_steps();
+  if (options.keep_histogram) {
+    metrics.itl_s().for_each_bucket([&](double upper_s, uint64_t n) {
+      result.itl_histogram_ms.emplace_back(upper_s * 1e3, n);
+    });
+  }
   result.discarded_tokens = scheduler.discarded_tokens();
   return result;
 }

@@ -10,6 +10,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/gpu.hpp"
@@ -45,11 +46,19 @@ struct RunResult {
   MemoryPlan memory;
   RunSummary summary;
   std::vector<RequestRecord> requests;
+  std::vector<StepRecord> steps;  // empty unless simulate() was asked to keep them
+  std::vector<std::pair<double, uint64_t>> itl_histogram_ms;  // (bucket upper bound, count)
   int64_t discarded_tokens = 0;  // computed, then thrown away by preemption
+};
+
+struct SimulateOptions {
+  bool keep_steps = false;      // RunResult::steps
+  bool keep_histogram = false;  // RunResult::itl_histogram_ms
 };
 
 // Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with its cost model
 // (config.cost_model), or with COST when given.
-RunResult simulate(const SimConfig& resolved, const Workload& w, const CostModel* cost = nullptr);
+RunResult simulate(const SimConfig& resolved, const Workload& w, const CostModel* cost = nullptr,
+                   const SimulateOptions& options = {});
 
 }  // namespace servesim

@@ -1,6 +1,9 @@
-// Runs the servesim command line in-process, capturing its exit code and output.
+// Runs the servesim command line in-process, capturing its exit code and output; scratch
+// directories and whole-file reads for the tests that use it.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -22,6 +25,26 @@ inline CliResult cli(std::vector<std::string> args) {
   std::ostringstream out, err;
   const int code = run_cli(int(argv.size()), argv.data(), out, err);
   return {code, out.str(), err.str()};
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// A fresh directory for one test's files (tests run in parallel: one name per test).
+inline std::filesystem::path scratch(const std::string& name) {
+  const auto dir = std::filesystem::temp_directory_path() / ("servesim_test_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+inline void write(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::binary);
+  f << text;
 }
 
 }  // namespace servesim::test

@@ -17,26 +17,9 @@ namespace {
 
 using Result = servesim::test::CliResult;
 using servesim::test::cli;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
-// A fresh directory for one test's files.
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("servesim_test_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void write(const fs::path& p, const std::string& text) {
-  std::ofstream f(p, std::ios::binary);
-  f << text;
-}
+using servesim::test::scratch;
+using servesim::test::slurp;
+using servesim::test::write;
 
 }  // namespace
 

@@ -14,6 +14,8 @@ namespace {
 constexpr size_t kBlock = size_t(1) << 20;
 constexpr size_t kMaxLine = size_t(1) << 24;
 
+}  // namespace
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
     s.remove_prefix(1);
@@ -21,7 +23,6 @@ std::string_view trim(std::string_view s) {
     s.remove_suffix(1);
   return s;
 }
-}  // namespace
 
 LineReader::LineReader(const std::string& path) : path_(path), buf_(kBlock) {
   f_ = std::fopen(path.c_str(), "rb");

@@ -59,6 +59,9 @@ bool parse_double(std::string_view s, double& v);  // finite only
 // else as written).
 bool parse_datetime_ns(std::string_view s, int64_t& ns);
 
+// S without leading and trailing spaces and tabs.
+std::string_view trim(std::string_view s);
+
 // Trims spaces, a UTF-8 byte-order mark and surrounding quotes from a header name.
 std::string_view clean_header_name(std::string_view s);
 

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "sim/error.hpp"
+#include "sim/h5_columns.hpp"
 
 namespace servesim {
 
@@ -16,127 +17,25 @@ namespace {
 
 constexpr int kVersion = 1;
 constexpr const char* kMagic = "servesim-trace";
-constexpr hsize_t kChunk = 1 << 16;
-
-template <class T>
-const H5::PredType& h5type();
-template <>
-const H5::PredType& h5type<double>() {
-  return H5::PredType::NATIVE_DOUBLE;
-}
-template <>
-const H5::PredType& h5type<int32_t>() {
-  return H5::PredType::NATIVE_INT32;
-}
-template <>
-const H5::PredType& h5type<int64_t>() {
-  return H5::PredType::NATIVE_INT64;
-}
-template <>
-const H5::PredType& h5type<uint64_t>() {
-  return H5::PredType::NATIVE_UINT64;
-}
-template <>
-const H5::PredType& h5type<uint8_t>() {
-  return H5::PredType::NATIVE_UINT8;
-}
-
-template <class T>
-void write_column(H5::H5File& f, const char* name, const std::vector<T>& v) {
-  const hsize_t n = v.size();
-  H5::DataSpace space(1, &n);
-  H5::DSetCreatPropList props;
-  if (n > 0) {
-    const hsize_t chunk = std::min<hsize_t>(kChunk, n);
-    props.setChunk(1, &chunk);
-    props.setShuffle();
-    props.setDeflate(1);
-  }
-  H5::DataSet ds = f.createDataSet(name, h5type<T>(), space, props);
-  if (n > 0) ds.write(v.data(), h5type<T>());
-}
-
 // Far beyond any trace; keeps a crafted header from asking for terabytes.
 constexpr hsize_t kMaxRows = hsize_t(1) << 31;
 constexpr hsize_t kMaxHashIds = hsize_t(1) << 34;
 
-// The length of a 1-D column, after checking that its type is the one servesim writes (HDF5
-// would otherwise convert silently: truncate floats, clamp large integers).
-template <class T>
-hsize_t column_length(H5::H5File& f, const std::string& path, const char* name, hsize_t max) {
-  H5::DataSet ds = f.openDataSet(name);
-  const H5::DataType type = ds.getDataType();
-  const bool is_float = std::is_floating_point_v<T>;
-  const bool class_ok = type.getClass() == (is_float ? H5T_FLOAT : H5T_INTEGER);
-  const bool size_ok = type.getSize() == sizeof(T);
-  bool sign_ok = true;
-  if (class_ok && !is_float) {
-    sign_ok = ds.getIntType().getSign() == (std::is_signed_v<T> ? H5T_SGN_2 : H5T_SGN_NONE);
-  }
-  if (!class_ok || !size_ok || !sign_ok) {
-    const std::string want = std::string(is_float              ? "float"
-                                         : std::is_signed_v<T> ? "int"
-                                                               : "uint") +
-                             std::to_string(sizeof(T) * 8);
-    throw Error(path, 0, name, "has the wrong type (servesim writes " + want + ")");
-  }
-  H5::DataSpace space = ds.getSpace();
-  if (space.getSimpleExtentNdims() != 1) throw Error(path, 0, name, "is not a 1-D column");
-  hsize_t n = 0;
-  space.getSimpleExtentDims(&n);
-  if (n > max) throw Error(path, 0, name, "claims " + std::to_string(n) + " elements: too many");
-  return n;
-}
+using h5::column_length;
+using h5::read_column;
+using h5::read_string_attr;
+using h5::write_attr;
+using h5::write_column;
 
-template <class T>
-std::vector<T> read_column(H5::H5File& f, const char* name, hsize_t n) {
-  std::vector<T> v(n);
-  if (n > 0) f.openDataSet(name).read(v.data(), h5type<T>());
-  return v;
-}
-
-void write_attr(H5::H5File& f, const char* name, const std::string& text) {
-  // Attributes live in the object header, which holds 64 KiB in all.
-  const std::string value = text.substr(0, 8192);
-  H5::StrType type(H5::PredType::C_S1, std::max<size_t>(1, value.size()));
-  H5::Attribute a = f.createAttribute(name, type, H5::DataSpace(H5S_SCALAR));
-  a.write(type, value.empty() ? std::string(" ") : value);
-}
-void write_attr(H5::H5File& f, const char* name, int64_t value) {
-  H5::Attribute a = f.createAttribute(name, H5::PredType::NATIVE_INT64, H5::DataSpace(H5S_SCALAR));
-  a.write(H5::PredType::NATIVE_INT64, &value);
-}
-
-std::string read_string_attr(H5::H5File& f, const char* name) {
-  H5::Attribute a = f.openAttribute(name);
-  H5::StrType type = a.getStrType();
-  std::string s;
-  a.read(type, s);
-  while (!s.empty() && (s.back() == '\0' || s.back() == ' '))
-    s.pop_back();
-  return s;
-}
 int64_t read_int_attr(H5::H5File& f, const std::string& path, const char* name) {
-  H5::Attribute a = f.openAttribute(name);
-  if (a.getTypeClass() != H5T_INTEGER) throw Error(path, 0, name, "must be an integer");
-  int64_t v = 0;
-  a.read(H5::PredType::NATIVE_INT64, &v);
-  return v;
+  return h5::read_int_attr(f, path, name);
 }
 
 std::string join(const std::vector<std::string>& v) {
-  std::string s;
-  for (const std::string& x : v)
-    s.append(s.empty() ? "" : "\n").append(x);
-  return s;
+  return h5::join_lines(v);
 }
-
 std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string line; std::getline(ss, line);)
-    out.push_back(line);
-  return out;
+  return h5::split_lines(s, true);
 }
 
 struct CountField {
@@ -204,12 +103,7 @@ void check(const Trace& t, const std::string& path) {
 }  // namespace
 
 void write_trace_h5(const std::string& path, const Trace& t) {
-  H5::Exception::dontPrint();
-  // Written beside the target and renamed at the end: a failed write never leaves a broken file
-  // or destroys the one that was there.
-  const std::string tmp = path + ".tmp";
-  try {
-    H5::H5File f(tmp, H5F_ACC_TRUNC);
+  h5::write_file_atomically(path, [&](H5::H5File& f) {
     write_column(f, "arrival_s", t.arrival_s);
     write_column(f, "input_tokens", t.input_tokens);
     write_column(f, "output_tokens", t.output_tokens);
@@ -230,39 +124,13 @@ void write_trace_h5(const std::string& path, const Trace& t) {
     write_attr(f, "first_errors", join(t.first_errors));
     for (const CountField& c : kCounts)
       write_attr(f, c.name, t.counts.*c.member);
-    f.close();
-  } catch (const H5::Exception& e) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw Error(path, 0, "", "cannot write HDF5: " + e.getDetailMsg());
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(path, 0, "", "cannot write: " + ec.message());
-  }
+  });
 }
 
 Trace read_trace_h5(const std::string& path) {
-  H5::Exception::dontPrint();
   Trace t;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(path, 0, "", "cannot open: no such file");
-  }
   try {
-    if (!H5::H5File::isHdf5(path.c_str())) throw Error(path, 0, "", "not an HDF5 file");
-    H5::H5File f(path, H5F_ACC_RDONLY);
-    if (!f.attrExists("magic") || read_string_attr(f, "magic") != kMagic) {
-      throw Error(path, 0, "magic", "an HDF5 file, but not a servesim trace");
-    }
-    const int64_t version = read_int_attr(f, path, "version");
-    if (version != kVersion) {
-      throw Error(path, 0, "version",
-                  "trace version " + std::to_string(version) +
-                      " is not supported (this servesim reads " + std::to_string(kVersion) + ")");
-    }
+    H5::H5File f = h5::open_checked(path, kMagic, kVersion, "trace");
     // Every column's type and length are checked before anything is allocated.
     const hsize_t n = column_length<double>(f, path, "arrival_s", kMaxRows);
     auto expect = [&](const char* name, hsize_t got, hsize_t want) {

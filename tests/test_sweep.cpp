@@ -1,0 +1,412 @@
+// Results files, sweeps (grids, shards, merge, resume), capacity search and the check gate.
+#include <H5Cpp.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_helpers.hpp"
+#include "sim/cli_common.hpp"
+#include "sim/report.hpp"
+#include "sim/results.hpp"
+#include "sim/sweep.hpp"
+
+using namespace servesim;
+namespace fs = std::filesystem;
+using servesim::test::scratch;
+using servesim::test::slurp;
+using servesim::test::write;
+
+namespace {
+
+servesim::test::CliResult exec(std::vector<std::string> args) {
+  return servesim::test::cli(std::move(args));
+}
+
+const std::vector<std::string> kGrid = {
+    "--num-requests",           "120",       "--scheduler",    "vllm-v0,chunked",
+    "--max-num-batched-tokens", "1024,4096", "--request-rate", "4:12:4"};
+
+std::vector<std::string> with(std::vector<std::string> a, const std::vector<std::string>& more) {
+  a.insert(a.end(), more.begin(), more.end());
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("sweep: value lists and inclusive ranges", "[sweep]") {
+  CHECK(expand_values("request-rate", "2:20:2", true) ==
+        std::vector<std::string>{"2", "4", "6", "8", "10", "12", "14", "16", "18", "20"});
+  CHECK(expand_values("request-rate", "0.1:0.3:0.1", true) ==
+        std::vector<std::string>{"0.1", "0.2", "0.3"});
+  CHECK(expand_values("max-num-batched-tokens", "256:1280:512", true) ==
+        std::vector<std::string>{"256", "768", "1280"});
+  CHECK(expand_values("scheduler", "vllm-v0, chunked:512", false) ==
+        std::vector<std::string>{"vllm-v0", "chunked:512"});
+  // A colon in a non-numeric flag's value is not a range.
+  CHECK(expand_values("input-len", "lognormal:1024:0.8", false) ==
+        std::vector<std::string>{"lognormal:1024:0.8"});
+  CHECK_THROWS_WITH(expand_values("request-rate", "5:2:1", true), Catch::Contains("LO <= HI"));
+  CHECK_THROWS_WITH(expand_values("request-rate", "1,,2", true), Catch::Contains("empty item"));
+  CHECK_THROWS_WITH(expand_values("request-rate", "1:2:0", true), Catch::Contains("STEP > 0"));
+}
+
+TEST_CASE("sweep: points are numbered row-major and shards partition them", "[sweep]") {
+  SweepGrid g;
+  g.fixed = {{"num-requests", "10"}};
+  g.axes = {{"scheduler", {"a", "b"}}, {"request-rate", {"1", "2", "3"}}};
+  REQUIRE(g.size() == 6);
+  CHECK(g.values(0) == std::vector<std::string>{"a", "1"});
+  CHECK(g.values(2) == std::vector<std::string>{"a", "3"});
+  CHECK(g.values(4) == std::vector<std::string>{"b", "2"});
+  CHECK(g.args(5) == std::vector<std::string>{"--num-requests", "10", "--scheduler", "b",
+                                              "--request-rate", "3"});
+  SweepGrid h = g;
+  h.axes[1].values.push_back("4");
+  CHECK(g.id() != h.id());
+  for (uint64_t n : {1, 3, 4}) {
+    std::vector<int> owners(6, 0);
+    for (uint64_t k = 0; k < n; ++k) {
+      const Shard s = parse_shard(std::to_string(k).append("/").append(std::to_string(n)));
+      for (uint64_t p = 0; p < 6; ++p)
+        owners[p] += s.owns(p);
+    }
+    CHECK(owners == std::vector<int>(6, 1));
+  }
+  CHECK_THROWS_WITH(parse_shard("3/3"), Catch::Contains("0 <= K < N"));
+  CHECK_THROWS_WITH(parse_shard("x"), Catch::Contains("K/N"));
+}
+
+TEST_CASE(
+    "sweep: results do not depend on --jobs, and merged shards equal the whole, byte for byte",
+    "[sweep][cli]") {
+  const fs::path dir = scratch("sweep_jobs");
+  auto sweep = [&](const std::vector<std::string>& extra) {
+    const auto r = exec(with(with({"sweep"}, kGrid), extra));
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return r;
+  };
+  const auto one =
+      sweep({"--jobs", "1", "--out", (dir / "j1.h5").string(), "--csv", (dir / "j1.csv").string()});
+  CHECK_THAT(one.out, Catch::Contains("12 points in the grid (3 axes)"));
+  sweep({"--jobs", "3", "--out", (dir / "j3.h5").string(), "--csv", (dir / "j3.csv").string()});
+  CHECK(slurp(dir / "j1.h5") == slurp(dir / "j3.h5"));
+  CHECK(slurp(dir / "j1.csv") == slurp(dir / "j3.csv"));
+  std::vector<std::string> merge = {
+      "sweep", "merge", "-o", (dir / "m.h5").string(), "--csv", (dir / "m.csv").string()};
+  for (int k : {2, 0, 1}) {  // shards in any order
+    const std::string id = std::to_string(k);
+    const std::string part = (dir / std::string("s").append(id).append(".h5")).string();
+    sweep({"--shard", std::string(id).append("/3"), "--jobs", "2", "--out", part});
+    CHECK(read_sweep_h5(part).rows.size() == 4);
+    merge.push_back(part);
+  }
+  const auto m = exec(merge);
+  REQUIRE(m.code == 0);
+  CHECK(slurp(dir / "m.h5") == slurp(dir / "j1.h5"));
+  CHECK(slurp(dir / "m.csv") == slurp(dir / "j1.csv"));
+
+  // The table holds what separate runs give.
+  const SweepTable t = read_sweep_h5((dir / "j1.h5").string());
+  REQUIRE(t.rows.size() == 12);
+  CHECK(t.shard == "all");
+  const auto col = [&](const std::vector<std::string>& cols, const std::string& name) {
+    const auto it = std::find(cols.begin(), cols.end(), name);
+    REQUIRE(it != cols.end());
+    return size_t(it - cols.begin());
+  };
+  const SweepRow& row = t.rows[7];  // chunked, 1024, rate 8
+  CHECK(row.text[col(t.text_columns, "scheduler")] == "chunked");
+  CHECK(row.text[col(t.text_columns, "request-rate")] == "8");
+  CHECK(row.ints[col(t.int_columns, "max_num_batched_tokens")] == 1024);
+  const servesim::cli::PointRun p =
+      servesim::cli::run_point({"--num-requests", "120", "--scheduler", "chunked",
+                                "--max-num-batched-tokens", "1024", "--request-rate", "8"});
+  CHECK(row.reals[col(t.real_columns, "ttft_ms_p50")] == p.run.summary.ttft_ms.p50);
+  CHECK(row.reals[col(t.real_columns, "itl_ms_p99")] == p.run.summary.itl_ms.p99);
+  CHECK(row.reals[col(t.real_columns, "request_rate")] == 8.0);
+
+  // Shards of another grid do not merge.
+  sweep({"--request-rate", "5", "--out", (dir / "other.h5").string()});
+  const auto bad = exec({"sweep", "merge", "-o", (dir / "x.h5").string(), (dir / "j1.h5").string(),
+                         (dir / "other.h5").string()});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("different grid"));
+}
+
+TEST_CASE("sweep: a stopped sweep resumes from its journal and ends identical", "[sweep][cli]") {
+  const fs::path dir = scratch("sweep_resume");
+  const std::string full = (dir / "full.h5").string(), part = (dir / "part.h5").string();
+  REQUIRE(exec(with(with({"sweep"}, kGrid), {"--out", full})).code == 0);
+  const SweepTable t = read_sweep_h5(full);
+  // What a run killed after five points leaves: the journal's header, five rows and half a row.
+  SweepGrid g;
+  std::string text = nlohmann::ordered_json{{"grid_id", t.grid_id}, {"shard", "all"}}.dump() + "\n";
+  for (int i : {0, 3, 4, 8, 11})
+    text += row_json(t.rows[size_t(i)]) + "\n";
+  text += row_json(t.rows[5]).substr(0, 40);
+  write(part + ".journal", text);
+  const auto r = exec(with(with({"sweep"}, kGrid), {"--out", part, "--jobs", "2"}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("7 run, 5 already done"));
+  CHECK(slurp(part) == slurp(full));
+  CHECK_FALSE(fs::exists(part + ".journal"));
+  // Started again when finished: nothing to run, same file.
+  const auto again = exec(with(with({"sweep"}, kGrid), {"--out", part}));
+  CHECK_THAT(again.out, Catch::Contains("0 run, 12 already done"));
+  CHECK(slurp(part) == slurp(full));
+  // A different grid does not reuse the file.
+  const auto other =
+      exec({"sweep", "--num-requests", "50", "--request-rate", "1,2", "--out", part});
+  CHECK(other.code == 2);
+  CHECK_THAT(other.err, Catch::Contains("another grid"));
+}
+
+TEST_CASE("sweep: bad flags fail before anything runs, and points that cannot run are rows",
+          "[sweep][cli][errors]") {
+  const fs::path dir = scratch("sweep_errors");
+  const auto unknown = exec(
+      {"sweep", "--num-requests", "10", "--no-such-flag", "1", "--out", (dir / "a.h5").string()});
+  CHECK(unknown.code == 2);
+  CHECK_THAT(unknown.err, Catch::Contains("no-such-flag"));
+  const auto bad = exec({"sweep", "--num-requests", "10", "--scheduler", "chunked,nope", "--out",
+                         (dir / "b.h5").string()});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("nope"));
+  CHECK_FALSE(fs::exists(dir / "b.h5"));
+  // Llama-2-70B does not fit one H100: that point is a row with the reason, the other runs.
+  const auto fit = exec({"sweep", "--num-requests", "20", "--model", "llama-3.1-8b,llama-2-70b",
+                         "--gpu", "h100-sxm", "--out", (dir / "c.h5").string()});
+  INFO(fit.err);
+  REQUIRE(fit.code == 0);
+  CHECK_THAT(fit.out, Catch::Contains("1 could not run"));
+  const SweepTable t = read_sweep_h5((dir / "c.h5").string());
+  REQUIRE(t.rows.size() == 2);
+  CHECK(t.rows[0].text.back().empty());
+  CHECK_THAT(t.rows[1].text.back(), Catch::Contains("GiB"));
+  CHECK(std::isnan(t.rows[1].reals.back()));
+}
+
+TEST_CASE("results file: tables match the run, windows the CloudWatch formula, bytes are stable",
+          "[results][cli]") {
+  const fs::path dir = scratch("results");
+  const std::string a = (dir / "a.h5").string(), b = (dir / "b.h5").string();
+  const std::vector<std::string> args = {"compare",
+                                         "--num-requests",
+                                         "400",
+                                         "--request-rate",
+                                         "6",
+                                         "--scheduler",
+                                         "vllm-v0,chunked:512",
+                                         "--period-s",
+                                         "20"};
+  REQUIRE(exec(with(args, {"--out", a})).code == 0);
+  REQUIRE(exec(with(args, {"--out", b})).code == 0);
+  CHECK(slurp(a) == slurp(b));
+  REQUIRE(results_runs(a) == std::vector<std::string>{"vllm-v0:131072", "chunked:512"});
+
+  const servesim::cli::PointRun p = servesim::cli::run_point(
+      {"--num-requests", "400", "--request-rate", "6", "--scheduler", "chunked:512"});
+  const RequestLog log = read_results_log(a, "chunked:512");
+  REQUIRE(log.size() == p.run.requests.size());
+  for (size_t i = 0; i < log.size(); i += 37) {
+    CHECK(log.arrival_s[i] == p.run.requests[i].arrival_s);
+    CHECK(log.ttft_ms[i] == p.run.requests[i].ttft_s() * 1e3);
+    CHECK(log.output_tokens[i] == p.run.requests[i].output_tokens);
+  }
+  const auto summary = read_results_summary(a, "chunked:512");
+  CHECK(summary["ttft_ms"]["p50"].get<double>() == p.run.summary.ttft_ms.p50);
+
+  H5::H5File f(a, H5F_ACC_RDONLY);
+  H5::Group g = f.openGroup("runs/chunked:512");
+  auto column = [&](const std::string& path) {
+    H5::DataSet ds = g.openDataSet(path);
+    hsize_t n = 0;
+    ds.getSpace().getSimpleExtentDims(&n);
+    std::vector<double> v(n);
+    ds.read(v.data(), H5::PredType::NATIVE_DOUBLE);
+    return v;
+  };
+  // Per step: as many rows as steps, and the tokens they computed.
+  const auto dur = column("steps/duration_s"), pre = column("steps/prefill_tokens"),
+             dec = column("steps/decode_tokens");
+  REQUIRE(dur.size() == p.run.summary.steps);
+  double busy = 0, pre_sum = 0, dec_sum = 0;
+  for (size_t i = 0; i < dur.size(); ++i) {
+    busy += dur[i];
+    pre_sum += pre[i];
+    dec_sum += dec[i];
+  }
+  CHECK(busy == Approx(p.run.summary.busy_s).epsilon(1e-12));
+  CHECK(int64_t(pre_sum) == p.run.summary.prefill_tokens);
+  CHECK(int64_t(dec_sum) == p.run.summary.decode_tokens);
+  // Per window, recomputed by hand from the requests that completed in each 20 s period.
+  const auto start = column("windows/start_s"), otps = column("windows/otps"),
+             ttft50 = column("windows/ttft_ms_p50"), arrivals = column("windows/arrivals");
+  double total_arrivals = 0;
+  for (double x : arrivals)
+    total_arrivals += x;
+  CHECK(total_arrivals == 400);
+  const size_t k = 2;
+  REQUIRE(start.size() > k);
+  std::vector<double> tt, e2e, out;
+  for (const RequestRecord& q : p.run.requests) {
+    if (q.finished() && q.last_token_s >= start[k] && q.last_token_s < start[k] + 20) {
+      tt.push_back(q.ttft_s() * 1e3);
+      e2e.push_back(q.e2e_s() * 1e3);
+      out.push_back(q.output_tokens);
+    }
+  }
+  REQUIRE(tt.size() > 3);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+  };
+  CHECK(ttft50[k] == Approx(median(tt)));
+  CHECK(otps[k] == Approx(median(out) / (median(e2e) - median(tt)) * 1000));
+  // The ITL histogram holds every gap.
+  H5::DataSet counts = g.openDataSet("itl/count");
+  hsize_t nb = 0;
+  counts.getSpace().getSimpleExtentDims(&nb);
+  std::vector<int64_t> c(nb);
+  counts.read(c.data(), H5::PredType::NATIVE_INT64);
+  int64_t gaps = 0;
+  for (int64_t x : c)
+    gaps += x;
+  CHECK(uint64_t(gaps) == p.run.summary.itl_ms.count);
+
+  // --no-steps leaves the table out; a file that is not a results file is a clear error.
+  REQUIRE(exec(with(args, {"--out", b, "--no-steps"})).code == 0);
+  H5::H5File fb(b, H5F_ACC_RDONLY);
+  CHECK_FALSE(fb.nameExists("runs/chunked:512/steps"));
+  CHECK(fb.nameExists("runs/chunked:512/windows"));
+  const std::string sweep_file = (dir / "s.h5").string();
+  REQUIRE(exec({"sweep", "--num-requests", "10", "--out", sweep_file}).code == 0);
+  CHECK_THROWS_WITH(read_results_log(sweep_file, ""), Catch::Contains("not a servesim results"));
+  CHECK_THROWS_WITH(read_results_log(a, ""), Catch::Contains("holds 2 runs"));
+}
+
+TEST_CASE("capacity: the rate found meets the SLO, a little more does not", "[capacity][cli]") {
+  const fs::path dir = scratch("capacity");
+  const std::vector<std::string> base = {"--num-requests", "300", "--scheduler", "chunked:512"};
+  const auto r =
+      exec(with(with({"capacity"}, base),
+                {"--slo", "ttft_p50_ms=400,itl_p99_ms=100", "--rel-tol", "0.01", "--target-rate",
+                 "50", "--out", (dir / "c.h5").string(), "--csv", (dir / "c.csv").string()}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  H5::H5File f((dir / "c.h5").string(), H5F_ACC_RDONLY);
+  H5::DataSet ds = f.openDataSet("capacity/capacity_req_s");
+  double cap = 0;
+  ds.read(&cap, H5::PredType::NATIVE_DOUBLE);
+  REQUIRE(cap > 1);
+  auto at = [&](double rate) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.17g", rate);
+    return servesim::cli::run_point(with(base, {"--request-rate", buf})).run.summary;
+  };
+  const RunSummary ok = at(cap);
+  CHECK(ok.ttft_ms.p50 <= 400);
+  CHECK(ok.itl_ms.p99 <= 100);
+  const RunSummary over = at(cap * 1.03);
+  CHECK((over.ttft_ms.p50 > 400 || over.itl_ms.p99 > 100));
+  CHECK_THAT(r.out, Catch::Contains(std::to_string(int(std::ceil(50 / cap)))));
+  CHECK_THAT(slurp(dir / "c.csv"), Catch::Contains("chunked:512"));
+
+  // Goodput form: at the capacity, at least 90% of requests meet both per-request SLOs.
+  const auto g = exec(
+      with(with({"capacity"}, base), {"--attainment", "0.9", "--slo-ttft-ms", "800",
+                                      "--slo-tpot-ms", "40", "--csv", (dir / "g.csv").string()}));
+  REQUIRE(g.code == 0);
+  const std::string csv = slurp(dir / "g.csv");
+  const auto line = csv.substr(csv.find('\n') + 1);
+  // point,label,policy,note,max_num_batched_tokens,replicas,iterations,capacity_req_s,attainment
+  std::vector<std::string> fields;
+  std::stringstream ss(line);
+  for (std::string x; std::getline(ss, x, ',');)
+    fields.push_back(x);
+  REQUIRE(fields.size() > 8);
+  CHECK(std::stod(fields[8]) >= 0.9);
+
+  // A configuration that rejects requests has no capacity; bad SLOs are errors.
+  const auto rej = exec({"capacity", "--num-requests", "200", "--scheduler", "vllm-v0",
+                         "--max-num-batched-tokens", "512", "--slo", "ttft_p50_ms=1000"});
+  REQUIRE(rej.code == 0);
+  CHECK_THAT(rej.out, Catch::Contains("rejects"));
+  CHECK(exec({"capacity", "--slo", "nonsense_p50_ms=3"}).code == 2);
+  CHECK(exec({"capacity", "--slo", "ttft_p50_ms=3", "--request-rate", "4"}).code == 2);
+  CHECK(exec({"capacity"}).code == 2);
+}
+
+TEST_CASE("check: exit 0 against its own baseline, 1 on a regression, 2 on bad specs",
+          "[check][cli]") {
+  const fs::path dir = scratch("check");
+  const std::string spec = R"(baseline = base.h5
+num-requests = 300
+request-rate = 8
+[tolerance]
+ttft_ms.p50 = +10%
+itl_ms.p99 = +5%
+otps.p50 = -5%
+[scenario.fast]
+scheduler = chunked:512
+[scenario.prefill-first]
+scheduler = vllm-v0
+gpu = h100-sxm
+)";
+  write(dir / "spec.ini", spec);
+  const std::string path = (dir / "spec.ini").string();
+  const auto missing = exec({"check", path});
+  CHECK(missing.code == 2);
+  CHECK_THAT(missing.err, Catch::Contains("--update"));
+  REQUIRE(exec({"check", path, "--update"}).code == 0);
+  REQUIRE(fs::exists(dir / "base.h5"));
+  const auto same = exec({"check", path});
+  INFO(same.out << same.err);
+  CHECK(same.code == 0);
+  CHECK_THAT(same.out, Catch::Contains("check: passed"));
+  // A slower GPU for one scenario regresses TTFT and OTPS.
+  std::string slower = spec;
+  slower.replace(slower.find("gpu = h100-sxm"), 14, "gpu = a100-80g");
+  write(dir / "spec.ini", slower);
+  const auto worse = exec({"check", path});
+  CHECK(worse.code == 1);
+  CHECK_THAT(worse.out, Catch::Contains("REGRESSED"));
+  CHECK_THAT(worse.out, Catch::Contains("prefill-first"));
+  // A looser tolerance lets it pass; a bad tolerance or metric is exit 2 naming the line.
+  write(dir / "spec.ini", spec + "");
+  write(dir / "bad.ini", "baseline = base.h5\n[tolerance]\nttft_ms.p50 = 10%\n[scenario.fast]\n");
+  const auto bad = exec({"check", (dir / "bad.ini").string()});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("bad.ini:3"));
+  write(dir / "bad2.ini",
+        "baseline = base.h5\n[tolerance]\nnope.p50 = +1%\n[scenario.fast]\n"
+        "scheduler = chunked:512\nnum-requests = 300\nrequest-rate = 8\n");
+  const auto bad2 = exec({"check", (dir / "bad2.ini").string()});
+  CHECK(bad2.code == 2);
+  CHECK_THAT(bad2.err, Catch::Contains("nope.p50"));
+  write(dir / "bad3.ini",
+        "baseline = base.h5\n[tolerance]\nttft_ms.p50 = +1%\n[scenario.x]\n"
+        "no-such-flag = 3\n");
+  const auto bad3 = exec({"check", (dir / "bad3.ini").string()});
+  CHECK(bad3.code == 2);
+  CHECK_THAT(bad3.err, Catch::Contains("bad3.ini:5"));
+}
+
+TEST_CASE("check: the shipped example spec runs", "[check][cli]") {
+  const fs::path src = fs::path(SERVESIM_SOURCE_DIR) / "scripts" / "ci-check.ini";
+  REQUIRE(fs::exists(src));
+  const fs::path dir = scratch("check_example");
+  fs::copy_file(src, dir / "ci-check.ini");
+  const std::string path = (dir / "ci-check.ini").string();
+  REQUIRE(exec({"check", path, "--update", "--jobs", "2"}).code == 0);
+  const auto r = exec({"check", path, "--jobs", "2"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("check: passed (3 scenarios, 5 tolerances)"));
+}
