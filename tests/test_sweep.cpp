@@ -410,3 +410,66 @@ TEST_CASE("check: the shipped example spec runs", "[check][cli]") {
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("check: passed (3 scenarios, 5 tolerances)"));
 }
+
+TEST_CASE("sweep and check: inputs a review found mishandled are clear errors or right answers",
+          "[sweep][check][capacity][cli][errors]") {
+  const fs::path dir = scratch("review_cases");
+  const std::string out = (dir / "o.h5").string();
+  // An empty value does not swallow the next flag.
+  const auto empty = exec(
+      {"sweep", "--num-requests", "20", "--log-type=", "--gpu", "a100-80g,l40s", "--out", out});
+  CHECK(empty.code == 2);
+  CHECK_THAT(empty.err, Catch::Contains("log-type"));
+  // Unknown names and bad workload values stop the sweep before it runs.
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--model", "llama-nope", "--request-rate", "1,2"},
+        std::vector<std::string>{"--input-len", "1", "--request-rate", "1,2"},
+        std::vector<std::string>{"--burstiness", "-0.3", "--request-rate", "1,2"}}) {
+    const auto r = exec(with(with({"sweep", "--num-requests", "20"}, bad), {"--out", out}));
+    CHECK(r.code == 2);
+    CHECK_FALSE(fs::exists(out));
+  }
+  // A grid too large to run is refused, not wrapped around to zero points.
+  const auto huge = exec({"sweep", "--seed", "0:65535:1", "--num-requests", "0:65535:1",
+                          "--max-num-seqs", "1:65536:1", "--out", out});
+  CHECK(huge.code == 2);
+  CHECK_THAT(huge.err, Catch::Contains("more than"));
+  // Integer ranges stay exact beyond 2^53.
+  CHECK(expand_values("seed", "9007199254740993:9007199254740995:1", true) ==
+        std::vector<std::string>{"9007199254740993", "9007199254740994", "9007199254740995"});
+  // A period that cuts a run into millions of windows is an error, not an exhausted machine.
+  const auto tiny = exec({"run", "--num-requests", "20", "--out", out, "--period-s", "1e-7"});
+  CHECK(tiny.code == 2);
+  CHECK_THAT(tiny.err, Catch::Contains("period-s"));
+  // A journal whose header was cut short is a fresh start.
+  write(out + ".journal", "{\"grid_id\":\"00");
+  const auto fresh = exec({"sweep", "--num-requests", "20", "--request-rate", "1,2", "--out", out});
+  INFO(fresh.err);
+  CHECK(fresh.code == 0);
+  CHECK_THAT(fresh.out, Catch::Contains("2 run, 0 already done"));
+
+  // capacity tries --rate-max itself: a configuration that meets the SLO there reports it.
+  const auto capped =
+      exec({"capacity", "--num-requests", "100", "--scheduler", "chunked", "--slo",
+            "ttft_p50_ms=100000", "--rate-max", "5", "--csv", (dir / "cap.csv").string()});
+  REQUIRE(capped.code == 0);
+  CHECK_THAT(capped.out, Catch::Contains("at least"));
+  CHECK_THAT(slurp(dir / "cap.csv"), Catch::Contains(",5,"));
+
+  // check: a mistyped metric is an error naming its line; an empty scenario section runs with
+  // the top-level flags.
+  const std::string spec = (dir / "spec.ini").string();
+  write(spec,
+        "baseline = b.h5\nnum-requests = 100\n[tolerance]\nttft_ms.p50 = +10%\n"
+        "[scenario.defaults]\n[scenario.small]\nmax-num-seqs = 8\n");
+  const auto up = exec({"check", spec, "--update"});
+  INFO(up.err);
+  REQUIRE(up.code == 0);
+  CHECK_THAT(up.out, Catch::Contains("2 scenarios"));
+  write(spec,
+        "baseline = b.h5\nnum-requests = 100\n[tolerance]\nttft_ms.p5O = +10%\n"
+        "[scenario.defaults]\n[scenario.small]\nmax-num-seqs = 8\n");
+  const auto typo = exec({"check", spec});
+  CHECK(typo.code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("spec.ini:4"));
+}
