@@ -155,8 +155,21 @@ def open_checked(path):
 # Drawing helpers
 
 
-def color(i):
-    return plt.get_cmap("tab10")(i % 10)
+def color(i, n=10):
+    """The i-th of n colours: tab10 while they are distinct, a continuous map beyond."""
+    if n <= 10:
+        return plt.get_cmap("tab10")(i % 10)
+    return plt.get_cmap("viridis")(i / (n - 1) * 0.9)
+
+
+def legend(ax, fig, entries):
+    """A legend inside the axes when short; beside them, in columns, when long."""
+    if entries <= 12:
+        ax.legend(loc="best", fontsize="small")
+        return
+    fig.set_size_inches(fig.get_size_inches()[0] + 3.5, fig.get_size_inches()[1])
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="x-small",
+              ncol=1 + (entries - 1) // 30, borderaxespad=0)
 
 
 def save(fig, outdir, name, written):
@@ -445,7 +458,8 @@ def plot_sweep(path, stem, data, args, outdir, written):
         return
     if (~ok).any():
         warn(path, f"{name}: {int((~ok).sum())} of {n} points have no TTFT p50 or ITL p99 "
-                   "(nothing completed?); left out")
+                   "(the point could not run, see its error column, or nothing completed); "
+                   "left out")
 
     # Columns other than policy/rate/budget that vary between points split the lines too.
     varying = []
@@ -473,7 +487,12 @@ def plot_sweep(path, stem, data, args, outdir, written):
         groups.setdefault((str(pts["policy"][i]), rate_key, extras), []).append(i)
     colour_keys = sorted({(k[1], k[2]) for k in groups},
                          key=lambda k: (math.inf if k[0] == "n/a" else float(k[0]), k[1]))
-    colour_of = {k: color(i) for i, k in enumerate(colour_keys)}
+    # Colour by rate; the other varying columns (a GPU, a model...) by line style.
+    rates = sorted({k[0] for k in colour_keys}, key=lambda r: math.inf if r == "n/a" else float(r))
+    extras_keys = sorted({k[1] for k in colour_keys})
+    styles = ["-", "--", ":", "-."]
+    colour_of = {k: color(rates.index(k[0]), len(rates)) for k in colour_keys}
+    style_of = {e: styles[i % len(styles)] for i, e in enumerate(extras_keys)}
 
     fig, ax = plt.subplots(figsize=(9, 6))
     for key in sorted(groups, key=lambda k: (k[0], colour_keys.index((k[1], k[2])))):
@@ -486,7 +505,7 @@ def plot_sweep(path, stem, data, args, outdir, written):
         if varying:
             label += ", " + ", ".join(f"{c}={v}" for c, v in zip(varying, extras))
         ax.plot(gx, gy, marker=marker_of[policy], color=colour_of[(rate_key, extras)],
-                label=label, markersize=6)
+                linestyle=style_of[extras], label=label, markersize=6)
         for i in idx:
             b = pts["max_num_batched_tokens"][i]
             if math.isfinite(b):
@@ -501,7 +520,7 @@ def plot_sweep(path, stem, data, args, outdir, written):
     ax.set_ylabel("ITL p99 (ms" + (", log scale)" if log_y else ")"))
     ax.set_title(f"{stem}: TTFT/ITL trade-off; points labelled with max_num_batched_tokens")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    legend(ax, fig, len(groups))
     fig.tight_layout()
     save(fig, outdir, name, written)
 
@@ -513,7 +532,8 @@ CAPACITY_COLS = ("policy", "max_num_batched_tokens", "capacity_req_s")
 
 
 def load_capacity(f):
-    return read_table(f, "capacity", CAPACITY_COLS, optional=("replicas",)), attr_text(f, "slo")
+    return (read_table(f, "capacity", CAPACITY_COLS, optional=("replicas", "note")),
+            attr_text(f, "slo"))
 
 
 def plot_capacity(path, stem, data, args, outdir, written):
@@ -531,13 +551,30 @@ def plot_capacity(path, stem, data, args, outdir, written):
         warn(path, f"{name}: {int((~ok).sum())} of {n} rows have no capacity or no positive "
                    "budget; left out")
     slo = slo or ""
+    # servesim's note column: "at least..." is a lower bound (the SLO held at --rate-max), and
+    # "rejects..." a configuration that refuses requests at any rate (capacity 0).
+    notes = [str(cap["note"][i]) if "note" in cap else "" for i in range(n)]
+    lower = np.array([t.startswith("at least") for t in notes], dtype=bool)
+    rejects = np.array([t.startswith("rejects") for t in notes], dtype=bool)
     fig, ax = plt.subplots(figsize=(8, 5))
     policies = sorted({str(p) for p in cap["policy"][ok]})
     markers = ["o", "s", "^", "D", "v", "P", "X", "*"]
+    exact = ok & ~lower & ~rejects
+    top = float(np.max(c[exact])) * 1.3 if exact.any() and np.max(c[exact]) > 0 else None
     for j, policy in enumerate(policies):
         idx = [i for i in np.nonzero(ok)[0] if str(cap["policy"][i]) == policy]
         idx.sort(key=lambda i: (b[i], i))
-        ax.plot(b[idx], c[idx], marker=markers[j % len(markers)], color=color(j), label=policy)
+        shown = np.array([min(c[i], top) if top is not None and lower[i] else c[i] for i in idx])
+        ax.plot(b[idx], shown, marker=markers[j % len(markers)], color=color(j), label=policy)
+        for k, i in enumerate(idx):
+            if lower[i]:
+                ax.annotate(f">= {c[i]:g} (SLO met at --rate-max)", (b[i], shown[k]),
+                            textcoords="offset points", xytext=(5, -10), fontsize=7,
+                            color=color(j))
+            elif rejects[i]:
+                ax.plot([b[i]], [0], marker="x", color=color(j), markersize=9)
+                ax.annotate("rejects requests", (b[i], 0), textcoords="offset points",
+                            xytext=(5, 4), fontsize=7, color=color(j))
         if "replicas" in cap:
             for i in idx:
                 r = cap["replicas"][i]
@@ -550,7 +587,7 @@ def plot_capacity(path, stem, data, args, outdir, written):
     ax.set_xticks(budgets)
     ax.set_xticklabels([short_tokens(v) for v in budgets])
     ax.minorticks_off()
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(bottom=0, top=top)
     ax.set_xlabel("max_num_batched_tokens (tokens, log2 scale)")
     ax.set_ylabel("capacity (req/s)")
     ax.set_title(f"{stem}: highest request rate meeting the SLO" + (f" ({slo})" if slo else ""))

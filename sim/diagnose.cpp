@@ -19,13 +19,18 @@ bool positive(double x) {
 
 template <typename... T>
 std::string fmt(const char* format, T... args) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, format, args...);
-  return buf;
+  char buf[256];
+  const int n = std::snprintf(buf, sizeof buf, format, args...);
+  if (n < int(sizeof buf)) return buf;
+  std::string s(size_t(n) + 1, '\0');  // a long path or number: no line is ever cut
+  std::snprintf(s.data(), s.size(), format, args...);
+  s.resize(size_t(n));
+  return s;
 }
 
 // "+12.3%", or "n/a" when undefined.
 std::string pct(double r) {
+  if (std::isinf(r)) return r > 0 ? "up from 0" : "down from 0";
   return std::isfinite(r) ? fmt("%+.1f%%", r * 100) : "n/a";
 }
 
@@ -73,7 +78,10 @@ Decomposition decompose(const LatencyPoint& base, const LatencyPoint& cur) {
 }
 
 double relative_change(double baseline, double current) {
-  if (!positive(baseline) || !std::isfinite(current)) return NAN;
+  if (!std::isfinite(baseline) || !std::isfinite(current) || baseline < 0) return NAN;
+  if (baseline == 0) {  // from nothing: any rise is significant
+    return current > 0 ? INFINITY : current < 0 ? -INFINITY : 0.0;
+  }
   return (current - baseline) / baseline;
 }
 
@@ -190,24 +198,26 @@ Verdict decide(const LogStats& base, const LogStats& cur, double tol) {
   } else if (ttft_up) {
     v.finding = Finding::kTtft;
     v.headline = "TTFT up while OTPS holds: input length or queueing before generation";
-    v.details.push_back(ttft_line + "; " + otps_line + ", within the " + tol_text + " tolerance");
+    v.details.push_back(ttft_line + "; " + otps_line +
+                        (std::isfinite(r_otps) ? ", not down beyond the " + tol_text + " tolerance"
+                                               : ": undefined, throughput not judged"));
     v.details.push_back(input_line());
     v.details.push_back(queue_line());
     if (otc_up) v.details.push_back(otc_line + " too: longer answers add to the latency");
   } else if (il_up && otc_up) {
     v.finding = Finding::kOutputLength;
     v.headline =
-        "latency up with TTFT and OTPS stable: more output tokens per request, a workload change "
+        "latency up while TTFT and OTPS hold: more output tokens per request, a workload change "
         "(review cost and UX; not a throughput incident)";
     v.details.push_back(il_line + "; " + otc_line);
     v.details.push_back(parts_line);
-    v.details.push_back(ttft_line + " and " + otps_line + ": within the " + tol_text +
-                        " tolerance");
+    v.details.push_back(ttft_line + " and " + otps_line +
+                        ": neither TTFT up nor OTPS down beyond the " + tol_text + " tolerance");
   } else {
     v.finding = Finding::kNone;
     const bool any = std::abs(r_il) > tol || std::abs(r_ttft) > tol || std::abs(r_otps) > tol ||
                      std::abs(r_otc) > tol;
-    if (il_up) {
+    if (il_up && std::isfinite(r_ttft) && std::isfinite(r_otps) && std::isfinite(r_otc)) {
       v.headline = "latency up, but no part of it moved beyond the " + tol_text + " tolerance";
       v.details.push_back(il_line + ": small drifts add up");
       v.details.push_back(parts_line);
@@ -236,6 +246,15 @@ Verdict decide(const LogStats& base, const LogStats& cur, double tol) {
   if (!ttft_up && r_ttft95 > tol) {
     v.details.push_back("tail: TTFT p95 " + pct(r_ttft95) + " while p50 held");
   }
+  // Failed or rejected requests are not in the statistics: say when their share moved.
+  const double done_b = base.requests ? double(base.completed) / double(base.requests) : NAN;
+  const double done_c = cur.requests ? double(cur.completed) / double(cur.requests) : NAN;
+  if (done_b - done_c > tol) {
+    v.details.push_back(
+        fmt("completed %.1f%% -> %.1f%% of requests: the requests that failed or "
+            "were rejected are not in these statistics; look at them first",
+            done_b * 100, done_c * 100));
+  }
   if (!std::isfinite(r_otps)) {
     v.details.push_back(
         "OTPS p50 undefined in a log (no decode time: one output token per "
@@ -260,13 +279,20 @@ std::vector<AlarmState> evaluate_alarm(const std::vector<double>& otps, double t
                                        int datapoints, int periods) {
   assert(datapoints >= 1 && datapoints <= periods);
   std::vector<AlarmState> out(otps.size(), AlarmState::kInsufficientData);
+  // Counts over the last PERIODS datapoints, slid one period at a time (missing: neither
+  // breaching nor OK).
+  int present = 0, breaching = 0;
   for (size_t k = 0; k < otps.size(); ++k) {
-    const size_t from = k + 1 >= size_t(periods) ? k + 1 - size_t(periods) : 0;
-    int present = 0, breaching = 0;
-    for (size_t j = from; j <= k; ++j) {
-      if (!std::isfinite(otps[j])) continue;  // missing: neither breaching nor OK
+    if (std::isfinite(otps[k])) {
       ++present;
-      breaching += otps[j] < threshold;
+      breaching += otps[k] < threshold;
+    }
+    if (k >= size_t(periods)) {
+      const double gone = otps[k - size_t(periods)];
+      if (std::isfinite(gone)) {
+        --present;
+        breaching -= gone < threshold;
+      }
     }
     out[k] = breaching >= datapoints ? AlarmState::kAlarm
              : present == 0          ? AlarmState::kInsufficientData
@@ -286,7 +312,7 @@ std::vector<AlarmEpisode> alarm_episodes(const std::vector<AlarmState>& states) 
     out.push_back({k, k, false});
   }
   for (AlarmEpisode& e : out)
-    e.ok_again = e.last + 1 < states.size();
+    e.ended = e.last + 1 < states.size();
   return out;
 }
 
@@ -329,7 +355,7 @@ namespace {
 
 // "[600, 900) s", with UTC times when the clock looks like epoch seconds (after 2001).
 std::string span(double start, double end) {
-  std::string s = fmt("[%.0f, %.0f) s", start, end);
+  std::string s = fmt("[%g, %g) s", start, end);
   if (start > 1e9 && start < 1e11) {
     const std::time_t t = std::time_t(start);
     std::tm tm{};
@@ -350,17 +376,22 @@ void print_alarm(std::ostream& out, const Diagnosis& d) {
     out << " baseline OTPS undefined, no alarm evaluated\n";
     return;
   }
-  size_t missing = 0;
-  for (const Window& w : d.windows)
+  size_t missing = 0, empty = 0;
+  for (const Window& w : d.windows) {
     missing += !std::isfinite(w.otps);
+    empty += w.completions == 0;
+  }
   out << fmt(
       " OTPS < %.1f tokens/s (%g x baseline p50 %.1f)\n  for %d of %d periods of %g s, "
-      "missing data ignored; %zu periods, %zu without completions\n",
+      "missing data ignored; %zu periods, %zu without an OTPS datapoint (%zu without "
+      "completions)\n",
       d.alarm_threshold, o.alarm_fraction, d.baseline.p50.otps, o.datapoints, o.evaluation_periods,
-      o.period_s, d.windows.size(), missing);
+      o.period_s, d.windows.size(), missing, empty);
   auto recent = [&](size_t k) {
     std::string s;
-    const size_t from = k + 1 >= size_t(o.evaluation_periods) ? k + 1 - o.evaluation_periods : 0;
+    // At most the last 10 periods of the evaluation range.
+    const size_t shown = std::min<size_t>(size_t(o.evaluation_periods), 10);
+    const size_t from = k + 1 >= shown ? k + 1 - shown : 0;
     for (size_t j = from; j <= k; ++j) {
       if (!s.empty()) s += ", ";
       const double x = d.windows[j].otps;
@@ -384,9 +415,9 @@ void print_alarm(std::ostream& out, const Diagnosis& d) {
     const Window& w = d.windows[e.first];
     out << "  ALARM at the end of " << span(w.start_s, w.end_s)
         << "; last periods' OTPS (* breaching): " << recent(e.first) << "\n";
-    if (e.ok_again) {
+    if (e.ended) {
       const Window& ok = d.windows[e.last + 1];
-      out << "  " << alarm_state_name(d.alarm[e.last + 1]) << " again at the end of "
+      out << "  left ALARM for " << alarm_state_name(d.alarm[e.last + 1]) << " at the end of "
           << span(ok.start_s, ok.end_s) << "; last periods' OTPS: " << recent(e.last + 1) << "\n";
     } else {
       out << "  still in ALARM at the end of the log\n";
@@ -443,10 +474,10 @@ void print_diagnosis(std::ostream& out, const Diagnosis& d, bool show_windows) {
     for (size_t k = 0; k < d.windows.size(); ++k) {
       const Window& w = d.windows[k];
       out << fmt("%-24s %9lld %11lld %10s %10s %10s  %s\n",
-                 fmt("[%.0f, %.0f)", w.start_s, w.end_s).c_str(),
-                 static_cast<long long>(w.arrivals), static_cast<long long>(w.completions),
-                 num(w.ttft_ms_p50, 1).c_str(), num(w.e2e_ms_p50, 1).c_str(),
-                 num(w.otps, 1).c_str(), alarm_state_name(d.alarm[k]));
+                 fmt("[%g, %g)", w.start_s, w.end_s).c_str(), static_cast<long long>(w.arrivals),
+                 static_cast<long long>(w.completions), num(w.ttft_ms_p50, 1).c_str(),
+                 num(w.e2e_ms_p50, 1).c_str(), num(w.otps, 1).c_str(),
+                 alarm_state_name(d.alarm[k]));
     }
   }
 }
@@ -492,7 +523,9 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
   for (const AlarmEpisode& e : d.firings) {
     firings.push_back(
         {{"alarm_at_s", d.windows[e.first].end_s},
-         {"ok_again_at_s", e.ok_again ? ordered_json(d.windows[e.last + 1].end_s) : ordered_json()},
+         {"ended_at_s", e.ended ? ordered_json(d.windows[e.last + 1].end_s) : ordered_json()},
+         {"ended_state",
+          e.ended ? ordered_json(alarm_state_name(d.alarm[e.last + 1])) : ordered_json()},
          {"first_window", e.first},
          {"last_window", e.last}});
   }

@@ -111,11 +111,11 @@ const char* alarm_state_name(AlarmState s);  // "INSUFFICIENT_DATA", "OK", "ALAR
 std::vector<AlarmState> evaluate_alarm(const std::vector<double>& otps, double threshold,
                                        int datapoints, int periods);
 
-// A run of consecutive ALARM states: windows FIRST..LAST; LAST is the final window when the alarm
-// is still in ALARM at the end of the log (OK_AGAIN false).
+// A run of consecutive ALARM states: windows FIRST..LAST. ENDED: the alarm left ALARM (for OK or
+// INSUFFICIENT_DATA, the state of window LAST + 1) before the log ended.
 struct AlarmEpisode {
   size_t first = 0, last = 0;
-  bool ok_again = false;
+  bool ended = false;
 };
 
 std::vector<AlarmEpisode> alarm_episodes(const std::vector<AlarmState>& states);

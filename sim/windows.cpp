@@ -75,7 +75,7 @@ std::vector<Window> compute_windows(const RequestLog& log, double period_s) {
   }
   const double origin = std::floor(first / period_s) * period_s;
   const double span = std::floor((last - origin) / period_s) + 1;
-  if (!(span <= double(kMaxWindows))) {
+  if (!std::isfinite(origin) || !(span >= 1 && span <= double(kMaxWindows))) {
     throw Error("period-s", "a period of " + std::to_string(period_s) + " s cuts the " +
                                 std::to_string(last - first) + " s of this log into more than " +
                                 std::to_string(kMaxWindows) + " windows");

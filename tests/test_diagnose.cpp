@@ -306,7 +306,7 @@ TEST_CASE("diagnose: the alarm fires on the M-th breach of N and returns to OK",
     REQUIRE(e.size() == 1);
     CHECK(e[0].first == 4);
     CHECK(e[0].last == 5);
-    CHECK(e[0].ok_again);
+    CHECK(e[0].ended);
   }
   SECTION("missing data is neither breaching nor OK") {
     const std::vector<double> otps = {nan, 70, nan, 70, nan, 70};
@@ -322,7 +322,7 @@ TEST_CASE("diagnose: the alarm fires on the M-th breach of N and returns to OK",
     const std::vector<AlarmEpisode> e = alarm_episodes(evaluate_alarm(otps, 80, 3, 6));
     REQUIRE(e.size() == 1);
     CHECK(e[0].first == 5);
-    CHECK(!e[0].ok_again);  // still in ALARM at the end
+    CHECK(!e[0].ended);  // still in ALARM at the end
     // 1 of 1 alarms on each breaching datapoint alone.
     const std::vector<S> one = evaluate_alarm(otps, 80, 1, 1);
     CHECK(one == std::vector<S>{S::kAlarm, S::kAlarm, S::kOk, S::kOk, S::kOk, S::kAlarm});
@@ -557,4 +557,40 @@ TEST_CASE("cli: diagnose reads servesim results files", "[diagnose]") {
   CHECK_THAT(several.err, Contains("chunked:2048"));
   const auto chosen = cli({"diagnose", base, both, "--current-run", "chunked:2048"});
   CHECK(chosen.code == 0);
+}
+
+TEST_CASE("diagnose: changes from zero, dropped requests, alarm ends and tiny periods",
+          "[diagnose]") {
+  LogStats base;
+  base.requests = base.completed = 100;
+  base.p50 = {100, 0, 10, 100};  // a TTFT of 0 ms at the baseline
+  LogStats cur = base;
+  cur.p50 = {5100, 5000, 10, 100};
+  // All of the change is TTFT: a rise from 0 is significant.
+  const Verdict v = decide(base, cur, 0.1);
+  CHECK(v.finding == Finding::kTtft);
+  // Half the requests failed: the verdict says their share fell.
+  cur = base;
+  cur.completed = 50;
+  const Verdict dropped = decide(base, cur, 0.1);
+  bool said = false;
+  for (const std::string& line : dropped.details)
+    said = said || line.find("100.0% -> 50.0%") != std::string::npos;
+  CHECK(said);
+  // An alarm that ends in missing data says so, not "OK again".
+  const std::vector<double> otps = {70, NAN};
+  const std::vector<AlarmState> s = evaluate_alarm(otps, 80, 1, 1);
+  CHECK(s == std::vector<AlarmState>{AlarmState::kAlarm, AlarmState::kInsufficientData});
+  const auto e = alarm_episodes(s);
+  REQUIRE(e.size() == 1);
+  CHECK(e[0].ended);
+  // A period so small that it overflows is an error naming --period-s, never a crash.
+  RequestLog log;
+  log.arrival_s = {1.7e9, 1.7e9 + 5};
+  log.ttft_ms = {10, 10};
+  log.e2e_ms = {100, 100};
+  log.output_tokens = {5, 5};
+  for (double period : {1e-300, 1e-7}) {
+    CHECK_THROWS_WITH(compute_windows(log, period), Contains("period-s"));
+  }
 }
