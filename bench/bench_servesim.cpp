@@ -4,13 +4,19 @@
 //  - BM_W1: a whole run of workload W1 (Llama-3.1-8B, h100-sxm, TP1, 10,000 requests, Poisson
 //    20 req/s, input and output normal:512:256:2:7000, chunked budget 2048, max_num_seqs 256,
 //    seed 42), with simulated output tokens per wall second as a counter.
+//  - BM_SweepPoint: one point of a sweep end to end (flags parsed, 1,000 W1-shaped requests
+//    generated and simulated): points per second, what bounds `servesim sweep`.
+//  - BM_ResultsFile: writing W1's HDF5 results file (requests, steps, 5-minute windows, ITL
+//    histogram).
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
 
 #include "bench/azure2024_csv.hpp"
 #include "scheduler/scheduler.hpp"
+#include "sim/cli_common.hpp"
 #include "sim/event_loop.hpp"
+#include "sim/results.hpp"
 #include "sim/simulation.hpp"
 #include "traces/import.hpp"
 #include "traces/synthetic.hpp"
@@ -114,6 +120,40 @@ void BM_W1(benchmark::State& state) {
   state.counters["sim_steps_per_s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_W1)->Unit(benchmark::kMillisecond);
+
+void BM_SweepPoint(benchmark::State& state) {
+  const std::vector<std::string> args = {"--model",        "llama-3.1-8b",
+                                         "--gpu",          "h100-sxm",
+                                         "--num-requests", "1000",
+                                         "--request-rate", "20",
+                                         "--input-len",    "normal:512:256:2:7000",
+                                         "--output-len",   "normal:512:256:2:7000",
+                                         "--scheduler",    "chunked:2048",
+                                         "--max-num-seqs", "256",
+                                         "--seed",         "42"};
+  for (auto _ : state) {
+    const cli::PointRun p = cli::run_point(args);
+    benchmark::DoNotOptimize(p.run.summary.ttft_ms.p50);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()));
+  state.SetLabel("points");
+}
+BENCHMARK(BM_SweepPoint)->Unit(benchmark::kMillisecond);
+
+void BM_ResultsFile(benchmark::State& state) {
+  const SimConfig c = w1_config();
+  const Workload w = w1_workload();
+  SimulateOptions keep;
+  keep.keep_steps = keep.keep_histogram = true;
+  const RunResult r = simulate(c, w, nullptr, keep);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "servesim_bench_results.h5").string();
+  for (auto _ : state)
+    write_results_h5(path, {{"w1", &r}}, nlohmann::ordered_json::object(), ResultsOptions{});
+  state.SetItemsProcessed(int64_t(state.iterations()) * int64_t(r.requests.size()));
+  state.SetLabel("requests");
+}
+BENCHMARK(BM_ResultsFile)->Unit(benchmark::kMillisecond);
 
 // Importing an Azure 2024-style CSV of 1M rows (generated once into the temp directory), with
 // and without writing the HDF5 trace; rows per second as items.
