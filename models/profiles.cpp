@@ -90,17 +90,12 @@ class CsvFile {
   explicit CsvFile(const std::string& path) : path_(path), in_(path) {
     std::string_view line;
     if (!in_.next(line)) throw Error(path, 0, "", "empty file");
-    std::string reason;
-    if (!split_.split(line, fields_, reason)) throw Error(path, 1, "", reason);
-    for (std::string_view f : fields_)
-      header_.emplace_back(clean_header_name(f));
+    header_ = read_csv_header(line, path, 1);
   }
   int col(const std::string& name, bool required = true) const {
-    for (size_t i = 0; i < header_.size(); ++i) {
-      if (header_[i] == name) return int(i);
-    }
-    if (required) throw Error(path_, 1, name, "missing column");
-    return -1;
+    const int i = header_.find(name);
+    if (i < 0 && required) throw Error(path_, 1, name, "missing column");
+    return i;
   }
   bool next() {
     std::string_view line;
@@ -120,7 +115,7 @@ class CsvFile {
   double number(int c) const {
     double v = 0;
     if (!parse_double(text(c), v)) {
-      throw Error(path_, int(in_.line_number()), header_[size_t(c)],
+      throw Error(path_, int(in_.line_number()), header_.names[size_t(c)],
                   "'" + std::string(text(c).substr(0, 40)) + "' is not a number");
     }
     return v;
@@ -130,7 +125,7 @@ class CsvFile {
     const double v = number(c);
     if (v != std::floor(v) || v < double(lo) || v > double(hi)) {
       throw Error(
-          path_, line(), header_[size_t(c)],
+          path_, line(), header_.names[size_t(c)],
           "must be a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
     }
     return int64_t(v);
@@ -138,7 +133,7 @@ class CsvFile {
   // A measured time or size: finite and > 0.
   double positive(int c) const {
     const double v = number(c);
-    if (!(v > 0)) throw Error(path_, line(), header_[size_t(c)], "must be > 0");
+    if (!(v > 0)) throw Error(path_, line(), header_.names[size_t(c)], "must be > 0");
     return v;
   }
   bool has_number(int c) const {
@@ -147,14 +142,14 @@ class CsvFile {
   }
   const std::string& path() const { return path_; }
   int line() const { return int(in_.line_number()); }
-  const std::string& name(int c) const { return header_[size_t(c)]; }
+  const std::string& name(int c) const { return header_.names[size_t(c)]; }
 
  private:
   std::string path_;
   LineReader in_;
   CsvSplitter split_;
   std::vector<std::string_view> fields_;
-  std::vector<std::string> header_;
+  CsvHeader header_;
 };
 
 ProfileShape read_shape(const CsvFile& f, const char* heads, const char* kv_heads) {

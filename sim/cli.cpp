@@ -180,8 +180,8 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 
 SimConfig base_config(const Args& a) {
   SimConfig c;
-  c.model = a.model_file.empty() ? find_model(a.model) : load_model_file(a.model_file);
-  c.gpu = a.gpu_file.empty() ? find_gpu(a.gpu) : load_gpu_file(a.gpu_file);
+  c.model = model_from_flags(a.model, a.model_file);
+  c.gpu = gpu_from_flags(a.gpu, a.gpu_file);
   c.tp = a.tp;
   c.scheduler.max_model_len = a.max_model_len;
   c.scheduler.max_num_seqs = a.max_num_seqs;
@@ -208,12 +208,9 @@ SimConfig base_config(const Args& a) {
 }
 
 // Parses a run or compare command line; false when --help was printed.
-bool parse(int argc, const char* const* argv, const po::options_description& desc, Args& a,
-           po::variables_map& vm, std::ostream& out, const char* command) {
-  if (!parse_command(argc, argv, desc, vm, out,
-                     std::string("servesim ") + command + " [options]")) {
-    return false;
-  }
+// What every parsed run command line needs after notify: --tp folded into
+// --tensor-parallel-size, and the seed checked.
+void finish_args(Args& a, const po::variables_map& vm) {
   if (vm.count("tp")) {
     if (!vm["tensor-parallel-size"].defaulted() && a.tp != a.tp_alias) {
       throw Error("tp", "conflicts with --tensor-parallel-size");
@@ -221,6 +218,15 @@ bool parse(int argc, const char* const* argv, const po::options_description& des
     a.tp = a.tp_alias;
   }
   if (a.seed < 0) throw Error("seed", "must be >= 0");
+}
+
+bool parse(int argc, const char* const* argv, const po::options_description& desc, Args& a,
+           po::variables_map& vm, std::ostream& out, const char* command) {
+  if (!parse_command(argc, argv, desc, vm, out,
+                     std::string("servesim ") + command + " [options]")) {
+    return false;
+  }
+  finish_args(a, vm);
   return true;
 }
 
@@ -398,13 +404,7 @@ void parse_point(const std::vector<std::string>& args, Args& a, po::variables_ma
     if (vm.count(flag)) throw Error(flag, "not allowed in a point: the command writes the results");
   }
   po::notify(vm);
-  if (vm.count("tp")) {
-    if (!vm["tensor-parallel-size"].defaulted() && a.tp != a.tp_alias) {
-      throw Error("tp", "conflicts with --tensor-parallel-size");
-    }
-    a.tp = a.tp_alias;
-  }
-  if (a.seed < 0) throw Error("seed", "must be >= 0");
+  finish_args(a, vm);
 }
 
 }  // namespace

@@ -38,10 +38,10 @@ po::options_description target_options(Target& t) {
 }
 
 GpuSpec target_gpu(const Target& t) {
-  return t.gpu_file.empty() ? find_gpu(t.gpu) : load_gpu_file(t.gpu_file);
+  return gpu_from_flags(t.gpu, t.gpu_file);
 }
 ModelSpec target_model(const Target& t) {
-  ModelSpec m = t.model_file.empty() ? find_model(t.model) : load_model_file(t.model_file);
+  ModelSpec m = model_from_flags(t.model, t.model_file);
   if (t.tp < 1 || m.num_heads % t.tp != 0) {
     throw Error("tensor-parallel-size", "must divide " + m.name + "'s attention heads");
   }

@@ -39,6 +39,14 @@ bool parse_command(int argc, const char* const* argv, const po::options_descript
   return true;
 }
 
+GpuSpec gpu_from_flags(const std::string& name, const std::string& file) {
+  return file.empty() ? find_gpu(name) : load_gpu_file(file);
+}
+
+ModelSpec model_from_flags(const std::string& name, const std::string& file) {
+  return file.empty() ? find_model(name) : load_model_file(file);
+}
+
 double parse_rate(const std::string& text) {
   if (text == "inf") return INFINITY;
   double v = 0;
@@ -59,19 +67,21 @@ void write_file(const std::string& path, const std::string& text) {
 po::options_description trace_input_options(TraceArgs& a) {
   po::options_description d("trace input");
   d.add_options()(
-      "trace-format", po::value(&a.format),
+      "trace-format", po::value(&a.import.format),
       "azure | burstgpt | mooncake | vidur | csv | servesim (default: read off the file)")(
-      "col-arrival", po::value(&a.col_arrival), "csv: arrival-time column (none = length-only)")(
-      "col-input", po::value(&a.col_input), "csv: prompt-token column")(
-      "col-output", po::value(&a.col_output), "csv: output-token column")(
-      "time-unit", po::value(&a.time_unit)->default_value("s"), "csv: s | ms | us")(
-      "skip-bad-rows", po::bool_switch(&a.skip_bad_rows),
+      "col-arrival", po::value(&a.import.col_arrival),
+      "csv: arrival-time column (none = length-only)")("col-input", po::value(&a.import.col_input),
+                                                       "csv: prompt-token column")(
+      "col-output", po::value(&a.import.col_output), "csv: output-token column")(
+      "time-unit", po::value(&a.import.time_unit)->default_value("s"), "csv: s | ms | us")(
+      "skip-bad-rows", po::bool_switch(&a.import.skip_bad_rows),
       "skip and count malformed rows instead of stopping at the first")(
-      "keep-failed", po::bool_switch(&a.keep_failed),
+      "keep-failed", po::bool_switch(&a.import.keep_failed),
       "burstgpt: keep failed requests (0 response tokens) as 1-token answers")(
-      "model-filter", po::value(&a.model_filter), "burstgpt: only this Model (ChatGPT, GPT-4)")(
-      "log-type", po::value(&a.log_type), "burstgpt: only conversation | api rows")(
-      "hash-block-size", po::value(&a.hash_block_size)->default_value(0),
+      "model-filter", po::value(&a.import.model_filter),
+      "burstgpt: only this Model (ChatGPT, GPT-4)")("log-type", po::value(&a.import.log_type),
+                                                    "burstgpt: only conversation | api rows")(
+      "hash-block-size", po::value(&a.import.hash_block_size)->default_value(0),
       "mooncake: prompt tokens per hash id (0 = 512)");
   return d;
 }
@@ -81,50 +91,35 @@ po::options_description transform_options(TraceArgs& a) {
       "what-if transforms (in this order; --request-rate rescales a timed "
       "trace to that mean rate)");
   d.add_options()("window", po::value(&a.window), "keep arrivals in START:END seconds")(
-      "max-requests", po::value(&a.max_requests)->default_value(0), "keep the first N (0 = all)")(
-      "time-scale", po::value(&a.time_scale)->default_value(1.0, "1"),
-      "stretch arrival times (0.5 = twice the rate)")(
-      "input-trim", po::value(&a.input_trim)->default_value(0),
+      "max-requests", po::value(&a.what_if.max_requests)->default_value(0),
+      "keep the first N (0 = all)")("time-scale",
+                                    po::value(&a.what_if.time_scale)->default_value(1.0, "1"),
+                                    "stretch arrival times (0.5 = twice the rate)")(
+      "input-trim", po::value(&a.what_if.input_trim)->default_value(0),
       "remove N tokens from every prompt (floor 1)")(
-      "input-scale", po::value(&a.input_scale)->default_value(1.0, "1"), "multiply prompt lengths")(
-      "output-scale", po::value(&a.output_scale)->default_value(1.0, "1"),
-      "multiply output lengths")("max-input-len", po::value(&a.max_input_len)->default_value(0),
-                                 "clip prompts to N tokens (0 = no clip)")(
-      "max-output-len", po::value(&a.max_output_len)->default_value(0),
+      "input-scale", po::value(&a.what_if.input_scale)->default_value(1.0, "1"),
+      "multiply prompt lengths")("output-scale",
+                                 po::value(&a.what_if.output_scale)->default_value(1.0, "1"),
+                                 "multiply output lengths")(
+      "max-input-len", po::value(&a.what_if.max_input_len)->default_value(0),
+      "clip prompts to N tokens (0 = no clip)")(
+      "max-output-len", po::value(&a.what_if.max_output_len)->default_value(0),
       "clip outputs to N tokens (0 = no clip)");
   return d;
 }
 
 ImportOptions import_options(const TraceArgs& a) {
-  ImportOptions o;
-  o.format = a.format;
-  o.col_arrival = a.col_arrival;
-  o.col_input = a.col_input;
-  o.col_output = a.col_output;
-  o.time_unit = a.time_unit;
-  o.skip_bad_rows = a.skip_bad_rows;
-  o.keep_failed = a.keep_failed;
-  o.model_filter = a.model_filter;
-  o.log_type = a.log_type;
-  if (a.hash_block_size < 0) throw Error("hash-block-size", "must be >= 0");
-  o.hash_block_size = a.hash_block_size;
-  return o;
+  if (a.import.hash_block_size < 0) throw Error("hash-block-size", "must be >= 0");
+  return a.import;
 }
 
 TransformOptions transforms(const TraceArgs& a, double request_rate, double burstiness,
                             uint64_t seed) {
-  TransformOptions o;
+  TransformOptions o = a.what_if;
   if (!a.window.empty()) parse_window(a.window, o);
-  o.max_requests = a.max_requests;
-  o.time_scale = a.time_scale;
   o.request_rate = request_rate;
   o.burstiness = burstiness;
   o.seed = seed;
-  o.input_trim = a.input_trim;
-  o.input_scale = a.input_scale;
-  o.output_scale = a.output_scale;
-  o.max_input_len = a.max_input_len;
-  o.max_output_len = a.max_output_len;
   return o;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "models/gpu.hpp"
+#include "models/model.hpp"
 #include "sim/simulation.hpp"
 #include "traces/import.hpp"
 #include "traces/synthetic.hpp"
@@ -26,19 +28,22 @@ bool parse_command(int argc, const char* const* argv, const po::options_descript
                    po::variables_map& vm, std::ostream& out, const std::string& usage,
                    const po::positional_options_description* positional = nullptr);
 
+// --gpu NAME / --gpu-file FILE and --model NAME / --model-file FILE: the file when given, else
+// the catalogue entry.
+GpuSpec gpu_from_flags(const std::string& name, const std::string& file);
+ModelSpec model_from_flags(const std::string& name, const std::string& file);
+
 // "inf" or a positive number; Error naming --request-rate otherwise.
 double parse_rate(const std::string& text);
 
 void write_file(const std::string& path, const std::string& text);
 
-// Flags that say how to read a trace and how to change it (what-if).
+// Flags that say how to read a trace and how to change it (what-if), bound straight to the
+// options the importer and the transforms take.
 struct TraceArgs {
-  std::string format, col_arrival, col_input, col_output, time_unit = "s", model_filter, log_type;
-  bool skip_bad_rows = false, keep_failed = false;
-  int32_t hash_block_size = 0;
-  std::string window;
-  int64_t max_requests = 0, input_trim = 0, max_input_len = 0, max_output_len = 0;
-  double time_scale = 1, input_scale = 1, output_scale = 1;
+  ImportOptions import;
+  TransformOptions what_if;  // rate, burstiness and seed come from the run's own flags
+  std::string window;        // START:END, parsed into what_if
 };
 
 po::options_description trace_input_options(TraceArgs& a);

@@ -68,15 +68,20 @@ void report_skips(std::ostream& out, const Trace& t) {
   }
 }
 
-int cmd_import(int argc, const char* const* argv, std::ostream& out) {
-  TraceCommandArgs a;
-  po::options_description desc = common(a, true);
+// Parses a command whose one positional argument is the trace to read; false after --help.
+bool parse_with_input(int argc, const char* const* argv, TraceCommandArgs& a, bool with_output,
+                      const char* usage, std::ostream& out) {
+  po::options_description desc = common(a, with_output);
   desc.add_options()("input", po::value(&a.input)->required(), "trace file to read");
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;
-  if (!parse_command(argc, argv, desc, vm, out, "servesim trace import IN [options] -o OUT.h5",
-                     &pos)) {
+  return parse_command(argc, argv, desc, vm, out, usage, &pos);
+}
+
+int cmd_import(int argc, const char* const* argv, std::ostream& out) {
+  TraceCommandArgs a;
+  if (!parse_with_input(argc, argv, a, true, "servesim trace import IN [options] -o OUT.h5", out)) {
     return 0;
   }
   const auto start = std::chrono::steady_clock::now();
@@ -97,12 +102,7 @@ int cmd_import(int argc, const char* const* argv, std::ostream& out) {
 
 int cmd_info(int argc, const char* const* argv, std::ostream& out) {
   TraceCommandArgs a;
-  po::options_description desc = common(a, false);
-  desc.add_options()("input", po::value(&a.input)->required(), "trace file to read");
-  po::positional_options_description pos;
-  pos.add("input", 1);
-  po::variables_map vm;
-  if (!parse_command(argc, argv, desc, vm, out, "servesim trace info FILE [options]", &pos)) {
+  if (!parse_with_input(argc, argv, a, false, "servesim trace info FILE [options]", out)) {
     return 0;
   }
   const Trace t = load(a);

@@ -555,8 +555,6 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
 // ---------------------------------------------------------------------------------------------
 // Request log CSV.
 
-namespace {}  // namespace
-
 RequestLog read_request_log_csv(const std::string& path, const CsvLogColumns& c) {
   LineReader reader(path);
   CsvSplitter splitter;
@@ -572,20 +570,13 @@ RequestLog read_request_log_csv(const std::string& path, const CsvLogColumns& c)
   }
   if (!header) throw Error(path, 0, "", "empty file: expected a CSV header line");
   const int header_line = int(reader.line_number());
-  if (!splitter.split(line, fields, reason)) throw Error(path, header_line, "", reason);
-  std::vector<std::string> names;
-  for (std::string_view f : fields)
-    names.emplace_back(clean_header_name(f));
+  const CsvHeader h = read_csv_header(line, path, header_line);
+  const std::vector<std::string>& names = h.names;
   auto column = [&](const std::string& name, const char* flag, bool required) -> int {
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name) return int(i);
-    }
-    if (!required) return -1;
-    std::string have;
-    for (const std::string& n : names)
-      have += (have.empty() ? "" : ", ") + n;
+    const int i = h.find(name);
+    if (i >= 0 || !required) return i;
     throw Error(path, header_line, name,
-                "no such column (the header has: " + have + "); name it with --" + flag);
+                "no such column (the header has: " + h.joined() + "); name it with --" + flag);
   };
   const int i_arrival = column(c.arrival, "col-arrival", true);
   const int i_ttft = column(c.ttft, "col-ttft", true);

@@ -10,6 +10,7 @@
 
 #include "models/calibration.hpp"
 #include "models/fidelity.hpp"
+#include "shared_data.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;
@@ -17,14 +18,10 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path profiles_dir() {
-  if (const char* env = std::getenv("SERVESIM_SHARED")) return fs::path(env) / "profiles";
-  return fs::path(SERVESIM_SHARED_DIR) / "profiles";
+  return servesim::test::shared_path("profiles");
 }
-
 bool have_profiles() {
-  if (fs::exists(profiles_dir())) return true;
-  WARN("skipped: " << profiles_dir().string() << " is absent");
-  return false;
+  return servesim::test::have_shared("profiles");
 }
 
 void check_targets(const char* model_name, int tp) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "models/roofline.hpp"
+#include "shared_data.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;
@@ -20,8 +21,7 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path shared_dir() {
-  if (const char* env = std::getenv("SERVESIM_SHARED")) return env;
-  return SERVESIM_SHARED_DIR;
+  return servesim::test::shared_path();
 }
 
 // A CSV read by header name (no quoting: Vidur's files have none).
@@ -74,9 +74,7 @@ struct Mape {
 };
 
 bool have_shared() {
-  if (fs::exists(shared_dir() / "profiles")) return true;
-  WARN("skipped: " << (shared_dir() / "profiles").string() << " is absent");
-  return false;
+  return servesim::test::have_shared("profiles");
 }
 
 }  // namespace

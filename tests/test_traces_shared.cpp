@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "shared_data.hpp"
 #include "sim/error.hpp"
 #include "trace_fixtures.hpp"
 #include "traces/import.hpp"
@@ -18,14 +19,10 @@ namespace fs = std::filesystem;
 namespace {
 
 fs::path traces_dir() {
-  if (const char* env = std::getenv("SERVESIM_SHARED")) return fs::path(env) / "traces";
-  return fs::path(SERVESIM_SHARED_DIR) / "traces";
+  return servesim::test::shared_path("traces");
 }
-
 bool have_traces() {
-  if (fs::exists(traces_dir())) return true;
-  WARN("skipped: " << traces_dir().string() << " is absent");
-  return false;
+  return servesim::test::have_shared("traces");
 }
 
 Trace load(const char* relative) {

@@ -128,30 +128,17 @@ bool blank(std::string_view line) {
   return line.find_first_not_of(" \t") == std::string_view::npos;
 }
 
-// The header of a CSV file: column index by (case-insensitive) name.
-struct Header {
-  std::vector<std::string> names;
+// The header of a CSV trace: column index by case-insensitive name.
+struct Header : CsvHeader {
   std::string text;  // for messages, cut short
-  int find(std::string_view name) const {
-    const std::string want = lowercase(name);
-    for (size_t i = 0; i < names.size(); ++i) {
-      if (lowercase(names[i]) == want) return int(i);
-    }
-    return -1;
-  }
+  int find(std::string_view name) const { return CsvHeader::find(name, true); }
   bool has(std::string_view name) const { return find(name) >= 0; }
 };
 
 Header parse_header(std::string_view line, const std::string& path, int64_t line_number) {
   Header h;
+  static_cast<CsvHeader&>(h) = read_csv_header(line, path, line_number);
   h.text = quoted(line);
-  std::vector<std::string_view> fields;
-  std::string reason;
-  CsvSplitter split;
-  if (!split.split(line, fields, reason))
-    throw Error(path, int(line_number), "", "header: " + reason);
-  for (std::string_view f : fields)
-    h.names.emplace_back(clean_header_name(f));
   return h;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "models/catalogue.hpp"
 #include "sim/error.hpp"
 
 namespace servesim {
@@ -255,6 +256,34 @@ bool parse_datetime_ns(std::string_view s, int64_t& ns) {
   const int64_t seconds = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + sec - offset_s;
   ns = seconds * 1000000000 + frac_ns;
   return true;
+}
+
+int CsvHeader::find(std::string_view name, bool ignore_case) const {
+  const std::string want = ignore_case ? lowercase(name) : std::string(name);
+  for (size_t i = 0; i < names.size(); ++i) {
+    if ((ignore_case ? lowercase(names[i]) : names[i]) == want) return int(i);
+  }
+  return -1;
+}
+
+std::string CsvHeader::joined() const {
+  std::string s;
+  for (const std::string& n : names)
+    s.append(s.empty() ? "" : ", ").append(n);
+  return s;
+}
+
+CsvHeader read_csv_header(std::string_view line, const std::string& path, int64_t line_number) {
+  CsvHeader h;
+  std::vector<std::string_view> fields;
+  std::string reason;
+  CsvSplitter split;
+  if (!split.split(line, fields, reason)) {
+    throw Error(path, int(line_number), "", "header: " + reason);
+  }
+  for (std::string_view f : fields)
+    h.names.emplace_back(clean_header_name(f));
+  return h;
 }
 
 std::string_view clean_header_name(std::string_view s) {

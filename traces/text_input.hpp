@@ -65,4 +65,18 @@ std::string_view trim(std::string_view s);
 // Trims spaces, a UTF-8 byte-order mark and surrounding quotes from a header name.
 std::string_view clean_header_name(std::string_view s);
 
+// The header line of a CSV file: its cleaned column names, looked up by name. Shared by the
+// trace importers, the profile readers and diagnose's request logs.
+struct CsvHeader {
+  std::vector<std::string> names;
+
+  // The index of column NAME, or -1. IGNORE_CASE: as the trace importers match.
+  int find(std::string_view name, bool ignore_case = false) const;
+  std::string joined() const;  // "a, b, c", for messages
+};
+
+// Splits LINE, line LINE_NUMBER of PATH, into a header; Error naming the line when it is not
+// valid CSV.
+CsvHeader read_csv_header(std::string_view line, const std::string& path, int64_t line_number);
+
 }  // namespace servesim
