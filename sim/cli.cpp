@@ -411,11 +411,6 @@ void parse_point(const std::vector<std::string>& args, Args& a, po::variables_ma
 
 namespace cli {
 
-po::options_description run_options() {
-  static Args a;
-  return options(a, false);
-}
-
 bool run_flag_is_switch(const std::string& name) {
   Args a;
   const auto desc = options(a, false);

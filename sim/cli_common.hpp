@@ -86,8 +86,6 @@ PointRun run_point(const std::vector<std::string>& args);
 void check_point_args(const std::vector<std::string>& args);
 // Whether `run` flag NAME is a switch (takes no value); Error when `run` has no such flag.
 bool run_flag_is_switch(const std::string& name);
-// `run`'s options, for the help of commands that take them.
-po::options_description run_options();
 
 // `servesim sweep | capacity | check` (sim/cli_sweep.cpp).
 int cmd_sweep(int argc, const char* const* argv, std::ostream& out);

@@ -87,15 +87,6 @@ int64_t read_int_attr(H5::H5Object& o, const std::string& path, const std::strin
   return v;
 }
 
-double read_double_attr(H5::H5Object& o, const std::string& path, const std::string& name) {
-  if (!o.attrExists(name)) throw Error(path, 0, name, "missing attribute");
-  H5::Attribute a = o.openAttribute(name);
-  if (a.getTypeClass() != H5T_FLOAT) throw Error(path, 0, name, "must be a float");
-  double v = 0;
-  a.read(H5::PredType::NATIVE_DOUBLE, &v);
-  return v;
-}
-
 void write_file_atomically(const std::string& path, const std::function<void(H5::H5File&)>& write) {
   H5::Exception::dontPrint();
   const std::string tmp = path + ".tmp";

@@ -144,7 +144,6 @@ void write_attr(H5::H5Object& o, const std::string& name, int64_t value);
 void write_attr(H5::H5Object& o, const std::string& name, double value);
 std::string read_string_attr(H5::H5Object& o, const std::string& name);
 int64_t read_int_attr(H5::H5Object& o, const std::string& path, const std::string& name);
-double read_double_attr(H5::H5Object& o, const std::string& path, const std::string& name);
 
 // Writes a file through WRITE(file) into PATH.tmp and renames it to PATH: a failed write never
 // leaves half a file or destroys the one that was there. HDF5 errors become Error naming PATH.

@@ -1,6 +1,9 @@
 #include "sim/metrics.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include "sim/windows.hpp"
 
 namespace servesim {
 
@@ -80,8 +83,9 @@ RunSummary MetricsCollector::summary(double peak_flops, double peak_bytes_per_s,
   s.otps = servesim::summarize(otps);
   s.itl_ms = scaled(servesim::summarize(itl_s_), 1e3);
   std::sort(out_tokens.begin(), out_tokens.end());
-  const double decode_ms = s.e2e_ms.p50 - s.ttft_ms.p50;
-  s.otps_p50_ratio = decode_ms > 0 ? percentile_sorted(out_tokens, 50) / decode_ms * 1e3 : 0.0;
+  const double ratio =
+      cloudwatch_otps(percentile_sorted(out_tokens, 50), s.e2e_ms.p50, s.ttft_ms.p50);
+  s.otps_p50_ratio = std::isnan(ratio) ? 0.0 : ratio;
 
   s.makespan_s = end_s_ - first_arrival_s_;
   s.busy_s = busy_s_;

@@ -11,6 +11,7 @@
 
 #include "sim/error.hpp"
 #include "sim/h5_columns.hpp"
+#include "traces/text_input.hpp"
 
 namespace servesim {
 
@@ -123,10 +124,7 @@ std::vector<std::string> expand_values(const std::string& flag, const std::strin
   std::vector<std::string> out;
   std::stringstream ss(text);
   for (std::string item; std::getline(ss, item, ',');) {
-    while (!item.empty() && item.front() == ' ')
-      item.erase(item.begin());
-    while (!item.empty() && item.back() == ' ')
-      item.pop_back();
+    item = std::string(trim(item));
     if (item.empty()) throw Error(flag, "'" + text + "' has an empty item");
     const size_t c1 = item.find(':');
     const size_t c2 = c1 == std::string::npos ? c1 : item.find(':', c1 + 1);

@@ -22,21 +22,12 @@ constexpr hsize_t kMaxRows = hsize_t(1) << 31;
 constexpr hsize_t kMaxHashIds = hsize_t(1) << 34;
 
 using h5::column_length;
+using h5::join_lines;
 using h5::read_column;
+using h5::read_int_attr;
 using h5::read_string_attr;
 using h5::write_attr;
 using h5::write_column;
-
-int64_t read_int_attr(H5::H5File& f, const std::string& path, const char* name) {
-  return h5::read_int_attr(f, path, name);
-}
-
-std::string join(const std::vector<std::string>& v) {
-  return h5::join_lines(v);
-}
-std::vector<std::string> split_lines(const std::string& s) {
-  return h5::split_lines(s, true);
-}
 
 struct CountField {
   const char* name;
@@ -120,8 +111,8 @@ void write_trace_h5(const std::string& path, const Trace& t) {
     write_attr(f, "options", t.options);
     write_attr(f, "timed", int64_t(t.timed));
     write_attr(f, "hash_block_size", int64_t(t.hash_block_size));
-    write_attr(f, "class_names", join(t.class_names));
-    write_attr(f, "first_errors", join(t.first_errors));
+    write_attr(f, "class_names", join_lines(t.class_names));
+    write_attr(f, "first_errors", join_lines(t.first_errors));
     for (const CountField& c : kCounts)
       write_attr(f, c.name, t.counts.*c.member);
   });
@@ -169,8 +160,8 @@ Trace read_trace_h5(const std::string& path) {
     const int64_t block = read_int_attr(f, path, "hash_block_size");
     if (block < 0 || block > INT32_MAX) throw Error(path, 0, "hash_block_size", "out of range");
     t.hash_block_size = int32_t(block);
-    t.class_names = split_lines(read_string_attr(f, "class_names"));
-    t.first_errors = split_lines(read_string_attr(f, "first_errors"));
+    t.class_names = h5::split_lines(read_string_attr(f, "class_names"), true);
+    t.first_errors = h5::split_lines(read_string_attr(f, "first_errors"), true);
     for (const CountField& c : kCounts)
       t.counts.*c.member = read_int_attr(f, path, c.name);
   } catch (const std::bad_alloc&) {
