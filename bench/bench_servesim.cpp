@@ -12,11 +12,11 @@
 
 #include <filesystem>
 
+#include "analysis/results.hpp"
 #include "bench/azure2024_csv.hpp"
+#include "cli/common.hpp"
 #include "scheduler/scheduler.hpp"
-#include "sim/cli_common.hpp"
 #include "sim/event_loop.hpp"
-#include "sim/results.hpp"
 #include "sim/simulation.hpp"
 #include "traces/import.hpp"
 #include "traces/synthetic.hpp"

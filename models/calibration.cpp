@@ -1,6 +1,5 @@
 #include "models/calibration.hpp"
 
-#include <boost/program_options.hpp>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -9,8 +8,8 @@
 #include <unsupported/Eigen/NumericalDiff>
 
 #include "models/table_model.hpp"
-#include "sim/config_file.hpp"
-#include "sim/error.hpp"
+#include "util/error.hpp"
+#include "util/ini.hpp"
 
 namespace servesim {
 
@@ -620,15 +619,12 @@ void write_calibration(const std::string& path, const GpuSpec& gpu, const ModelS
 
 RooflineParams read_calibration(const std::string& path, std::string* source,
                                 std::string* gpu_name) {
-  namespace po = boost::program_options;
   RooflineParams p;
   std::string gpu, model, src;
-  po::options_description desc;
-  desc.add_options()("gpu", po::value(&gpu))("model", po::value(&model))("source", po::value(&src));
-  for (const RooflineParamField& f : roofline_param_fields()) {
-    desc.add_options()(f.name, po::value(&(p.*f.member))->required());
-  }
-  load_ini_file(path, desc);
+  std::vector<IniField> fields = {{"gpu", &gpu}, {"model", &model}, {"source", &src}};
+  for (const RooflineParamField& f : roofline_param_fields())
+    fields.push_back({f.name, &(p.*f.member), true});
+  load_ini_fields(path, fields);
   for (const RooflineParamField& f : roofline_param_fields()) {
     const double v = p.*f.member;
     const bool knee_gap = std::string(f.name) == "knee_sharpness" && v > 0 && v < 1;

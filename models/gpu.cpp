@@ -2,12 +2,11 @@
 
 #include <cmath>
 
-#include "models/catalogue.hpp"
-#include "sim/config_file.hpp"
-#include "sim/error.hpp"
+#include "util/error.hpp"
+#include "util/ini.hpp"
+#include "util/lookup.hpp"
 
 namespace servesim {
-namespace po = boost::program_options;
 
 const std::vector<GpuSpec>& gpu_catalogue() {
   // Dense BF16 TFLOP/s, HBM GB, HBM GB/s, interconnect GB/s, from the vendors' datasheets.
@@ -34,14 +33,12 @@ GpuSpec find_gpu(std::string_view name) {
 
 GpuSpec load_gpu_file(const std::string& path) {
   GpuSpec g;
-  po::options_description desc;
-  desc.add_options()("name", po::value(&g.name)->required())(
-      "description", po::value(&g.description)->default_value(""))(
-      "bf16_tflops", po::value(&g.bf16_tflops)->required())(
-      "hbm_gib", po::value(&g.hbm_gib)->required())("hbm_gb_per_s",
-                                                    po::value(&g.hbm_gb_per_s)->required())(
-      "interconnect_gb_per_s", po::value(&g.interconnect_gb_per_s)->required());
-  load_ini_file(path, desc);
+  load_ini_fields(path, {{"name", &g.name, true},
+                         {"description", &g.description},
+                         {"bf16_tflops", &g.bf16_tflops, true},
+                         {"hbm_gib", &g.hbm_gib, true},
+                         {"hbm_gb_per_s", &g.hbm_gb_per_s, true},
+                         {"interconnect_gb_per_s", &g.interconnect_gb_per_s, true}});
   const std::pair<const char*, double> fields[] = {
       {"bf16_tflops", g.bf16_tflops},
       {"hbm_gib", g.hbm_gib},

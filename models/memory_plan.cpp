@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/error.hpp"
+#include "util/error.hpp"
 
 namespace servesim {
 

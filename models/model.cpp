@@ -1,11 +1,10 @@
 #include "models/model.hpp"
 
-#include "models/catalogue.hpp"
-#include "sim/config_file.hpp"
-#include "sim/error.hpp"
+#include "util/error.hpp"
+#include "util/ini.hpp"
+#include "util/lookup.hpp"
 
 namespace servesim {
-namespace po = boost::program_options;
 
 int64_t ModelSpec::attention_params_per_layer() const {
   const int64_t q = int64_t(num_heads) * head_dim;
@@ -98,22 +97,22 @@ void validate(const ModelSpec& m, const std::string& source) {
 ModelSpec load_model_file(const std::string& path) {
   ModelSpec m;
   int head_dim = 0;
-  po::options_description desc;
-  desc.add_options()("name", po::value(&m.name)->required())(
-      "hf_id", po::value(&m.hf_id)->default_value(""))("num_hidden_layers",
-                                                       po::value(&m.num_layers)->required())(
-      "hidden_size", po::value(&m.hidden_size)->required())("num_attention_heads",
-                                                            po::value(&m.num_heads)->required())(
-      "num_key_value_heads", po::value(&m.num_kv_heads))("head_dim", po::value(&head_dim))(
-      "intermediate_size", po::value(&m.intermediate_size)->required())(
-      "vocab_size", po::value(&m.vocab_size)->required())("max_position_embeddings",
-                                                          po::value(&m.max_position)->required())(
-      "num_local_experts", po::value(&m.num_experts)->default_value(1))(
-      "num_experts_per_tok", po::value(&m.experts_per_token)->default_value(1))(
-      "qkv_bias", po::value(&m.qkv_bias)->default_value(false))(
-      "tie_word_embeddings", po::value(&m.tie_word_embeddings)->default_value(false));
-  const po::variables_map vm = load_ini_file(path, desc);
-  if (!vm.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
+  const std::set<std::string> given =
+      load_ini_fields(path, {{"name", &m.name, true},
+                             {"hf_id", &m.hf_id},
+                             {"num_hidden_layers", &m.num_layers, true},
+                             {"hidden_size", &m.hidden_size, true},
+                             {"num_attention_heads", &m.num_heads, true},
+                             {"num_key_value_heads", &m.num_kv_heads},
+                             {"head_dim", &head_dim},
+                             {"intermediate_size", &m.intermediate_size, true},
+                             {"vocab_size", &m.vocab_size, true},
+                             {"max_position_embeddings", &m.max_position, true},
+                             {"num_local_experts", &m.num_experts},
+                             {"num_experts_per_tok", &m.experts_per_token},
+                             {"qkv_bias", &m.qkv_bias},
+                             {"tie_word_embeddings", &m.tie_word_embeddings}});
+  if (!given.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
   m.name = lowercase(m.name);
   validate(m, path);

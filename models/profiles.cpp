@@ -4,8 +4,8 @@
 #include <cmath>
 #include <filesystem>
 
-#include "sim/error.hpp"
-#include "traces/text_input.hpp"
+#include "util/error.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 namespace fs = std::filesystem;

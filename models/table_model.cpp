@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/error.hpp"
+#include "util/error.hpp"
 
 namespace servesim {
 

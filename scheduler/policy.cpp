@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "models/catalogue.hpp"
 #include "scheduler/scheduler.hpp"
+#include "util/lookup.hpp"
 
 namespace servesim {
 namespace {

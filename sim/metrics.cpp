@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/windows.hpp"
-
 namespace servesim {
+
+double cloudwatch_otps(double tokens_p50, double e2e_ms_p50, double ttft_ms_p50) {
+  const double decode_ms = e2e_ms_p50 - ttft_ms_p50;
+  if (!(decode_ms > 0) || !std::isfinite(tokens_p50)) return NAN;
+  return tokens_p50 / decode_ms * 1e3;
+}
 
 MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps)
     : records_(w.size()), keep_steps_(keep_steps) {

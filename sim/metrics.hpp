@@ -21,9 +21,9 @@
 #include "models/cost_model.hpp"
 #include "scheduler/batch.hpp"
 #include "scheduler/sequence.hpp"
-#include "sim/histogram.hpp"
-#include "sim/stats.hpp"
 #include "traces/request.hpp"
+#include "util/histogram.hpp"
+#include "util/stats.hpp"
 
 namespace servesim {
 
@@ -68,6 +68,9 @@ struct RunSummary {
   int64_t prefill_tokens = 0, decode_tokens = 0;  // computed by steps (recomputation included)
   double makespan_s = 0, busy_s = 0, flops = 0, bytes = 0;
 };
+
+// CloudWatch's OTPS from p50s: tokens / (latency - TTFT) x 1000; NaN when undefined.
+double cloudwatch_otps(double output_tokens_p50, double e2e_ms_p50, double ttft_ms_p50);
 
 class MetricsCollector {
  public:

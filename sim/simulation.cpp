@@ -4,9 +4,9 @@
 
 #include "models/table_model.hpp"
 #include "scheduler/policy.hpp"
-#include "sim/error.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/host.hpp"
+#include "util/error.hpp"
 
 namespace servesim {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli.hpp"
+#include "cli/cli.hpp"
 
 namespace servesim::test {
 

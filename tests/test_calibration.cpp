@@ -10,8 +10,8 @@
 #include "cli_helpers.hpp"
 #include "models/calibration.hpp"
 #include "models/table_model.hpp"
-#include "sim/error.hpp"
 #include "trace_fixtures.hpp"
+#include "util/error.hpp"
 
 using namespace servesim;
 using servesim::test::fixture;

@@ -9,16 +9,16 @@
 #include <string>
 #include <vector>
 
+#include "analysis/diagnose.hpp"
+#include "analysis/windows.hpp"
 #include "cli_helpers.hpp"
 #include "models/gpu.hpp"
 #include "models/model.hpp"
-#include "sim/diagnose.hpp"
-#include "sim/error.hpp"
 #include "sim/simulation.hpp"
-#include "sim/windows.hpp"
 #include "traces/synthetic.hpp"
 #include "traces/trace.hpp"
 #include "traces/transform.hpp"
+#include "util/error.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;

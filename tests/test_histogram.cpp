@@ -5,8 +5,8 @@
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "sim/histogram.hpp"
-#include "sim/stats.hpp"
+#include "util/histogram.hpp"
+#include "util/stats.hpp"
 
 using namespace servesim;
 

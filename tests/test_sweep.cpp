@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "analysis/report.hpp"
+#include "analysis/results.hpp"
+#include "analysis/sweep.hpp"
+#include "cli/common.hpp"
 #include "cli_helpers.hpp"
-#include "sim/cli_common.hpp"
-#include "sim/report.hpp"
-#include "sim/results.hpp"
-#include "sim/sweep.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;

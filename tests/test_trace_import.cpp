@@ -6,9 +6,9 @@
 #include <fstream>
 #include <thread>
 
-#include "sim/error.hpp"
 #include "trace_fixtures.hpp"
 #include "traces/import.hpp"
+#include "util/error.hpp"
 
 using namespace servesim;
 using servesim::test::fixture;

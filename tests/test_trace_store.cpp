@@ -5,13 +5,13 @@
 
 #include <H5Cpp.h>
 
-#include "sim/error.hpp"
 #include "trace_fixtures.hpp"
 #include "traces/import.hpp"
 #include "traces/synthetic.hpp"
 #include "traces/trace_info.hpp"
 #include "traces/trace_store.hpp"
 #include "traces/transform.hpp"
+#include "util/error.hpp"
 
 using namespace servesim;
 using servesim::test::fixture;

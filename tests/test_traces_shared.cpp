@@ -8,10 +8,10 @@
 #include <set>
 
 #include "shared_data.hpp"
-#include "sim/error.hpp"
 #include "trace_fixtures.hpp"
 #include "traces/import.hpp"
 #include "traces/trace_store.hpp"
+#include "util/error.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;

@@ -3,8 +3,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "sim/error.hpp"
 #include "traces/synthetic.hpp"
+#include "util/error.hpp"
 
 using namespace servesim;
 

@@ -10,10 +10,10 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "models/catalogue.hpp"
-#include "sim/error.hpp"
-#include "traces/text_input.hpp"
 #include "traces/trace_store.hpp"
+#include "util/error.hpp"
+#include "util/lookup.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "util/error.hpp"
 
 namespace servesim {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <ostream>
 
-#include "sim/stats.hpp"
 #include "traces/trace.hpp"
+#include "util/stats.hpp"
 
 namespace servesim {
 

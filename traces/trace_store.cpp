@@ -8,8 +8,8 @@
 #include <sstream>
 #include <type_traits>
 
-#include "sim/error.hpp"
-#include "sim/h5_columns.hpp"
+#include "util/error.hpp"
+#include "util/h5_columns.hpp"
 
 namespace servesim {
 

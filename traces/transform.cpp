@@ -4,9 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "sim/error.hpp"
 #include "traces/synthetic.hpp"
-#include "traces/text_input.hpp"
+#include "util/error.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 

@@ -1,4 +1,4 @@
-#include "sim/h5_columns.hpp"
+#include "util/h5_columns.hpp"
 
 #include <filesystem>
 #include <sstream>

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "sim/windows.hpp"
+#include "analysis/windows.hpp"
 
 namespace servesim {
 

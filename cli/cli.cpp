@@ -1,4 +1,4 @@
-#include "sim/cli.hpp"
+#include "cli/cli.hpp"
 
 #include <boost/program_options.hpp>
 #include <charconv>
@@ -11,17 +11,17 @@
 #include <string>
 #include <vector>
 
+#include "analysis/report.hpp"
+#include "analysis/results.hpp"
+#include "cli/common.hpp"
 #include "models/calibration.hpp"
 #include "models/gpu.hpp"
 #include "models/model.hpp"
 #include "scheduler/policy.hpp"
-#include "sim/cli_common.hpp"
-#include "sim/error.hpp"
-#include "sim/report.hpp"
-#include "sim/results.hpp"
 #include "sim/simulation.hpp"
 #include "traces/synthetic.hpp"
 #include "traces/trace.hpp"
+#include "util/error.hpp"
 
 namespace servesim {
 namespace po = boost::program_options;

@@ -1,4 +1,4 @@
-#include "sim/cli_common.hpp"
+#include "cli/common.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include <set>
 #include <sstream>
 
-#include "sim/config_file.hpp"
-#include "sim/error.hpp"
+#include "cli/config_file.hpp"
+#include "util/error.hpp"
 
 namespace servesim::cli {
 

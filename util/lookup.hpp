@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "util/error.hpp"
 
 namespace servesim {
 

@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "sim/error.hpp"
+#include "util/error.hpp"
 
 namespace servesim::h5 {
 

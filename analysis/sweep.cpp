@@ -1,4 +1,4 @@
-#include "sim/sweep.hpp"
+#include "analysis/sweep.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,9 +9,9 @@
 #include <set>
 #include <sstream>
 
-#include "sim/error.hpp"
-#include "sim/h5_columns.hpp"
-#include "traces/text_input.hpp"
+#include "util/error.hpp"
+#include "util/h5_columns.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 

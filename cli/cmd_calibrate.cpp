@@ -5,13 +5,13 @@
 #include <ostream>
 #include <sstream>
 
+#include "cli/common.hpp"
 #include "models/calibration.hpp"
 #include "models/fidelity.hpp"
 #include "models/gpu.hpp"
 #include "models/model.hpp"
 #include "models/table_model.hpp"
-#include "sim/cli_common.hpp"
-#include "sim/error.hpp"
+#include "util/error.hpp"
 
 namespace servesim::cli {
 

@@ -1,4 +1,4 @@
-#include "sim/report.hpp"
+#include "analysis/report.hpp"
 
 #include <cmath>
 #include <cstdio>

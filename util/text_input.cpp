@@ -1,4 +1,4 @@
-#include "traces/text_input.hpp"
+#include "util/text_input.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -6,8 +6,8 @@
 #include <cmath>
 #include <cstring>
 
-#include "models/catalogue.hpp"
-#include "sim/error.hpp"
+#include "util/error.hpp"
+#include "util/lookup.hpp"
 
 namespace servesim {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/histogram.hpp"
+#include "util/histogram.hpp"
 
 namespace servesim {
 

@@ -1,11 +1,11 @@
-#include "sim/results.hpp"
+#include "analysis/results.hpp"
 
 #include <cmath>
 #include <sstream>
 
-#include "sim/error.hpp"
-#include "sim/h5_columns.hpp"
-#include "sim/report.hpp"
+#include "analysis/report.hpp"
+#include "util/error.hpp"
+#include "util/h5_columns.hpp"
 
 namespace servesim {
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-namespace servesim {
+#include "sim/simulation.hpp"
 
-struct RunResult;
+namespace servesim {
 
 struct RequestLog {
   std::string source;                   // file or run it came from, for messages
@@ -39,9 +39,6 @@ struct RequestLog {
 
 // The completed and rejected requests of a simulated run (rejected ones with NaN latencies).
 RequestLog request_log(const RunResult& r);
-
-// CloudWatch's OTPS from p50s: tokens / (latency - TTFT) x 1000; NaN when undefined.
-double cloudwatch_otps(double output_tokens_p50, double e2e_ms_p50, double ttft_ms_p50);
 
 struct Window {
   double start_s = 0, end_s = 0;

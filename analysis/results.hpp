@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/windows.hpp"
 #include "sim/simulation.hpp"
-#include "sim/windows.hpp"
 
 namespace servesim {
 

@@ -1,4 +1,4 @@
-#include "sim/diagnose.hpp"
+#include "analysis/diagnose.hpp"
 
 #include <algorithm>
 #include <cassert>
@@ -6,8 +6,8 @@
 #include <ctime>
 #include <string_view>
 
-#include "sim/error.hpp"
-#include "traces/text_input.hpp"
+#include "util/error.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 

@@ -5,10 +5,10 @@
 #include <filesystem>
 #include <ostream>
 
-#include "sim/cli_common.hpp"
-#include "sim/error.hpp"
+#include "cli/common.hpp"
 #include "traces/trace_info.hpp"
 #include "traces/trace_store.hpp"
+#include "util/error.hpp"
 
 namespace servesim::cli {
 

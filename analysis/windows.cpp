@@ -1,11 +1,11 @@
-#include "sim/windows.hpp"
+#include "analysis/windows.hpp"
 
 #include <algorithm>
 #include <cassert>
 
-#include "sim/error.hpp"
 #include "sim/simulation.hpp"
-#include "sim/stats.hpp"
+#include "util/error.hpp"
+#include "util/stats.hpp"
 
 namespace servesim {
 
@@ -24,12 +24,6 @@ RequestLog request_log(const RunResult& r) {
     log.queue_ms.push_back(done ? q.queue_s() * 1e3 : NAN);
   }
   return log;
-}
-
-double cloudwatch_otps(double tokens_p50, double e2e_ms_p50, double ttft_ms_p50) {
-  const double decode_ms = e2e_ms_p50 - ttft_ms_p50;
-  if (!(decode_ms > 0) || !std::isfinite(tokens_p50)) return NAN;
-  return tokens_p50 / decode_ms * 1e3;
 }
 
 namespace {

@@ -19,12 +19,12 @@
 #include <sstream>
 #include <thread>
 
-#include "sim/cli_common.hpp"
-#include "sim/config_file.hpp"
-#include "sim/error.hpp"
-#include "sim/report.hpp"
-#include "sim/results.hpp"
-#include "sim/sweep.hpp"
+#include "analysis/report.hpp"
+#include "analysis/results.hpp"
+#include "analysis/sweep.hpp"
+#include "cli/common.hpp"
+#include "util/error.hpp"
+#include "util/ini.hpp"
 
 namespace servesim::cli {
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "sim/cli_common.hpp"
-#include "sim/diagnose.hpp"
-#include "sim/error.hpp"
-#include "sim/results.hpp"
+#include "analysis/diagnose.hpp"
+#include "analysis/results.hpp"
+#include "cli/common.hpp"
+#include "util/error.hpp"
 
 namespace servesim::cli {
 
