@@ -34,18 +34,14 @@ std::vector<std::string> SweepGrid::values(uint64_t point) const {
   return v;
 }
 
-std::vector<std::string> SweepGrid::args(uint64_t point) const {
-  std::vector<std::string> out;
-  auto add = [&](const std::string& flag, const std::string& value) {
-    out.push_back("--" + flag);
-    if (!value.empty()) out.push_back(value);
-  };
-  for (const auto& [flag, value] : fixed)
-    add(flag, value);
-  const std::vector<std::string> v = values(point);
-  for (size_t i = 0; i < axes.size(); ++i)
-    add(axes[i].flag, v[i]);
-  return out;
+RunSpec SweepGrid::spec(uint64_t point) const {
+  RunSpec s = base;
+  for (size_t i = axes.size(); i-- > 0;) {
+    const uint64_t k = axes[i].values.size();
+    axes[i].set[point % k](s);
+    point /= k;
+  }
+  return s;
 }
 
 std::string SweepGrid::describe() const {
@@ -68,30 +64,6 @@ std::string SweepGrid::id() const {
   char buf[17];
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
   return buf;
-}
-
-bool is_numeric_flag(const std::string& name) {
-  static const std::set<std::string> numeric = {"request-rate",
-                                                "max-num-batched-tokens",
-                                                "max-num-seqs",
-                                                "num-requests",
-                                                "seed",
-                                                "tp",
-                                                "tensor-parallel-size",
-                                                "burstiness",
-                                                "gpu-memory-utilization",
-                                                "num-gpu-blocks",
-                                                "block-size",
-                                                "max-model-len",
-                                                "runtime-reserve-gib",
-                                                "time-scale",
-                                                "input-scale",
-                                                "output-scale",
-                                                "max-requests",
-                                                "input-trim",
-                                                "max-input-len",
-                                                "max-output-len"};
-  return numeric.count(name) > 0;
 }
 
 namespace {

@@ -1,8 +1,10 @@
 // Sweeps: a grid of `run` configurations, the slice of it a shard owns, and the table of results
 // (one row per point) in HDF5 and CSV.
 //  - A SweepGrid has fixed flags and axes; an axis is a `run` flag with a list of values
-//    ("a,b,c", or "LO:HI:STEP" for numeric flags, both ends included). Points are numbered in
-//    row-major order: the first axis varies slowest, like nested loops in the order given.
+//    ("a,b,c", or "LO:HI:STEP" for numeric flags, both ends included), each parsed once into a
+//    typed RunPatch. A point's RunSpec is the base (defaults and fixed flags) with one patch per
+//    axis. Points are numbered in row-major order: the first axis varies slowest, like nested
+//    loops in the order given.
 //  - A shard K/N (0 <= K < N) owns the points whose number is K modulo N, so that the N shards
 //    of a job array share the work evenly and deterministically.
 //  - A SweepTable has text, integer and real columns and rows sorted by point. Its HDF5 file
@@ -17,20 +19,24 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/run_spec.hpp"
+
 namespace servesim {
 
 struct SweepAxis {
   std::string flag;  // without dashes
   std::vector<std::string> values;
+  std::vector<RunPatch> set;  // set[k] gives the flag values[k]
 };
 
 struct SweepGrid {
   std::vector<std::pair<std::string, std::string>> fixed;  // flag, value ("" for a switch)
+  RunSpec base;                                            // the defaults with FIXED applied
   std::vector<SweepAxis> axes;
 
   uint64_t size() const;
-  // The `run` arguments of POINT, and the value of each axis at POINT.
-  std::vector<std::string> args(uint64_t point) const;
+  // The RunSpec of POINT, and the value of each axis at POINT.
+  RunSpec spec(uint64_t point) const;
   std::vector<std::string> values(uint64_t point) const;
   std::string describe() const;  // canonical JSON of the grid
   std::string id() const;        // 64-bit FNV-1a of describe(), in hex
@@ -40,9 +46,6 @@ struct SweepGrid {
 // Throws Error naming FLAG on an empty item, a bad range or more than a million values.
 std::vector<std::string> expand_values(const std::string& flag, const std::string& text,
                                        bool numeric);
-
-// Whether `run` flag NAME takes numbers, so that LO:HI:STEP is a range.
-bool is_numeric_flag(const std::string& name);
 
 struct Shard {
   uint64_t index = 0, count = 1;

@@ -4,8 +4,8 @@
 //  - BM_W1: a whole run of workload W1 (Llama-3.1-8B, h100-sxm, TP1, 10,000 requests, Poisson
 //    20 req/s, input and output normal:512:256:2:7000, chunked budget 2048, max_num_seqs 256,
 //    seed 42), with simulated output tokens per wall second as a counter.
-//  - BM_SweepPoint: one point of a sweep end to end (flags parsed, 1,000 W1-shaped requests
-//    generated and simulated): points per second, what bounds `servesim sweep`.
+//  - BM_SweepPoint: one point of a sweep end to end (its RunSpec resolved, 1,000 W1-shaped
+//    requests generated and simulated): points per second, what bounds `servesim sweep`.
 //  - BM_ResultsFile: writing W1's HDF5 results file (requests, steps, 5-minute windows, ITL
 //    histogram).
 #include <benchmark/benchmark.h>
@@ -13,8 +13,8 @@
 #include <filesystem>
 
 #include "analysis/results.hpp"
+#include "analysis/run_spec.hpp"
 #include "bench/azure2024_csv.hpp"
-#include "cli/common.hpp"
 #include "scheduler/scheduler.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/simulation.hpp"
@@ -122,17 +122,20 @@ void BM_W1(benchmark::State& state) {
 BENCHMARK(BM_W1)->Unit(benchmark::kMillisecond);
 
 void BM_SweepPoint(benchmark::State& state) {
-  const std::vector<std::string> args = {"--model",        "llama-3.1-8b",
-                                         "--gpu",          "h100-sxm",
-                                         "--num-requests", "1000",
-                                         "--request-rate", "20",
-                                         "--input-len",    "normal:512:256:2:7000",
-                                         "--output-len",   "normal:512:256:2:7000",
-                                         "--scheduler",    "chunked:2048",
-                                         "--max-num-seqs", "256",
-                                         "--seed",         "42"};
+  // A point as a sweep holds it: typed values, parsed once.
+  RunSpec spec;
+  spec.model = "llama-3.1-8b";
+  spec.gpu = "h100-sxm";
+  spec.num_requests = 1000;
+  spec.request_rate = 20;
+  spec.input_len = LengthDist::parse("normal:512:256:2:7000", "input-len");
+  spec.output_len = LengthDist::parse("normal:512:256:2:7000", "output-len");
+  spec.scheduler = "chunked:2048";
+  spec.max_num_seqs = 256;
+  spec.seed = 42;
+  Inputs inputs;
   for (auto _ : state) {
-    const cli::PointRun p = cli::run_point(args);
+    const PointRun p = run_point(spec, inputs);
     benchmark::DoNotOptimize(p.run.summary.ttft_ms.p50);
   }
   state.SetItemsProcessed(int64_t(state.iterations()));

@@ -5,6 +5,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "analysis/run_spec.hpp"
+#include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "models/calibration.hpp"
 #include "models/fidelity.hpp"
@@ -38,15 +40,17 @@ po::options_description target_options(Target& t) {
 }
 
 GpuSpec target_gpu(const Target& t) {
-  return gpu_from_flags(t.gpu, t.gpu_file);
+  return Inputs().gpu(t.gpu, t.gpu_file);
 }
 ModelSpec target_model(const Target& t) {
-  ModelSpec m = model_from_flags(t.model, t.model_file);
+  ModelSpec m = Inputs().model(t.model, t.model_file);
   if (t.tp < 1 || m.num_heads % t.tp != 0) {
     throw Error("tensor-parallel-size", "must divide " + m.name + "'s attention heads");
   }
   return m;
 }
+
+}  // namespace
 
 int cmd_calibrate(int argc, const char* const* argv, std::ostream& out) {
   Target t;
@@ -131,13 +135,6 @@ int cmd_fidelity(int argc, const char* const* argv, std::ostream& out) {
   }
   if (!csv.empty()) write_file(csv, table.str());
   return 0;
-}
-
-}  // namespace
-
-int cmd_calibrate_or_fidelity(const std::string& command, int argc, const char* const* argv,
-                              std::ostream& out) {
-  return command == "calibrate" ? cmd_calibrate(argc, argv, out) : cmd_fidelity(argc, argv, out);
 }
 
 }  // namespace servesim::cli

@@ -5,7 +5,11 @@
 #include <filesystem>
 #include <ostream>
 
+#include "analysis/run_spec.hpp"
+#include "analysis/workload_report.hpp"
+#include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/run_flags.hpp"
 #include "traces/trace_info.hpp"
 #include "traces/trace_store.hpp"
 #include "util/error.hpp"
@@ -26,7 +30,7 @@ struct TraceCommandArgs {
   std::string input, output, request_rate, config;
   double burstiness = 1;
   int64_t seed = 0;
-  TraceArgs t;
+  RunSpec t;  // its trace-input and what-if fields
 };
 
 po::options_description common(TraceCommandArgs& a, bool with_output) {
@@ -44,14 +48,28 @@ po::options_description common(TraceCommandArgs& a, bool with_output) {
   other.add_options()("config", po::value(&a.config), "read any of these flags from an INI file")(
       "help,h", "show this help");
   po::options_description all;
-  all.add(trace_input_options(a.t)).add(transform_options(a.t)).add(d).add(other);
+  all.add(run_flag_group(FlagGroup::kTraceInput, a.t))
+      .add(run_flag_group(FlagGroup::kWhatIf, a.t))
+      .add(d)
+      .add(other);
   return all;
+}
+
+// The what-if transforms of A: rescaled to RATE (0 = keep a trace's timing).
+TransformOptions transforms(const TraceCommandArgs& a, double rate) {
+  TransformOptions o = a.t.what_if;
+  o.request_rate = rate;
+  o.burstiness = a.burstiness;
+  o.seed = uint64_t(a.seed);
+  return o;
 }
 
 Trace load(const TraceCommandArgs& a) {
   if (a.seed < 0) throw Error("seed", "must be >= 0");
   const double rate = a.request_rate.empty() ? 0 : parse_rate(a.request_rate);
-  return load_trace(a.input, a.t, rate, a.burstiness, uint64_t(a.seed));
+  Trace t = *Inputs().trace(a.input, a.t.import);
+  apply_transforms(t, transforms(a, rate));
+  return t;
 }
 
 void report_skips(std::ostream& out, const Trace& t) {
@@ -120,7 +138,6 @@ int cmd_synth(int argc, const char* const* argv, std::ostream& out) {
                                  po::value(&input_len)->default_value(kDefaultInputLen),
                                  "prompt tokens (forms as in `servesim run --help`)")(
       "output-len", po::value(&output_len)->default_value(kDefaultOutputLen), "output tokens");
-  a.request_rate = kDefaultRate;
   desc.add(common(a, true));
   po::variables_map vm;
   if (!parse_command(argc, argv, desc, vm, out, "servesim trace synth [options] -o OUT.h5")) {
@@ -129,7 +146,7 @@ int cmd_synth(int argc, const char* const* argv, std::ostream& out) {
   if (a.seed < 0) throw Error("seed", "must be >= 0");
   SyntheticOptions w;
   w.num_requests = num_requests;
-  w.request_rate = parse_rate(a.request_rate);
+  w.request_rate = a.request_rate.empty() ? kDefaultRate : parse_rate(a.request_rate);
   w.burstiness = a.burstiness;
   w.input_len = LengthDist::parse(input_len, "input-len");
   w.output_len = LengthDist::parse(output_len, "output-len");
@@ -137,7 +154,7 @@ int cmd_synth(int argc, const char* const* argv, std::ostream& out) {
   Trace t = from_workload(generate_synthetic(w));
   t.format = "synthetic";
   t.options = synthetic_text(w);
-  apply_transforms(t, transforms(a.t, 0, a.burstiness, w.seed));
+  apply_transforms(t, transforms(a, 0));
   write_trace_h5(a.output, t);
   out << "wrote " << t.size() << " requests (" << t.options << ") to " << a.output << "\n";
   return 0;

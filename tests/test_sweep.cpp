@@ -5,13 +5,15 @@
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "analysis/report.hpp"
 #include "analysis/results.hpp"
 #include "analysis/sweep.hpp"
-#include "cli/common.hpp"
+#include "cli/grid_args.hpp"
+#include "cli/run_flags.hpp"
 #include "cli_helpers.hpp"
 
 using namespace servesim;
@@ -24,6 +26,15 @@ namespace {
 
 servesim::test::CliResult exec(std::vector<std::string> args) {
   return servesim::test::cli(std::move(args));
+}
+
+// `run`'s flags (--name value ...) as a RunSpec, simulated as a sweep point is.
+PointRun run_args(const std::vector<std::string>& args) {
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (size_t i = 0; i + 1 < args.size(); i += 2)
+    flags.emplace_back(args[i].substr(2), args[i + 1]);
+  Inputs inputs;
+  return run_point(servesim::cli::spec_from_flags(flags), inputs);
 }
 
 const std::vector<std::string> kGrid = {
@@ -55,15 +66,27 @@ TEST_CASE("sweep: value lists and inclusive ranges", "[sweep]") {
 }
 
 TEST_CASE("sweep: points are numbered row-major and shards partition them", "[sweep]") {
+  using servesim::cli::parse_run_flag;
   SweepGrid g;
   g.fixed = {{"num-requests", "10"}};
-  g.axes = {{"scheduler", {"a", "b"}}, {"request-rate", {"1", "2", "3"}}};
+  parse_run_flag("num-requests", "10")(g.base);
+  g.axes = {{"scheduler", {"a", "b"}, {}}, {"request-rate", {"1", "2", "3"}, {}}};
+  for (SweepAxis& a : g.axes) {
+    for (const std::string& v : a.values)
+      a.set.push_back(parse_run_flag(a.flag, v));
+  }
   REQUIRE(g.size() == 6);
   CHECK(g.values(0) == std::vector<std::string>{"a", "1"});
   CHECK(g.values(2) == std::vector<std::string>{"a", "3"});
   CHECK(g.values(4) == std::vector<std::string>{"b", "2"});
-  CHECK(g.args(5) == std::vector<std::string>{"--num-requests", "10", "--scheduler", "b",
-                                              "--request-rate", "3"});
+  // Point 5's RunSpec: the fixed flag and the last value of each axis, typed.
+  const RunSpec five = g.spec(5);
+  CHECK(five.num_requests == 10);
+  CHECK(five.scheduler == "b");
+  CHECK(five.request_rate == 3.0);
+  CHECK(five.given == std::set<std::string>{"num-requests", "scheduler", "request-rate"});
+  CHECK(g.spec(0).scheduler == "a");
+  CHECK(g.spec(0).request_rate == 1.0);
   SweepGrid h = g;
   h.axes[1].values.push_back("4");
   CHECK(g.id() != h.id());
@@ -123,9 +146,8 @@ TEST_CASE(
   CHECK(row.text[col(t.text_columns, "scheduler")] == "chunked");
   CHECK(row.text[col(t.text_columns, "request-rate")] == "8");
   CHECK(row.ints[col(t.int_columns, "max_num_batched_tokens")] == 1024);
-  const servesim::cli::PointRun p =
-      servesim::cli::run_point({"--num-requests", "120", "--scheduler", "chunked",
-                                "--max-num-batched-tokens", "1024", "--request-rate", "8"});
+  const PointRun p = run_args({"--num-requests", "120", "--scheduler", "chunked",
+                               "--max-num-batched-tokens", "1024", "--request-rate", "8"});
   CHECK(row.reals[col(t.real_columns, "ttft_ms_p50")] == p.run.summary.ttft_ms.p50);
   CHECK(row.reals[col(t.real_columns, "itl_ms_p99")] == p.run.summary.itl_ms.p99);
   CHECK(row.reals[col(t.real_columns, "request_rate")] == 8.0);
@@ -210,8 +232,8 @@ TEST_CASE("results file: tables match the run, windows the CloudWatch formula, b
   CHECK(slurp(a) == slurp(b));
   REQUIRE(results_runs(a) == std::vector<std::string>{"vllm-v0:131072", "chunked:512"});
 
-  const servesim::cli::PointRun p = servesim::cli::run_point(
-      {"--num-requests", "400", "--request-rate", "6", "--scheduler", "chunked:512"});
+  const PointRun p =
+      run_args({"--num-requests", "400", "--request-rate", "6", "--scheduler", "chunked:512"});
   const RequestLog log = read_results_log(a, "chunked:512");
   REQUIRE(log.size() == p.run.requests.size());
   for (size_t i = 0; i < log.size(); i += 37) {
@@ -309,7 +331,7 @@ TEST_CASE("capacity: the rate found meets the SLO, a little more does not", "[ca
   auto at = [&](double rate) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.17g", rate);
-    return servesim::cli::run_point(with(base, {"--request-rate", buf})).run.summary;
+    return run_args(with(base, {"--request-rate", buf})).run.summary;
   };
   const RunSummary ok = at(cap);
   CHECK(ok.ttft_ms.p50 <= 400);

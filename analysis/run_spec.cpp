@@ -1,0 +1,197 @@
+#include "analysis/run_spec.hpp"
+
+#include <charconv>
+#include <cmath>
+
+#include "analysis/workload_report.hpp"
+#include "models/calibration.hpp"
+#include "scheduler/policy.hpp"
+#include "util/error.hpp"
+
+namespace servesim {
+
+using nlohmann::ordered_json;
+
+template <class T, class Load>
+std::shared_ptr<const T> Inputs::cached(std::map<std::string, std::shared_ptr<const T>>& cache,
+                                        const std::string& key, Load load) {
+  // Loading under the lock: a file is read once however many threads ask for it, and HDF5 (the
+  // servesim trace format) is not thread-safe. Simulations never hold it.
+  const std::lock_guard<std::mutex> lock(mutex_);
+  auto it = cache.find(key);
+  if (it == cache.end()) it = cache.emplace(key, std::make_shared<const T>(load())).first;
+  return it->second;
+}
+
+std::shared_ptr<const Trace> Inputs::trace(const std::string& path, const ImportOptions& options) {
+  if (options.hash_block_size < 0) throw Error("hash-block-size", "must be >= 0");
+  return cached(traces_, path + "\n" + options.describe(),
+                [&] { return import_trace(path, options); });
+}
+
+std::shared_ptr<const ProfileSet> Inputs::profiles(const std::string& dir) {
+  return cached(profiles_, dir, [&] { return load_profiles(dir); });
+}
+
+std::shared_ptr<const Inputs::Calibration> Inputs::calibration(const std::string& path) {
+  return cached(calibrations_, path, [&] {
+    Calibration c;
+    c.params = read_calibration(path, &c.source, &c.fitted_for);
+    return c;
+  });
+}
+
+GpuSpec Inputs::gpu(const std::string& name, const std::string& file) {
+  if (file.empty()) return find_gpu(name);
+  return *cached(gpus_, file, [&] { return load_gpu_file(file); });
+}
+
+ModelSpec Inputs::model(const std::string& name, const std::string& file) {
+  if (file.empty()) return find_model(name);
+  return *cached(models_, file, [&] { return load_model_file(file); });
+}
+
+void check_flags(const RunSpec& s) {
+  tensor_parallel_size(s);
+  if (s.seed < 0) throw Error("seed", "must be >= 0");
+}
+
+int tensor_parallel_size(const RunSpec& s) {
+  if (!s.has("tp")) return s.tensor_parallel_size;
+  if (s.has("tensor-parallel-size") && s.tensor_parallel_size != s.tp) {
+    throw Error("tp", "conflicts with --tensor-parallel-size");
+  }
+  return s.tp;
+}
+
+std::pair<std::string, int64_t> parse_scheduler(const std::string& spec) {
+  const auto colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  find_policy(name);
+  if (colon == std::string::npos) return {name, 0};
+  const std::string budget = spec.substr(colon + 1);
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(budget.data(), budget.data() + budget.size(), v);
+  if (ec != std::errc() || end != budget.data() + budget.size() || v < 1) {
+    throw Error("scheduler", "'" + spec + "': the token budget after ':' must be an integer >= 1");
+  }
+  return {name, v};
+}
+
+namespace {
+
+// The transforms to apply: the what-if flags, with the rate (0 keeps a trace's timing),
+// burstiness and seed of the run.
+TransformOptions transforms(const RunSpec& s, double request_rate) {
+  TransformOptions o = s.what_if;
+  o.request_rate = request_rate;
+  o.burstiness = s.burstiness;
+  o.seed = uint64_t(s.seed);
+  return o;
+}
+
+LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
+  for (const char* flag : {"num-requests", "input-len", "output-len"}) {
+    if (s.has(flag)) {
+      throw Error(flag,
+                  "not used with --trace: the trace gives the requests (see "
+                  "--max-requests and the what-if transforms)");
+    }
+  }
+  Trace t = *inputs.trace(s.trace, s.import);
+  apply_transforms(t, transforms(s, s.has("request-rate") ? s.request_rate : 0));
+  if (!t.timed) {
+    throw Error("request-rate", s.trace + " has no arrival times: give --request-rate");
+  }
+  return {to_workload(t), trace_json(t), trace_text(t)};
+}
+
+}  // namespace
+
+LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
+  if (!s.trace.empty()) return load_trace_workload(s, inputs);
+  SyntheticOptions w;
+  w.num_requests = s.num_requests;
+  w.request_rate = s.request_rate;
+  w.burstiness = s.burstiness;
+  w.input_len = s.input_len;
+  w.output_len = s.output_len;
+  w.seed = uint64_t(s.seed);
+  LoadedWorkload out{generate_synthetic(w), synthetic_json(w), synthetic_text(w)};
+  const TransformOptions what_if = transforms(s, 0);
+  if (what_if.any()) {  // the what-if transforms apply to generated requests too
+    Trace t = from_workload(out.requests);
+    apply_transforms(t, what_if);
+    out.requests = to_workload(t);
+    out.json["transforms"] = what_if.describe();
+    out.text += ", " + what_if.describe();
+  }
+  return out;
+}
+
+SimConfig base_config(const RunSpec& s, Inputs& inputs) {
+  SimConfig c;
+  c.model = inputs.model(s.model, s.model_file);
+  c.gpu = inputs.gpu(s.gpu, s.gpu_file);
+  c.tp = tensor_parallel_size(s);
+  c.scheduler.max_model_len = s.max_model_len;
+  c.scheduler.max_num_seqs = s.max_num_seqs;
+  c.scheduler.block_size = s.block_size;
+  c.memory.gpu_memory_utilization = s.gpu_memory_utilization;
+  c.memory.runtime_reserve_gib = s.runtime_reserve_gib;
+  c.memory.num_gpu_blocks_override = s.num_gpu_blocks;
+  if (s.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
+  c.cost_model = s.cost_model;
+  if (!s.calibration.empty()) {
+    if (s.cost_model != "roofline") throw Error("calibration", "only the roofline model takes one");
+    const auto cal = inputs.calibration(s.calibration);
+    if (!cal->fitted_for.empty() && cal->fitted_for != c.gpu.name) {
+      throw Error("calibration", s.calibration + " was fitted for " + cal->fitted_for + ", not " +
+                                     c.gpu.name + " (efficiencies differ between GPUs)");
+    }
+    c.roofline = cal->params;
+    c.roofline_source = cal->source;
+  }
+  if (!s.profiles.empty()) {
+    if (s.cost_model != "table") throw Error("profiles", "only --cost-model table reads profiles");
+    c.profiles = inputs.profiles(s.profiles);
+  }
+  return c;
+}
+
+SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler) {
+  const auto [name, budget] = parse_scheduler(scheduler);
+  SimConfig c = base;
+  c.scheduler.policy = name;
+  if (budget > 0 && s.max_num_batched_tokens > 0 && budget != s.max_num_batched_tokens) {
+    throw Error("scheduler", "'" + scheduler +
+                                 "' sets a token budget that contradicts "
+                                 "--max-num-batched-tokens " +
+                                 std::to_string(s.max_num_batched_tokens));
+  }
+  c.scheduler.max_num_batched_tokens = budget > 0 ? budget : s.max_num_batched_tokens;
+  return resolve(c);
+}
+
+PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep) {
+  check_flags(s);
+  LoadedWorkload w = load_workload(s, inputs);
+  PointRun p;
+  if (s.trace.empty() || s.has("request-rate")) p.request_rate = s.request_rate;
+  const SimConfig c =
+      policy_config(base_config(s, inputs), s, s.scheduler.empty() ? "chunked" : s.scheduler);
+  p.run = simulate(c, w.requests, nullptr, keep);
+  p.workload = std::move(w.json);
+  return p;
+}
+
+void check_point(const RunSpec& s, Inputs& inputs) {
+  check_flags(s);
+  if (!s.scheduler.empty()) parse_scheduler(s.scheduler);
+  base_config(s, inputs);  // model, GPU, calibration and profile files
+  RunSpec one = s;         // the workload's flags, on one generated request
+  one.num_requests = std::min<int64_t>(one.num_requests, 1);
+  load_workload(one, inputs);
+}
+
+}  // namespace servesim

@@ -1,0 +1,150 @@
+// RunSpec: one simulation as a user asks for it, in types: the values of `servesim run`'s flags
+// (model and GPU names or files, the scheduler, the workload, the what-if transforms), parsed,
+// before anything is looked up or loaded. The command line builds one (cli/run_flags.hpp);
+// sweeps, capacity searches and the check gate build theirs from a base and typed patches, never
+// from a command line. Resolving a RunSpec looks names up in the catalogues and reads files through
+// Inputs, a cache shared by every point of a command, so that a trace is imported once per
+// process and then shared read-only between threads.
+// Promises: a RunSpec's run depends only on its values (and the files it names); every check a
+// `run` command makes on its flags is made, in the same order, whoever built the RunSpec.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "models/gpu.hpp"
+#include "models/model.hpp"
+#include "models/profiles.hpp"
+#include "models/roofline.hpp"
+#include "sim/simulation.hpp"
+#include "traces/import.hpp"
+#include "traces/synthetic.hpp"
+#include "traces/trace.hpp"
+#include "traces/transform.hpp"
+
+namespace servesim {
+
+// The built-in default scenario: Llama-3.1-8B on one H100 under a conversation-like load near
+// saturation (ShareGPT-like lognormal lengths, Poisson arrivals), where prefill priority and
+// chunked prefill visibly trade TTFT against ITL.
+inline constexpr const char* kDefaultModel = "llama-3.1-8b";
+inline constexpr const char* kDefaultGpu = "h100-sxm";
+inline constexpr int64_t kDefaultNumRequests = 2000;
+inline constexpr double kDefaultRate = 9;
+inline constexpr const char* kDefaultInputLen = "lognormal:1024:0.8:16:6000";
+inline constexpr const char* kDefaultOutputLen = "lognormal:256:0.8:4:2000";
+
+struct RunSpec {
+  // Model and hardware.
+  std::string model = kDefaultModel, model_file, gpu = kDefaultGpu, gpu_file;
+  int tensor_parallel_size = 1;
+  int tp = 0;  // --tp, the alias of --tensor-parallel-size
+  double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
+  int64_t num_gpu_blocks = 0, max_model_len = 0;
+  int block_size = 16;
+  std::string cost_model = "roofline", calibration, profiles;
+  // Scheduler: NAME[:MAX_NUM_BATCHED_TOKENS], "" for chunked.
+  std::string scheduler;
+  int64_t max_num_batched_tokens = 0, max_num_seqs = 256;
+  // Workload: a trace file, or the synthetic generator.
+  std::string trace;
+  int64_t num_requests = kDefaultNumRequests;
+  double request_rate = kDefaultRate;  // req/s, infinity = all at t = 0
+  double burstiness = 1.0;
+  LengthDist input_len = LengthDist::parse(kDefaultInputLen, "input-len");
+  LengthDist output_len = LengthDist::parse(kDefaultOutputLen, "output-len");
+  int64_t seed = 0;  // signed so that "-1" is an error, not 2^64 - 1
+  ImportOptions import;
+  // What-if transforms (window, max requests, scales, clips); the rate, burstiness and seed
+  // above are added when they apply.
+  TransformOptions what_if;
+  // The flags the user gave (without dashes): where a flag's default and an explicit value of
+  // the same number mean different things (--request-rate with a trace, --tp against
+  // --tensor-parallel-size).
+  std::set<std::string> given;
+
+  bool has(const std::string& flag) const { return given.count(flag) > 0; }
+};
+
+// A change to one field of a RunSpec, typed: a flag's value parsed once.
+using RunPatch = std::function<void(RunSpec&)>;
+
+// The files a command's runs read, loaded once and shared read-only between threads: traces
+// (by path and import options), profile directories, calibration files, GPU and model files.
+// Thread-safe; a file that fails to load is tried again by the next caller.
+class Inputs {
+ public:
+  struct Calibration {
+    RooflineParams params;
+    std::string source, fitted_for;
+  };
+
+  Inputs() = default;
+  Inputs(const Inputs&) = delete;
+  Inputs& operator=(const Inputs&) = delete;
+
+  std::shared_ptr<const Trace> trace(const std::string& path, const ImportOptions& options);
+  std::shared_ptr<const ProfileSet> profiles(const std::string& dir);
+  std::shared_ptr<const Calibration> calibration(const std::string& path);
+  // --gpu NAME / --gpu-file FILE and --model NAME / --model-file FILE: the file when given, else
+  // the catalogue entry.
+  GpuSpec gpu(const std::string& name, const std::string& file);
+  ModelSpec model(const std::string& name, const std::string& file);
+
+ private:
+  template <class T, class Load>
+  std::shared_ptr<const T> cached(std::map<std::string, std::shared_ptr<const T>>& cache,
+                                  const std::string& key, Load load);
+
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const Trace>> traces_;
+  std::map<std::string, std::shared_ptr<const ProfileSet>> profiles_;
+  std::map<std::string, std::shared_ptr<const Calibration>> calibrations_;
+  std::map<std::string, std::shared_ptr<const GpuSpec>> gpus_;
+  std::map<std::string, std::shared_ptr<const ModelSpec>> models_;
+};
+
+// The flags' own checks, first of all: --tp against --tensor-parallel-size, the seed.
+void check_flags(const RunSpec& s);
+// The tensor-parallel degree the flags ask for.
+int tensor_parallel_size(const RunSpec& s);
+
+// "chunked:512" -> policy "chunked" with budget 512; "vllm-v0" -> budget 0 (vLLM's default).
+// Throws Error naming --scheduler.
+std::pair<std::string, int64_t> parse_scheduler(const std::string& spec);
+
+// The requests to replay, and how reports describe them.
+struct LoadedWorkload {
+  Workload requests;
+  nlohmann::ordered_json json;
+  std::string text;
+};
+LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs);
+
+// The run's configuration without its scheduler: model, GPU, memory plan, cost model.
+SimConfig base_config(const RunSpec& s, Inputs& inputs);
+// BASE with the policy of SCHEDULER (NAME[:BUDGET]), resolved the way vLLM resolves it.
+SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler);
+
+// One simulated point of a sweep, a capacity search or a check scenario.
+struct PointRun {
+  RunResult run;
+  nlohmann::ordered_json workload;
+  double request_rate = NAN;  // req/s asked for; NaN when a trace kept its own timing
+};
+// Checks, loads and simulates S, as `servesim run` does. Throws Error on a bad value.
+PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep = {});
+// Checks S as run_point would, without simulating: names, files, the workload (generated for
+// one request; a trace is imported into INPUTS). What only the simulation finds (a model that
+// does not fit a GPU) is left to run_point.
+void check_point(const RunSpec& s, Inputs& inputs);
+
+}  // namespace servesim

@@ -1,0 +1,71 @@
+#include "analysis/workload_report.hpp"
+
+#include <cmath>
+#include <sstream>
+
+namespace servesim {
+
+using nlohmann::ordered_json;
+
+ordered_json trace_json(const Trace& t) {
+  const TraceCounts& c = t.counts;
+  return {{"kind", "trace"},
+          {"file", t.source},
+          {"format", t.format},
+          {"options", t.options},
+          {"timed", t.timed},
+          {"rows_read", c.rows_read},
+          {"replayed", t.size()},
+          {"skipped_bad", c.skipped_bad},
+          {"skipped_failed", c.skipped_failed},
+          {"filtered", c.filtered},
+          {"outside_window", c.outside_window},
+          {"beyond_max", c.beyond_max},
+          {"kept_failed", c.kept_failed},
+          {"clipped_input", c.clipped_input},
+          {"clipped_output", c.clipped_output},
+          {"first_errors", t.first_errors}};
+}
+
+std::string trace_text(const Trace& t) {
+  std::ostringstream s;
+  s << "trace " << t.source << " (" << t.format << ")";
+  if (!t.options.empty()) s << " " << t.options;
+  s << ": " << t.counts.rows_read << " rows, " << t.size() << " replayed, " << t.counts.skipped()
+    << " skipped";
+  if (t.counts.skipped() > 0) {
+    s << " (" << t.counts.skipped_bad << " bad, " << t.counts.skipped_failed << " failed, "
+      << t.counts.filtered << " filtered, " << t.counts.outside_window << " outside window, "
+      << t.counts.beyond_max << " beyond --max-requests)";
+  }
+  for (const std::string& e : t.first_errors)
+    s << "\n  skipped: " << e;
+  return s.str();
+}
+
+ordered_json synthetic_json(const SyntheticOptions& w) {
+  ordered_json rate =
+      std::isinf(w.request_rate) ? ordered_json("inf") : ordered_json(w.request_rate);
+  return {{"kind", "synthetic"},
+          {"num_requests", w.num_requests},
+          {"request_rate", rate},
+          {"burstiness", w.burstiness},
+          {"input_len", w.input_len.spec},
+          {"output_len", w.output_len.spec},
+          {"seed", w.seed}};
+}
+
+std::string synthetic_text(const SyntheticOptions& w) {
+  std::ostringstream s;
+  s << w.num_requests << " requests, ";
+  if (std::isinf(w.request_rate)) {
+    s << "all at t=0";
+  } else {
+    s << (w.burstiness == 1.0 ? "Poisson " : "Gamma(" + std::to_string(w.burstiness) + ") ")
+      << w.request_rate << " req/s";
+  }
+  s << ", input " << w.input_len.spec << ", output " << w.output_len.spec << ", seed " << w.seed;
+  return s.str();
+}
+
+}  // namespace servesim

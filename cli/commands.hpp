@@ -1,0 +1,24 @@
+// The commands of `servesim`, one function each (cli/cli.cpp dispatches to them). Each takes its
+// arguments without the program name (argv[0] is the command), writes to OUT, returns the exit
+// status, and throws Error (or a Program_options error) for bad input.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+namespace servesim::cli {
+
+int cmd_run(int argc, const char* const* argv, std::ostream& out);      // cmd_run.cpp
+int cmd_compare(int argc, const char* const* argv, std::ostream& out);  // cmd_run.cpp
+int cmd_list(int argc, const char* const* argv, std::ostream& out);     // cmd_list.cpp
+// `servesim trace import | info | synth`.
+int cmd_trace(int argc, const char* const* argv, std::ostream& out);
+int cmd_calibrate(int argc, const char* const* argv, std::ostream& out);  // cmd_calibrate.cpp
+int cmd_fidelity(int argc, const char* const* argv, std::ostream& out);   // cmd_calibrate.cpp
+int cmd_diagnose(int argc, const char* const* argv, std::ostream& out);
+// `servesim sweep` and `servesim sweep merge`.
+int cmd_sweep(int argc, const char* const* argv, std::ostream& out);
+int cmd_capacity(int argc, const char* const* argv, std::ostream& out);
+int cmd_check(int argc, const char* const* argv, std::ostream& out);
+
+}  // namespace servesim::cli

@@ -1,0 +1,50 @@
+// The command lines of the commands that run many configurations (sweep, capacity, check): their
+// own options, and `run` flags that may hold lists, from the command line and an INI file.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/run_spec.hpp"
+
+namespace servesim::cli {
+
+// A command line split into the command's own options and `run` flags (name, value), in order;
+// a repeated `run` flag gathers its values into one comma-separated list. A switch has the value
+// "" (any other flag needs a non-empty value).
+struct SplitArgs {
+  std::map<std::string, std::string> own;
+  std::vector<std::pair<std::string, std::string>> run;
+  std::vector<std::string> positional;
+};
+
+// ARGV[1..] split; OWN_FLAGS and OWN_SWITCHES are the command's own options, anything else must
+// be a `run` flag (Error otherwise, before anything runs).
+SplitArgs split_args(int argc, const char* const* argv, const std::set<std::string>& own_flags,
+                     const std::set<std::string>& own_switches);
+
+// The entries of an INI file (top level, or [SECTION]) as `run` flags, unless already given in
+// RUN; keys in OWN_FLAGS go to OWN. ONLY_SECTION: any other section is an error (sweep and
+// capacity files have none).
+void add_ini_run_flags(const std::string& path, const std::string& section,
+                       const std::set<std::string>& own_flags,
+                       std::vector<std::pair<std::string, std::string>>& run,
+                       std::map<std::string, std::string>& own, bool only_section = false);
+
+// --jobs N (1..1024; default: every hardware thread), a number option, a text option ("" when
+// absent).
+int get_jobs(const std::map<std::string, std::string>& own);
+double get_number(const std::map<std::string, std::string>& own, const std::string& name,
+                  double fallback);
+std::string get(const std::map<std::string, std::string>& own, const std::string& name);
+
+// "--flag value --switch": FLAGS as a command line, for messages.
+std::string flags_text(const std::vector<std::pair<std::string, std::string>>& flags);
+
+// The RunSpec of single-valued FLAGS (each parsed once by parse_run_flag).
+RunSpec spec_from_flags(const std::vector<std::pair<std::string, std::string>>& flags);
+
+}  // namespace servesim::cli

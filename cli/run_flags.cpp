@@ -1,0 +1,311 @@
+#include "cli/run_flags.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "cli/common.hpp"
+#include "util/error.hpp"
+
+namespace servesim::cli {
+
+namespace {
+
+// How a flag's text becomes its field.
+template <class T>
+struct Plain {  // Program_options' own parsing of T (bool: a switch)
+  T& (*field)(RunSpec&);
+};
+struct Rate {  // "inf" or a number > 0 (parse_rate)
+  double& (*field)(RunSpec&);
+};
+struct Length {  // fixed:N | uniform:LO:HI | ... (LengthDist::parse)
+  LengthDist& (*field)(RunSpec&);
+};
+struct Window {};  // START:END into RunSpec::what_if (parse_window)
+
+using Binding = std::variant<Plain<std::string>, Plain<int>, Plain<int64_t>, Plain<double>,
+                             Plain<bool>, Rate, Length, Window>;
+
+struct RunFlag {
+  const char* name;
+  FlagGroup group;
+  Binding binding;
+  bool show_default;  // --help shows RunSpec's default value
+  const char* help;
+};
+constexpr bool kShowDefault = true, kNoDefault = false;
+
+#define FIELD(member)         \
+  +[](RunSpec & s) -> auto& { \
+    return s.member;          \
+  }
+
+// Every run flag, in --help order within each group.
+const std::vector<RunFlag>& run_flags() {
+  using G = FlagGroup;
+  static const std::vector<RunFlag> flags = {
+      {"model", G::kHardware, Plain<std::string>{FIELD(model)}, kShowDefault,
+       "model name (servesim list models)"},
+      {"model-file", G::kHardware, Plain<std::string>{FIELD(model_file)}, kNoDefault,
+       "INI file describing a model (config.json keys)"},
+      {"gpu", G::kHardware, Plain<std::string>{FIELD(gpu)}, kShowDefault,
+       "GPU name (servesim list gpus)"},
+      {"gpu-file", G::kHardware, Plain<std::string>{FIELD(gpu_file)}, kNoDefault,
+       "INI file describing a GPU"},
+      {"tensor-parallel-size", G::kHardware, Plain<int>{FIELD(tensor_parallel_size)}, kShowDefault,
+       "GPUs per replica (vLLM -tp)"},
+      {"tp", G::kHardware, Plain<int>{FIELD(tp)}, kNoDefault, "same as --tensor-parallel-size"},
+      {"gpu-memory-utilization", G::kHardware, Plain<double>{FIELD(gpu_memory_utilization)},
+       kShowDefault, "fraction of GPU memory vLLM may use"},
+      {"num-gpu-blocks", G::kHardware, Plain<int64_t>{FIELD(num_gpu_blocks)}, kShowDefault,
+       "KV cache blocks, overriding the memory plan (0 = computed)"},
+      {"block-size", G::kHardware, Plain<int>{FIELD(block_size)}, kShowDefault,
+       "tokens per KV block"},
+      {"max-model-len", G::kHardware, Plain<int64_t>{FIELD(max_model_len)}, kShowDefault,
+       "context length in tokens (0 = the model's max_position_embeddings)"},
+      {"runtime-reserve-gib", G::kHardware, Plain<double>{FIELD(runtime_reserve_gib)}, kShowDefault,
+       "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache"},
+      {"cost-model", G::kHardware, Plain<std::string>{FIELD(cost_model)}, kShowDefault,
+       "roofline | table (measured op times; needs --profiles)"},
+      {"calibration", G::kHardware, Plain<std::string>{FIELD(calibration)}, kNoDefault,
+       "roofline parameters from `servesim calibrate` (default: the GPU's, see list gpus)"},
+      {"profiles", G::kHardware, Plain<std::string>{FIELD(profiles)}, kNoDefault,
+       "directory of Vidur profiles, for --cost-model table"},
+      {"scheduler", G::kScheduler, Plain<std::string>{FIELD(scheduler)}, kNoDefault,
+       "policy (servesim list schedulers), NAME[:MAX_NUM_BATCHED_TOKENS] (default: chunked)"},
+      {"max-num-batched-tokens", G::kScheduler, Plain<int64_t>{FIELD(max_num_batched_tokens)},
+       kShowDefault,
+       "token budget per step (0 = vLLM's default: 2048 chunked, max(max_model_len, 2048) "
+       "vllm-v0)"},
+      {"max-num-seqs", G::kScheduler, Plain<int64_t>{FIELD(max_num_seqs)}, kShowDefault,
+       "sequences per step"},
+      {"trace", G::kWorkload, Plain<std::string>{FIELD(trace)}, kNoDefault,
+       "replay this trace file (any format of `servesim trace import`)"},
+      {"num-requests", G::kWorkload, Plain<int64_t>{FIELD(num_requests)}, kShowDefault, "requests"},
+      {"request-rate", G::kWorkload, Rate{FIELD(request_rate)}, kShowDefault,
+       "mean arrival rate in requests/s, or inf for all at t=0"},
+      {"burstiness", G::kWorkload, Plain<double>{FIELD(burstiness)}, kShowDefault,
+       "Gamma shape of inter-arrival times (1 = Poisson)"},
+      {"input-len", G::kWorkload, Length{FIELD(input_len)}, kShowDefault,
+       "prompt tokens: fixed:N | uniform:LO:HI | normal:MEAN:STD[:MIN:MAX] | "
+       "lognormal:MEDIAN:SIGMA[:MIN:MAX]"},
+      {"output-len", G::kWorkload, Length{FIELD(output_len)}, kShowDefault,
+       "output tokens, same forms as --input-len"},
+      {"seed", G::kWorkload, Plain<int64_t>{FIELD(seed)}, kShowDefault, "random seed"},
+      {"trace-format", G::kTraceInput, Plain<std::string>{FIELD(import.format)}, kNoDefault,
+       "azure | burstgpt | mooncake | vidur | csv | servesim (default: read off the file)"},
+      {"col-arrival", G::kTraceInput, Plain<std::string>{FIELD(import.col_arrival)}, kNoDefault,
+       "csv: arrival-time column (none = length-only)"},
+      {"col-input", G::kTraceInput, Plain<std::string>{FIELD(import.col_input)}, kNoDefault,
+       "csv: prompt-token column"},
+      {"col-output", G::kTraceInput, Plain<std::string>{FIELD(import.col_output)}, kNoDefault,
+       "csv: output-token column"},
+      {"time-unit", G::kTraceInput, Plain<std::string>{FIELD(import.time_unit)}, kShowDefault,
+       "csv: s | ms | us"},
+      {"skip-bad-rows", G::kTraceInput, Plain<bool>{FIELD(import.skip_bad_rows)}, kNoDefault,
+       "skip and count malformed rows instead of stopping at the first"},
+      {"keep-failed", G::kTraceInput, Plain<bool>{FIELD(import.keep_failed)}, kNoDefault,
+       "burstgpt: keep failed requests (0 response tokens) as 1-token answers"},
+      {"model-filter", G::kTraceInput, Plain<std::string>{FIELD(import.model_filter)}, kNoDefault,
+       "burstgpt: only this Model (ChatGPT, GPT-4)"},
+      {"log-type", G::kTraceInput, Plain<std::string>{FIELD(import.log_type)}, kNoDefault,
+       "burstgpt: only conversation | api rows"},
+      {"hash-block-size", G::kTraceInput, Plain<int>{FIELD(import.hash_block_size)}, kShowDefault,
+       "mooncake: prompt tokens per hash id (0 = 512)"},
+      {"window", G::kWhatIf, Window{}, kNoDefault, "keep arrivals in START:END seconds"},
+      {"max-requests", G::kWhatIf, Plain<int64_t>{FIELD(what_if.max_requests)}, kShowDefault,
+       "keep the first N (0 = all)"},
+      {"time-scale", G::kWhatIf, Plain<double>{FIELD(what_if.time_scale)}, kShowDefault,
+       "stretch arrival times (0.5 = twice the rate)"},
+      {"input-trim", G::kWhatIf, Plain<int64_t>{FIELD(what_if.input_trim)}, kShowDefault,
+       "remove N tokens from every prompt (floor 1)"},
+      {"input-scale", G::kWhatIf, Plain<double>{FIELD(what_if.input_scale)}, kShowDefault,
+       "multiply prompt lengths"},
+      {"output-scale", G::kWhatIf, Plain<double>{FIELD(what_if.output_scale)}, kShowDefault,
+       "multiply output lengths"},
+      {"max-input-len", G::kWhatIf, Plain<int64_t>{FIELD(what_if.max_input_len)}, kShowDefault,
+       "clip prompts to N tokens (0 = no clip)"},
+      {"max-output-len", G::kWhatIf, Plain<int64_t>{FIELD(what_if.max_output_len)}, kShowDefault,
+       "clip outputs to N tokens (0 = no clip)"},
+  };
+  return flags;
+}
+
+#undef FIELD
+
+// The flags of `run` that say where results go: not part of a run, refused in a point.
+const std::set<std::string>& output_flags() {
+  static const std::set<std::string> flags = {"out",      "json",   "requests-csv", "period-s",
+                                              "no-steps", "config", "help"};
+  return flags;
+}
+
+const RunFlag* find_flag(const std::string& name) {
+  for (const RunFlag& f : run_flags()) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+const RunFlag& flag_or_error(const std::string& name) {
+  const RunFlag* f = find_flag(name);
+  if (f == nullptr) throw Error(name, "not a flag of `servesim run` (see servesim run --help)");
+  return *f;
+}
+
+const char* group_caption(FlagGroup g) {
+  switch (g) {
+    case FlagGroup::kHardware:
+      return "model and hardware";
+    case FlagGroup::kScheduler:
+      return "scheduler";
+    case FlagGroup::kWorkload:
+      return "workload: a trace (--trace) or synthetic, as vLLM's benchmark_serving.py draws it";
+    case FlagGroup::kTraceInput:
+      return "trace input";
+    case FlagGroup::kWhatIf:
+      break;
+  }
+  return "what-if transforms (in this order; --request-rate rescales a timed trace to that mean "
+         "rate)";
+}
+
+// How --help shows a default value.
+std::string default_text(const std::string& v) {
+  return v;
+}
+std::string default_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+template <class T>
+std::string default_text(T v) {
+  return std::to_string(v);
+}
+std::string default_text(const LengthDist& v) {
+  return v.spec;
+}
+
+// F's option, bound to TARGET.
+po::value_semantic* semantic(const RunFlag& f, RunSpec& target) {
+  static RunSpec defaults;  // only read
+  const std::string name = f.name;
+  return std::visit(
+      [&](const auto& b) -> po::value_semantic* {
+        using B = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<B, Plain<bool>>) {
+          return po::bool_switch(&b.field(target));
+        } else if constexpr (std::is_same_v<B, Window>) {
+          return po::value<std::string>()->notifier(
+              [&target](const std::string& v) { parse_window(v, target.what_if); });
+        } else if constexpr (std::is_same_v<B, Rate> || std::is_same_v<B, Length>) {
+          auto* v = po::value<std::string>()->notifier([&target, b, name](const std::string& v) {
+            if constexpr (std::is_same_v<B, Rate>) {
+              b.field(target) = parse_rate(v);
+            } else {
+              b.field(target) = LengthDist::parse(v, name);
+            }
+          });
+          return f.show_default ? v->default_value(default_text(b.field(defaults))) : v;
+        } else {
+          auto* v = po::value(&b.field(target));
+          if (!f.show_default) return v;
+          const auto value = b.field(defaults);
+          return v->default_value(value, default_text(value));
+        }
+      },
+      f.binding);
+}
+
+// VALUE of F as Program_options reads it on a command line, so that errors read the same.
+template <class T>
+T parse_plain(const std::string& name, const std::string& value) {
+  T v{};
+  po::options_description d;
+  if constexpr (std::is_same_v<T, bool>) {
+    d.add_options()(name.c_str(), po::bool_switch(&v));
+  } else {
+    d.add_options()(name.c_str(), po::value(&v));
+  }
+  std::vector<std::string> args = {"--" + name};
+  if (!std::is_same_v<T, bool>) args.push_back(value);
+  po::variables_map vm;
+  po::store(po::command_line_parser(args).options(d).run(), vm);
+  po::notify(vm);
+  return v;
+}
+
+}  // namespace
+
+po::options_description run_flag_group(FlagGroup g, RunSpec& target) {
+  po::options_description d(group_caption(g));
+  for (const RunFlag& f : run_flags()) {
+    if (f.group != g || std::string(f.name) == "scheduler") continue;
+    d.add_options()(f.name, semantic(f, target), f.help);
+  }
+  return d;
+}
+
+std::set<std::string> given_run_flags(const po::variables_map& vm) {
+  std::set<std::string> given;
+  for (const auto& [name, value] : vm) {
+    if (!value.defaulted() && (find_flag(name) != nullptr || name == "scheduler")) {
+      given.insert(name);
+    }
+  }
+  return given;
+}
+
+bool run_flag_is_switch(const std::string& name) {
+  if (output_flags().count(name)) return name == "no-steps" || name == "help";
+  return std::holds_alternative<Plain<bool>>(flag_or_error(name).binding);
+}
+
+bool run_flag_is_numeric(const std::string& name) {
+  if (output_flags().count(name)) return false;
+  const Binding& b = flag_or_error(name).binding;
+  return std::holds_alternative<Plain<int>>(b) || std::holds_alternative<Plain<int64_t>>(b) ||
+         std::holds_alternative<Plain<double>>(b) || std::holds_alternative<Rate>(b);
+}
+
+RunPatch parse_run_flag(const std::string& name, const std::string& value) {
+  if (output_flags().count(name)) {
+    throw Error(name, "not allowed in a point: the command writes the results");
+  }
+  const RunFlag& f = flag_or_error(name);
+  return std::visit(
+      [&](const auto& b) -> RunPatch {
+        using B = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<B, Window>) {
+          TransformOptions w;
+          parse_window(value, w);
+          return [w, name](RunSpec& s) {
+            s.what_if.has_window = w.has_window;
+            s.what_if.window_start_s = w.window_start_s;
+            s.what_if.window_end_s = w.window_end_s;
+            s.given.insert(name);
+          };
+        } else {
+          using T = std::decay_t<decltype(b.field(std::declval<RunSpec&>()))>;
+          T v;
+          if constexpr (std::is_same_v<B, Rate>) {
+            v = parse_rate(value);
+          } else if constexpr (std::is_same_v<B, Length>) {
+            v = LengthDist::parse(value, name);
+          } else {
+            v = parse_plain<T>(name, value);
+          }
+          return [field = b.field, v, name](RunSpec& s) {
+            field(s) = v;
+            s.given.insert(name);
+          };
+        }
+      },
+      f.binding);
+}
+
+}  // namespace servesim::cli

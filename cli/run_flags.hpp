@@ -1,0 +1,39 @@
+// The flags of `servesim run` that define a run (not its output files), declared once: each names
+// its RunSpec field, its help group and text, its default as --help shows it, and how its text
+// is read (Boost.Program_options' typed parsing, or a rate, a length distribution, a window).
+// From this one table come `run`'s and `compare`'s option groups, the trace commands' input and
+// what-if groups, and the typed patches that sweeps, capacity searches and check scenarios
+// build their RunSpecs from: a value is parsed once, when the command starts, never per point.
+#pragma once
+
+#include <boost/program_options.hpp>
+#include <set>
+#include <string>
+
+#include "analysis/run_spec.hpp"
+
+namespace servesim::cli {
+
+namespace po = boost::program_options;
+
+enum class FlagGroup { kHardware, kScheduler, kWorkload, kTraceInput, kWhatIf };
+
+// The captioned option group G of the run flags, bound to TARGET's fields (which must outlive
+// the description). The scheduler group leaves --scheduler to the command (run takes one policy,
+// compare a list).
+po::options_description run_flag_group(FlagGroup g, RunSpec& target);
+
+// The run flags the command line set (not defaulted), for RunSpec::given.
+std::set<std::string> given_run_flags(const po::variables_map& vm);
+
+// Whether run flag NAME is a switch (takes no value), or takes numbers (so that LO:HI:STEP is a
+// range in a sweep). Both throw Error when `run` has no such flag.
+bool run_flag_is_switch(const std::string& name);
+bool run_flag_is_numeric(const std::string& name);
+
+// Parses VALUE ("" for a switch) of run flag NAME once, into a patch that sets it on any
+// RunSpec. Throws Error (or a Program_options error) with the message `run` would give; an
+// output flag (--out, --json, ...) is an Error: the command writes the results.
+RunPatch parse_run_flag(const std::string& name, const std::string& value);
+
+}  // namespace servesim::cli

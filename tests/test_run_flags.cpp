@@ -1,0 +1,102 @@
+// The run flags table: a RunSpec built from typed patches (sweeps, capacity, check) is the one
+// `servesim run` parses from the same flags, and values are parsed once, with run's messages.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/report.hpp"
+#include "analysis/run_spec.hpp"
+#include "cli/grid_args.hpp"
+#include "cli/run_flags.hpp"
+#include "cli_helpers.hpp"
+
+using namespace servesim;
+using servesim::cli::parse_run_flag;
+using servesim::cli::spec_from_flags;
+using Flags = std::vector<std::pair<std::string, std::string>>;
+
+namespace {
+
+// `servesim run FLAGS --json F`'s summary.
+nlohmann::ordered_json run_json(const Flags& flags, const std::filesystem::path& dir) {
+  std::vector<std::string> args = {"run"};
+  for (const auto& [name, value] : flags) {
+    args.push_back("--" + name);
+    if (!value.empty()) args.push_back(value);
+  }
+  const std::string json = (dir / "run.json").string();
+  args.insert(args.end(), {"--json", json});
+  const auto r = servesim::test::cli(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return nlohmann::ordered_json::parse(servesim::test::slurp(json));
+}
+
+}  // namespace
+
+TEST_CASE("run flags: patches give the RunSpec `run` parses", "[cli][sweep]") {
+  const auto dir = servesim::test::scratch("run_flags");
+  servesim::test::write(dir / "t.csv",
+                        "arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,20\n0.5,300,40\n"
+                        "1.0,2000,100\n1.2,50,5\n3,100,10\n4,700,30\n");
+  const std::vector<Flags> cases = {
+      {{"num-requests", "150"}, {"request-rate", "6.5"}, {"scheduler", "vllm-v0"}},
+      {{"num-requests", "150"},
+       {"input-len", "uniform:10:900"},
+       {"output-len", "fixed:40"},
+       {"burstiness", "0.5"},
+       {"seed", "7"},
+       {"gpu", "a100-80g"},
+       {"tp", "2"},
+       {"max-num-seqs", "32"},
+       {"gpu-memory-utilization", "0.8"},
+       {"block-size", "32"}},
+      {{"num-requests", "150"},
+       {"request-rate", "inf"},
+       {"scheduler", "chunked:256"},
+       {"input-scale", "1.5"},
+       {"max-output-len", "50"},
+       {"max-requests", "120"}},
+      {{"trace", (dir / "t.csv").string()}, {"window", "0.4:3.5"}, {"time-scale", "2"}},
+      {{"trace", (dir / "t.csv").string()}, {"request-rate", "3"}, {"input-trim", "20"}},
+  };
+  for (const Flags& flags : cases) {
+    INFO(servesim::cli::flags_text(flags));
+    Inputs inputs;
+    const PointRun p = run_point(spec_from_flags(flags), inputs);
+    CHECK(summary_json(p.run, p.workload).dump() == run_json(flags, dir).dump());
+  }
+}
+
+TEST_CASE("run flags: a value is checked when it is parsed, with run's message", "[cli]") {
+  CHECK_THROWS_WITH(parse_run_flag("num-requests", "abc"),
+                    Catch::Contains("the argument ('abc') for option '--num-requests' is invalid"));
+  CHECK_THROWS_WITH(parse_run_flag("request-rate", "0"),
+                    Catch::Contains("is not a positive number or inf"));
+  CHECK_THROWS_WITH(parse_run_flag("input-len", "bogus:1"), Catch::Contains("input-len"));
+  CHECK_THROWS_WITH(parse_run_flag("window", "5"), Catch::Contains("START:END"));
+  CHECK_THROWS_WITH(parse_run_flag("no-such-flag", "1"), Catch::Contains("not a flag"));
+  CHECK_THROWS_WITH(parse_run_flag("json", "x.json"), Catch::Contains("not allowed in a point"));
+  // A switch takes no value and sets its field.
+  RunSpec s;
+  parse_run_flag("skip-bad-rows", "")(s);
+  CHECK(s.import.skip_bad_rows);
+  CHECK(servesim::cli::run_flag_is_switch("skip-bad-rows"));
+  CHECK_FALSE(servesim::cli::run_flag_is_switch("seed"));
+  CHECK(servesim::cli::run_flag_is_numeric("request-rate"));
+  CHECK_FALSE(servesim::cli::run_flag_is_numeric("input-len"));
+}
+
+TEST_CASE("run flags: --tp against --tensor-parallel-size, as given", "[cli]") {
+  Inputs inputs;
+  CHECK(tensor_parallel_size(spec_from_flags({{"tp", "2"}})) == 2);
+  CHECK(tensor_parallel_size(spec_from_flags({{"tensor-parallel-size", "4"}})) == 4);
+  CHECK(tensor_parallel_size(spec_from_flags({{"tp", "2"}, {"tensor-parallel-size", "2"}})) == 2);
+  CHECK_THROWS_WITH(check_flags(spec_from_flags({{"tp", "2"}, {"tensor-parallel-size", "4"}})),
+                    Catch::Contains("conflicts with --tensor-parallel-size"));
+  // The default of --tensor-parallel-size is not a conflict.
+  CHECK_NOTHROW(check_flags(spec_from_flags({{"tp", "4"}})));
+}
