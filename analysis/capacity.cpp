@@ -104,7 +104,7 @@ Probe probe(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& 
   pr.rate = rate;
   pr.summary = p.run.summary;
   pr.label = run_label(p.run);
-  pr.policy = p.run.config.scheduler.policy;
+  pr.policy = policy_name(p.run.config.scheduler.policy);
   pr.budget = p.run.config.scheduler.max_num_batched_tokens;
   pr.ok = true;
   const auto metrics = summary_metrics(p.run.summary);

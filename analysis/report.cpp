@@ -55,7 +55,7 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
 
 std::string run_label(const RunResult& r) {
   const SchedulerConfig& s = r.config.scheduler;
-  return s.policy + ":" + std::to_string(s.max_num_batched_tokens);
+  return std::string(policy_name(s.policy)) + ":" + std::to_string(s.max_num_batched_tokens);
 }
 
 ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
@@ -68,7 +68,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
     }
   }
   ordered_json j;
-  j["scheduler"] = c.scheduler.policy;
+  j["scheduler"] = policy_name(c.scheduler.policy);
   j["max_num_batched_tokens"] = c.scheduler.max_num_batched_tokens;
   j["requests"] = {{"total", s.total},
                    {"completed", s.completed},
@@ -155,9 +155,9 @@ void print_run_summary(std::ostream& out, const RunResult& r, const std::string&
   const SimConfig& c = r.config;
   char buf[256];
   out << "servesim run: " << c.model.name << " on " << c.gpu.name << " x" << c.tp << ", "
-      << c.scheduler.policy << " (max_num_batched_tokens " << c.scheduler.max_num_batched_tokens
-      << ", max_num_seqs " << c.scheduler.max_num_seqs << ", max_model_len "
-      << c.scheduler.max_model_len << ")\n";
+      << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
+      << c.scheduler.max_num_batched_tokens << ", max_num_seqs " << c.scheduler.max_num_seqs
+      << ", max_model_len " << c.scheduler.max_model_len << ")\n";
   std::snprintf(
       buf, sizeof buf,
       "KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU\n",

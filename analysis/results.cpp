@@ -166,7 +166,7 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
       H5::Group g = h5::create_group(root, nr.name);
       const nlohmann::ordered_json summary = summary_json(r, nr.workload ? *nr.workload : workload);
       write_attr(g, "label", run_label(r));
-      write_attr(g, "policy", r.config.scheduler.policy);
+      write_attr(g, "policy", std::string(policy_name(r.config.scheduler.policy)));
       write_attr(g, "max_num_batched_tokens", r.config.scheduler.max_num_batched_tokens);
       write_attr(g, "summary", summary.dump());
       write_attr(g, "config", summary["config"].dump());

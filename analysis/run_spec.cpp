@@ -64,18 +64,17 @@ int tensor_parallel_size(const RunSpec& s) {
   return s.tp;
 }
 
-std::pair<std::string, int64_t> parse_scheduler(const std::string& spec) {
+std::pair<Policy, int64_t> parse_scheduler(const std::string& spec) {
   const auto colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  find_policy(name);
-  if (colon == std::string::npos) return {name, 0};
+  const Policy policy = parse_policy(spec.substr(0, colon));
+  if (colon == std::string::npos) return {policy, 0};
   const std::string budget = spec.substr(colon + 1);
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(budget.data(), budget.data() + budget.size(), v);
   if (ec != std::errc() || end != budget.data() + budget.size() || v < 1) {
     throw Error("scheduler", "'" + spec + "': the token budget after ':' must be an integer >= 1");
   }
-  return {name, v};
+  return {policy, v};
 }
 
 namespace {
@@ -160,9 +159,9 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
 }
 
 SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler) {
-  const auto [name, budget] = parse_scheduler(scheduler);
+  const auto [policy, budget] = parse_scheduler(scheduler);
   SimConfig c = base;
-  c.scheduler.policy = name;
+  c.scheduler.policy = policy;
   if (budget > 0 && s.max_num_batched_tokens > 0 && budget != s.max_num_batched_tokens) {
     throw Error("scheduler", "'" + scheduler +
                                  "' sets a token budget that contradicts "

@@ -117,9 +117,9 @@ void check_flags(const RunSpec& s);
 // The tensor-parallel degree the flags ask for.
 int tensor_parallel_size(const RunSpec& s);
 
-// "chunked:512" -> policy "chunked" with budget 512; "vllm-v0" -> budget 0 (vLLM's default).
-// Throws Error naming --scheduler.
-std::pair<std::string, int64_t> parse_scheduler(const std::string& spec);
+// "chunked:512" -> kChunked with budget 512; "vllm-v0" -> budget 0 (vLLM's default). Throws
+// Error naming --scheduler.
+std::pair<Policy, int64_t> parse_scheduler(const std::string& spec);
 
 // The requests to replay, and how reports describe them.
 struct LoadedWorkload {

@@ -84,8 +84,8 @@ SweepRow sweep_row(const SweepGrid& grid, const SweepTable& schema, uint64_t poi
   try {
     const PointRun p = run_point(grid.spec(point), inputs);
     const RunResult& r = p.run;
-    row.text.insert(row.text.end(), {run_label(r), r.config.scheduler.policy, r.config.gpu.name,
-                                     r.config.model.name, ""});
+    row.text.insert(row.text.end(), {run_label(r), policy_name(r.config.scheduler.policy),
+                                     r.config.gpu.name, r.config.model.name, ""});
     row.ints = {r.config.scheduler.max_num_batched_tokens, r.config.scheduler.max_num_seqs,
                 r.config.tp, r.memory.num_gpu_blocks};
     row.reals.push_back(p.request_rate);

@@ -11,7 +11,7 @@ namespace servesim {
 
 RequestLog request_log(const RunResult& r) {
   RequestLog log;
-  log.source = r.config.scheduler.policy;
+  log.source = policy_name(r.config.scheduler.policy);
   const size_t n = r.requests.size();
   log.arrival_s.reserve(n);
   for (const RequestRecord& q : r.requests) {

@@ -55,9 +55,9 @@ BENCHMARK(BM_EventLoop);
 
 void BM_PolicyStep(benchmark::State& state) {
   SchedulerConfig c;
-  c.policy = state.range(0) == 0 ? "vllm-v0" : "chunked";
+  c.policy = state.range(0) == 0 ? Policy::kVllmV0 : Policy::kChunked;
   // Outputs long enough never to finish; vllm-v0's budget must cover such a request's recompute.
-  c.max_num_batched_tokens = c.policy == "vllm-v0" ? int64_t(1) << 30 : 2048;
+  c.max_num_batched_tokens = c.policy == Policy::kVllmV0 ? int64_t(1) << 30 : 2048;
   c.max_num_seqs = 256;
   c.max_model_len = 1 << 30;
   const size_t n = 256;
@@ -69,11 +69,9 @@ void BM_PolicyStep(benchmark::State& state) {
     }
   }
   auto step = [&s] {
-    const Batch& b = s.schedule();
-    for (size_t i = 0; i < b.size(); ++i)
-      s.complete(b.ids()[i], b.shapes()[i].new_tokens);
-    s.end_step();
-    return b.size();
+    const size_t n = s.schedule().size();
+    s.update_from_output([](uint32_t, bool, bool) {});
+    return n;
   };
   while (s.seq(n - 1).generated == 0)
     step();  // prefill everything first
@@ -81,7 +79,7 @@ void BM_PolicyStep(benchmark::State& state) {
   for (auto _ : state)
     seqs += int64_t(step());
   state.SetItemsProcessed(seqs);  // sequences scheduled per second
-  state.SetLabel(c.policy);
+  state.SetLabel(policy_name(c.policy));
 }
 BENCHMARK(BM_PolicyStep)->Arg(0)->Arg(1);
 
@@ -90,7 +88,7 @@ SimConfig w1_config() {
   c.model = find_model("llama-3.1-8b");
   c.gpu = find_gpu("h100-sxm");
   c.tp = 1;
-  c.scheduler.policy = "chunked";
+  c.scheduler.policy = Policy::kChunked;
   c.scheduler.max_num_batched_tokens = 2048;
   c.scheduler.max_num_seqs = 256;
   return resolve(c);

@@ -45,9 +45,8 @@ int cmd_list(int argc, const char* const* argv, std::ostream& out) {
     return 0;
   }
   if (what == "schedulers") {
-    for (const PolicyInfo& p : policy_catalogue()) {
-      out << p.name << "\t" << p.summary << "\n";
-    }
+    for (Policy p : kPolicies)
+      out << policy_name(p) << "\t" << policy_summary(p) << "\n";
     return 0;
   }
   throw Error("list", "expected gpus, models or schedulers, got '" + what + "'");

@@ -129,8 +129,8 @@ std::string verdict(const std::vector<RunResult>& runs) {
                 run_label(*best_ttft).c_str(), best_ttft->summary.ttft_ms.p50,
                 run_label(*best_itl).c_str(), best_itl->summary.itl_ms.p99);
   std::string line = buf;
-  const bool classic = best_ttft->config.scheduler.policy == "vllm-v0" &&
-                       best_itl->config.scheduler.policy == "chunked";
+  const bool classic = best_ttft->config.scheduler.policy == Policy::kVllmV0 &&
+                       best_itl->config.scheduler.policy == Policy::kChunked;
   if (classic) {
     line +=
         ": prefill priority wins the first token by stalling running decodes; chunked "

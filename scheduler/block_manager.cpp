@@ -29,10 +29,13 @@ void BlockManager::allocate(SeqState& s) {
 }
 
 bool BlockManager::can_append_slots(const SeqState& s) const {
+  const int64_t unseen = s.num_tokens() - s.table_tokens;
+  // A decode appends one token: the room left in the last block is 1..block_size, so the formula
+  // below gives 1 + ceil((1 - room) / block_size) = 1 block whatever the room.
+  if (unseen == 1) return free_ >= 1;
   // get_num_blocks_touched_by_append_slots: 1 + ceil((unseen - first_chunk_size) / block_size),
   // where first_chunk_size is the room left in the last block (a full block counts as room for a
   // whole new block). Integer ceil of a possibly negative numerator.
-  const int64_t unseen = s.num_tokens() - s.table_tokens;
   const int64_t first_chunk = block_size_ - (s.table_tokens % block_size_);
   const int64_t num = unseen - first_chunk;
   const int64_t ceil_div =
@@ -42,6 +45,7 @@ bool BlockManager::can_append_slots(const SeqState& s) const {
 
 void BlockManager::append_slots(SeqState& s) {
   s.table_tokens = s.num_tokens();
+  if (s.table_tokens <= int64_t(s.blocks) * block_size_) return;  // room in the last block
   const int64_t need = blocks_for(s.table_tokens) - s.blocks;
   if (need > 0) {
     s.blocks += static_cast<int32_t>(need);

@@ -20,13 +20,18 @@ enum class AllocStatus { kOk, kLater, kNever };
 
 class BlockManager {
  public:
+  // REQUIRES: num_blocks > 0, block_size > 0, 0 <= watermark < 1.
   BlockManager(int64_t num_blocks, int block_size, double watermark = 0.01);
 
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
   AllocStatus can_allocate(const SeqState& s) const;
-  void allocate(SeqState& s);  // a block table for every known token
+  // A block table for every known token.
+  // REQUIRES: S holds no blocks and can_allocate(S) != kNever.
+  void allocate(SeqState& s);
   bool can_append_slots(const SeqState& s) const;
-  void append_slots(SeqState& s);  // extends the table to every known token
+  // Extends S's table to every known token.
+  // REQUIRES: can_append_slots(S).
+  void append_slots(SeqState& s);
   void free(SeqState& s);
 
   int64_t total_blocks() const { return total_; }

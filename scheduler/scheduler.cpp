@@ -1,16 +1,9 @@
 #include "scheduler/scheduler.hpp"
 
-#include <algorithm>
-#include <cassert>
-
-#include "scheduler/policy.hpp"
-
 namespace servesim {
 
 Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests)
     : config_(config),
-      policy_info_(find_policy(config.policy)),
-      policy_(make_policy(config)),
       seqs_(num_requests),
       waiting_(64),
       running_(64),
@@ -23,7 +16,10 @@ Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size
   }
 }
 
-Scheduler::~Scheduler() = default;
+int64_t Scheduler::prompt_limit() const {
+  if (chunked_prefill(config_.policy)) return config_.max_model_len;
+  return std::min(config_.max_model_len, config_.max_num_batched_tokens);
+}
 
 RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens) {
   SeqState& s = seqs_[id];
@@ -32,27 +28,24 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
   s.output_tokens = output_tokens;
   // vLLM OpenAI server (serving_engine._validate_input): prompt + max_tokens > max_model_len is a
   // 400 error before the request reaches the engine.
-  if (int64_t(input_tokens) + output_tokens > config_.max_model_len) {
-    s.status = SeqStatus::kRejected;
-    s.reject = RejectReason::kContextLength;
-    return s.reject;
-  }
+  RejectReason why = RejectReason::kNone;
   // The rest are vLLM's scheduler rules applied up front to the worst case, the whole lifetime
   // (a request preempted at its last token recomputes input + output - 1 tokens): vLLM would
   // ignore such a request midway, or let it preempt itself forever; servesim rejects it before
   // it streams anything. With these, a request alone in the cache always makes progress.
   const int64_t lifetime = int64_t(input_tokens) + output_tokens - 1;
-  if (!policy_info_.chunked_prefill &&
-      lifetime > std::min(config_.max_model_len, config_.max_num_batched_tokens)) {
-    s.status = SeqStatus::kRejected;
-    s.reject = RejectReason::kPromptLimit;
-    return s.reject;
+  if (int64_t(input_tokens) + output_tokens > config_.max_model_len) {
+    why = RejectReason::kContextLength;
+  } else if (!chunked_prefill(config_.policy) && lifetime > prompt_limit()) {
+    why = RejectReason::kPromptLimit;
+  } else if (blocks_.blocks_for(lifetime) >
+             blocks_.total_blocks() - std::max<int64_t>(1, blocks_.watermark_blocks())) {
+    why = RejectReason::kKvCapacity;
   }
-  if (blocks_.blocks_for(lifetime) >
-      blocks_.total_blocks() - std::max<int64_t>(1, blocks_.watermark_blocks())) {
+  if (why != RejectReason::kNone) {
     s.status = SeqStatus::kRejected;
-    s.reject = RejectReason::kKvCapacity;
-    return s.reject;
+    s.reject = why;
+    return why;
   }
   s.status = SeqStatus::kWaiting;
   waiting_.push_back(id);
@@ -62,7 +55,24 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
 const Batch& Scheduler::schedule() {
   batch_.clear();
   out_.clear();
-  policy_->schedule(*this);
+  SchedulingBudget budget{config_.max_num_batched_tokens, config_.max_num_seqs};
+  switch (config_.policy) {
+    case Policy::kVllmV0:
+      schedule_default(budget);
+      break;
+    case Policy::kChunked:
+      schedule_chunked_prefill(budget);
+      break;
+  }
+  // vLLM asserts both after each schedule (_schedule_default, _schedule_chunked_prefill). The
+  // one exception is a configuration vLLM refuses and servesim runs (for sweeps): with
+  // max_num_batched_tokens < max_num_seqs, a vllm-v0 decode step, which schedules every running
+  // request without consulting the token budget (as _schedule_running does), may pass it.
+  assert(budget.num_batched_tokens <= config_.max_num_batched_tokens ||
+         (!chunked_prefill(config_.policy) && batch_.prefill_tokens() == 0 &&
+          config_.max_num_batched_tokens < config_.max_num_seqs));
+  assert(budget.num_curr_seqs <= config_.max_num_seqs);
+  assert(batch_.num_tokens() == budget.num_batched_tokens);
   // vLLM: self.waiting.extendleft(preempted) puts the preempted back at the head of `waiting`
   // (the last preempted, i.e. the earliest in `running`, first).
   for (uint32_t id : out_.preempted)
@@ -79,13 +89,29 @@ const Batch& Scheduler::schedule() {
   return batch_;
 }
 
+void Scheduler::schedule_default(SchedulingBudget& budget) {
+  // "Make sure we include num running seqs before scheduling prefill": running requests hold
+  // their max_num_seqs slots first.
+  budget.add_num_seqs(static_cast<int64_t>(running_.size()));
+  schedule_prefills(budget, /*enable_chunking=*/false);
+  // "Don't schedule decodes if prefills are scheduled": a step is all prefill or all decode.
+  if (batch_.empty()) schedule_running(budget, /*enable_chunking=*/false);
+}
+
+void Scheduler::schedule_chunked_prefill(SchedulingBudget& budget) {
+  // "Decoding should be always scheduled first by fcfs", then new prefills chunked into what
+  // remains of the token budget.
+  schedule_running(budget, /*enable_chunking=*/true);
+  schedule_prefills(budget, /*enable_chunking=*/true);
+}
+
 void Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
   const SeqState& s = seqs_[id];
   SeqShape shape;
   shape.new_tokens = static_cast<int32_t>(new_tokens);
-  shape.context_tokens = s.computed;
+  shape.context_tokens = s.num_computed_tokens;
   shape.prefill = s.prefill_stage;
-  shape.emits_token = s.computed + new_tokens == s.num_tokens();
+  shape.emits_token = s.num_computed_tokens + new_tokens == s.num_tokens();
   batch_.add(id, shape);
 }
 
@@ -135,8 +161,8 @@ void Scheduler::schedule_prefills(SchedulingBudget& budget, bool enable_chunking
     const uint32_t id = waiting_.front();
     SeqState& s = seqs_[id];
     const int64_t n = chunk(s.num_new_tokens(), budget, enable_chunking);
-    // vLLM ignores here a prompt over _get_prompt_limit() and one can_allocate answers NEVER
-    // for; add_request() has already rejected every request that could reach either.
+    // vLLM ignores here a prompt over prompt_limit() and one can_allocate answers NEVER for;
+    // add_request() has already rejected every request that could reach either.
     const AllocStatus can = blocks_.can_allocate(s);
     assert(can != AllocStatus::kNever);
     if (can == AllocStatus::kLater) break;
@@ -157,8 +183,8 @@ void Scheduler::preempt(uint32_t id) {
   // recompute prompt + generated tokens when re-admitted.
   SeqState& s = seqs_[id];
   blocks_.free(s);
-  discarded_tokens_ += s.computed;
-  s.computed = 0;
+  discarded_tokens_ += s.num_computed_tokens;
+  s.num_computed_tokens = 0;
   s.prefill_stage = true;
   s.status = SeqStatus::kWaiting;
   ++s.preemptions;
@@ -166,22 +192,24 @@ void Scheduler::preempt(uint32_t id) {
   out_.preempted.push_back(id);
 }
 
-Scheduler::Outcome Scheduler::complete(uint32_t id, int32_t new_tokens) {
+bool Scheduler::compute(uint32_t id, int32_t new_tokens) {
   SeqState& s = seqs_[id];
-  assert(s.status == SeqStatus::kRunning && s.computed + new_tokens <= s.num_tokens());
-  s.computed += new_tokens;
-  if (s.computed < s.num_tokens()) return Outcome::kNone;  // a partial prefill: no sampling
+  assert(s.status == SeqStatus::kRunning && s.num_computed_tokens + new_tokens <= s.num_tokens());
+  // vLLM update_num_computed_tokens(token_chunk_size).
+  s.num_computed_tokens += new_tokens;
+  if (s.num_computed_tokens < s.num_tokens()) return false;  // a partial prefill: no sampling
   // Every known token is computed: the sampler emits the next token.
   s.prefill_stage = false;
   ++s.generated;
-  if (s.generated < s.output_tokens) return Outcome::kToken;
+  if (s.generated < s.output_tokens) return true;
+  // StopChecker: max_tokens reached. vLLM frees the sequence's blocks (free_seq) as it finishes.
   blocks_.free(s);
   s.status = SeqStatus::kFinished;
   any_finished_ = true;
-  return Outcome::kFinished;
+  return true;
 }
 
-void Scheduler::end_step() {
+void Scheduler::free_finished_seq_groups() {
   if (!any_finished_) return;
   running_.remove_if([this](uint32_t id) { return seqs_[id].status == SeqStatus::kFinished; });
   any_finished_ = false;

@@ -1,32 +1,38 @@
-// Scheduler: one replica's request queues and KV block manager, and the steps vLLM V0's
-// scheduler (vllm/core/scheduler.py, v0.6-v0.8) composes its policies from:
-//  - schedule_running: walk `running` in order; give each its tokens (1 for a decode, the rest of
-//    its prefill, cut to the remaining budget when chunking); when a request cannot append its
-//    slots, preempt by recompute the tail of `running` (or itself when it is the last).
-//  - schedule_prefills: walk `waiting` FCFS; stop at the first request the block manager or the
-//    budget cannot take (no skipping).
-// A Policy (scheduler/policy.hpp) decides which steps run in which order. The Scheduler never
-// reads the clock: the host asks for a batch, runs it, and reports its completion.
+// Scheduler: one replica's request queues and KV block manager, scheduling each step the way
+// vLLM V0's Scheduler does (vllm/core/scheduler.py, v0.6-v0.8), with the same names:
+//  - _schedule_default (Policy::kVllmV0): running requests hold their sequence slots first;
+//    _schedule_prefills; only if no prefill was scheduled, _schedule_running.
+//  - _schedule_chunked_prefill (Policy::kChunked): _schedule_running with chunking, then
+//    _schedule_prefills chunked into what remains of the token budget.
+//  - _schedule_running: walk `running` in order; give each its tokens (1 for a decode, the rest
+//    of its prefill, cut to the remaining budget when chunking); when a request cannot append
+//    its slots, preempt by recompute the tail of `running` (or itself when it is the last).
+//  - _schedule_prefills: walk `waiting` FCFS; stop at the first request the block manager or
+//    the budget cannot take (no skipping).
+// After each schedule the budget invariants are asserted, as vLLM asserts them. The Scheduler
+// never reads the clock: the host asks for a batch, runs it, and reports its completion.
 // Promises: every request added is, at every moment, in exactly one of pending, waiting, running,
-// finished or rejected; KV blocks never exceed the cache.
+// finished or rejected; KV blocks never exceed the cache; schedule() and update_from_output()
+// allocate nothing once warm.
 #pragma once
 
 #include <algorithm>
 #include <boost/circular_buffer.hpp>
+#include <cassert>
 #include <cstdint>
-#include <memory>
-#include <string>
+#include <span>
 #include <vector>
 
 #include "scheduler/batch.hpp"
 #include "scheduler/block_manager.hpp"
 #include "scheduler/budget.hpp"
+#include "scheduler/policy.hpp"
 #include "scheduler/sequence.hpp"
 
 namespace servesim {
 
 struct SchedulerConfig {
-  std::string policy = "chunked";      // see policy_names()
+  Policy policy = Policy::kChunked;
   int64_t max_num_batched_tokens = 0;  // 0 = the policy's vLLM default
   int64_t max_num_seqs = 256;
   int64_t max_model_len = 0;  // must be set (the model's max_position by default)
@@ -66,29 +72,38 @@ class RequestQueue {
   boost::circular_buffer<uint32_t> q_;
 };
 
-class Policy;
-struct PolicyInfo;
-
 class Scheduler {
  public:
-  // What completing a batch entry did to its request.
-  enum class Outcome { kNone, kToken, kFinished };
-
+  // REQUIRES: config.max_num_batched_tokens > 0 and config.max_model_len > 0 (resolved);
+  // num_gpu_blocks > 0. Requests have ids 0..num_requests-1.
   Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests);
-  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
 
-  // The front end's checks, then `waiting`. Returns why the request was rejected, or kNone.
+  // The front end's checks, then `waiting` (vLLM add_seq_group). Returns why the request was
+  // rejected, or kNone.
+  // REQUIRES: ID < num_requests, not added before; input_tokens >= 1, output_tokens >= 1.
   RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens);
 
-  // Decides the next step.
+  // Decides the next step (vLLM Scheduler.schedule()).
   const Batch& schedule();
-  // Applies one entry of the batch returned by schedule() once the step has run.
-  Outcome complete(uint32_t id, int32_t new_tokens);
-  // Ends the step: finished requests leave `running` (vLLM free_finished_seq_groups).
-  void end_step();
+
+  // Applies the step schedule() returned once it has run: every entry's tokens are computed; an
+  // entry whose known tokens are all computed samples one token, calling
+  // ON_TOKEN(id, first_token, finished); finished requests free their blocks and leave `running`
+  // (vLLM free_finished_seq_groups). The one way a finished batch is applied (vLLM V0's
+  // LLMEngine._process_model_outputs, V1's Scheduler.update_from_output).
+  // REQUIRES: schedule() was called since the last update_from_output().
+  template <class OnToken>
+  void update_from_output(OnToken&& on_token);
 
   const Batch& batch() const { return batch_; }
+  // The requests this step admitted from `waiting` (first scheduled, or re-admitted after a
+  // preemption).
+  std::span<const uint32_t> new_prefills() const { return out_.new_prefills; }
   const SeqState& seq(uint32_t id) const { return seqs_[id]; }
+  // Every request's state, indexed by id.
+  std::span<const SeqState> seqs() const { return seqs_; }
   const RequestQueue& waiting() const { return waiting_; }
   const RequestQueue& running() const { return running_; }
   const BlockManager& block_manager() const { return blocks_; }
@@ -96,10 +111,6 @@ class Scheduler {
   int64_t num_preemptions() const { return num_preemptions_; }
   // Computed tokens thrown away by preemption (they are computed again on re-admission).
   int64_t discarded_tokens() const { return discarded_tokens_; }
-
-  // The steps policies are made of (vLLM Scheduler._schedule_running / _schedule_prefills).
-  void schedule_running(SchedulingBudget& budget, bool enable_chunking);
-  void schedule_prefills(SchedulingBudget& budget, bool enable_chunking);
 
  private:
   // vLLM's SchedulerRunningOutputs / SchedulerPrefillOutputs, reused every step.
@@ -113,13 +124,20 @@ class Scheduler {
     }
   };
 
+  void schedule_default(SchedulingBudget& budget);
+  void schedule_chunked_prefill(SchedulingBudget& budget);
+  void schedule_running(SchedulingBudget& budget, bool enable_chunking);
+  void schedule_prefills(SchedulingBudget& budget, bool enable_chunking);
+  // vLLM _get_prompt_limit(): the longest prompt a step may hold.
+  int64_t prompt_limit() const;
   int64_t chunk(int64_t num_new_tokens, const SchedulingBudget& budget, bool enable_chunking) const;
   void preempt(uint32_t id);
   void add_to_batch(uint32_t id, int64_t new_tokens);
+  // Computes NEW_TOKENS of request ID; true when it samples a token.
+  bool compute(uint32_t id, int32_t new_tokens);
+  void free_finished_seq_groups();
 
   SchedulerConfig config_;
-  const PolicyInfo& policy_info_;
-  std::unique_ptr<Policy> policy_;
   std::vector<SeqState> seqs_;
   RequestQueue waiting_;
   RequestQueue running_;
@@ -130,5 +148,18 @@ class Scheduler {
   int64_t num_preemptions_ = 0;
   int64_t discarded_tokens_ = 0;
 };
+
+template <class OnToken>
+void Scheduler::update_from_output(OnToken&& on_token) {
+  const auto ids = batch_.ids();
+  const auto shapes = batch_.shapes();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const uint32_t id = ids[i];
+    if (!compute(id, shapes[i].new_tokens)) continue;
+    const SeqState& s = seqs_[id];
+    on_token(id, s.generated == 1, s.status == SeqStatus::kFinished);
+  }
+  free_finished_seq_groups();
+}
 
 }  // namespace servesim

@@ -1,7 +1,9 @@
 // SeqState: what the scheduler knows of one request (a vLLM SequenceGroup with a single sequence):
 // its lengths, how many tokens are known (prompt + generated) and how many of them have their KV
-// computed, its KV block table size and its status. Promises: 0 <= computed <= num_tokens();
-// generated <= output_tokens; a request holds blocks only while running.
+// computed, its KV block table size and its status. It is the one owner of a request's state: the
+// run's per-request records (sim/metrics.hpp) extend it with timestamps.
+// Promises: 0 <= num_computed_tokens <= num_tokens(); generated <= output_tokens; a request holds
+// blocks only while running.
 #pragma once
 
 #include <cstdint>
@@ -23,9 +25,9 @@ enum class RejectReason : uint8_t {
   // input + output > max_model_len: vLLM's OpenAI server refuses the request
   // (serving_engine._validate_input: "This model's maximum context length is ...").
   kContextLength,
-  // Without chunked prefill, a prompt longer than min(max_model_len, max_num_batched_tokens) is
-  // ignored by vLLM's scheduler (FINISHED_IGNORED); a preempted request recomputes prompt and
-  // generated tokens as one prompt, so input + output - 1 must fit the limit.
+  // Without chunked prefill, a prompt longer than vLLM's _get_prompt_limit() (min(max_model_len,
+  // max_num_batched_tokens)) is ignored by vLLM's scheduler (FINISHED_IGNORED); a preempted
+  // request recomputes prompt and generated tokens as one prompt, so input + output - 1 must fit.
   kPromptLimit,
   // Its KV for input + output - 1 tokens (the last sampled token is never fed back) needs more
   // blocks than the cache minus the watermark (vLLM's can_allocate NEVER on re-admission) minus
@@ -51,12 +53,12 @@ inline const char* reason_code(RejectReason r) {
 }
 
 struct SeqState {
-  int32_t input_tokens = 0;
-  int32_t output_tokens = 0;
-  int32_t generated = 0;     // output tokens sampled so far (kept across preemption)
-  int32_t computed = 0;      // known tokens whose KV is in the cache (0 after preemption)
-  int32_t table_tokens = 0;  // token slots in its block table
-  int32_t blocks = 0;        // KV blocks it holds
+  int32_t input_tokens = 0;         // vLLM get_prompt_len()
+  int32_t output_tokens = 0;        // vLLM SamplingParams.max_tokens (with ignore_eos)
+  int32_t generated = 0;            // vLLM get_output_len(): sampled so far, kept across preemption
+  int32_t num_computed_tokens = 0;  // known tokens whose KV is in the cache (0 after preemption)
+  int32_t table_tokens = 0;         // token slots in its block table
+  int32_t blocks = 0;               // KV blocks it holds
   int32_t preemptions = 0;
   SeqStatus status = SeqStatus::kPending;
   RejectReason reject = RejectReason::kNone;
@@ -64,8 +66,9 @@ struct SeqState {
 
   // Tokens known: the prompt and what has been generated (vLLM seq.get_len()).
   int32_t num_tokens() const { return input_tokens + generated; }
-  // Tokens still to compute before the next token can be sampled.
-  int32_t num_new_tokens() const { return num_tokens() - computed; }
+  // Tokens still to compute before the next token can be sampled (vLLM
+  // get_num_uncomputed_tokens()).
+  int32_t num_new_tokens() const { return num_tokens() - num_computed_tokens; }
 };
 
 }  // namespace servesim

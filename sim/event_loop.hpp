@@ -14,6 +14,10 @@ namespace servesim {
 
 class EventLoop {
  public:
+  EventLoop() = default;
+  EventLoop(const EventLoop&) = delete;
+  EventLoop& operator=(const EventLoop&) = delete;
+
   class Process {
    public:
     virtual void handle(EventLoop& loop, uint32_t tag) = 0;
@@ -27,6 +31,7 @@ class EventLoop {
   // the same scheduling decision.
   enum Priority : uint8_t { kArrival = 0, kStepDone = 1, kWake = 2 };
 
+  // REQUIRES: TIME >= now(); TARGET outlives the event.
   void schedule(double time, Priority priority, Process* target, uint32_t tag) {
     assert(time >= now_);
     heap_.push_back(Event{time, priority, next_seq_++, target, tag});

@@ -8,7 +8,7 @@ namespace servesim {
 void Host::arrive(const RequestSpec& r) {
   const RejectReason why = scheduler_.add_request(r.id, r.input_tokens, r.output_tokens);
   if (why != RejectReason::kNone) {
-    metrics_.on_reject(r.id, loop_.now(), why);
+    metrics_.on_reject(loop_.now());
     return;
   }
   if (!busy_ && !wake_pending_) {
@@ -44,7 +44,7 @@ void Host::start_step() {
   }
   busy_ = true;
   const StepCost cost = cost_.cost(batch.shapes());
-  for (uint32_t id : batch.ids())
+  for (uint32_t id : scheduler_.new_prefills())  // a request is first scheduled as one
     metrics_.on_scheduled(id, now);
   metrics_.on_step(now, cost, batch, scheduler_.block_manager().used_blocks());
   loop_.schedule(now + cost.seconds, EventLoop::kStepDone, this, kStepDone);
@@ -52,16 +52,8 @@ void Host::start_step() {
 
 void Host::finish_step() {
   const double now = loop_.now();
-  const Batch& batch = scheduler_.batch();
-  const auto ids = batch.ids();
-  const auto shapes = batch.shapes();
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const Scheduler::Outcome o = scheduler_.complete(ids[i], shapes[i].new_tokens);
-    if (o != Scheduler::Outcome::kNone) {
-      metrics_.on_token(ids[i], now, o == Scheduler::Outcome::kFinished);
-    }
-  }
-  scheduler_.end_step();
+  scheduler_.update_from_output(
+      [&](uint32_t id, bool first, bool) { metrics_.on_token(id, now, first); });
 }
 
 }  // namespace servesim

@@ -19,8 +19,11 @@ class Host final : public EventLoop::Process {
  public:
   Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics)
       : loop_(loop), scheduler_(scheduler), cost_(cost), metrics_(metrics) {}
+  Host(const Host&) = delete;
+  Host& operator=(const Host&) = delete;
 
   // A request reaches this replica's front end now.
+  // REQUIRES: R.id was not added before; the loop's time is R's arrival.
   void arrive(const RequestSpec& r);
   void handle(EventLoop& loop, uint32_t tag) override;
 

@@ -1,6 +1,7 @@
 #include "sim/metrics.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 namespace servesim {
@@ -12,22 +13,20 @@ double cloudwatch_otps(double tokens_p50, double e2e_ms_p50, double ttft_ms_p50)
 }
 
 MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps)
-    : records_(w.size()), keep_steps_(keep_steps) {
-  for (const RequestSpec& r : w) {
-    RequestRecord& rec = records_[r.id];
-    rec.arrival_s = r.arrival_s;
-    rec.input_tokens = r.input_tokens;
-    rec.output_tokens = r.output_tokens;
-  }
+    : times_(w.size()), keep_steps_(keep_steps) {
+  for (const RequestSpec& r : w)
+    times_[r.id].arrival_s = r.arrival_s;
   first_arrival_s_ = w.empty() ? 0.0 : w.front().arrival_s;
   end_s_ = first_arrival_s_;
 }
 
-void MetricsCollector::on_reject(uint32_t id, double t, RejectReason why) {
-  RequestRecord& r = records_[id];
-  r.status = SeqStatus::kRejected;
-  r.reject = why;
-  end_s_ = std::max(end_s_, t);
+std::vector<RequestRecord> MetricsCollector::records(std::span<const SeqState> seqs) const {
+  assert(seqs.size() == times_.size());
+  std::vector<RequestRecord> out;
+  out.reserve(seqs.size());
+  for (size_t i = 0; i < seqs.size(); ++i)
+    out.push_back(RequestRecord{seqs[i], times_[i]});
+  return out;
 }
 
 void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batch,
@@ -55,13 +54,13 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
   }
 }
 
-RunSummary MetricsCollector::summary(double peak_flops, double peak_bytes_per_s,
-                                     int64_t total_kv_blocks) const {
+RunSummary MetricsCollector::summary(const std::vector<RequestRecord>& requests, double peak_flops,
+                                     double peak_bytes_per_s, int64_t total_kv_blocks) const {
   RunSummary s;
-  s.total = records_.size();
+  s.total = requests.size();
   std::vector<double> ttft, e2e, queue, tpot, otps, out_tokens;
   int64_t out_sum = 0, in_sum = 0;
-  for (const RequestRecord& r : records_) {
+  for (const RequestRecord& r : requests) {
     if (r.status == SeqStatus::kRejected) {
       ++s.rejected;
       ++s.rejected_by_reason[static_cast<int>(r.reject)];
@@ -105,7 +104,7 @@ RunSummary MetricsCollector::summary(double peak_flops, double peak_bytes_per_s,
   }
   if (busy_s_ > 0) s.kv_usage_mean = kv_block_seconds_ / busy_s_ / double(total_kv_blocks);
   s.kv_usage_max = double(kv_max_blocks_) / double(total_kv_blocks);
-  for (const RequestRecord& r : records_)
+  for (const RequestRecord& r : requests)
     s.preemptions += uint64_t(r.preemptions);
   s.steps = steps_;
   s.prefill_only_steps = prefill_only_;

@@ -15,7 +15,9 @@
 // Promises: memory is O(requests): inter-token gaps go to a LogHistogram, never a per-token list.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "models/cost_model.hpp"
@@ -27,19 +29,18 @@
 
 namespace servesim {
 
-struct RequestRecord {
+// When things happened to one request, in simulated seconds (-1: not yet).
+struct RequestTimes {
   double arrival_s = 0;
   double first_scheduled_s = -1;
   double first_token_s = -1;
   double last_token_s = -1;
   double max_itl_s = 0;
-  int32_t input_tokens = 0;
-  int32_t output_tokens = 0;
-  int32_t generated = 0;
-  int32_t preemptions = 0;
-  SeqStatus status = SeqStatus::kPending;
-  RejectReason reject = RejectReason::kNone;
+};
 
+// One request at the end of a run: its scheduler state (lengths, status, preemptions; the one
+// owner of those) and its times.
+struct RequestRecord : SeqState, RequestTimes {
   bool finished() const { return status == SeqStatus::kFinished; }
   double ttft_s() const { return first_token_s - arrival_s; }
   double e2e_s() const { return last_token_s - arrival_s; }
@@ -72,19 +73,25 @@ struct RunSummary {
 // CloudWatch's OTPS from p50s: tokens / (latency - TTFT) x 1000; NaN when undefined.
 double cloudwatch_otps(double output_tokens_p50, double e2e_ms_p50, double ttft_ms_p50);
 
+// Collects a run's measurements as the host reports them. Per request it keeps times only; the
+// requests' lengths and status are the scheduler's, joined in at the end (records()).
 class MetricsCollector {
  public:
   // KEEP_STEPS: record every step (memory grows with steps; off for sweeps).
   explicit MetricsCollector(const Workload& w, bool keep_steps = false);
+  MetricsCollector(const MetricsCollector&) = delete;
+  MetricsCollector& operator=(const MetricsCollector&) = delete;
 
-  void on_reject(uint32_t id, double t, RejectReason why);
+  void on_reject(double t) { end_s_ = std::max(end_s_, t); }
+  // REQUIRES: ID was admitted from `waiting` in the step starting at T.
   void on_scheduled(uint32_t id, double t) {
-    double& first = records_[id].first_scheduled_s;
+    double& first = times_[id].first_scheduled_s;
     if (first < 0) first = t;
   }
-  void on_token(uint32_t id, double t, bool finished) {
-    RequestRecord& r = records_[id];
-    if (r.generated++ == 0) {
+  // REQUIRES: FIRST exactly for the request's first token.
+  void on_token(uint32_t id, double t, bool first) {
+    RequestTimes& r = times_[id];
+    if (first) {
       r.first_token_s = t;
     } else {
       const double gap = t - r.last_token_s;
@@ -92,21 +99,23 @@ class MetricsCollector {
       if (gap > r.max_itl_s) r.max_itl_s = gap;
     }
     r.last_token_s = t;
-    if (finished) r.status = SeqStatus::kFinished;
   }
   void on_step(double t, const StepCost& cost, const Batch& batch, int64_t kv_used_blocks);
-  void on_preemptions(uint32_t id, int32_t n) { records_[id].preemptions = n; }
 
-  // Summarises a finished run of a replica with TP_PEAK_FLOPS and TP_PEAK_BYTES_PER_S (the
-  // whole TP group) and TOTAL_KV_BLOCKS.
-  RunSummary summary(double peak_flops, double peak_bytes_per_s, int64_t total_kv_blocks) const;
+  // The run's requests: SEQS (the scheduler's states, by id) with their times.
+  // REQUIRES: SEQS has one state per request of the workload.
+  std::vector<RequestRecord> records(std::span<const SeqState> seqs) const;
 
-  std::vector<RequestRecord> take_requests() { return std::move(records_); }
+  // Summarises the finished run of REQUESTS (records()) on a replica with TP_PEAK_FLOPS and
+  // TP_PEAK_BYTES_PER_S (the whole TP group) and TOTAL_KV_BLOCKS.
+  RunSummary summary(const std::vector<RequestRecord>& requests, double peak_flops,
+                     double peak_bytes_per_s, int64_t total_kv_blocks) const;
+
   std::vector<StepRecord> take_steps() { return std::move(step_records_); }
   const LogHistogram& itl_s() const { return itl_s_; }
 
  private:
-  std::vector<RequestRecord> records_;
+  std::vector<RequestTimes> times_;
   std::vector<StepRecord> step_records_;
   bool keep_steps_ = false;
   LogHistogram itl_s_;

@@ -15,15 +15,17 @@ namespace {
 constexpr int64_t kMaxNumSeqs = int64_t(1) << 20;
 }  // namespace
 
-SimConfig resolve(SimConfig c) {
-  SchedulerConfig& s = c.scheduler;
-  find_policy(s.policy);
+namespace {
+
+// The model's shape against the TP degree, and max_model_len against the model.
+void resolve_model(SimConfig& c) {
   if (c.tp < 1) throw Error("tensor-parallel-size", "must be >= 1");
   if (c.model.num_heads % c.tp != 0) {
     // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."
     throw Error("tensor-parallel-size", "must divide " + c.model.name + "'s " +
                                             std::to_string(c.model.num_heads) + " attention heads");
   }
+  SchedulerConfig& s = c.scheduler;
   if (s.max_model_len == 0) s.max_model_len = c.model.max_position;
   if (s.max_model_len < 2) throw Error("max-model-len", "must be >= 2");
   if (s.max_model_len > c.model.max_position) {
@@ -32,6 +34,12 @@ SimConfig resolve(SimConfig c) {
                                      "'s max_position_embeddings " +
                                      std::to_string(c.model.max_position));
   }
+}
+
+// The token budget's default and the budgets' ranges. vLLM also refuses max_num_batched_tokens
+// below max_model_len without chunking, or below max_num_seqs (vllm/config.py SchedulerConfig.
+// _verify_args); servesim runs both, for sweeps (README, Schedulers).
+void resolve_scheduler(SchedulerConfig& s) {
   if (s.max_num_batched_tokens == 0) {
     s.max_num_batched_tokens = default_max_num_batched_tokens(s.policy, s.max_model_len);
   }
@@ -42,6 +50,10 @@ SimConfig resolve(SimConfig c) {
   if (s.block_size < 1 || s.block_size > 1 << 16) {
     throw Error("block-size", "must be in [1, 65536]");
   }
+}
+
+// The roofline's parameters (the GPU's defaults unless given), or a table model's profiles.
+void resolve_cost_model(SimConfig& c) {
   if (!c.roofline) {
     c.roofline = default_roofline_params(c.gpu);
     c.roofline_source = default_roofline_source(c.gpu);
@@ -55,6 +67,10 @@ SimConfig resolve(SimConfig c) {
     if (!c.profiles) throw Error("cost-model", "the table model needs --profiles DIR");
     TableCostModel check(*c.profiles, c.gpu, c.model, c.tp);  // the profiles cover this model
   }
+}
+
+// The memory plan's options, checked, with the TP degree and the budgets copied in.
+void resolve_memory(SimConfig& c) {
   MemoryPlanOptions& m = c.memory;
   if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {
     throw Error("gpu-memory-utilization", "must be in (0, 1]");
@@ -64,9 +80,18 @@ SimConfig resolve(SimConfig c) {
   }
   if (m.num_gpu_blocks_override < 0) throw Error("num-gpu-blocks", "must be >= 1");
   m.tp = c.tp;
-  m.block_size = s.block_size;
-  m.max_num_batched_tokens = s.max_num_batched_tokens;
-  m.max_num_seqs = s.max_num_seqs;
+  m.block_size = c.scheduler.block_size;
+  m.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
+  m.max_num_seqs = c.scheduler.max_num_seqs;
+}
+
+}  // namespace
+
+SimConfig resolve(SimConfig c) {
+  resolve_model(c);
+  resolve_scheduler(c.scheduler);
+  resolve_cost_model(c);
+  resolve_memory(c);
   return c;
 }
 
@@ -115,11 +140,9 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   arrivals.start(loop);
   loop.run();
 
-  for (const RequestSpec& r : w)
-    metrics.on_preemptions(r.id, scheduler.seq(r.id).preemptions);
-  result.summary = metrics.summary(c.gpu.peak_flops() * c.tp, c.gpu.hbm_bytes_per_s() * c.tp,
-                                   result.memory.num_gpu_blocks);
-  result.requests = metrics.take_requests();
+  result.requests = metrics.records(scheduler.seqs());
+  result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.tp,
+                                   c.gpu.hbm_bytes_per_s() * c.tp, result.memory.num_gpu_blocks);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) {
     metrics.itl_s().for_each_bucket([&](double upper_s, uint64_t n) {

@@ -13,7 +13,7 @@ namespace servesim::test {
 inline SchedulerConfig config(const std::string& policy, int64_t budget, int64_t max_num_seqs = 8,
                               int64_t max_model_len = 1000, int block_size = 16) {
   SchedulerConfig c;
-  c.policy = policy;
+  c.policy = parse_policy(policy);
   c.max_num_batched_tokens = budget;
   c.max_num_seqs = max_num_seqs;
   c.max_model_len = max_model_len;
@@ -21,12 +21,9 @@ inline SchedulerConfig config(const std::string& policy, int64_t budget, int64_t
   return c;
 }
 
-// Completes every entry of the scheduler's current batch and ends the step.
+// Applies the scheduler's current batch as the host does, once its step has run.
 inline void complete_step(Scheduler& s) {
-  const Batch& b = s.batch();
-  for (size_t i = 0; i < b.size(); ++i)
-    s.complete(b.ids()[i], b.shapes()[i].new_tokens);
-  s.end_step();
+  s.update_from_output([](uint32_t, bool, bool) {});
 }
 
 // (id, new tokens) pairs of the current batch, in batch order.

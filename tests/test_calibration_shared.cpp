@@ -58,16 +58,20 @@ void check_targets(const char* model_name, int tp) {
 
 }  // namespace
 
-TEST_CASE("shared profiles: fidelity targets for Llama-2-7B at TP1", "[shared][calibration]") {
+TEST_CASE("shared profiles: fidelity targets for Llama-2-7B at TP1",
+          "[shared][calibration][slow]") {
   if (have_profiles()) check_targets("llama-2-7b", 1);
 }
-TEST_CASE("shared profiles: fidelity targets for Llama-3-8B at TP1", "[shared][calibration]") {
+TEST_CASE("shared profiles: fidelity targets for Llama-3-8B at TP1",
+          "[shared][calibration][slow]") {
   if (have_profiles()) check_targets("llama-3-8b", 1);
 }
-TEST_CASE("shared profiles: fidelity targets for Llama-2-70B at TP2", "[shared][calibration]") {
+TEST_CASE("shared profiles: fidelity targets for Llama-2-70B at TP2",
+          "[shared][calibration][slow]") {
   if (have_profiles()) check_targets("llama-2-70b", 2);
 }
-TEST_CASE("shared profiles: fidelity targets for Llama-2-70B at TP4", "[shared][calibration]") {
+TEST_CASE("shared profiles: fidelity targets for Llama-2-70B at TP4",
+          "[shared][calibration][slow]") {
   if (have_profiles()) check_targets("llama-2-70b", 4);
 }
 

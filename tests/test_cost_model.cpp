@@ -139,7 +139,16 @@ TEST_CASE("memory plan: Llama-2-7B on one A100-80GB, vLLM's formula by hand", "[
   CHECK(p.weight_bytes == Approx(6738415616.0 * 2));
   // 2048 tokens x (4 x 4096 + 3 x 11008) x 2 B + 256 sequences x 32000 x 4 B x 2
   CHECK(p.activation_bytes == Approx(267911168.0));
+  // 16 tokens x K and V x 32 layers x 32 KV heads x 128 head dim x 2 B.
   CHECK(p.kv_bytes_per_block == 16 * 2 * 32 * 32 * 128 * 2);
+  // The KV cache gets 80 GiB x 0.9 - weights - activations - the 0.5 GiB runtime reserve:
+  //   77,309,411,328 - 13,476,831,232 - 267,911,168 - 536,870,912 = 63,027,798,016 B,
+  // and floor(63,027,798,016 / 8,388,608) = floor(7513.50) = 7513 blocks.
+  const double gib = 1024.0 * 1024.0 * 1024.0;
+  const double kv_bytes = 80 * gib * 0.9 - 6738415616.0 * 2 - 267911168.0 - 0.5 * gib;
+  CHECK(kv_bytes == 63027798016.0);
+  CHECK(p.kv_cache_bytes == Approx(kv_bytes));
+  CHECK(p.num_gpu_blocks == int64_t(kv_bytes / (16 * 2 * 32 * 32 * 128 * 2)));
   CHECK(p.num_gpu_blocks == 7513);
   o.num_gpu_blocks_override = 100;
   CHECK(plan_memory(find_gpu("a100-80g"), find_model("llama-2-7b"), o).num_gpu_blocks == 100);

@@ -69,7 +69,7 @@ RunResult simulate_case(const std::string& gpu, double input_scale = 1, double o
   SimConfig c;
   c.model = find_model("llama-3.1-8b");
   c.gpu = find_gpu(gpu);
-  c.scheduler.policy = "chunked";
+  c.scheduler.policy = Policy::kChunked;
   return simulate(resolve(c), requests);
 }
 

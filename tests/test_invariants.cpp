@@ -1,8 +1,10 @@
 // Invariants on large random workloads, per step (driving the scheduler directly) and per run
 // (through the host): nothing lost, KV never over capacity, tokens conserved, Bedrock's identity.
+#include <algorithm>
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <catch2/catch.hpp>
+#include <vector>
 
 #include "helpers.hpp"
 #include "sim/simulation.hpp"
@@ -60,10 +62,10 @@ std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
     // Budgets.
     check(int64_t(s.running().size()) <= c.max_num_seqs, "running > max_num_seqs");
     check(int64_t(b.size()) <= c.max_num_seqs, "batch > max_num_seqs");
-    if (c.policy == "chunked" || b.decode_tokens() == 0) {
+    if (c.policy == Policy::kChunked || b.decode_tokens() == 0) {
       check(b.num_tokens() <= c.max_num_batched_tokens, "batch over the token budget");
     }
-    if (c.policy == "vllm-v0") {
+    if (c.policy == Policy::kVllmV0) {
       check(b.prefill_tokens() == 0 || b.decode_tokens() == 0, "vllm-v0 mixed a step");
     }
     // Each entry's shape is consistent with its request.
@@ -71,17 +73,17 @@ std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
       const SeqState& q = s.seq(b.ids()[i]);
       const SeqShape& sh = b.shapes()[i];
       check(sh.new_tokens >= 1, "empty entry");
-      check(sh.context_tokens == q.computed, "context != computed");
-      check(q.computed + sh.new_tokens <= q.num_tokens(), "computes unknown tokens");
-      check(bm.blocks_for(q.computed + sh.new_tokens) <= q.blocks, "computes without a slot");
+      check(sh.context_tokens == q.num_computed_tokens, "context != computed");
+      check(q.num_computed_tokens + sh.new_tokens <= q.num_tokens(), "computes unknown tokens");
+      check(bm.blocks_for(q.num_computed_tokens + sh.new_tokens) <= q.blocks,
+            "computes without a slot");
     }
-    for (size_t i = 0; i < b.size(); ++i) {
-      if (s.complete(b.ids()[i], b.shapes()[i].new_tokens) == Scheduler::Outcome::kFinished) {
-        ++finished;
-        check(s.seq(b.ids()[i]).generated == lengths_out[b.ids()[i]], "output length");
-      }
-    }
-    s.end_step();
+    s.update_from_output([&](uint32_t id, bool first, bool done) {
+      check(first == (s.seq(id).generated == 1), "first token flag");
+      if (!done) return;
+      ++finished;
+      check(s.seq(id).generated == lengths_out[id], "output length");
+    });
   }
   check(s.block_manager().free_blocks() == num_blocks, "blocks not returned");
   check(s.waiting().empty() && s.running().empty(), "requests left behind");
@@ -91,7 +93,8 @@ std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
 
 }  // namespace
 
-TEST_CASE("invariants hold at every step of random workloads under KV pressure", "[invariants]") {
+TEST_CASE("invariants hold at every step of random workloads under KV pressure",
+          "[invariants][slow]") {
   // 120 blocks keep a watermark of 1 block; 60 blocks have none (int(0.6) = 0), where vLLM's
   // touched-block rule could make a lone request preempt itself forever if admitted.
   for (const char* policy : {"vllm-v0", "chunked"}) {
@@ -108,7 +111,32 @@ TEST_CASE("invariants hold at every step of random workloads under KV pressure",
   }
 }
 
-TEST_CASE("whole runs: nothing lost, tokens conserved, E2E = TTFT + out / OTPS", "[invariants]") {
+TEST_CASE("invariants hold when the token budget is below max_num_seqs (vLLM refuses it)",
+          "[invariants]") {
+  // servesim runs this configuration for sweeps: prompts over the budget are rejected, and a
+  // vllm-v0 decode step schedules every running request, past the budget, as vLLM would.
+  for (const char* policy : {"vllm-v0", "chunked"}) {
+    INFO(policy);
+    SchedulerConfig c = config(policy, /*budget=*/600, /*max_num_seqs=*/1024, 2048);
+    int64_t preemptions = 0;
+    CHECK(drive(c, /*num_blocks=*/4000, /*seed=*/4, preemptions) == "");
+  }
+}
+
+namespace {
+
+// numpy.percentile(v, q), linear interpolation, computed here independently of util/stats.
+double numpy_percentile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const double rank = q / 100 * double(v.size() - 1);
+  const size_t lo = size_t(rank), hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (rank - double(lo));
+}
+
+}  // namespace
+
+TEST_CASE("whole runs: nothing lost, tokens conserved, OTPS and ITL from raw timestamps",
+          "[invariants]") {
   SyntheticOptions w;
   w.num_requests = 3000;
   w.request_rate = 40;
@@ -121,7 +149,7 @@ TEST_CASE("whole runs: nothing lost, tokens conserved, E2E = TTFT + out / OTPS",
     SimConfig c;
     c.model = find_model("llama-3.1-8b");
     c.gpu = find_gpu("a100-80g");
-    c.scheduler.policy = spec.substr(0, spec.find(':'));
+    c.scheduler.policy = parse_policy(spec.substr(0, spec.find(':')));
     c.scheduler.max_num_batched_tokens = spec == "chunked:512" ? 512 : 0;
     c.scheduler.max_model_len = 8192;
     c.memory.num_gpu_blocks_override = 400;  // 6400 tokens: preemption and KV rejections
@@ -133,6 +161,11 @@ TEST_CASE("whole runs: nothing lost, tokens conserved, E2E = TTFT + out / OTPS",
     CHECK(s.rejected > 0);
     CHECK(s.kv_usage_max <= 1.0);
     int64_t expected_tokens = 0;
+    // Recomputed from each request's raw token times: OTPS = tokens / (last - first token),
+    // CloudWatch's ratio of p50s, and the decode time the inter-token gaps must add up to.
+    std::vector<double> otps, out, e2e_ms, ttft_ms;
+    double decode_s = 0;
+    uint64_t gaps = 0;
     for (size_t i = 0; i < r.requests.size(); ++i) {
       const RequestRecord& q = r.requests[i];
       if (q.status == SeqStatus::kRejected) {
@@ -149,14 +182,25 @@ TEST_CASE("whole runs: nothing lost, tokens conserved, E2E = TTFT + out / OTPS",
       REQUIRE(q.last_token_s >= q.first_token_s);
       // Each finished request computed its prompt and all but its last token once.
       expected_tokens += int64_t(q.input_tokens) + q.output_tokens - 1;
-      if (q.has_decode()) {
-        const double e2e_ms = q.e2e_s() * 1e3;
-        const double identity = q.ttft_s() * 1e3 + q.output_tokens / q.otps() * 1e3;
-        REQUIRE(identity == Approx(e2e_ms).epsilon(1e-9));
+      out.push_back(q.output_tokens);
+      e2e_ms.push_back((q.last_token_s - q.arrival_s) * 1e3);
+      ttft_ms.push_back((q.first_token_s - q.arrival_s) * 1e3);
+      if (q.output_tokens > 1) {
+        otps.push_back(q.output_tokens / (q.last_token_s - q.first_token_s));
+        decode_s += q.last_token_s - q.first_token_s;
+        gaps += uint64_t(q.output_tokens - 1);
       } else {
-        REQUIRE(q.e2e_s() == q.ttft_s());
+        REQUIRE(q.last_token_s == q.first_token_s);  // one token: no decode time
       }
     }
+    CHECK(s.otps.p50 == Approx(numpy_percentile(otps, 50)).epsilon(1e-12));
+    CHECK(s.e2e_ms.p99 == Approx(numpy_percentile(e2e_ms, 99)).epsilon(1e-12));
+    const double ratio = numpy_percentile(out, 50) /
+                         (numpy_percentile(e2e_ms, 50) - numpy_percentile(ttft_ms, 50)) * 1e3;
+    CHECK(s.otps_p50_ratio == Approx(ratio).epsilon(1e-12));
+    // Every gap between consecutive tokens was measured once, and they add up to the decode time.
+    CHECK(s.itl_ms.count == gaps);
+    CHECK(s.itl_ms.mean * double(s.itl_ms.count) == Approx(decode_s * 1e3).epsilon(1e-9));
     // Everything computed is either in a finished request or was thrown away by preemption.
     CHECK(s.prefill_tokens + s.decode_tokens == expected_tokens + r.discarded_tokens);
   }

@@ -18,7 +18,7 @@ TEST_CASE("chunked: decodes first, then the partial prefill, then new prompts, w
   CHECK_FALSE(s.batch().shapes()[3].emits_token);
   complete_step(s);
   CHECK(s.seq(3).generated == 0);
-  CHECK(s.seq(3).computed == 8);
+  CHECK(s.seq(3).num_computed_tokens == 8);
   // All blocks of 3's prompt were allocated at admission: ceil(66 / 16) = 5.
   CHECK(s.seq(3).blocks == 5);
 

@@ -125,7 +125,7 @@ TEST_CASE("vllm-v0: preemption takes the tail of running, requeues it first, and
   CHECK(queue_ids(s.waiting()) == Ids{3});
   CHECK(s.seq(3).preemptions == 1);
   CHECK(s.seq(3).status == SeqStatus::kWaiting);
-  CHECK(s.seq(3).computed == 0);
+  CHECK(s.seq(3).num_computed_tokens == 0);
   CHECK(s.num_preemptions() == 1);
   CHECK(s.block_manager().free_blocks() == 0);
   complete_step(s);

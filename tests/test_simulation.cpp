@@ -13,7 +13,7 @@ SimConfig small_config(const std::string& policy, int64_t budget) {
   SimConfig c;
   c.model = find_model("llama-3.1-8b");
   c.gpu = find_gpu("h100-sxm");
-  c.scheduler.policy = policy;
+  c.scheduler.policy = parse_policy(policy);
   c.scheduler.max_num_batched_tokens = budget;
   c.scheduler.max_model_len = 8192;
   return resolve(c);
@@ -103,14 +103,14 @@ TEST_CASE("resolve: vLLM's defaults and the checks on flags", "[sim]") {
   SimConfig c;
   c.model = find_model("llama-3-8b");
   c.gpu = find_gpu("a100-80g");
-  c.scheduler.policy = "vllm-v0";
+  c.scheduler.policy = Policy::kVllmV0;
   SimConfig r = resolve(c);
   CHECK(r.scheduler.max_model_len == 8192);
   CHECK(r.scheduler.max_num_batched_tokens == 8192);  // max(max_model_len, 2048)
-  c.scheduler.policy = "chunked";
+  c.scheduler.policy = Policy::kChunked;
   CHECK(resolve(c).scheduler.max_num_batched_tokens == 2048);
   c.scheduler.max_model_len = 1024;
-  c.scheduler.policy = "vllm-v0";
+  c.scheduler.policy = Policy::kVllmV0;
   CHECK(resolve(c).scheduler.max_num_batched_tokens == 2048);
   c.scheduler.max_model_len = 9000;
   CHECK_THROWS_WITH(resolve(c), Catch::Contains("max-model-len"));
@@ -121,6 +121,6 @@ TEST_CASE("resolve: vLLM's defaults and the checks on flags", "[sim]") {
   c.scheduler.max_num_batched_tokens = -5;
   CHECK_THROWS_WITH(resolve(c), Catch::Contains("max-num-batched-tokens"));
   c.scheduler.max_num_batched_tokens = 0;
-  c.scheduler.policy = "fcfs";
-  CHECK_THROWS_WITH(resolve(c), Catch::Contains("unknown scheduler"));
+  CHECK_THROWS_WITH(parse_policy("fcfs"), Catch::Contains("unknown scheduler 'fcfs'"));
+  CHECK(parse_policy("VLLM-V0") == Policy::kVllmV0);
 }

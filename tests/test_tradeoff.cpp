@@ -19,7 +19,7 @@ TEST_CASE("trade-off: vllm-v0 wins TTFT p50, chunked:512 wins ITL p99 under load
     SimConfig c;
     c.model = find_model("llama-3.1-8b");
     c.gpu = find_gpu("h100-sxm");
-    c.scheduler.policy = policy;
+    c.scheduler.policy = parse_policy(policy);
     c.scheduler.max_num_batched_tokens = budget;
     return simulate(resolve(c), workload).summary;
   };
