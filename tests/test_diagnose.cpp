@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/diagnose.hpp"
+#include "analysis/diagnose_verdict_text.hpp"
 #include "analysis/windows.hpp"
 #include "cli_helpers.hpp"
 #include "models/gpu.hpp"
@@ -205,7 +206,7 @@ TEST_CASE("diagnose: longer prompts raise TTFT while OTPS holds", "[diagnose]") 
   CHECK(d.p50.output == Approx(0).margin(1e-9));
   CHECK(d.firings.empty());
   std::string details;
-  for (const std::string& line : d.verdict.details)
+  for (const std::string& line : verdict_text(d.verdict).details)
     details += line + "\n";
   CHECK_THAT(details, Contains("input tokens p50"));
   CHECK_THAT(details, Contains("queueing delay p50"));
@@ -274,7 +275,11 @@ TEST_CASE("diagnose: the verdict's precedence and tolerance", "[diagnose]") {
     return s;
   };
   // OTPS down wins over TTFT up.
-  CHECK(decide(base, with(2300, 300, 100, 50), 0.1).finding == Finding::kThroughput);
+  const Verdict both = decide(base, with(2300, 300, 100, 50), 0.1);
+  CHECK(both.finding == Finding::kThroughput);
+  CHECK(both.otps_down);
+  CHECK(both.ttft_up);
+  CHECK(both.otps.relative == Approx(-0.5));
   // TTFT up with OTPS up too: still the TTFT finding.
   CHECK(decide(base, with(1300, 300, 100, 100), 0.1).finding == Finding::kTtft);
   CHECK(decide(base, with(1000 + 300, 300, 100, 120), 0.1).finding == Finding::kTtft);
@@ -573,8 +578,9 @@ TEST_CASE("diagnose: changes from zero, dropped requests, alarm ends and tiny pe
   cur = base;
   cur.completed = 50;
   const Verdict dropped = decide(base, cur, 0.1);
+  CHECK(dropped.fewer_completed);
   bool said = false;
-  for (const std::string& line : dropped.details)
+  for (const std::string& line : verdict_text(dropped).details)
     said = said || line.find("100.0% -> 50.0%") != std::string::npos;
   CHECK(said);
   // An alarm that ends in missing data says so, not "OK again".

@@ -1,0 +1,54 @@
+// The statistics diagnose compares, read the way Amazon Bedrock's OTPS guidance reads its identity
+//     InvocationLatency_ms = TimeToFirstToken_ms + OutputTokenCount / OTPS x 1000
+//  - LogStats: p50 and p95 of InvocationLatency, TTFT and OutputTokenCount over the completed
+//    requests, and OTPS the CloudWatch way at each percentile q:
+//        OTPS_q = OTC_q / (IL_q - TTFT_q) x 1000,
+//    so IL_q = TTFT_q + OTC_q / OTPS_q x 1000 holds for each q (up to rounding).
+//  - Decomposition: the change of IL_q split into the TTFT part and the decode part
+//    d(OTC_q / OTPS_q x 1000), the decode part split again into an output-length part
+//    dOTC / OTPS_base x 1000 and a speed part OTC_cur x (1/OTPS_cur - 1/OTPS_base) x 1000.
+//    The parts sum to dIL (to rounding).
+// Promises: pure functions of their inputs.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+
+#include "analysis/windows.hpp"
+
+namespace servesim {
+
+// The CloudWatch statistics of one log at one percentile (NaN when undefined).
+struct LatencyPoint {
+  double il_ms = NAN;    // InvocationLatency
+  double ttft_ms = NAN;  // TimeToFirstToken
+  double otc = NAN;      // OutputTokenCount
+  double otps = NAN;     // OTC / (IL - TTFT) x 1000
+  // OTC / OTPS x 1000: the decode time the identity attributes to generation.
+  double decode_ms() const;
+};
+
+struct LogStats {
+  std::string source;
+  int64_t requests = 0, completed = 0;
+  LatencyPoint p50, p95;
+  double input_tokens_p50 = NAN, queue_ms_p50 = NAN;  // NaN when the log does not say
+  double start_s = 0, end_s = 0;                      // first arrival, last completion
+};
+
+LogStats log_stats(const RequestLog& log);
+
+// The change of InvocationLatency at one percentile, in ms: il = ttft + decode and
+// decode = output + speed (each to rounding). output and speed are NaN when an OTPS is undefined.
+struct Decomposition {
+  double il = NAN, ttft = NAN, decode = NAN, output = NAN, speed = NAN;
+};
+
+Decomposition decompose(const LatencyPoint& baseline, const LatencyPoint& current);
+
+// (CURRENT - BASELINE) / BASELINE; NaN unless BASELINE >= 0 and both are finite; +-infinity for a
+// change from 0 (any rise from nothing is significant).
+double relative_change(double baseline, double current);
+
+}  // namespace servesim

@@ -1,0 +1,88 @@
+// diagnose's decision rule: the Verdict on two logs' statistics (analysis/diagnose_verdict.hpp).
+#include "analysis/diagnose_verdict.hpp"
+
+namespace servesim {
+
+namespace {
+
+Change change(double baseline, double current) {
+  return {baseline, current, relative_change(baseline, current)};
+}
+
+double completed_share(const LogStats& s) {
+  return s.requests ? double(s.completed) / double(s.requests) : NAN;
+}
+
+// Each statistic in both logs, and the split of the latency change.
+Verdict measure(const LogStats& base, const LogStats& cur) {
+  Verdict v;
+  v.il = change(base.p50.il_ms, cur.p50.il_ms);
+  v.ttft = change(base.p50.ttft_ms, cur.p50.ttft_ms);
+  v.otps = change(base.p50.otps, cur.p50.otps);
+  v.otc = change(base.p50.otc, cur.p50.otc);
+  v.input_tokens = change(base.input_tokens_p50, cur.input_tokens_p50);
+  v.queue_ms = change(base.queue_ms_p50, cur.queue_ms_p50);
+  v.otps_p95 = change(base.p95.otps, cur.p95.otps);
+  v.ttft_p95 = change(base.p95.ttft_ms, cur.p95.ttft_ms);
+  v.completed_share = change(completed_share(base), completed_share(cur));
+  v.p50 = decompose(base.p50, cur.p50);
+  return v;
+}
+
+// Which p50s crossed the tolerance (NaN compares false: an undefined change never does).
+void judge_p50s(Verdict& v) {
+  const double tol = v.tolerance;
+  v.otps_down = v.otps.relative < -tol;
+  v.ttft_up = v.ttft.relative > tol;
+  v.il_up = v.il.relative > tol;
+  v.otc_up = v.otc.relative > tol;
+  v.any_moved = std::abs(v.il.relative) > tol || std::abs(v.ttft.relative) > tol ||
+                std::abs(v.otps.relative) > tol || std::abs(v.otc.relative) > tol;
+  v.small_drift = v.il_up && v.ttft.defined() && v.otps.defined() && v.otc.defined();
+}
+
+// The notes beside the finding: prompts, queueing, the tail, dropped requests.
+void judge_notes(Verdict& v) {
+  const double tol = v.tolerance;
+  v.longer_prompts = v.input_tokens.relative > tol;
+  v.mostly_queueing = v.p50.ttft > 0 && v.queue_ms.delta() >= 0.5 * v.p50.ttft;
+  // The tail, for investigation, never the verdict (the article: p95 beside p50, p50 pages).
+  v.tail_otps_down = !v.otps_down && v.otps_p95.relative < -tol;
+  v.tail_ttft_up = !v.ttft_up && v.ttft_p95.relative > tol;
+  // Failed or rejected requests are not in the statistics: note when their share moved.
+  v.fewer_completed = v.completed_share.baseline - v.completed_share.current > tol;
+}
+
+Finding first_match(const Verdict& v) {
+  if (v.otps_down) return Finding::kThroughput;
+  if (v.ttft_up) return Finding::kTtft;
+  if (v.il_up && v.otc_up) return Finding::kOutputLength;
+  return Finding::kNone;
+}
+
+}  // namespace
+
+const char* finding_name(Finding f) {
+  switch (f) {
+    case Finding::kThroughput:
+      return "throughput";
+    case Finding::kTtft:
+      return "ttft";
+    case Finding::kOutputLength:
+      return "output_length";
+    case Finding::kNone:
+      break;
+  }
+  return "none";
+}
+
+Verdict decide(const LogStats& base, const LogStats& cur, double tolerance) {
+  Verdict v = measure(base, cur);
+  v.tolerance = tolerance;
+  judge_p50s(v);
+  judge_notes(v);
+  v.finding = first_match(v);
+  return v;
+}
+
+}  // namespace servesim

@@ -1,0 +1,128 @@
+// The CSV trace formats with fixed column names (azure, vidur) and any CSV with columns named by
+// flags (csv), read into a Trace (traces/import_formats.hpp).
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "traces/import_formats.hpp"
+
+namespace servesim::import_detail {
+
+void import_azure(const std::string& path, LineReader& in, const Header& h, Rows& rows, Trace& t) {
+  const int c_time = require(h, path, "TIMESTAMP");
+  const int c_in = require(h, path, "ContextTokens");
+  const int c_out = require(h, path, "GeneratedTokens");
+  const size_t needed = size_t(std::max({c_time, c_in, c_out})) + 1;
+  int64_t first_ns = 0;
+  bool first = true;
+  std::string reason;
+  for_each_row(in, rows, t, needed, h, [&](int64_t line, const std::vector<std::string_view>& f) {
+    int64_t ns = 0;
+    int32_t input = 0, output = 0;
+    if (!parse_datetime_ns(f[size_t(c_time)], ns)) {
+      return rows.bad(line, "TIMESTAMP", quoted(f[size_t(c_time)]) + " is not a date-time");
+    }
+    if (!tokens(f[size_t(c_in)], 1, input, reason)) return rows.bad(line, "ContextTokens", reason);
+    if (!tokens(f[size_t(c_out)], 1, output, reason)) {
+      return rows.bad(line, "GeneratedTokens", reason);
+    }
+    if (!rows.in_order(line, "TIMESTAMP", ns)) return;
+    if (first) {
+      first_ns = ns;
+      first = false;
+    }
+    t.push(double(ns - first_ns) * 1e-9, input, output);
+  });
+}
+
+void import_vidur(const std::string& path, LineReader& in, const Header& h, Rows& rows, Trace& t) {
+  const int c_time = h.find("arrived_at");
+  const int c_in = require(h, path, "num_prefill_tokens");
+  const int c_out = require(h, path, "num_decode_tokens");
+  t.timed = c_time >= 0;
+  const size_t needed = size_t(std::max({c_time, c_in, c_out})) + 1;
+  std::string reason;
+  for_each_row(in, rows, t, needed, h, [&](int64_t line, const std::vector<std::string_view>& f) {
+    double time = 0, rel = 0;
+    int32_t input = 0, output = 0;
+    if (t.timed && !parse_double(f[size_t(c_time)], time)) {
+      return rows.bad(line, "arrived_at", quoted(f[size_t(c_time)]) + " is not a number");
+    }
+    if (!tokens(f[size_t(c_in)], 1, input, reason)) {
+      return rows.bad(line, "num_prefill_tokens", reason);
+    }
+    if (!tokens(f[size_t(c_out)], 1, output, reason)) {
+      return rows.bad(line, "num_decode_tokens", reason);
+    }
+    if (t.timed && !rows.in_order(line, "arrived_at", time)) return;
+    if (!rows.relative(line, "arrived_at", time, rel)) return;
+    t.push(rel, input, output);
+  });
+}
+
+namespace {
+
+// Sorts every column of T by arrival (stable: ties keep file order), one column at a time so
+// that memory grows by one column and an index, not by a copy of the trace.
+void sort_by_arrival(Trace& t) {
+  if (std::is_sorted(t.arrival_s.begin(), t.arrival_s.end())) return;
+  std::vector<uint32_t> order(t.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return t.arrival_s[a] < t.arrival_s[b]; });
+  auto gather = [&order](auto& column) {
+    auto sorted = column;
+    for (size_t i = 0; i < order.size(); ++i)
+      sorted[i] = column[order[i]];
+    column.swap(sorted);
+  };
+  gather(t.arrival_s);
+  gather(t.input_tokens);
+  gather(t.output_tokens);
+}
+
+}  // namespace
+
+void import_csv(const std::string& path, const ImportOptions& opt, LineReader& in, const Header& h,
+                Rows& rows, Trace& t) {
+  if (opt.col_input.empty() || opt.col_output.empty()) {
+    throw Error("col-input",
+                "the csv format needs --col-input and --col-output (and --col-arrival for a "
+                "timed trace); header: " +
+                    h.text);
+  }
+  double unit = 1;
+  if (opt.time_unit == "ms") {
+    unit = 1e-3;
+  } else if (opt.time_unit == "us") {
+    unit = 1e-6;
+  } else if (opt.time_unit != "s") {
+    throw Error("time-unit", "expected s, ms or us, got '" + opt.time_unit + "'");
+  }
+  const int c_time = opt.col_arrival.empty() ? -1 : require(h, path, opt.col_arrival);
+  const int c_in = require(h, path, opt.col_input);
+  const int c_out = require(h, path, opt.col_output);
+  t.timed = c_time >= 0;
+  const size_t needed = size_t(std::max({c_time, c_in, c_out})) + 1;
+  std::string reason;
+  for_each_row(in, rows, t, needed, h, [&](int64_t line, const std::vector<std::string_view>& f) {
+    double time = 0;
+    int32_t input = 0, output = 0;
+    if (t.timed && !parse_double(f[size_t(c_time)], time)) {
+      return rows.bad(line, opt.col_arrival, quoted(f[size_t(c_time)]) + " is not a number");
+    }
+    if (!tokens(f[size_t(c_in)], 1, input, reason)) return rows.bad(line, opt.col_input, reason);
+    if (!tokens(f[size_t(c_out)], 1, output, reason)) return rows.bad(line, opt.col_output, reason);
+    t.push(time * unit, input, output);
+  });
+  if (!t.timed || t.size() == 0) return;
+  // A generic CSV promises no order: sort, and start at the first arrival.
+  sort_by_arrival(t);
+  const double first = t.arrival_s.front();
+  for (double& a : t.arrival_s) {
+    a -= first;
+    if (!std::isfinite(a)) throw Error(path, 0, opt.col_arrival, "arrival times out of range");
+  }
+}
+
+}  // namespace servesim::import_detail
