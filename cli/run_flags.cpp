@@ -253,9 +253,7 @@ po::options_description run_flag_group(FlagGroup g, RunSpec& target) {
 std::set<std::string> given_run_flags(const po::variables_map& vm) {
   std::set<std::string> given;
   for (const auto& [name, value] : vm) {
-    if (!value.defaulted() && (find_flag(name) != nullptr || name == "scheduler")) {
-      given.insert(name);
-    }
+    if (!value.defaulted() && find_flag(name) != nullptr) given.insert(name);
   }
   return given;
 }
