@@ -95,104 +95,143 @@ const std::vector<RooflineParamField>& roofline_param_fields() {
   return fields;
 }
 
-StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
-  // One pass over the batch gathers the sums the parts need.
+namespace {
+
+// The sums over a batch that the parts of a step need, gathered in one pass.
+struct BatchSums {
   double tokens = 0, emitting = 0;
   double prefill_pairs = 0, prefill_kv_tokens = 0, prefill_tokens = 0;
   double decode_pairs = 0, decode_seqs = 0;
+};
+
+BatchSums sum_batch(std::span<const SeqShape> batch) {
+  BatchSums b;
   for (const SeqShape& s : batch) {
     const double n = s.new_tokens, c = s.context_tokens;
-    tokens += n;
-    emitting += s.emits_token ? 1 : 0;
+    b.tokens += n;
+    b.emitting += s.emits_token ? 1 : 0;
     // Token i of the chunk attends to the c cached tokens and to tokens 0..i of the chunk.
     const double pairs = n * c + n * (n + 1) / 2;
     if (s.prefill) {
-      prefill_pairs += pairs;
-      prefill_kv_tokens += c + n;
-      prefill_tokens += n;
+      b.prefill_pairs += pairs;
+      b.prefill_kv_tokens += c + n;
+      b.prefill_tokens += n;
     } else {
-      decode_pairs += pairs;
-      decode_seqs += 1;
+      b.decode_pairs += pairs;
+      b.decode_seqs += 1;
     }
   }
-  const double decode_tokens = tokens - prefill_tokens;
+  return b;
+}
 
-  const double tp = tp_;
-  const double flops_s = gpu_.peak_flops() * tp;  // whole TP group
-  const double bytes_s = gpu_.hbm_bytes_per_s() * tp;
-  auto part = [&](double flops, double bytes, double compute_eff, double memory_eff) {
-    const double tc = flops / (flops_s * compute_eff), tm = bytes / (bytes_s * memory_eff);
-    if (p_.knee_sharpness <= 0) return std::max(tc, tm);
+struct Efficiency {
+  double compute, memory;  // fractions of the peak FLOP/s and HBM bandwidth
+};
+
+// The roofline of a TP group. Its member functions are defined in the class so that cost()
+// inlines them.
+struct Roof {
+  double flops_s, bytes_s;  // peak FLOP/s and HBM bytes/s, whole TP group
+  double knee_sharpness, inverse_knee;
+
+  // Seconds of one part: the larger of its compute and memory time, or the smooth knee.
+  double seconds(double flops, double bytes, Efficiency e) const {
+    const double tc = flops / (flops_s * e.compute), tm = bytes / (bytes_s * e.memory);
+    if (knee_sharpness <= 0) return std::max(tc, tm);
     const double hi = std::max(tc, tm), lo = std::min(tc, tm);
     if (hi <= 0) return 0.0;
     const double r = lo / hi;  // in [0, 1]: (1 + r^k)^(1/k) is within 0.1% of 1 below 1e-3
     if (r < 1e-3) return hi;
-    return hi * std::pow(1.0 + std::pow(r, p_.knee_sharpness), inverse_knee_);
-  };
+    return hi * std::pow(1.0 + std::pow(r, knee_sharpness), inverse_knee);
+  }
+};
 
-  StepCost c;
-  // Linear layers. A MoE layer reads an expert's weights only if some token is routed to it:
-  // E x (1 - (1 - k/E)^T) experts in expectation under uniform routing.
-  const double experts_read =
-      model_.num_experts > 1
-          ? model_.num_experts *
-                (1.0 -
-                 std::pow(1.0 - double(model_.experts_per_token) / model_.num_experts, tokens))
-          : 1.0;
-  const double linear_flops = linear_flops_per_token_ * tokens;
-  // Compute time counts the tokens the tiles process; FLOPs (for MFU) count the real ones.
+}  // namespace
+
+// A MoE layer reads an expert's weights only if some token is routed to it: E x (1 - (1 - k/E)^T)
+// experts in expectation under uniform routing.
+double RooflineCostModel::experts_read(double tokens) const {
+  if (model_.num_experts <= 1) return 1.0;
+  return model_.num_experts *
+         (1.0 - std::pow(1.0 - double(model_.experts_per_token) / model_.num_experts, tokens));
+}
+
+// Weights read once per step, activations in and out.
+RooflineCostModel::Work RooflineCostModel::linear_work(double tokens) const {
+  return {linear_flops_per_token_ * tokens, dense_weight_bytes_ +
+                                                experts_read(tokens) * expert_weight_bytes_ +
+                                                linear_act_bytes_per_token_ * tokens};
+}
+
+double RooflineCostModel::padded_tokens(double tokens) const {
   const double tile = p_.linear_tile_tokens;
-  const double padded = tile > 0 ? std::ceil(tokens / tile) * tile : tokens;
-  const double linear_bytes = dense_weight_bytes_ + experts_read * expert_weight_bytes_ +
-                              linear_act_bytes_per_token_ * tokens;
-  c.linear_s = part(linear_flops_per_token_ * padded, linear_bytes, p_.linear_compute_efficiency,
-                    p_.linear_memory_efficiency);
+  return tile > 0 ? std::ceil(tokens / tile) * tile : tokens;
+}
+
+RooflineCostModel::Work RooflineCostModel::attention_work(double pairs, double kv_tokens,
+                                                          double new_tokens) const {
+  return {attn_flops_per_pair_ * pairs,
+          kv_bytes_per_token_ * (kv_tokens + new_tokens) + qo_bytes_per_token_ * new_tokens};
+}
+
+// Per GPU: the replicated part whole, the sharded part split.
+double RooflineCostModel::elementwise_gpu_bytes(double tokens) const {
+  return tokens * (elementwise_replicated_bytes_per_token_ +
+                   elementwise_sharded_bytes_per_token_ / double(tp_));
+}
+
+double RooflineCostModel::elementwise_seconds(double gpu_bytes) const {
+  return std::max(layers_ * p_.elementwise_floor_s_per_layer,
+                  gpu_bytes / (gpu_.hbm_bytes_per_s() * p_.elementwise_memory_efficiency));
+}
+
+RooflineCostModel::Work RooflineCostModel::lm_head_work(double emitting) const {
+  return {2.0 * double(model_.lm_head_params()) * emitting,
+          lm_head_bytes_ + emitting * model_.vocab_size * 4.0};  // float32 logits out
+}
+
+StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
+  const BatchSums b = sum_batch(batch);
+  const double tp = tp_;
+  const Roof roof{gpu_.peak_flops() * tp, gpu_.hbm_bytes_per_s() * tp, p_.knee_sharpness,
+                  inverse_knee_};
+  const Efficiency linear_eff{p_.linear_compute_efficiency, p_.linear_memory_efficiency};
+  const Efficiency attention_eff{p_.attention_compute_efficiency, p_.attention_memory_efficiency};
+  StepCost c;
+  // Compute time counts the tokens the tiles process; FLOPs (for MFU) count the real ones.
+  const Work linear = linear_work(b.tokens);
+  c.linear_s =
+      roof.seconds(linear_flops_per_token_ * padded_tokens(b.tokens), linear.bytes, linear_eff);
 
   // Attention: the prefill kernel and the decode kernel each read the K and V they attend to and
-  // write the new tokens' K and V.
+  // write the new tokens' K and V. Each pays its launch latency on top of its work (measured
+  // decode kernels at small batches are latency plus transfer, not the larger of the two).
+  const Work prefill = attention_work(b.prefill_pairs, b.prefill_kv_tokens, b.prefill_tokens);
+  const Work decode = attention_work(b.decode_pairs, b.decode_pairs, b.tokens - b.prefill_tokens);
   const double floor_attn = layers_ * p_.attention_floor_s_per_layer;
-  const double prefill_flops = attn_flops_per_pair_ * prefill_pairs;
-  const double prefill_bytes = kv_bytes_per_token_ * (prefill_kv_tokens + prefill_tokens) +
-                               qo_bytes_per_token_ * prefill_tokens;
-  const double decode_flops = attn_flops_per_pair_ * decode_pairs;
-  const double decode_bytes =
-      kv_bytes_per_token_ * (decode_pairs + decode_tokens) + qo_bytes_per_token_ * decode_tokens;
-  // Each kernel pays its launch latency on top of its work (measured decode kernels at small
-  // batches are latency plus transfer, not the larger of the two).
-  if (prefill_tokens > 0) {
-    c.attention_s +=
-        floor_attn + part(prefill_flops, prefill_bytes, p_.attention_compute_efficiency,
-                          p_.attention_memory_efficiency);
+  if (b.prefill_tokens > 0) {
+    c.attention_s += floor_attn + roof.seconds(prefill.flops, prefill.bytes, attention_eff);
   }
-  if (decode_seqs > 0) {
-    c.attention_s += floor_attn + part(decode_flops, decode_bytes, p_.attention_compute_efficiency,
-                                       p_.attention_memory_efficiency);
+  if (b.decode_seqs > 0) {
+    c.attention_s += floor_attn + roof.seconds(decode.flops, decode.bytes, attention_eff);
   }
 
-  // Per GPU: the replicated part whole, the sharded part split; over the group: tp copies of
-  // the replicated part.
-  const double elementwise_gpu_bytes = tokens * (elementwise_replicated_bytes_per_token_ +
-                                                 elementwise_sharded_bytes_per_token_ / tp);
-  const double elementwise_bytes = elementwise_gpu_bytes * tp;
-  c.elementwise_s =
-      std::max(layers_ * p_.elementwise_floor_s_per_layer,
-               elementwise_gpu_bytes / (gpu_.hbm_bytes_per_s() * p_.elementwise_memory_efficiency));
+  const double elementwise_gpu = elementwise_gpu_bytes(b.tokens);
+  const double elementwise_bytes = elementwise_gpu * tp;  // tp copies of the replicated part
+  c.elementwise_s = elementwise_seconds(elementwise_gpu);
 
-  double lm_flops = 0, lm_bytes = 0;
-  if (emitting > 0) {
-    lm_flops = 2.0 * double(model_.lm_head_params()) * emitting;
-    lm_bytes = lm_head_bytes_ + emitting * model_.vocab_size * 4.0;  // float32 logits out
-    c.lm_head_s =
-        part(lm_flops, lm_bytes, p_.linear_compute_efficiency, p_.linear_memory_efficiency);
+  Work lm;
+  if (b.emitting > 0) {
+    lm = lm_head_work(b.emitting);
+    c.lm_head_s = roof.seconds(lm.flops, lm.bytes, linear_eff);
   }
 
   // Ring all-reduce of the hidden states after attention and after the MLP.
-  c.allreduce_s = 2.0 * layers_ * allreduce_seconds(tokens * model_.hidden_size * dtype_);
-
+  c.allreduce_s = 2.0 * layers_ * allreduce_seconds(b.tokens * model_.hidden_size * dtype_);
   c.cpu_overhead_s = p_.cpu_overhead_s + p_.cpu_overhead_s_per_seq * double(batch.size());
 
-  c.flops = linear_flops + prefill_flops + decode_flops + lm_flops;
-  c.bytes = linear_bytes + prefill_bytes + decode_bytes + elementwise_bytes + lm_bytes;
+  c.flops = linear.flops + prefill.flops + decode.flops + lm.flops;
+  c.bytes = linear.bytes + prefill.bytes + decode.bytes + elementwise_bytes + lm.bytes;
   c.seconds =
       c.linear_s + c.attention_s + c.elementwise_s + c.lm_head_s + c.allreduce_s + c.cpu_overhead_s;
   return c;

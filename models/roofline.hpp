@@ -98,6 +98,22 @@ class RooflineCostModel final : public CostModel {
   double allreduce_seconds(double bytes) const;
 
  private:
+  // FLOPs and HBM bytes of one part of a step, all GPUs.
+  struct Work {
+    double flops = 0, bytes = 0;
+  };
+
+  // Experts a MoE layer reads for TOKENS tokens (1 for a dense model).
+  double experts_read(double tokens) const;
+  Work linear_work(double tokens) const;
+  double padded_tokens(double tokens) const;  // to whole GEMM tiles
+  // One attention kernel: PAIRS (query, key) pairs; reads the K and V of KV_TOKENS tokens,
+  // writes NEW_TOKENS tokens' K and V, reads their Q and writes their O.
+  Work attention_work(double pairs, double kv_tokens, double new_tokens) const;
+  double elementwise_gpu_bytes(double tokens) const;  // on each GPU
+  double elementwise_seconds(double gpu_bytes) const;
+  Work lm_head_work(double emitting) const;
+
   GpuSpec gpu_;
   ModelSpec model_;
   int tp_;

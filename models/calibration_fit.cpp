@@ -1,0 +1,391 @@
+// Levenberg-Marquardt in the transformed parameter space, the op-level measurements of Vidur
+// profiles and their predictions, and the fits per op class (fit_profiles()).
+#include "models/calibration_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unsupported/Eigen/NonLinearOptimization>
+#include <unsupported/Eigen/NumericalDiff>
+
+#include "util/error.hpp"
+
+namespace servesim {
+
+namespace calibration_detail {
+
+namespace {
+
+// ---- parameters in a transformed, unconstrained space ----------------------------------------
+
+double to_free(double v, Kind k) {
+  switch (k) {
+    case Kind::kEfficiency: {
+      const double e = std::clamp(v, 1e-4, 1 - 1e-4);
+      return std::log(e / (1 - e));
+    }
+    case Kind::kPositive:
+      return std::log(std::max(v, 1e-12));
+    case Kind::kSharpness:
+      return std::log(std::max(v - 1, 1e-3));
+  }
+  return v;
+}
+
+double from_free(double u, Kind k) {
+  switch (k) {
+    case Kind::kEfficiency:
+      return 1 / (1 + std::exp(-u));
+    case Kind::kPositive:
+      return std::exp(u);
+    case Kind::kSharpness:
+      return 1 + std::exp(u);
+  }
+  return u;
+}
+
+// BASE with FREE set from X, a point in the transformed space.
+RooflineParams with_free(const RooflineParams& base, const std::vector<FreeParam>& free,
+                         const Eigen::VectorXd& x) {
+  RooflineParams p = base;
+  for (size_t i = 0; i < free.size(); ++i) {
+    p.*free[i].member = from_free(x[Eigen::Index(i)], free[i].kind);
+  }
+  return p;
+}
+
+// The least-squares problem in the form Eigen's NumericalDiff and LevenbergMarquardt expect: the
+// inputs are FREE in the transformed space, every other parameter is BASE's.
+struct Problem {
+  using Scalar = double;
+  enum { InputsAtCompileTime = Eigen::Dynamic, ValuesAtCompileTime = Eigen::Dynamic };
+  using InputType = Eigen::VectorXd;
+  using ValueType = Eigen::VectorXd;
+  using JacobianType = Eigen::MatrixXd;
+  const std::vector<FreeParam>* free;
+  RooflineParams base;
+  const Residuals* residuals;
+  int m;
+  int inputs() const { return int(free->size()); }
+  int values() const { return m; }
+  int operator()(const Eigen::VectorXd& x, Eigen::VectorXd& f) const {
+    (*residuals)(with_free(base, *free, x), f);
+    return 0;
+  }
+};
+
+// FREE of PARAMS in the transformed space.
+Eigen::VectorXd to_free_point(const RooflineParams& params, const std::vector<FreeParam>& free) {
+  Eigen::VectorXd x(free.size());
+  for (size_t i = 0; i < free.size(); ++i) {
+    x[Eigen::Index(i)] = to_free(params.*free[i].member, free[i].kind);
+  }
+  return x;
+}
+
+// Sets FREE of PARAMS from X, the transformed point the fit ended at.
+void set_fitted(RooflineParams& params, const std::vector<FreeParam>& free,
+                const Eigen::VectorXd& x) {
+  for (size_t i = 0; i < free.size(); ++i) {
+    const double v = from_free(x[Eigen::Index(i)], free[i].kind);
+    if (!std::isfinite(v)) {
+      throw Error("calibration",
+                  "the fit did not converge (a parameter is not finite); are the "
+                  "measurements consistent?");
+    }
+    params.*free[i].member = v;
+  }
+}
+
+// The sum of squared RESIDUALS (N of them) at P.
+double squared_error(const Residuals& residuals, size_t n, const RooflineParams& p) {
+  Eigen::VectorXd f(n);
+  residuals(p, f);
+  return f.squaredNorm();
+}
+
+}  // namespace
+
+void fit(RooflineParams& params, const std::vector<FreeParam>& free, size_t n_residuals,
+         const Residuals& residuals) {
+  if (n_residuals < free.size()) return;  // too few points: keep the starting values
+  Problem problem{&free, params, &residuals, int(n_residuals)};
+  Eigen::NumericalDiff<Problem> diff(problem, 1e-6);
+  Eigen::LevenbergMarquardt<Eigen::NumericalDiff<Problem>> lm(diff);
+  lm.parameters.maxfev = 4000;
+  Eigen::VectorXd x = to_free_point(params, free);
+  lm.minimize(x);
+  set_fitted(params, free, x);
+}
+
+RooflineParams fit_best_of(const RooflineParams& start, std::initializer_list<double> values,
+                           const Candidate& candidate, size_t n_residuals,
+                           const Residuals& residuals) {
+  double best_cost = INFINITY;
+  RooflineParams chosen = start;
+  for (double value : values) {
+    RooflineParams p = start;
+    const std::vector<FreeParam> free = candidate(value, p);
+    fit(p, free, n_residuals, residuals);
+    const double cost = squared_error(residuals, n_residuals, p);
+    if (cost < best_cost) {
+      best_cost = cost;
+      chosen = p;
+    }
+  }
+  return chosen;
+}
+
+// ---- op-level measurements from profiles -------------------------------------------------------
+
+namespace {
+
+// A one-layer model of a profile's shape (per-layer times are what profiles hold).
+ModelSpec layer_model(const ProfileShape& s) {
+  ModelSpec m;
+  m.name = "profile";
+  m.num_layers = 1;
+  m.hidden_size = s.n_embd;
+  m.num_heads = s.n_head;
+  m.num_kv_heads = s.n_kv_head;
+  m.head_dim = s.n_embd / s.n_head;
+  m.intermediate_size = s.n_expanded_embd > 0 ? s.n_expanded_embd : 4 * s.n_embd;
+  m.vocab_size = 32000;
+  m.max_position = 1 << 20;
+  return m;
+}
+
+// One GEMM row and one element-wise row per token count of each mlp.csv and TP degree.
+void collect_mlp(const ProfileSet& p, Measurements& m) {
+  for (const MlpProfile& mlp : p.mlp) {
+    for (const auto& [tp, ops] : mlp.ops) {
+      const int g = int(m.shapes.size());
+      m.shapes.push_back({layer_model(mlp.shape), tp});
+      const Curve& any = ops.begin()->second;
+      for (size_t i = 0; i < any.xs().size(); ++i) {
+        double gemm = 0, ew = 0;
+        for (const std::string& op : gemm_ops())
+          gemm += ops.at(op).ys()[i];
+        for (const std::string& op : elementwise_ops())
+          ew += ops.at(op).ys()[i];
+        m.rows.push_back({OpClass::kLinear, g, any.xs()[i], 0, gemm});
+        m.rows.push_back({OpClass::kElementwise, g, any.xs()[i], 0, ew});
+      }
+    }
+  }
+}
+
+// One row per point of each curve in CURVES (keyed by X1), of class CLS and group G.
+void collect_curves(const std::map<int, Curve>& curves, OpClass cls, int g, Measurements& m) {
+  for (const auto& [key, curve] : curves) {
+    for (size_t i = 0; i < curve.xs().size(); ++i) {
+      m.rows.push_back({cls, g, double(key), curve.xs()[i], curve.ys()[i]});
+    }
+  }
+}
+
+void collect_attention(const AttentionProfile& a, Measurements& m) {
+  const int g = int(m.shapes.size());
+  m.shapes.push_back({layer_model(a.shape), a.tp});
+  collect_curves(a.prefill, OpClass::kPrefillAttention, g, m);
+  collect_curves(a.decode, OpClass::kDecodeAttention, g, m);
+}
+
+void collect_allreduce(const AllReduceProfile& a, Measurements& m) {
+  for (const auto& [workers, curve] : a.by_workers) {
+    const int g = int(m.shapes.size());
+    m.shapes.push_back({layer_model({64, 8, 8192, 0}), workers});
+    for (size_t i = 0; i < curve.xs().size(); ++i) {
+      m.rows.push_back({OpClass::kAllReduce, g, curve.xs()[i], 0, curve.ys()[i]});
+    }
+  }
+}
+
+void collect_cpu(const CpuProfile& cpu, Measurements& m) {
+  const Curve& c = cpu.per_iteration;
+  for (size_t i = 0; i < c.xs().size(); ++i) {
+    m.rows.push_back({OpClass::kCpu, -1, c.xs()[i], 0, c.ys()[i]});
+  }
+}
+
+}  // namespace
+
+Measurements collect(const ProfileSet& p) {
+  Measurements m;
+  collect_mlp(p, m);
+  if (p.attention) collect_attention(*p.attention, m);
+  if (p.allreduce) collect_allreduce(*p.allreduce, m);
+  if (p.cpu) collect_cpu(*p.cpu, m);
+  return m;
+}
+
+// ---- fits per op class -------------------------------------------------------------------------
+
+namespace {
+
+// Predicted ms of one measurement under PARAMS.
+double predict(const OpRow& r, const std::vector<Shape>& shapes, const GpuSpec& gpu,
+               const RooflineParams& params, std::vector<SeqShape>& scratch) {
+  if (r.cls == OpClass::kCpu) {
+    return (params.cpu_overhead_s + params.cpu_overhead_s_per_seq * r.x1) * 1e3;
+  }
+  const Shape& s = shapes[size_t(r.group)];
+  const RooflineCostModel model(gpu, s.model, s.tp, params);
+  scratch.clear();
+  switch (r.cls) {
+    case OpClass::kLinear:
+    case OpClass::kElementwise: {
+      scratch.push_back({int32_t(r.x1), 0, true, false});
+      const StepCost c = model.cost(scratch);
+      return (r.cls == OpClass::kLinear ? c.linear_s : c.elementwise_s) * 1e3;
+    }
+    case OpClass::kPrefillAttention:
+      scratch.push_back({int32_t(r.x1), int32_t(r.x2), true, false});
+      return model.cost(scratch).attention_s * 1e3;
+    case OpClass::kDecodeAttention:
+      scratch.assign(size_t(r.x1), SeqShape{1, int32_t(r.x2), false, false});
+      return model.cost(scratch).attention_s * 1e3;
+    case OpClass::kAllReduce:
+      return model.allreduce_seconds(r.x1) * 1e3;
+    case OpClass::kCpu:
+      break;
+  }
+  return 0;
+}
+
+// Relative-error residuals of ROWS under P.
+void relative_residuals(const std::vector<const OpRow*>& rows, const std::vector<Shape>& shapes,
+                        const GpuSpec& gpu, const RooflineParams& p, Eigen::VectorXd& f) {
+  std::vector<SeqShape> scratch;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    f[Eigen::Index(i)] = predict(*rows[i], shapes, gpu, p, scratch) / rows[i]->ms - 1;
+  }
+}
+
+// The rows of M in SPEC's classes that KEEP accepts.
+std::vector<const OpRow*> class_rows(const Measurements& m, const ClassSpec& spec,
+                                     const RowFilter& keep) {
+  std::vector<const OpRow*> rows;
+  for (const OpRow& r : m.rows) {
+    if (std::find(spec.classes.begin(), spec.classes.end(), r.cls) != spec.classes.end() &&
+        keep(r)) {
+      rows.push_back(&r);
+    }
+  }
+  return rows;
+}
+
+// The tile size is discrete: the best of a few, each with its own continuous fit.
+RooflineParams fit_gemms(const RooflineParams& start, const ClassSpec& spec, size_t n,
+                         const Residuals& residuals) {
+  auto candidate = [&spec](double tile, RooflineParams& p) {
+    p.linear_tile_tokens = tile;
+    if (p.knee_sharpness <= 1) p.knee_sharpness = 2;
+    return spec.free;
+  };
+  return fit_best_of(start, {0.0, 64.0, 128.0}, candidate, n, residuals);
+}
+
+// The protocol switch is discrete too: none, or one of a few message sizes, each with its own
+// latency above it.
+RooflineParams fit_allreduce(const RooflineParams& start, const ClassSpec& spec, size_t n,
+                             const Residuals& residuals) {
+  auto candidate = [&spec](double bytes, RooflineParams& p) {
+    p.allreduce_switch_bytes = bytes;
+    std::vector<FreeParam> free = spec.free;
+    if (bytes > 0) {
+      if (p.allreduce_large_latency_s <= 0) p.allreduce_large_latency_s = p.allreduce_latency_s;
+      free.push_back({&RooflineParams::allreduce_large_latency_s, Kind::kPositive});
+    } else {
+      p.allreduce_large_latency_s = 0;
+    }
+    return free;
+  };
+  return fit_best_of(start, {0.0, 32768.0, 65536.0, 131072.0, 262144.0, 524288.0}, candidate, n,
+                     residuals);
+}
+
+// SPEC's parameters fitted on N rows, from START.
+RooflineParams fit_class(const RooflineParams& start, const ClassSpec& spec, size_t n,
+                         const Residuals& residuals) {
+  if (spec.classes.front() == OpClass::kLinear) return fit_gemms(start, spec, n, residuals);
+  if (spec.classes.front() == OpClass::kAllReduce) return fit_allreduce(start, spec, n, residuals);
+  RooflineParams p = start;
+  fit(p, spec.free, n, residuals);
+  return p;
+}
+
+// The in-sample error of SPEC's N rows under P.
+ClassFit class_error(const ClassSpec& spec, size_t n, const Residuals& residuals,
+                     const RooflineParams& p) {
+  Eigen::VectorXd f(n);
+  residuals(p, f);
+  ClassFit c{spec.name, n, 0, 0};
+  for (Eigen::Index i = 0; i < f.size(); ++i) {
+    c.mape += std::abs(f[i]);
+    c.max_ape = std::max(c.max_ape, std::abs(f[i]));
+  }
+  c.mape /= double(f.size());
+  return c;
+}
+
+}  // namespace
+
+const std::vector<ClassSpec>& class_specs() {
+  using P = RooflineParams;
+  static const std::vector<ClassSpec> specs = {
+      {"GEMMs",
+       {OpClass::kLinear},
+       {{&P::linear_compute_efficiency, Kind::kEfficiency},
+        {&P::linear_memory_efficiency, Kind::kEfficiency},
+        {&P::knee_sharpness, Kind::kSharpness}}},
+      {"element-wise",
+       {OpClass::kElementwise},
+       {{&P::elementwise_memory_efficiency, Kind::kEfficiency},
+        {&P::elementwise_floor_s_per_layer, Kind::kPositive}}},
+      {"attention",
+       {OpClass::kPrefillAttention, OpClass::kDecodeAttention},
+       {{&P::attention_compute_efficiency, Kind::kEfficiency},
+        {&P::attention_memory_efficiency, Kind::kEfficiency},
+        {&P::attention_floor_s_per_layer, Kind::kPositive}}},
+      {"all-reduce",
+       {OpClass::kAllReduce},
+       {{&P::allreduce_latency_s, Kind::kPositive},
+        {&P::interconnect_efficiency, Kind::kEfficiency}}},
+      {"CPU overhead",
+       {OpClass::kCpu},
+       {{&P::cpu_overhead_s, Kind::kPositive}, {&P::cpu_overhead_s_per_seq, Kind::kPositive}}},
+  };
+  return specs;
+}
+
+RooflineParams fit_classes(const Measurements& m, const GpuSpec& gpu, const RooflineParams& start,
+                           const RowFilter& keep, std::vector<ClassFit>* report) {
+  RooflineParams best = start;
+  for (const ClassSpec& spec : class_specs()) {
+    const std::vector<const OpRow*> rows = class_rows(m, spec, keep);
+    if (rows.empty()) continue;
+    const Residuals residuals = [&](const RooflineParams& p, Eigen::VectorXd& f) {
+      relative_residuals(rows, m.shapes, gpu, p, f);
+    };
+    best = fit_class(best, spec, rows.size(), residuals);
+    if (report != nullptr) report->push_back(class_error(spec, rows.size(), residuals, best));
+  }
+  return best;
+}
+
+}  // namespace calibration_detail
+
+using calibration_detail::collect;
+using calibration_detail::fit_classes;
+using calibration_detail::Measurements;
+using calibration_detail::OpRow;
+
+RooflineParams fit_profiles(const ProfileSet& p, const GpuSpec& gpu) {
+  const Measurements m = collect(p);
+  if (m.rows.empty()) throw Error(p.dir, 0, "", "no measurements to fit");
+  return fit_classes(
+      m, gpu, RooflineParams{}, [](const OpRow&) { return true; }, nullptr);
+}
+
+}  // namespace servesim
