@@ -2,11 +2,7 @@
 
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 #include <fstream>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <set>
 #include <sstream>
 
