@@ -11,6 +11,10 @@ namespace servesim {
 
 using nlohmann::ordered_json;
 
+namespace {
+constexpr const char* kRejectedShare = "requests.rejected_share";
+}  // namespace
+
 Tolerance parse_tolerance(const std::string& spec, const IniEntry& e) {
   Tolerance t;
   t.metric = e.key;
@@ -74,6 +78,9 @@ CheckSpec read_check_spec(const std::string& path, bool update) {
   if (s.tolerances.empty() && !update) {
     throw Error(path, 0, "tolerance", "no [tolerance] entries");
   }
+  const bool own = std::any_of(s.tolerances.begin(), s.tolerances.end(),
+                               [](const Tolerance& t) { return t.metric == kRejectedShare; });
+  if (!own) s.tolerances.push_back({kRejectedShare, "+0", 0, 0, false, true});
   if (std::filesystem::path(s.baseline).is_relative()) {
     s.baseline = (std::filesystem::path(path).parent_path() / s.baseline).string();
   }
@@ -88,6 +95,12 @@ const char* verdict_text(CheckVerdict v) {
       return "ok (undefined in both)";
     case CheckVerdict::kImproved:
       return "improved (consider --update)";
+    case CheckVerdict::kBecameDefined:
+      return "defined now (consider --update)";
+    case CheckVerdict::kNew:
+      return "new (no baseline: run check --update)";
+    case CheckVerdict::kFewerRequests:
+      return "not comparable: over fewer requests (rejections rose)";
     case CheckVerdict::kRegressed:
       return "REGRESSED";
     case CheckVerdict::kBecameUndefined:
@@ -101,10 +114,9 @@ bool is_regression(CheckVerdict v) {
 }
 
 CheckVerdict judge(const Tolerance& t, double b, double c) {
-  if (std::isnan(b) || std::isnan(c)) {
-    return std::isnan(b) == std::isnan(c) ? CheckVerdict::kUndefinedInBoth
-                                          : CheckVerdict::kBecameUndefined;
-  }
+  if (std::isnan(b) && std::isnan(c)) return CheckVerdict::kUndefinedInBoth;
+  if (std::isnan(c)) return CheckVerdict::kBecameUndefined;
+  if (std::isnan(b)) return CheckVerdict::kBecameDefined;
   const double delta = t.relative ? t.amount / 100 * std::abs(b) : t.amount;
   const double limit = t.rise_is_bad ? b + delta : b - delta;
   if (t.rise_is_bad ? c > limit : c < limit) return CheckVerdict::kRegressed;
@@ -125,10 +137,23 @@ const ordered_json* find_path(const ordered_json& j, const std::string& path) {
   return node;
 }
 
-// The number at PATH; NaN when it is null (an undefined statistic) or missing.
+// The number at PATH; NaN when it is null (an undefined statistic) or missing. A summary written
+// before requests.rejected_share existed gives it from its counts.
 double lookup(const ordered_json& j, const std::string& path) {
   const ordered_json* node = find_path(j, path);
-  return node && node->is_number() ? node->get<double>() : NAN;
+  if (node && node->is_number()) return node->get<double>();
+  if (path != kRejectedShare) return NAN;
+  const double total = lookup(j, "requests.total");
+  return total > 0 ? lookup(j, "requests.rejected") / total : NAN;
+}
+
+// "234 of 500 requests rejected (baseline 0 of 500)".
+std::string rejected_note(const ordered_json& baseline, const ordered_json& current) {
+  auto count = [](const ordered_json& j) {
+    return std::to_string(int64_t(lookup(j, "requests.rejected"))) + " of " +
+           std::to_string(int64_t(lookup(j, "requests.total")));
+  };
+  return count(current) + " requests rejected (baseline " + count(baseline) + ")";
 }
 
 }  // namespace
@@ -143,10 +168,24 @@ std::vector<CheckLine> check_scenario(const CheckSpec& spec, const std::string& 
                   "not a number in the JSON summary (e.g. ttft_ms.p50, otps.p50, "
                   "throughput.output_tokens_per_s)");
     }
-    CheckLine l{name, &t, lookup(baseline, t.metric), lookup(current, t.metric)};
+    CheckLine l{
+        name, &t, lookup(baseline, t.metric), lookup(current, t.metric), NAN, CheckVerdict::kOk,
+        ""};
     l.change = l.baseline != 0 ? (l.current / l.baseline - 1) * 100 : NAN;
-    l.verdict = judge(t, l.baseline, l.current);
+    l.verdict = baseline.is_null() ? CheckVerdict::kNew : judge(t, l.baseline, l.current);
+    if (t.metric == kRejectedShare && is_regression(l.verdict)) {
+      l.note = rejected_note(baseline, current);
+    }
     lines.push_back(l);
+  }
+  // A latency that improved because the slow requests were rejected is no improvement.
+  const bool rejections_rose = std::any_of(lines.begin(), lines.end(), [](const CheckLine& l) {
+    return l.tolerance->metric == kRejectedShare && is_regression(l.verdict);
+  });
+  for (CheckLine& l : lines) {
+    if (rejections_rose && l.verdict == CheckVerdict::kImproved) {
+      l.verdict = CheckVerdict::kFewerRequests;
+    }
   }
   return lines;
 }

@@ -1,5 +1,7 @@
 // Reports of a run: the JSON summary (keys documented in README.md), the per-request CSV, the
-// one-screen text summary of `run` and the one-row-per-policy table of `compare`.
+// one-screen text summary of `run` and the one-row-per-policy table of `compare`
+// (analysis/report_text.cpp), with warnings where an answer is not what it seems. A statistic
+// over no request is null in JSON and "-" in text.
 // Promises: output is a pure function of the RunResult (no clocks, no addresses), so equal runs
 // give byte-identical files.
 #pragma once
@@ -29,7 +31,19 @@ nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_
 // max_itl_ms,queue_ms,preemptions,status
 void write_requests_csv(std::ostream& out, const RunResult& r);
 
+// Why a run's numbers are not what they seem, one line each (empty when they are): overload (the
+// queue grew instead of draining: latencies then grow with the run's length) and rejections (the
+// rejected requests are not in the statistics).
+std::vector<std::string> run_warnings(const RunResult& r);
+
+// Whether a run may be called the best of a comparison: it kept up with its arrivals and
+// rejected no more than 1% of its requests.
+bool comparable(const RunResult& r);
+
 void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload);
 void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs);
+// One line on what a comparison shows, among the runs that are comparable(); says so when none
+// is. Empty for fewer than two runs.
+std::string compare_verdict(const std::vector<RunResult>& runs);
 
 }  // namespace servesim

@@ -20,7 +20,7 @@ using h5::write_column;
 
 // The status column: 0 finished, otherwise 1 + the RejectReason's index.
 std::string status_codes() {
-  std::string s = "0 finished";
+  std::string s = "0 completed";
   for (int i = 1; i < kNumRejectReasons; ++i) {
     s.append("\n")
         .append(std::to_string(i))

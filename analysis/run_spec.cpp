@@ -2,11 +2,13 @@
 
 #include <charconv>
 #include <cmath>
+#include <sstream>
 
 #include "analysis/workload_report.hpp"
 #include "models/calibration.hpp"
 #include "scheduler/policy.hpp"
 #include "util/error.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 
@@ -51,9 +53,100 @@ ModelSpec Inputs::model(const std::string& name, const std::string& file) {
   return *cached(models_, file, [&] { return load_model_file(file); });
 }
 
+namespace {
+
+// The flags that say how to read a trace file, and the format each is for ("" = any).
+const std::pair<const char*, const char*> kImportFlags[] = {
+    {"trace-format", ""},           {"skip-bad-rows", ""},        {"col-arrival", "csv"},
+    {"col-input", "csv"},           {"col-output", "csv"},        {"time-unit", "csv"},
+    {"keep-failed", "burstgpt"},    {"model-filter", "burstgpt"}, {"log-type", "burstgpt"},
+    {"hash-block-size", "mooncake"}};
+
+}  // namespace
+
 void check_flags(const RunSpec& s) {
   tensor_parallel_size(s);
+  num_requests(s);
+  scheduler_spec(s);
   if (s.seed < 0) throw Error("seed", "must be >= 0");
+  if (s.max_concurrency < 0) throw Error("max-concurrency", "must be >= 1 (or 0: open loop)");
+  if (s.num_seeds < 1 || s.num_seeds > 1000) throw Error("num-seeds", "must be in [1, 1000]");
+  for (const auto& [flag, format] : kImportFlags) {
+    if (s.has(flag) && s.trace.empty()) {
+      throw Error(flag, "has no effect without --trace: it says how to read a trace file");
+    }
+  }
+  if (s.trace.empty() && std::isinf(s.request_rate) && s.has("burstiness")) {
+    throw Error("burstiness", "has no effect with --request-rate inf: every request arrives at 0");
+  }
+}
+
+int64_t num_requests(const RunSpec& s) {
+  if (!s.has("num-prompts")) return s.num_requests;
+  if (s.has("num-requests") && s.num_requests != s.num_prompts) {
+    throw Error("num-prompts", "conflicts with --num-requests");
+  }
+  return s.num_prompts;
+}
+
+std::string scheduler_spec(const RunSpec& s) {
+  if (!s.has("enable-chunked-prefill")) return s.scheduler.empty() ? "chunked" : s.scheduler;
+  const std::string named = s.enable_chunked_prefill ? "chunked" : "vllm-v0";
+  if (s.scheduler.empty()) return named;
+  if (policy_name(parse_scheduler(s.scheduler).first) != named) {
+    throw Error("enable-chunked-prefill", "contradicts --scheduler " + s.scheduler +
+                                              " (chunked prefill is the chunked policy)");
+  }
+  return s.scheduler;
+}
+
+SimulateOptions simulate_options(const RunSpec& s) {
+  SimulateOptions o;
+  o.metrics.percentiles = s.metric_percentiles;
+  o.metrics.goodput = s.goodput;
+  o.max_concurrency = s.max_concurrency;
+  return o;
+}
+
+RunSpec with_seed(const RunSpec& s, int64_t k) {
+  RunSpec r = s;
+  r.seed = s.seed + k;
+  return r;
+}
+
+GoodputSlo parse_goodput(const std::string& text) {
+  GoodputSlo g;
+  std::istringstream in(text);
+  for (std::string term; in >> term;) {
+    const auto colon = term.find(':');
+    const std::string key = term.substr(0, colon);
+    double v = 0;
+    const bool number = colon != std::string::npos && parse_double(term.substr(colon + 1), v);
+    double* slot = key == "ttft"   ? &g.ttft_ms
+                   : key == "tpot" ? &g.tpot_ms
+                   : key == "e2el" ? &g.e2el_ms
+                                   : nullptr;
+    if (slot == nullptr || !number || !(v > 0)) {
+      throw Error("goodput", "'" + term + "' must be ttft:MS, tpot:MS or e2el:MS (MS > 0)");
+    }
+    *slot = v;
+  }
+  if (!g.any()) throw Error("goodput", "give at least one SLO, e.g. ttft:200 tpot:50");
+  return g;
+}
+
+std::vector<double> parse_percentiles(const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    double q = 0;
+    if (!parse_double(item, q) || q < 0 || q > 100) {
+      throw Error("metric-percentiles", "'" + item + "' is not a percentile in [0, 100]");
+    }
+    out.push_back(q);
+  }
+  if (out.empty()) throw Error("metric-percentiles", "give percentiles, e.g. 50,90,99");
+  return out;
 }
 
 int tensor_parallel_size(const RunSpec& s) {
@@ -89,8 +182,31 @@ TransformOptions transforms(const RunSpec& s, double request_rate) {
   return o;
 }
 
+// The flags that would do nothing on trace T: generator flags on a timed trace (its arrival times
+// are replayed), and import flags of another format.
+void check_trace_flags(const RunSpec& s, const Trace& t) {
+  for (const char* flag : {"burstiness", "seed", "num-seeds"}) {
+    if (t.timed && s.has(flag)) {
+      throw Error(flag, "has no effect on " + s.trace +
+                            ": its arrival times are replayed (rescaled by --request-rate); it "
+                            "shapes generated arrivals (synthetic workloads, length-only traces)");
+    }
+  }
+  for (const auto& [flag, format] : kImportFlags) {
+    if (s.has(flag) && t.stored && std::string(flag) != "trace-format") {
+      throw Error(flag, "has no effect on " + s.trace +
+                            ": a servesim trace file was imported already (give it to "
+                            "`servesim trace import`)");
+    }
+    if (s.has(flag) && *format != '\0' && t.format != format) {
+      throw Error(flag, std::string("reads ") + format + " traces; " + s.trace + " is in the " +
+                            t.format + " format");
+    }
+  }
+}
+
 LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
-  for (const char* flag : {"num-requests", "input-len", "output-len"}) {
+  for (const char* flag : {"num-requests", "num-prompts", "input-len", "output-len"}) {
     if (s.has(flag)) {
       throw Error(flag,
                   "not used with --trace: the trace gives the requests (see "
@@ -98,6 +214,7 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
     }
   }
   Trace t = *inputs.trace(s.trace, s.import);
+  check_trace_flags(s, t);
   apply_transforms(t, transforms(s, s.has("request-rate") ? s.request_rate : 0));
   if (!t.timed) {
     throw Error("request-rate", s.trace + " has no arrival times: give --request-rate");
@@ -110,7 +227,7 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
 LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
   if (!s.trace.empty()) return load_trace_workload(s, inputs);
   SyntheticOptions w;
-  w.num_requests = s.num_requests;
+  w.num_requests = num_requests(s);
   w.request_rate = s.request_rate;
   w.burstiness = s.burstiness;
   w.input_len = s.input_len;
@@ -177,9 +294,12 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
   LoadedWorkload w = load_workload(s, inputs);
   PointRun p;
   if (s.trace.empty() || s.has("request-rate")) p.request_rate = s.request_rate;
-  const SimConfig c =
-      policy_config(base_config(s, inputs), s, s.scheduler.empty() ? "chunked" : s.scheduler);
-  p.run = simulate(c, w.requests, nullptr, keep);
+  const SimConfig c = policy_config(base_config(s, inputs), s, scheduler_spec(s));
+  SimulateOptions o = simulate_options(s);
+  o.keep_steps = keep.keep_steps;
+  o.keep_histogram = keep.keep_histogram;
+  o.progress = keep.progress;
+  p.run = simulate(c, w.requests, nullptr, o);
   p.workload = std::move(w.json);
   return p;
 }
@@ -189,7 +309,7 @@ void check_point(const RunSpec& s, Inputs& inputs) {
   if (!s.scheduler.empty()) parse_scheduler(s.scheduler);
   base_config(s, inputs);  // model, GPU, calibration and profile files
   RunSpec one = s;         // the workload's flags, on one generated request
-  one.num_requests = std::min<int64_t>(one.num_requests, 1);
+  one.num_requests = one.num_prompts = std::min<int64_t>(num_requests(s), 1);
   load_workload(one, inputs);
 }
 

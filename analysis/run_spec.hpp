@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "models/gpu.hpp"
 #include "models/model.hpp"
@@ -51,12 +52,15 @@ struct RunSpec {
   int64_t num_gpu_blocks = 0, max_model_len = 0;
   int block_size = 16;
   std::string cost_model = "roofline", calibration, profiles;
-  // Scheduler: NAME[:MAX_NUM_BATCHED_TOKENS], "" for chunked.
+  // Scheduler: NAME[:MAX_NUM_BATCHED_TOKENS], "" for chunked; or vLLM's switch.
   std::string scheduler;
+  bool enable_chunked_prefill = true;  // --enable-chunked-prefill, when given
   int64_t max_num_batched_tokens = 0, max_num_seqs = 256;
   // Workload: a trace file, or the synthetic generator.
   std::string trace;
   int64_t num_requests = kDefaultNumRequests;
+  int64_t num_prompts = 0;             // --num-prompts, vLLM benchmark_serving's name for it
+  int64_t max_concurrency = 0;         // closed loop: at most this many in flight (0 = open loop)
   double request_rate = kDefaultRate;  // req/s, infinity = all at t = 0
   double burstiness = 1.0;
   LengthDist input_len = LengthDist::parse(kDefaultInputLen, "input-len");
@@ -66,6 +70,10 @@ struct RunSpec {
   // What-if transforms (window, max requests, scales, clips); the rate, burstiness and seed
   // above are added when they apply.
   TransformOptions what_if;
+  // Metrics as vLLM's benchmark_serving.py reports them, and replicates over seeds.
+  GoodputSlo goodput;
+  std::vector<double> metric_percentiles;
+  int64_t num_seeds = 1;
   // The flags the user gave (without dashes): where a flag's default and an explicit value of
   // the same number mean different things (--request-rate with a trace, --tp against
   // --tensor-parallel-size).
@@ -112,10 +120,23 @@ class Inputs {
   std::map<std::string, std::shared_ptr<const ModelSpec>> models_;
 };
 
-// The flags' own checks, first of all: --tp against --tensor-parallel-size, the seed.
+// The flags' own checks, first of all: aliases against their flags (--tp, --num-prompts,
+// --enable-chunked-prefill), the seed and counts, and flags that would do nothing (Error naming
+// the flag and why).
 void check_flags(const RunSpec& s);
-// The tensor-parallel degree the flags ask for.
+// The tensor-parallel degree, the number of requests and the scheduler the flags ask for.
 int tensor_parallel_size(const RunSpec& s);
+int64_t num_requests(const RunSpec& s);
+std::string scheduler_spec(const RunSpec& s);
+// The simulation options the flags ask for (percentiles, goodput, concurrency).
+SimulateOptions simulate_options(const RunSpec& s);
+// S with its seed shifted by K (replicate K of --num-seeds).
+RunSpec with_seed(const RunSpec& s, int64_t k);
+
+// "ttft:200 tpot:50 e2el:1000" (ms; vLLM --goodput): Error naming --goodput when malformed.
+GoodputSlo parse_goodput(const std::string& text);
+// "50,90,99.9" (vLLM --metric-percentiles): Error naming the flag when malformed.
+std::vector<double> parse_percentiles(const std::string& text);
 
 // "chunked:512" -> kChunked with budget 512; "vllm-v0" -> budget 0 (vLLM's default). Throws
 // Error naming --scheduler.

@@ -10,7 +10,8 @@ using nlohmann::ordered_json;
 ordered_json trace_json(const Trace& t) {
   const TraceCounts& c = t.counts;
   return {{"kind", "trace"},
-          {"file", t.source},
+          {"file", t.file},
+          {"source", t.source},
           {"format", t.format},
           {"options", t.options},
           {"timed", t.timed},
@@ -29,7 +30,9 @@ ordered_json trace_json(const Trace& t) {
 
 std::string trace_text(const Trace& t) {
   std::ostringstream s;
-  s << "trace " << t.source << " (" << t.format << ")";
+  s << "trace " << t.file << " (" << t.format;
+  if (t.source != t.file) s << ", from " << t.source;
+  s << ")";
   if (!t.options.empty()) s << " " << t.options;
   s << ": " << t.counts.rows_read << " rows, " << t.size() << " replayed, " << t.counts.skipped()
     << " skipped";

@@ -1,9 +1,12 @@
 // `servesim check SPEC.ini [--update]`: the CI gate (analysis/check.hpp). Runs the spec's
 // scenarios in parallel, prints baseline / current / change / tolerance / verdict, and exits 1
 // on a regression; --update rewrites the baseline.
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -12,7 +15,9 @@
 #include "analysis/results.hpp"
 #include "cli/commands.hpp"
 #include "cli/grid_args.hpp"
+#include "cli/run_flags.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/parallel.hpp"
 
 namespace servesim::cli {
@@ -51,6 +56,13 @@ std::vector<RunSpec> scenario_specs(const CheckSpec& c, Inputs& inputs) {
     std::map<std::string, std::string> own;
     add_ini_run_flags(c.path, "scenario." + name, {}, run, own);
     add_ini_run_flags(c.path, "", {"baseline"}, run, own);
+    // Files named in a spec are relative to the spec, as its baseline is.
+    const std::filesystem::path dir = std::filesystem::path(c.path).parent_path();
+    for (auto& [flag, value] : run) {
+      if (run_flag_is_path(flag) && std::filesystem::path(value).is_relative()) {
+        value = (dir / value).string();
+      }
+    }
     try {
       specs.push_back(spec_from_flags(run));
       check_point(specs.back(), inputs);
@@ -61,23 +73,25 @@ std::vector<RunSpec> scenario_specs(const CheckSpec& c, Inputs& inputs) {
   return specs;
 }
 
-// The baseline summary of each scenario.
+// The baseline summary of each scenario; null for a scenario the baseline does not hold (new).
 std::vector<nlohmann::ordered_json> read_baselines(const CheckSpec& c) {
   std::error_code ec;
   if (!std::filesystem::exists(c.baseline, ec)) {
     throw Error(c.baseline, 0, "",
                 "no baseline yet: run `servesim check " + c.path + " --update` and commit it");
   }
+  const std::vector<std::string> held = results_runs(c.baseline);
   std::vector<nlohmann::ordered_json> out;
   for (const std::string& name : c.scenarios) {
-    try {
-      out.push_back(read_results_summary(c.baseline, name));
-    } catch (const Error& e) {
-      throw Error(c.path, 0, "scenario." + name,
-                  std::string(e.what()) + " (added since the baseline? run check --update)");
-    }
+    const bool known = std::find(held.begin(), held.end(), name) != held.end();
+    out.push_back(known ? read_results_summary(c.baseline, name) : nlohmann::ordered_json());
   }
   return out;
+}
+
+// V in SPEC, or "-" when undefined.
+std::string number(double v, const char* spec) {
+  return std::isfinite(v) ? format(spec, v) : "-";
 }
 
 std::string plural(size_t n, const char* word) {
@@ -91,17 +105,22 @@ int print_check(std::ostream& out, const CheckSpec& c, const std::vector<CheckLi
                 "baseline", "current", "change", "tolerance", "verdict");
   out << buf;
   int regressions = 0;
+  std::set<std::string> fresh;
   for (const CheckLine& l : lines) {
     regressions += is_regression(l.verdict);
-    std::snprintf(buf, sizeof buf, "%-20s %-32s %12.4g %12.4g %+8.1f%% %9s  %s\n",
-                  l.scenario.c_str(), l.tolerance->metric.c_str(), l.baseline, l.current, l.change,
+    if (l.verdict == CheckVerdict::kNew) fresh.insert(l.scenario);
+    std::snprintf(buf, sizeof buf, "%-20s %-32s %12s %12s %9s %9s  %s", l.scenario.c_str(),
+                  l.tolerance->metric.c_str(), number(l.baseline, "%.4g").c_str(),
+                  number(l.current, "%.4g").c_str(), number(l.change, "%+.1f%%").c_str(),
                   l.tolerance->text.c_str(), verdict_text(l.verdict));
-    out << buf;
+    out << buf << (l.note.empty() ? "" : ": " + l.note) << "\n";
   }
   out << (regressions ? "check: FAILED, " + plural(size_t(regressions), "regression")
                       : std::string("check: passed"))
       << " (" << plural(c.scenarios.size(), "scenario") << ", "
-      << plural(c.tolerances.size(), "tolerance") << ")\n";
+      << plural(c.tolerances.size(), "tolerance");
+  if (!fresh.empty()) out << "; " << fresh.size() << " new: run check --update to record";
+  out << ")\n";
   return regressions;
 }
 

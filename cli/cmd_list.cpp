@@ -12,44 +12,65 @@
 
 namespace servesim::cli {
 
+namespace {
+
+const char* kListUsage = "usage: servesim list gpus | models | schedulers\n";
+
+void list_gpus(std::ostream& out) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %8s %10s %14s  %s\n", "name", "description",
+                "bf16_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s",
+                "cost-model defaults");
+  out << buf;
+  for (const GpuSpec& g : gpu_catalogue()) {
+    std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %8.1f %10.0f %14.0f  %s\n", g.name.c_str(),
+                  g.description.c_str(), g.bf16_tflops, g.hbm_gib, g.hbm_gb_per_s,
+                  g.interconnect_gb_per_s, default_roofline_source(g).c_str());
+    out << buf;
+  }
+}
+
+void list_models(std::ostream& out) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%-16s %-30s %6s %6s %5s %4s %6s %6s %7s %8s %7s %8s %8s\n",
+                "name", "hf_id", "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos",
+                "experts", "params", "active", "kv_KiB/tok");
+  out << buf;
+  for (const ModelSpec& m : model_catalogue()) {
+    std::snprintf(buf, sizeof buf,
+                  "%-16s %-30s %6d %6d %5d %4d %6d %6d %7d %5d/%-2d %6.2fB %7.2fB %8.0f\n",
+                  m.name.c_str(), m.hf_id.c_str(), m.num_layers, m.hidden_size, m.num_heads,
+                  m.num_kv_heads, m.intermediate_size, m.vocab_size, m.max_position,
+                  m.experts_per_token, m.num_experts, double(m.total_params()) / 1e9,
+                  double(m.active_params()) / 1e9, double(m.kv_bytes_per_token_per_gpu(1)) / 1024);
+    out << buf;
+  }
+}
+
+void list_schedulers(std::ostream& out) {
+  for (Policy p : kPolicies)
+    out << policy_name(p) << "\t" << policy_summary(p) << "\n";
+}
+
+}  // namespace
+
 int cmd_list(int argc, const char* const* argv, std::ostream& out) {
   const std::string what = argc >= 2 ? argv[1] : "";
-  char buf[256];
+  if (what == "--help" || what == "-h") {
+    out << kListUsage;
+    return 0;
+  }
+  if (argc > 2) throw Error("list", "unexpected argument '" + std::string(argv[2]) + "'");
   if (what == "gpus") {
-    std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %8s %10s %14s  %s\n", "name", "description",
-                  "bf16_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s",
-                  "cost-model defaults");
-    out << buf;
-    for (const GpuSpec& g : gpu_catalogue()) {
-      std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %8.1f %10.0f %14.0f  %s\n", g.name.c_str(),
-                    g.description.c_str(), g.bf16_tflops, g.hbm_gib, g.hbm_gb_per_s,
-                    g.interconnect_gb_per_s, default_roofline_source(g).c_str());
-      out << buf;
-    }
-    return 0;
+    list_gpus(out);
+  } else if (what == "models") {
+    list_models(out);
+  } else if (what == "schedulers") {
+    list_schedulers(out);
+  } else {
+    throw Error("list", "expected gpus, models or schedulers, got '" + what + "'");
   }
-  if (what == "models") {
-    std::snprintf(buf, sizeof buf, "%-16s %-30s %6s %6s %5s %4s %6s %6s %7s %8s %7s %8s %8s\n",
-                  "name", "hf_id", "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos",
-                  "experts", "params", "active", "kv_KiB/tok");
-    out << buf;
-    for (const ModelSpec& m : model_catalogue()) {
-      std::snprintf(
-          buf, sizeof buf, "%-16s %-30s %6d %6d %5d %4d %6d %6d %7d %5d/%-2d %6.2fB %7.2fB %8.0f\n",
-          m.name.c_str(), m.hf_id.c_str(), m.num_layers, m.hidden_size, m.num_heads, m.num_kv_heads,
-          m.intermediate_size, m.vocab_size, m.max_position, m.experts_per_token, m.num_experts,
-          double(m.total_params()) / 1e9, double(m.active_params()) / 1e9,
-          double(m.kv_bytes_per_token_per_gpu(1)) / 1024);
-      out << buf;
-    }
-    return 0;
-  }
-  if (what == "schedulers") {
-    for (Policy p : kPolicies)
-      out << policy_name(p) << "\t" << policy_summary(p) << "\n";
-    return 0;
-  }
-  throw Error("list", "expected gpus, models or schedulers, got '" + what + "'");
+  return 0;
 }
 
 }  // namespace servesim::cli

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/replicates.hpp"
 #include "analysis/report.hpp"
 #include "analysis/results.hpp"
 #include "analysis/run_spec.hpp"
@@ -14,6 +15,7 @@
 #include "cli/common.hpp"
 #include "cli/run_flags.hpp"
 #include "util/error.hpp"
+#include "util/progress.hpp"
 
 namespace servesim::cli {
 
@@ -65,6 +67,7 @@ po::options_description options(RunArgs& a, bool compare) {
       .add(run_flag_group(FlagGroup::kWorkload, a.spec))
       .add(run_flag_group(FlagGroup::kTraceInput, a.spec))
       .add(run_flag_group(FlagGroup::kWhatIf, a.spec))
+      .add(run_flag_group(FlagGroup::kMetrics, a.spec))
       .add(out);
   return all;
 }
@@ -79,15 +82,44 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
     return false;
   }
   a.spec.given = given_run_flags(vm);
+  if (!compare && a.schedulers.size() > 1) {
+    throw Error("scheduler", "given " + std::to_string(a.schedulers.size()) +
+                                 " times: run takes one policy (compare takes several)");
+  }
+  if (!compare && !a.schedulers.empty()) a.spec.scheduler = a.schedulers.front();
+  if (compare && a.spec.has("enable-chunked-prefill")) {
+    throw Error("enable-chunked-prefill", "compare takes its policies from --scheduler");
+  }
+  for (const char* flag : {"period-s", "no-steps"}) {
+    if (!vm[flag].defaulted() && a.out.empty()) {
+      throw Error(flag, "has no effect without --out: it shapes the results file");
+    }
+  }
+  if (a.spec.num_seeds > 1 && (!a.out.empty() || !a.requests_csv.empty())) {
+    throw Error(a.out.empty() ? "requests-csv" : "out",
+                "writes one run: with --num-seeds use --json (or sweep --seed LO:HI:1)");
+  }
   check_flags(a.spec);
   return true;
+}
+
+void print_compare_header(std::ostream& out, const std::vector<RunResult>& runs,
+                          const std::string& workload) {
+  const SimConfig& c = runs.front().config;
+  out << "servesim compare: " << c.model.name << " on " << c.gpu.name << " x" << c.tp
+      << ", max_model_len " << c.scheduler.max_model_len << ", max_num_seqs "
+      << c.scheduler.max_num_seqs << "\nKV cache blocks (the activation reserve depends on the "
+      << "token budget):";
+  for (const RunResult& r : runs)
+    out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
+  out << "\nworkload: " << workload << "\n\n";
 }
 
 // Runs the policies in SPECS over one workload: every configuration is checked before any runs.
 std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::string>& specs,
                                     const Workload& w, Inputs& inputs) {
   if (!(a.period_s > 0) || !std::isfinite(a.period_s)) throw Error("period-s", "must be > 0");
-  SimulateOptions keep;
+  SimulateOptions keep = simulate_options(a.spec);
   keep.keep_steps = !a.out.empty() && !a.no_steps;
   keep.keep_histogram = !a.out.empty();
   const SimConfig base = base_config(a.spec, inputs);
@@ -95,9 +127,84 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   for (const std::string& spec : specs)
     configs.push_back(policy_config(base, a.spec, spec));
   std::vector<RunResult> runs;
-  for (const SimConfig& c : configs)
+  for (const SimConfig& c : configs) {
+    const std::string label = std::string(policy_name(c.scheduler.policy)) + ":" +
+                              std::to_string(c.scheduler.max_num_batched_tokens);
+    Progress progress(label.c_str(), w.size(), /*delay_s=*/1);
+    keep.progress = [&progress](size_t done, size_t) { progress.show(done); };
     runs.push_back(simulate(c, w, nullptr, keep));
+  }
   return runs;
+}
+
+// --num-seeds: the policies in SPECS over seed k's workload, for each seed: runs[policy][k].
+std::vector<std::vector<RunResult>> run_seeds(const RunArgs& a,
+                                              const std::vector<std::string>& specs, Inputs& inputs,
+                                              std::string& workload) {
+  std::vector<std::vector<RunResult>> runs(specs.size());
+  for (int64_t k = 0; k < a.spec.num_seeds; ++k) {
+    RunArgs seeded = a;
+    seeded.spec = with_seed(a.spec, k);
+    const LoadedWorkload w = load_workload(seeded.spec, inputs);
+    if (k == 0) workload = w.text;
+    std::vector<RunResult> step = run_policies(seeded, specs, w.requests, inputs);
+    for (size_t i = 0; i < specs.size(); ++i)
+      runs[i].push_back(std::move(step[i]));
+  }
+  workload += " (" + std::to_string(a.spec.num_seeds) + " seeds: " + std::to_string(a.spec.seed) +
+              " to " + std::to_string(a.spec.seed + a.spec.num_seeds - 1) + ")";
+  return runs;
+}
+
+std::vector<int64_t> seeds_of(const RunSpec& s) {
+  std::vector<int64_t> seeds;
+  for (int64_t k = 0; k < s.num_seeds; ++k)
+    seeds.push_back(s.seed + k);
+  return seeds;
+}
+
+// `run --num-seeds N`: the replicates' table, and their JSON.
+int run_replicates(const RunArgs& a, std::ostream& out) {
+  Inputs inputs;
+  std::string workload;
+  const std::vector<RunResult> runs =
+      run_seeds(a, {scheduler_spec(a.spec)}, inputs, workload).front();
+  const RunResult& r = runs.front();
+  out << "servesim run: " << r.config.model.name << " on " << r.config.gpu.name << " x"
+      << r.config.tp << ", " << run_label(r) << "\nworkload: " << workload << "\n\n";
+  const std::vector<Replicate> reps = replicate(runs);
+  print_replicates(out, reps);
+  print_replicate_warnings(out, runs);
+  if (!a.json.empty()) {
+    ordered_json j = {{"label", run_label(r)},
+                      {"replicates", replicates_json(reps, seeds_of(a.spec))}};
+    j["runs"] = ordered_json::array();
+    for (const RunResult& run : runs)
+      j["runs"].push_back(summary_json(run, ordered_json::object()));
+    write_file(a.json, j.dump(2) + "\n");
+  }
+  return 0;
+}
+
+// `compare --num-seeds N`: each policy's means and confidence intervals, and the verdict on them.
+int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, std::ostream& out) {
+  Inputs inputs;
+  std::string workload;
+  const std::vector<std::vector<RunResult>> runs = run_seeds(a, specs, inputs, workload);
+  std::vector<RunResult> firsts;
+  for (const auto& policy : runs)
+    firsts.push_back(policy.front());
+  print_compare_header(out, firsts, workload);
+  print_compare_replicates(out, runs);
+  ordered_json j;
+  j["runs"] = ordered_json::array();
+  for (const auto& policy : runs) {
+    print_replicate_warnings(out, policy, run_label(policy.front()) + ": ");
+    j["runs"].push_back({{"label", run_label(policy.front())},
+                         {"replicates", replicates_json(replicate(policy), seeds_of(a.spec))}});
+  }
+  if (!a.json.empty()) write_file(a.json, j.dump(2) + "\n");
+  return 0;
 }
 
 // --out: the HDF5 results file, one group per run named by its label.
@@ -113,55 +220,15 @@ void write_results(const RunArgs& a, const std::vector<RunResult>& runs,
   write_results_h5(a.out, named, workload, o);
 }
 
-// One line that says what the comparison shows.
-std::string verdict(const std::vector<RunResult>& runs) {
-  if (runs.size() < 2) return "";
-  const RunResult* best_ttft = &runs[0];
-  const RunResult* best_itl = &runs[0];
-  for (const RunResult& r : runs) {
-    if (r.summary.ttft_ms.p50 < best_ttft->summary.ttft_ms.p50) best_ttft = &r;
-    if (r.summary.itl_ms.p99 < best_itl->summary.itl_ms.p99) best_itl = &r;
-  }
-  char buf[512];
-  std::snprintf(buf, sizeof buf,
-                "%s has the lowest TTFT p50 (%.0f ms) and %s the lowest ITL p99 "
-                "(%.0f ms)",
-                run_label(*best_ttft).c_str(), best_ttft->summary.ttft_ms.p50,
-                run_label(*best_itl).c_str(), best_itl->summary.itl_ms.p99);
-  std::string line = buf;
-  const bool classic = best_ttft->config.scheduler.policy == Policy::kVllmV0 &&
-                       best_itl->config.scheduler.policy == Policy::kChunked;
-  if (classic) {
-    line +=
-        ": prefill priority wins the first token by stalling running decodes; chunked "
-        "prefill keeps the token cadence steady at the cost of a later first token.";
-  } else {
-    line += ".";
-  }
-  return line;
-}
-
-void print_compare_header(std::ostream& out, const std::vector<RunResult>& runs,
-                          const std::string& workload) {
-  const SimConfig& c = runs.front().config;
-  out << "servesim compare: " << c.model.name << " on " << c.gpu.name << " x" << c.tp
-      << ", max_model_len " << c.scheduler.max_model_len << ", max_num_seqs "
-      << c.scheduler.max_num_seqs << "\nKV cache blocks (the activation reserve depends on the "
-      << "token budget):";
-  for (const RunResult& r : runs)
-    out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
-  out << "\nworkload: " << workload << "\n\n";
-}
-
 }  // namespace
 
 int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   RunArgs a;
   if (!parse(argc, argv, a, false, out)) return 0;
+  if (a.spec.num_seeds > 1) return run_replicates(a, out);
   Inputs inputs;
   const LoadedWorkload w = load_workload(a.spec, inputs);
-  const std::string spec = a.schedulers.empty() ? "chunked" : a.schedulers.front();
-  const std::vector<RunResult> runs = run_policies(a, {spec}, w.requests, inputs);
+  const std::vector<RunResult> runs = run_policies(a, {scheduler_spec(a.spec)}, w.requests, inputs);
   const RunResult& r = runs.front();
   print_run_summary(out, r, w.text);
   if (!a.json.empty()) write_file(a.json, summary_json(r, w.json).dump(2) + "\n");
@@ -177,15 +244,20 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
 int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
   RunArgs a;
   if (!parse(argc, argv, a, true, out)) return 0;
-  Inputs inputs;
-  const LoadedWorkload w = load_workload(a.spec, inputs);
   std::vector<std::string> specs = split_list(a.schedulers);
   if (specs.empty()) specs = kDefaultCompare;
+  if (a.spec.num_seeds > 1) return compare_replicates(a, specs, out);
+  Inputs inputs;
+  const LoadedWorkload w = load_workload(a.spec, inputs);
   const std::vector<RunResult> runs = run_policies(a, specs, w.requests, inputs);
   print_compare_header(out, runs, w.text);
   print_compare_table(out, runs);
-  const std::string v = verdict(runs);
+  const std::string v = compare_verdict(runs);
   if (!v.empty()) out << "\n" << v << "\n";
+  for (const RunResult& r : runs) {
+    for (const std::string& warning : run_warnings(r))
+      out << "WARNING: " << run_label(r) << ": " << warning << "\n";
+  }
   if (!a.json.empty()) {
     ordered_json j;
     j["runs"] = ordered_json::array();

@@ -144,6 +144,12 @@ int cmd_synth(int argc, const char* const* argv, std::ostream& out) {
     return 0;
   }
   if (a.seed < 0) throw Error("seed", "must be >= 0");
+  for (const auto& [name, value] : vm) {
+    if (!value.defaulted() &&
+        run_flag_group(FlagGroup::kTraceInput, a.t).find_nothrow(name, false)) {
+      throw Error(name, "has no effect on generated requests: it says how to read a trace file");
+    }
+  }
   SyntheticOptions w;
   w.num_requests = num_requests;
   w.request_rate = a.request_rate.empty() ? kDefaultRate : parse_rate(a.request_rate);

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -18,6 +19,15 @@ bool parse_command(int argc, const char* const* argv, const po::options_descript
   parser.options(desc);
   if (positional != nullptr) parser.positional(*positional);
   po::parsed_options cmd = parser.run();
+  if (positional == nullptr) {
+    // Program_options keeps words that are not options aside, silently: refuse them.
+    for (const std::string& word : po::collect_unrecognized(cmd.options, po::include_positional)) {
+      std::error_code ec;
+      const bool file = std::filesystem::is_regular_file(word, ec);
+      throw Error("", "unexpected argument '" + word + "'" +
+                          (file ? " (to replay a trace: --trace " + word + ")" : ""));
+    }
+  }
   po::store(cmd, vm);
   if (vm.count("help")) {
     out << "usage: " << usage << "\n" << desc;

@@ -24,10 +24,15 @@ struct Rate {  // "inf" or a number > 0 (parse_rate)
 struct Length {  // fixed:N | uniform:LO:HI | ... (LengthDist::parse)
   LengthDist& (*field)(RunSpec&);
 };
-struct Window {};  // START:END into RunSpec::what_if (parse_window)
+struct Window {};      // START:END into RunSpec::what_if (parse_window)
+struct OptionalBool {  // a switch that also takes true/false (vLLM's StoreBoolean)
+  bool& (*field)(RunSpec&);
+};
+struct Goodput {};      // "ttft:MS tpot:MS e2el:MS", one or several words (parse_goodput)
+struct Percentiles {};  // "50,90,99" (parse_percentiles)
 
 using Binding = std::variant<Plain<std::string>, Plain<int>, Plain<int64_t>, Plain<double>,
-                             Plain<bool>, Rate, Length, Window>;
+                             Plain<bool>, Rate, Length, Window, OptionalBool, Goodput, Percentiles>;
 
 struct RunFlag {
   const char* name;
@@ -82,9 +87,18 @@ const std::vector<RunFlag>& run_flags() {
        "vllm-v0)"},
       {"max-num-seqs", G::kScheduler, Plain<int64_t>{FIELD(max_num_seqs)}, kShowDefault,
        "sequences per step"},
+      {"enable-chunked-prefill", G::kScheduler, OptionalBool{FIELD(enable_chunked_prefill)},
+       kNoDefault,
+       "vLLM's switch [true|false]: the chunked policy (true) or vllm-v0 (false), like "
+       "--scheduler"},
       {"trace", G::kWorkload, Plain<std::string>{FIELD(trace)}, kNoDefault,
        "replay this trace file (any format of `servesim trace import`)"},
       {"num-requests", G::kWorkload, Plain<int64_t>{FIELD(num_requests)}, kShowDefault, "requests"},
+      {"num-prompts", G::kWorkload, Plain<int64_t>{FIELD(num_prompts)}, kNoDefault,
+       "same as --num-requests (vLLM benchmark_serving.py's name)"},
+      {"max-concurrency", G::kWorkload, Plain<int64_t>{FIELD(max_concurrency)}, kNoDefault,
+       "closed loop, as benchmark_serving.py: at most N requests in flight; the others wait "
+       "client side and their latencies count from when they are sent (0 = open loop)"},
       {"request-rate", G::kWorkload, Rate{FIELD(request_rate)}, kShowDefault,
        "mean arrival rate in requests/s, or inf for all at t=0"},
       {"burstiness", G::kWorkload, Plain<double>{FIELD(burstiness)}, kShowDefault,
@@ -130,6 +144,15 @@ const std::vector<RunFlag>& run_flags() {
        "clip prompts to N tokens (0 = no clip)"},
       {"max-output-len", G::kWhatIf, Plain<int64_t>{FIELD(what_if.max_output_len)}, kShowDefault,
        "clip outputs to N tokens (0 = no clip)"},
+      {"goodput", G::kMetrics, Goodput{}, kNoDefault,
+       "vLLM's goodput SLOs in ms, e.g. ttft:200 tpot:50 e2el:5000: requests meeting all of "
+       "them per second, in every summary"},
+      {"metric-percentiles", G::kMetrics, Percentiles{}, kNoDefault,
+       "percentiles to report, e.g. 50,90,99.9 (vLLM's --metric-percentiles; default: p50, "
+       "p90, p95, p99)"},
+      {"num-seeds", G::kMetrics, Plain<int64_t>{FIELD(num_seeds)}, kShowDefault,
+       "replicates: run seeds SEED .. SEED+N-1 and report each headline metric's mean and "
+       "95% confidence interval"},
   };
   return flags;
 }
@@ -166,6 +189,8 @@ const char* group_caption(FlagGroup g) {
       return "workload: a trace (--trace) or synthetic, as vLLM's benchmark_serving.py draws it";
     case FlagGroup::kTraceInput:
       return "trace input";
+    case FlagGroup::kMetrics:
+      return "metrics (vLLM benchmark_serving.py's)";
     case FlagGroup::kWhatIf:
       break;
   }
@@ -190,38 +215,7 @@ std::string default_text(const LengthDist& v) {
   return v.spec;
 }
 
-// F's option, bound to TARGET.
-po::value_semantic* semantic(const RunFlag& f, RunSpec& target) {
-  static RunSpec defaults;  // only read
-  const std::string name = f.name;
-  return std::visit(
-      [&](const auto& b) -> po::value_semantic* {
-        using B = std::decay_t<decltype(b)>;
-        if constexpr (std::is_same_v<B, Plain<bool>>) {
-          return po::bool_switch(&b.field(target));
-        } else if constexpr (std::is_same_v<B, Window>) {
-          return po::value<std::string>()->notifier(
-              [&target](const std::string& v) { parse_window(v, target.what_if); });
-        } else if constexpr (std::is_same_v<B, Rate> || std::is_same_v<B, Length>) {
-          auto* v = po::value<std::string>()->notifier([&target, b, name](const std::string& v) {
-            if constexpr (std::is_same_v<B, Rate>) {
-              b.field(target) = parse_rate(v);
-            } else {
-              b.field(target) = LengthDist::parse(v, name);
-            }
-          });
-          return f.show_default ? v->default_value(default_text(b.field(defaults))) : v;
-        } else {
-          auto* v = po::value(&b.field(target));
-          if (!f.show_default) return v;
-          const auto value = b.field(defaults);
-          return v->default_value(value, default_text(value));
-        }
-      },
-      f.binding);
-}
-
-// VALUE of F as Program_options reads it on a command line, so that errors read the same.
+// VALUE of NAME as Program_options reads it on a command line, so that errors read the same.
 template <class T>
 T parse_plain(const std::string& name, const std::string& value) {
   T v{};
@@ -237,6 +231,104 @@ T parse_plain(const std::string& name, const std::string& value) {
   po::store(po::command_line_parser(args).options(d).run(), vm);
   po::notify(vm);
   return v;
+}
+
+RunSpec& defaults() {
+  static RunSpec d;  // only read
+  return d;
+}
+
+// Each binding's option, bound to TARGET (bind), and its typed patch from one value (patch).
+template <class T>
+po::value_semantic* bind(const Plain<T>& b, const RunFlag& f, RunSpec& target) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return po::bool_switch(&b.field(target));
+  } else {
+    auto* v = po::value(&b.field(target));
+    if (!f.show_default) return v;
+    const T value = b.field(defaults());
+    return v->default_value(value, default_text(value));
+  }
+}
+template <class T>
+RunPatch patch(const Plain<T>& b, const std::string& name, const std::string& value) {
+  return [field = b.field, v = parse_plain<T>(name, value)](RunSpec& s) { field(s) = v; };
+}
+
+po::value_semantic* bind(const Rate& b, const RunFlag& f, RunSpec& target) {
+  auto* v = po::value<std::string>()->notifier(
+      [&target, b](const std::string& text) { b.field(target) = parse_rate(text); });
+  return f.show_default ? v->default_value(default_text(b.field(defaults()))) : v;
+}
+RunPatch patch(const Rate& b, const std::string&, const std::string& value) {
+  return [field = b.field, v = parse_rate(value)](RunSpec& s) { field(s) = v; };
+}
+
+po::value_semantic* bind(const Length& b, const RunFlag& f, RunSpec& target) {
+  const std::string name = f.name;
+  auto* v = po::value<std::string>()->notifier([&target, b, name](const std::string& text) {
+    b.field(target) = LengthDist::parse(text, name);
+  });
+  return f.show_default ? v->default_value(default_text(b.field(defaults()))) : v;
+}
+RunPatch patch(const Length& b, const std::string& name, const std::string& value) {
+  return [field = b.field, v = LengthDist::parse(value, name)](RunSpec& s) { field(s) = v; };
+}
+
+po::value_semantic* bind(const Window&, const RunFlag&, RunSpec& target) {
+  return po::value<std::string>()->notifier(
+      [&target](const std::string& v) { parse_window(v, target.what_if); });
+}
+RunPatch patch(const Window&, const std::string&, const std::string& value) {
+  TransformOptions w;
+  parse_window(value, w);
+  return [w](RunSpec& s) {
+    s.what_if.has_window = w.has_window;
+    s.what_if.window_start_s = w.window_start_s;
+    s.what_if.window_end_s = w.window_end_s;
+  };
+}
+
+po::value_semantic* bind(const OptionalBool& b, const RunFlag&, RunSpec& target) {
+  return po::value(&b.field(target))->implicit_value(true, "true");
+}
+RunPatch patch(const OptionalBool& b, const std::string& name, const std::string& value) {
+  bool v = true;
+  if (!value.empty()) {
+    po::options_description d;
+    d.add_options()(name.c_str(), po::value(&v));
+    po::variables_map vm;
+    po::store(
+        po::command_line_parser(std::vector<std::string>{"--" + name, value}).options(d).run(), vm);
+    po::notify(vm);
+  }
+  return [field = b.field, v](RunSpec& s) { field(s) = v; };
+}
+
+po::value_semantic* bind(const Goodput&, const RunFlag&, RunSpec& target) {
+  return po::value<std::vector<std::string>>()->multitoken()->notifier(
+      [&target](const std::vector<std::string>& words) {
+        std::string text;
+        for (const std::string& w : words)
+          text.append(text.empty() ? "" : " ").append(w);
+        target.goodput = parse_goodput(text);
+      });
+}
+RunPatch patch(const Goodput&, const std::string&, const std::string& value) {
+  return [v = parse_goodput(value)](RunSpec& s) { s.goodput = v; };
+}
+
+po::value_semantic* bind(const Percentiles&, const RunFlag&, RunSpec& target) {
+  return po::value<std::string>()->notifier(
+      [&target](const std::string& text) { target.metric_percentiles = parse_percentiles(text); });
+}
+RunPatch patch(const Percentiles&, const std::string&, const std::string& value) {
+  return [v = parse_percentiles(value)](RunSpec& s) { s.metric_percentiles = v; };
+}
+
+// F's option, bound to TARGET.
+po::value_semantic* semantic(const RunFlag& f, RunSpec& target) {
+  return std::visit([&](const auto& b) { return bind(b, f, target); }, f.binding);
 }
 
 }  // namespace
@@ -270,40 +362,26 @@ bool run_flag_is_numeric(const std::string& name) {
          std::holds_alternative<Plain<double>>(b) || std::holds_alternative<Rate>(b);
 }
 
+bool run_flag_is_path(const std::string& name) {
+  return name == "trace" || name == "gpu-file" || name == "model-file" || name == "calibration" ||
+         name == "profiles";
+}
+
 RunPatch parse_run_flag(const std::string& name, const std::string& value) {
   if (output_flags().count(name)) {
     throw Error(name, "not allowed in a point: the command writes the results");
   }
-  const RunFlag& f = flag_or_error(name);
-  return std::visit(
-      [&](const auto& b) -> RunPatch {
-        using B = std::decay_t<decltype(b)>;
-        if constexpr (std::is_same_v<B, Window>) {
-          TransformOptions w;
-          parse_window(value, w);
-          return [w, name](RunSpec& s) {
-            s.what_if.has_window = w.has_window;
-            s.what_if.window_start_s = w.window_start_s;
-            s.what_if.window_end_s = w.window_end_s;
-            s.given.insert(name);
-          };
-        } else {
-          using T = std::decay_t<decltype(b.field(std::declval<RunSpec&>()))>;
-          T v;
-          if constexpr (std::is_same_v<B, Rate>) {
-            v = parse_rate(value);
-          } else if constexpr (std::is_same_v<B, Length>) {
-            v = LengthDist::parse(value, name);
-          } else {
-            v = parse_plain<T>(name, value);
-          }
-          return [field = b.field, v, name](RunSpec& s) {
-            field(s) = v;
-            s.given.insert(name);
-          };
-        }
-      },
-      f.binding);
+  if (name == "num-seeds" || name == "metric-percentiles") {
+    throw Error(name,
+                "has no effect on a point: its table has fixed columns (for replicates, "
+                "sweep --seed LO:HI:1)");
+  }
+  const RunPatch set =
+      std::visit([&](const auto& b) { return patch(b, name, value); }, flag_or_error(name).binding);
+  return [set, name](RunSpec& s) {
+    set(s);
+    s.given.insert(name);
+  };
 }
 
 }  // namespace servesim::cli

@@ -16,7 +16,7 @@ namespace servesim::cli {
 
 namespace po = boost::program_options;
 
-enum class FlagGroup { kHardware, kScheduler, kWorkload, kTraceInput, kWhatIf };
+enum class FlagGroup { kHardware, kScheduler, kWorkload, kTraceInput, kWhatIf, kMetrics };
 
 // The captioned option group G of the run flags, bound to TARGET's fields (which must outlive
 // the description). The scheduler group leaves --scheduler to the command (run takes one policy,
@@ -30,6 +30,10 @@ std::set<std::string> given_run_flags(const po::variables_map& vm);
 // range in a sweep). Both throw Error when `run` has no such flag.
 bool run_flag_is_switch(const std::string& name);
 bool run_flag_is_numeric(const std::string& name);
+
+// Whether run flag NAME names a file or folder (--trace, --gpu-file, ...): a spec file resolves
+// it against its own folder.
+bool run_flag_is_path(const std::string& name);
 
 // Parses VALUE ("" for a switch) of run flag NAME once, into a patch that sets it on any
 // RunSpec. Throws Error (or a Program_options error) with the message `run` would give; an

@@ -57,9 +57,29 @@ const std::vector<ModelSpec>& model_catalogue() {
   return models;
 }
 
+namespace {
+
+// A Hugging Face id in the form the catalogue is matched on: lower case, without the
+// organisation, and without the -instruct and -chat of the fine-tunes (same architecture).
+std::string hf_key(std::string_view id) {
+  std::string key =
+      lowercase(id.substr(id.find('/') == std::string_view::npos ? 0 : id.find('/') + 1));
+  for (const std::string tag : {"-instruct", "-chat"}) {
+    for (size_t at; (at = key.find(tag)) != std::string::npos;)
+      key.erase(at, tag.size());
+  }
+  return key;
+}
+
+}  // namespace
+
 ModelSpec find_model(std::string_view name) {
+  const std::string key = hf_key(name);
+  for (const ModelSpec& m : model_catalogue()) {
+    if (lowercase(name) != m.name && hf_key(m.hf_id) == key) return m;
+  }
   return find_in_catalogue(model_catalogue(), name, "model", "model",
-                           "; or describe one with --model-file");
+                           "; a Hugging Face id of these; or describe one with --model-file");
 }
 
 void validate(const ModelSpec& m, const std::string& source) {

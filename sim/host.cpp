@@ -5,17 +5,20 @@
 
 namespace servesim {
 
-void Host::arrive(const RequestSpec& r) {
+bool Host::arrive(const RequestSpec& r) {
   const RejectReason why = scheduler_.add_request(r.id, r.input_tokens, r.output_tokens);
-  if (why != RejectReason::kNone) {
-    metrics_.on_reject(loop_.now());
-    return;
+  const bool admitted = why == RejectReason::kNone;
+  metrics_.on_arrival(r.id, loop_.now(), admitted);
+  if (!admitted) {
+    if (listener_ != nullptr) listener_->on_request_done(r.id);
+    return false;
   }
   if (!busy_ && !wake_pending_) {
     // Wake after every arrival of this instant, so they are scheduled together.
     loop_.schedule(loop_.now(), EventLoop::kWake, this, kWake);
     wake_pending_ = true;
   }
+  return true;
 }
 
 void Host::handle(EventLoop&, uint32_t tag) {
@@ -46,14 +49,17 @@ void Host::start_step() {
   const StepCost cost = cost_.cost(batch.shapes());
   for (uint32_t id : scheduler_.new_prefills())  // a request is first scheduled as one
     metrics_.on_scheduled(id, now);
-  metrics_.on_step(now, cost, batch, scheduler_.block_manager().used_blocks());
+  metrics_.on_step(now, cost, batch, scheduler_.block_manager().used_blocks(),
+                   scheduler_.waiting().size());
   loop_.schedule(now + cost.seconds, EventLoop::kStepDone, this, kStepDone);
 }
 
 void Host::finish_step() {
   const double now = loop_.now();
-  scheduler_.update_from_output(
-      [&](uint32_t id, bool first, bool) { metrics_.on_token(id, now, first); });
+  scheduler_.update_from_output([&](uint32_t id, bool first, bool finished) {
+    metrics_.on_token(id, now, first);
+    if (finished && listener_ != nullptr) listener_->on_request_done(id);
+  });
 }
 
 }  // namespace servesim

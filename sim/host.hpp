@@ -17,14 +17,28 @@ namespace servesim {
 
 class Host final : public EventLoop::Process {
  public:
-  Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics)
-      : loop_(loop), scheduler_(scheduler), cost_(cost), metrics_(metrics) {}
+  // Told when a request leaves the replica: finished (its last token) or rejected on arrival.
+  class Listener {
+   public:
+    virtual void on_request_done(uint32_t id) = 0;
+
+   protected:
+    ~Listener() = default;
+  };
+
+  // LISTENER may be null.
+  Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics,
+       Listener* listener = nullptr)
+      : loop_(loop), scheduler_(scheduler), cost_(cost), metrics_(metrics), listener_(listener) {}
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
-  // A request reaches this replica's front end now.
-  // REQUIRES: R.id was not added before; the loop's time is R's arrival.
-  void arrive(const RequestSpec& r);
+  // A request reaches this replica's front end now (its arrival time, from which its latencies
+  // count). Returns false when it was rejected.
+  // REQUIRES: R.id was not added before.
+  bool arrive(const RequestSpec& r);
+  // Requests waiting to start at this replica (its scheduler's `waiting`).
+  size_t waiting() const { return scheduler_.waiting().size(); }
   void handle(EventLoop& loop, uint32_t tag) override;
 
  private:
@@ -36,6 +50,7 @@ class Host final : public EventLoop::Process {
   Scheduler& scheduler_;
   const CostModel& cost_;
   MetricsCollector& metrics_;
+  Listener* listener_;
   bool busy_ = false;
   bool wake_pending_ = false;
 };

@@ -12,8 +12,8 @@ double cloudwatch_otps(double tokens_p50, double e2e_ms_p50, double ttft_ms_p50)
   return tokens_p50 / decode_ms * 1e3;
 }
 
-MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps)
-    : times_(w.size()), keep_steps_(keep_steps) {
+MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps, const MetricOptions& options)
+    : times_(w.size()), keep_steps_(keep_steps), options_(options) {
   for (const RequestSpec& r : w)
     times_[r.id].arrival_s = r.arrival_s;
   first_arrival_s_ = w.empty() ? 0.0 : w.front().arrival_s;
@@ -29,9 +29,25 @@ std::vector<RequestRecord> MetricsCollector::records(std::span<const SeqState> s
   return out;
 }
 
+void MetricsCollector::on_offered(double t, size_t waiting) {
+  ++offered_;
+  if (std::isnan(first_offered_s_)) first_offered_s_ = t;
+  last_offered_s_ = t;
+  if (offered_ == (times_.size() + 1) / 2) waiting_at_median_ = int64_t(waiting);
+  if (offered_ == times_.size()) waiting_at_last_ = int64_t(waiting);
+}
+
+void MetricsCollector::on_arrival(uint32_t id, double t, bool admitted) {
+  times_[id].arrival_s = t;
+  end_s_ = std::max(end_s_, t);
+  admitted_ += admitted;
+}
+
 void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batch,
-                               int64_t kv_used_blocks) {
+                               int64_t kv_used_blocks, size_t waiting) {
   ++steps_;
+  waiting_.add(double(waiting), cost.seconds);
+  kv_blocks_.add(double(kv_used_blocks), cost.seconds);
   busy_s_ += cost.seconds;
   flops_ += cost.flops;
   bytes_ += cost.bytes;
@@ -54,12 +70,11 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
   }
 }
 
-RunSummary MetricsCollector::summary(const std::vector<RequestRecord>& requests, double peak_flops,
-                                     double peak_bytes_per_s, int64_t total_kv_blocks) const {
-  RunSummary s;
-  s.total = requests.size();
+void MetricsCollector::summarize_requests(const std::vector<RequestRecord>& requests,
+                                          RunSummary& s) const {
   std::vector<double> ttft, e2e, queue, tpot, otps, out_tokens;
-  int64_t out_sum = 0, in_sum = 0;
+  uint64_t good = 0;
+  const GoodputSlo& slo = options_.goodput;
   for (const RequestRecord& r : requests) {
     if (r.status == SeqStatus::kRejected) {
       ++s.rejected;
@@ -72,46 +87,90 @@ RunSummary MetricsCollector::summary(const std::vector<RequestRecord>& requests,
     e2e.push_back(r.e2e_s() * 1e3);
     queue.push_back(r.queue_s() * 1e3);
     out_tokens.push_back(r.output_tokens);
-    out_sum += r.output_tokens;
-    in_sum += r.input_tokens;
+    s.output_tokens += r.output_tokens;
+    s.input_tokens += r.input_tokens;
     if (r.has_decode()) {
       tpot.push_back(r.tpot_s() * 1e3);
       otps.push_back(r.otps());
     }
+    // vLLM counts a request without a TPOT (one output token) as meeting the TPOT bound.
+    good += r.ttft_s() * 1e3 <= slo.ttft_ms && r.e2e_s() * 1e3 <= slo.e2el_ms &&
+            (!r.has_decode() || r.tpot_s() * 1e3 <= slo.tpot_ms);
   }
-  s.ttft_ms = servesim::summarize(ttft);
-  s.e2e_ms = servesim::summarize(e2e);
-  s.queue_ms = servesim::summarize(queue);
-  s.tpot_ms = servesim::summarize(tpot);
-  s.otps = servesim::summarize(otps);
-  s.itl_ms = scaled(servesim::summarize(itl_s_), 1e3);
+  const std::vector<double>& q = options_.percentiles;
+  s.ttft_ms = servesim::summarize(ttft, q);
+  s.e2e_ms = servesim::summarize(e2e, q);
+  s.queue_ms = servesim::summarize(queue, q);
+  s.tpot_ms = servesim::summarize(tpot, q);
+  s.otps = servesim::summarize(otps, q);
+  s.itl_ms = scaled(servesim::summarize(itl_s_, q), 1e3);
   std::sort(out_tokens.begin(), out_tokens.end());
-  const double ratio =
+  s.otps_p50_ratio =
       cloudwatch_otps(percentile_sorted(out_tokens, 50), s.e2e_ms.p50, s.ttft_ms.p50);
-  s.otps_p50_ratio = std::isnan(ratio) ? 0.0 : ratio;
-
+  for (const RequestRecord& r : requests)
+    s.preemptions += uint64_t(r.preemptions);
   s.makespan_s = end_s_ - first_arrival_s_;
+  if (slo.any() && s.makespan_s > 0) s.goodput_req_s = double(good) / s.makespan_s;
+}
+
+void MetricsCollector::summarize_use(double peak_flops, double peak_bytes_per_s,
+                                     int64_t total_kv_blocks, RunSummary& s) const {
   s.busy_s = busy_s_;
   s.flops = flops_;
   s.bytes = bytes_;
   if (s.makespan_s > 0) {
     s.requests_per_s = double(s.completed) / s.makespan_s;
-    s.output_tokens_per_s = double(out_sum) / s.makespan_s;
-    s.total_tokens_per_s = double(in_sum + out_sum) / s.makespan_s;
-    s.busy_fraction = busy_s_ / s.makespan_s;
+    s.output_tokens_per_s = double(s.output_tokens) / s.makespan_s;
+    s.total_tokens_per_s = double(s.input_tokens + s.output_tokens) / s.makespan_s;
+    s.step_time_fraction = busy_s_ / s.makespan_s;
     s.mfu = flops_ / (s.makespan_s * peak_flops);
     s.mbu = bytes_ / (s.makespan_s * peak_bytes_per_s);
   }
-  if (busy_s_ > 0) s.kv_usage_mean = kv_block_seconds_ / busy_s_ / double(total_kv_blocks);
-  s.kv_usage_max = double(kv_max_blocks_) / double(total_kv_blocks);
-  for (const RequestRecord& r : requests)
-    s.preemptions += uint64_t(r.preemptions);
+  const double blocks = double(total_kv_blocks);
+  if (busy_s_ > 0) s.kv_usage_mean = kv_block_seconds_ / busy_s_ / blocks;
+  s.kv_usage_max = double(kv_max_blocks_) / blocks;
+  s.kv_usage_p50 = kv_blocks_.quantile(0.50) / blocks;
+  s.kv_usage_p99 = kv_blocks_.quantile(0.99) / blocks;
+  if (steps_ > 0) {
+    s.queue_len.count = steps_;
+    s.queue_len.mean = waiting_.mean();
+    s.queue_len.p50 = waiting_.quantile(0.50);
+    s.queue_len.p90 = waiting_.quantile(0.90);
+    s.queue_len.p95 = waiting_.quantile(0.95);
+    s.queue_len.p99 = waiting_.quantile(0.99);
+    s.queue_len.max = waiting_.max();
+  }
   s.steps = steps_;
   s.prefill_only_steps = prefill_only_;
   s.decode_only_steps = decode_only_;
   s.mixed_steps = mixed_;
   s.prefill_tokens = prefill_tokens_;
   s.decode_tokens = decode_tokens_;
+}
+
+Overload MetricsCollector::judge_overload(const RunSummary& s) const {
+  Overload o;
+  o.waiting_at_median_arrival = waiting_at_median_;
+  o.waiting_at_last_arrival = waiting_at_last_;
+  o.drain_s = std::max(0.0, end_s_ - last_offered_s_);
+  const double span = last_offered_s_ - first_offered_s_;
+  if (span > 0) o.arrival_rate_req_s = double(offered_ - 1) / span;
+  if (s.makespan_s > 0) o.completion_rate_req_s = double(s.completed) / s.makespan_s;
+  const double threshold = std::max(8.0, 0.01 * double(admitted_));
+  const bool backlog = double(waiting_at_last_) > threshold;
+  const bool growing = double(waiting_at_last_) >= 1.5 * double(waiting_at_median_) ||
+                       o.completion_rate_req_s < 0.9 * o.arrival_rate_req_s;
+  o.overloaded = span > 0 && backlog && growing;
+  return o;
+}
+
+RunSummary MetricsCollector::summary(const std::vector<RequestRecord>& requests, double peak_flops,
+                                     double peak_bytes_per_s, int64_t total_kv_blocks) const {
+  RunSummary s;
+  s.total = requests.size();
+  summarize_requests(requests, s);
+  summarize_use(peak_flops, peak_bytes_per_s, total_kv_blocks, s);
+  s.overload = judge_overload(s);
   return s;
 }
 

@@ -8,14 +8,19 @@
 //    E2E_ms = TTFT_ms + output / OTPS x 1000 (Bedrock's identity). A one-token request has no
 //    decode time: its OTPS is undefined (null in JSON, empty in CSV, left out of OTPS statistics)
 //    and E2E = TTFT;
-//  - run level: the Stats of each, OTPS's p50 ratio as CloudWatch computes it
-//    (p50 OutputTokenCount / (p50 InvocationLatency - p50 TTFT) x 1000), throughput, GPU busy
-//    fraction, MFU and MBU (achieved FLOP/s and HBM bytes/s over the TP group's peak, over the
-//    makespan), KV usage.
-// Promises: memory is O(requests): inter-token gaps go to a LogHistogram, never a per-token list.
+//  - run level: the Stats of each (null when no request defines it), OTPS's p50 ratio as
+//    CloudWatch computes it (p50 OutputTokenCount / (p50 InvocationLatency - p50 TTFT) x 1000),
+//    throughput, vLLM's goodput (requests meeting every --goodput SLO per second), the share of
+//    the run with a step in flight (not saturation: a single decode keeps a step in flight),
+//    MFU and MBU (achieved FLOP/s and HBM bytes/s over the TP group's peak, over the makespan),
+//    and time-weighted percentiles of KV usage and of the waiting queue;
+//  - overload: whether the replica kept up with its arrivals (see Overload).
+// Promises: memory is O(requests): inter-token gaps go to a LogHistogram and queue lengths and KV
+// usage to TimeHistograms, never a per-token or per-step list (unless steps are kept).
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -57,17 +62,56 @@ struct StepRecord {
   double flops = 0, bytes = 0;
 };
 
+// Whether a replica kept up with its arrivals. A replica that keeps up has a waiting queue
+// (requests arrived and not yet started, at the replica or held by a closed-loop client) that
+// stays near zero; one that does not has a queue that grows for as long as requests arrive. So
+// the run is overloaded when, as the last request arrives, more than max(8, 1% of the admitted
+// requests) are waiting, and the queue was growing:
+// at least 1.5 times as many were waiting as when half of the requests had arrived, or requests
+// completed at under 90% of the rate they arrived (completions over the makespan against
+// arrivals over the arrival span). A workload that arrives all at once (rate inf) has no arrival
+// process to keep up with: never overloaded.
+struct Overload {
+  bool overloaded = false;
+  double arrival_rate_req_s = NAN;     // offered requests per second, first to last arrival
+  double completion_rate_req_s = NAN;  // completed requests per second over the makespan
+  int64_t waiting_at_median_arrival = 0, waiting_at_last_arrival = 0;
+  double drain_s = 0;  // from the last arrival to the end of the run
+};
+
+// vLLM benchmark_serving.py --goodput: a request is good when it completed within every SLO
+// given (TTFT, TPOT and end-to-end latency, in ms; infinity = no bound on that term).
+struct GoodputSlo {
+  double ttft_ms = INFINITY, tpot_ms = INFINITY, e2el_ms = INFINITY;
+  bool any() const {
+    return std::isfinite(ttft_ms) || std::isfinite(tpot_ms) || std::isfinite(e2el_ms);
+  }
+};
+
+// What a run reports beyond the fixed statistics.
+struct MetricOptions {
+  std::vector<double> percentiles;  // vLLM --metric-percentiles, in [0, 100]
+  GoodputSlo goodput;
+};
+
 struct RunSummary {
   uint64_t total = 0, completed = 0, rejected = 0;
   uint64_t rejected_by_reason[kNumRejectReasons] = {};  // indexed by RejectReason
+  int64_t input_tokens = 0, output_tokens = 0;          // of the completed requests
   Stats ttft_ms, itl_ms, tpot_ms, e2e_ms, queue_ms, otps;
-  double otps_p50_ratio = 0;  // CloudWatch: p50(out) / (p50(E2E) - p50(TTFT)) x 1000
+  double otps_p50_ratio = NAN;  // CloudWatch: p50(out) / (p50(E2E) - p50(TTFT)) x 1000
   double requests_per_s = 0, output_tokens_per_s = 0, total_tokens_per_s = 0;
-  double busy_fraction = 0, mfu = 0, mbu = 0, kv_usage_mean = 0, kv_usage_max = 0;
+  double goodput_req_s = NAN;  // NaN without a --goodput SLO
+  double step_time_fraction = 0, mfu = 0, mbu = 0, kv_usage_mean = 0, kv_usage_max = 0;
+  double kv_usage_p50 = NAN, kv_usage_p99 = NAN;  // time-weighted over the steps
+  Stats queue_len;  // requests waiting to start, time-weighted over the steps (count = steps)
+  Overload overload;
   uint64_t preemptions = 0;
   uint64_t steps = 0, prefill_only_steps = 0, decode_only_steps = 0, mixed_steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // computed by steps (recomputation included)
   double makespan_s = 0, busy_s = 0, flops = 0, bytes = 0;
+
+  double rejected_share() const { return total ? double(rejected) / double(total) : 0.0; }
 };
 
 // CloudWatch's OTPS from p50s: tokens / (latency - TTFT) x 1000; NaN when undefined.
@@ -78,11 +122,17 @@ double cloudwatch_otps(double output_tokens_p50, double e2e_ms_p50, double ttft_
 class MetricsCollector {
  public:
   // KEEP_STEPS: record every step (memory grows with steps; off for sweeps).
-  explicit MetricsCollector(const Workload& w, bool keep_steps = false);
+  explicit MetricsCollector(const Workload& w, bool keep_steps = false,
+                            const MetricOptions& options = {});
   MetricsCollector(const MetricsCollector&) = delete;
   MetricsCollector& operator=(const MetricsCollector&) = delete;
 
-  void on_reject(double t) { end_s_ = std::max(end_s_, t); }
+  // A request of the workload is offered at T (its time in the workload); WAITING requests now
+  // wait to start, at the replica or held by a closed-loop client.
+  void on_offered(double t, size_t waiting);
+  // Request ID reached the replica at T, its arrival time from now on (a closed-loop client sends
+  // it when a slot frees, after its offered time); ADMITTED unless rejected.
+  void on_arrival(uint32_t id, double t, bool admitted);
   // REQUIRES: ID was admitted from `waiting` in the step starting at T.
   void on_scheduled(uint32_t id, double t) {
     double& first = times_[id].first_scheduled_s;
@@ -100,7 +150,9 @@ class MetricsCollector {
     }
     r.last_token_s = t;
   }
-  void on_step(double t, const StepCost& cost, const Batch& batch, int64_t kv_used_blocks);
+  // A step of BATCH starts at T while KV_USED_BLOCKS are in use and WAITING requests wait.
+  void on_step(double t, const StepCost& cost, const Batch& batch, int64_t kv_used_blocks,
+               size_t waiting);
 
   // The run's requests: SEQS (the scheduler's states, by id) with their times.
   // REQUIRES: SEQS has one state per request of the workload.
@@ -115,10 +167,20 @@ class MetricsCollector {
   const LogHistogram& itl_s() const { return itl_s_; }
 
  private:
+  void summarize_requests(const std::vector<RequestRecord>& requests, RunSummary& s) const;
+  void summarize_use(double peak_flops, double peak_bytes_per_s, int64_t total_kv_blocks,
+                     RunSummary& s) const;
+  Overload judge_overload(const RunSummary& s) const;
+
   std::vector<RequestTimes> times_;
   std::vector<StepRecord> step_records_;
   bool keep_steps_ = false;
+  MetricOptions options_;
   LogHistogram itl_s_;
+  TimeHistogram waiting_, kv_blocks_;
+  size_t offered_ = 0, admitted_ = 0;
+  double first_offered_s_ = NAN, last_offered_s_ = 0;
+  int64_t waiting_at_median_ = 0, waiting_at_last_ = 0;
   double first_arrival_s_ = 0;
   double end_s_ = 0;
   double busy_s_ = 0, flops_ = 0, bytes_ = 0, kv_block_seconds_ = 0;

@@ -1,6 +1,7 @@
 #include "sim/simulation.hpp"
 
 #include <cmath>
+#include <deque>
 
 #include "models/table_model.hpp"
 #include "scheduler/policy.hpp"
@@ -98,22 +99,51 @@ SimConfig resolve(SimConfig c) {
 namespace {
 
 // Feeds the workload's arrivals to the host one at a time: one pending arrival event, whatever
-// the workload's size.
-class ArrivalProcess final : public EventLoop::Process {
+// the workload's size. With a concurrency limit it is vLLM benchmark_serving.py's client with
+// --max-concurrency N: a request whose time has come waits (client side, FIFO) while N are in
+// flight, and is sent when one finishes or is rejected; its latencies count from when it is sent,
+// as the client measures them. It also reports progress.
+class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
  public:
-  ArrivalProcess(const Workload& w, Host& host) : w_(w), host_(host) {}
-  void start(EventLoop& loop) {
+  ArrivalProcess(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics)
+      : w_(w), options_(o), metrics_(metrics) {}
+  void start(EventLoop& loop, Host& host) {
+    host_ = &host;
     if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, 0);
   }
   void handle(EventLoop& loop, uint32_t) override {
-    host_.arrive(w_[next_]);
+    if (limited() && in_flight_ >= size_t(options_.max_concurrency)) {
+      held_.push_back(next_);
+    } else {
+      send(next_);
+    }
+    metrics_.on_offered(loop.now(), host_->waiting() + held_.size());
     if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, 0);
+  }
+  void on_request_done(uint32_t) override {
+    if (options_.progress && ++done_ % kProgressEvery == 0) options_.progress(done_, w_.size());
+    if (!limited()) return;
+    --in_flight_;
+    if (held_.empty() || in_flight_ >= size_t(options_.max_concurrency)) return;
+    const size_t i = held_.front();
+    held_.pop_front();
+    send(i);
   }
 
  private:
+  static constexpr size_t kProgressEvery = 1 << 14;
+  bool limited() const { return options_.max_concurrency > 0; }
+  void send(size_t i) {
+    if (limited()) ++in_flight_;
+    host_->arrive(w_[i]);
+  }
+
   const Workload& w_;
-  Host& host_;
-  size_t next_ = 0;
+  const SimulateOptions& options_;
+  MetricsCollector& metrics_;
+  Host* host_ = nullptr;
+  size_t next_ = 0, in_flight_ = 0, done_ = 0;
+  std::deque<size_t> held_;
 };
 
 }  // namespace
@@ -133,11 +163,12 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   }
   const CostModel& cost = cost_override ? *cost_override : *own;
   Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size());
-  MetricsCollector metrics(w, options.keep_steps);
+  MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
-  Host host(loop, scheduler, cost, metrics);
-  ArrivalProcess arrivals(w, host);
-  arrivals.start(loop);
+  ArrivalProcess arrivals(w, options, metrics);
+  const bool listen = options.max_concurrency > 0 || bool(options.progress);
+  Host host(loop, scheduler, cost, metrics, listen ? &arrivals : nullptr);
+  arrivals.start(loop, host);
   loop.run();
 
   result.requests = metrics.records(scheduler.seqs());

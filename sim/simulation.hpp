@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,6 +55,13 @@ struct RunResult {
 struct SimulateOptions {
   bool keep_steps = false;      // RunResult::steps
   bool keep_histogram = false;  // RunResult::itl_histogram_ms
+  MetricOptions metrics;        // extra percentiles, goodput SLOs
+  // vLLM benchmark_serving.py --max-concurrency: at most this many requests in flight, the rest
+  // wait client side and are sent as others finish (0 = open loop, every request at its time).
+  int64_t max_concurrency = 0;
+  // Called every 16,384 requests finished or rejected with (done, total), from the simulating
+  // thread: for progress lines.
+  std::function<void(size_t, size_t)> progress;
 };
 
 // Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with its cost model

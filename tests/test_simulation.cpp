@@ -48,7 +48,7 @@ TEST_CASE("host: first token at the end of the step that computes the last promp
   CHECK(r.summary.itl_ms.p50 == Approx(1000));
   CHECK(r.summary.otps_p50_ratio == Approx(1.5));
   CHECK(r.summary.makespan_s == 5);
-  CHECK(r.summary.busy_fraction == Approx(1));
+  CHECK(r.summary.step_time_fraction == Approx(1));
 }
 
 TEST_CASE("host: a request arriving during a step waits for the next decision", "[sim]") {
@@ -87,7 +87,7 @@ TEST_CASE("host: the GPU idles between bursts and the makespan covers it", "[sim
       simulate(small_config("chunked", 2048), requests({{0.0, 10, 1}, {10.0, 10, 1}}), &one_second);
   CHECK(r.requests[1].first_token_s == 11);
   CHECK(r.summary.makespan_s == 11);
-  CHECK(r.summary.busy_fraction == Approx(2.0 / 11));
+  CHECK(r.summary.step_time_fraction == Approx(2.0 / 11));
 }
 
 TEST_CASE("host: rejected requests are reported with their reason, never lost", "[sim]") {

@@ -87,10 +87,13 @@ void check_format(const std::string& format) {
 Trace import_trace(const std::string& path, const ImportOptions& opt) {
   check_format(opt.format);
   if (opt.format == "servesim" || (opt.format.empty() && is_hdf5(path))) {
-    return read_trace_h5(path);
+    Trace t = read_trace_h5(path);
+    t.file = path;
+    t.stored = true;
+    return t;
   }
   Trace t;
-  t.source = path;
+  t.file = t.source = path;
   t.options = opt.describe();
   Rows rows(path, opt, t);
   // One pass over one reader, so that pipes work too: the first non-blank line is either a

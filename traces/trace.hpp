@@ -45,7 +45,9 @@ struct Trace {
   std::vector<std::string> class_names;  // e.g. "ChatGPT / Conversation log"
 
   bool timed = true;    // false for length-only traces: arrivals come from a generator
-  std::string source;   // file it came from
+  std::string file;     // the file this trace was read from
+  std::string source;   // the file its rows came from (a servesim HDF5 trace keeps its CSV's)
+  bool stored = false;  // read from a servesim HDF5 trace (already imported)
   std::string format;   // azure, burstgpt, mooncake, vidur, csv, synthetic, servesim
   std::string options;  // import options and transforms, as flags
   TraceCounts counts;

@@ -22,7 +22,9 @@ TraceInfo trace_info(const Trace& t) {
         ++lo;
       best = std::max(best, hi - lo + 1);
     }
-    s.peak_rate_5min = double(best) / 300.0;
+    // A trace shorter than 5 minutes has no 5-minute peak (its count over 300 s would read as a
+    // rate below the mean).
+    s.peak_rate_5min = s.span_s >= 300.0 ? double(best) / 300.0 : NAN;
     if (n > 2) {
       double sum = 0, sq = 0;
       for (size_t i = 1; i < n; ++i) {
@@ -66,7 +68,10 @@ TraceInfo trace_info(const Trace& t) {
 
 void print_trace_info(std::ostream& out, const Trace& t, const TraceInfo& s) {
   char buf[512];
-  out << "trace: " << (t.source.empty() ? "(generated)" : t.source) << " (" << t.format << ")\n";
+  const std::string& file = t.file.empty() ? t.source : t.file;
+  out << "trace: " << (file.empty() ? "(generated)" : file) << " (" << t.format;
+  if (!t.source.empty() && t.source != file) out << ", from " << t.source;
+  out << ")\n";
   if (!t.options.empty()) out << "options: " << t.options << "\n";
   const TraceCounts& c = t.counts;
   std::snprintf(buf, sizeof buf,
@@ -85,10 +90,17 @@ void print_trace_info(std::ostream& out, const Trace& t, const TraceInfo& s) {
   for (const std::string& e : t.first_errors)
     out << "  skipped: " << e << "\n";
   if (t.timed) {
-    std::snprintf(buf, sizeof buf,
-                  "span: %.1f s (%.2f h); mean rate %.3f req/s; 5-minute peak %.3f req/s; "
-                  "burstiness (CV of inter-arrival times) %.2f\n",
-                  s.span_s, s.span_s / 3600, s.mean_rate, s.peak_rate_5min, s.burstiness_cv);
+    std::snprintf(buf, sizeof buf, "span: %.1f s (%.2f h); mean rate %.3f req/s; ", s.span_s,
+                  s.span_s / 3600, s.mean_rate);
+    out << buf;
+    if (std::isfinite(s.peak_rate_5min)) {
+      std::snprintf(buf, sizeof buf, "5-minute peak %.3f req/s; ", s.peak_rate_5min);
+    } else {
+      std::snprintf(buf, sizeof buf, "5-minute peak n/a (under 5 minutes); ");
+    }
+    out << buf;
+    std::snprintf(buf, sizeof buf, "burstiness (CV of inter-arrival times) %.2f\n",
+                  s.burstiness_cv);
     out << buf;
   } else {
     out << "arrivals: none (a length-only trace: replay it with --request-rate)\n";

@@ -17,7 +17,7 @@ struct TraceInfo {
   uint64_t requests = 0;
   double span_s = 0;
   double mean_rate = 0;       // (requests - 1) / span, req/s
-  double peak_rate_5min = 0;  // most requests in any 300 s window (sliding), / 300
+  double peak_rate_5min = 0;  // most requests in any 300 s window (sliding), / 300; NaN under 300 s
   double burstiness_cv = 0;   // std / mean of inter-arrival times
   Stats input_tokens, output_tokens;
   int64_t total_input_tokens = 0, total_output_tokens = 0;

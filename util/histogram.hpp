@@ -58,7 +58,7 @@ class LogHistogram {
     return vlo + (vhi - vlo) * (rank - double(lo));
   }
 
- private:
+  // The bucket of V, its upper bound and its midpoint (shared with TimeHistogram).
   static size_t index(double v) {
     constexpr double lo = 0x1p-30;                // 2^kMinExp
     constexpr double hi = 0x1.fffffffffffffp+29;  // just below 2^kMaxExp
@@ -79,6 +79,8 @@ class LogHistogram {
     const double frac = double(i & ((1u << kMantissaBits) - 1)) + 0.5;
     return std::ldexp(1.0 + frac / double(1u << kMantissaBits), exp);
   }
+
+ private:
   // The k-th smallest value (0-based): exact at both ends, else its bucket's midpoint clamped to
   // [min, max].
   double order_statistic(uint64_t k) const {
@@ -95,6 +97,48 @@ class LogHistogram {
   std::vector<uint64_t> counts_;
   uint64_t count_ = 0;
   double sum_ = 0;
+  double min_ = std::numeric_limits<double>::infinity();
+  double max_ = 0;
+};
+
+// TimeHistogram: how long a quantity (a queue length, a KV usage fraction) held each value, in
+// LogHistogram's buckets, for time-weighted percentiles: quantile(0.99) is the value the quantity
+// stayed at or below for 99% of the time. Values below 2^-30 (zero among them) share the first
+// bucket and read back as the exact minimum.
+class TimeHistogram {
+ public:
+  TimeHistogram() : seconds_(LogHistogram::kBuckets, 0.0) {}
+
+  // REQUIRES: V >= 0, SECONDS >= 0.
+  void add(double v, double seconds) {
+    if (!(seconds > 0)) return;
+    total_s_ += seconds;
+    weighted_sum_ += v * seconds;
+    min_ = std::min(min_, v);
+    max_ = std::max(max_, v);
+    seconds_[LogHistogram::index(v)] += seconds;
+  }
+
+  double total_s() const { return total_s_; }
+  double mean() const { return total_s_ > 0 ? weighted_sum_ / total_s_ : NAN; }
+  double max() const { return total_s_ > 0 ? max_ : NAN; }
+  // The smallest bucket holding the Q-quantile of the time (its midpoint, clamped to [min, max]);
+  // NaN when nothing was added.
+  double quantile(double q) const {
+    if (!(total_s_ > 0)) return NAN;
+    const double target = q * total_s_;
+    double seen = 0;
+    for (size_t i = 0; i < seconds_.size(); ++i) {
+      seen += seconds_[i];
+      if (seconds_[i] > 0 && seen >= target)
+        return std::clamp(LogHistogram::midpoint(i), min_, max_);
+    }
+    return max_;
+  }
+
+ private:
+  std::vector<double> seconds_;
+  double total_s_ = 0, weighted_sum_ = 0;
   double min_ = std::numeric_limits<double>::infinity();
   double max_ = 0;
 };

@@ -1,6 +1,6 @@
 #include "util/parallel.hpp"
 
-#include <unistd.h>
+#include "util/progress.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -21,32 +21,6 @@ int hardware_threads() {
 }
 
 namespace {
-
-// The progress line on stderr, at most five times a second, when stderr is a terminal.
-class Progress {
- public:
-  Progress(const char* what, size_t n) : what_(what), n_(n), tty_(isatty(fileno(stderr)) != 0) {}
-  ~Progress() {
-    if (tty_ && n_ > 0) std::fprintf(stderr, "\n");
-  }
-  void show(size_t count) {
-    const auto now = std::chrono::steady_clock::now();
-    if (!tty_ || (now - last_ <= std::chrono::milliseconds(200) && count != n_)) return;
-    last_ = now;
-    const double s = std::chrono::duration<double>(now - start_).count();
-    const double rate = s > 0 ? double(count) / s : 0;
-    std::fprintf(stderr, "\r%s: %zu/%zu (%.0f%%), %.1f/s, ETA %.0f s   ", what_, count, n_,
-                 n_ ? 100.0 * double(count) / double(n_) : 100.0, rate,
-                 rate > 0 ? double(n_ - count) / rate : 0.0);
-    std::fflush(stderr);
-  }
-
- private:
-  const char* what_;
-  size_t n_;
-  bool tty_;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_ = start_;
-};
 
 // What the workers share with the calling thread.
 struct Queue {
@@ -82,7 +56,8 @@ void work(Queue& q, size_t n, const std::function<void(size_t)>& task) {
 }  // namespace
 
 void parallel_for(size_t n, int jobs, const char* what, const std::function<void(size_t)>& task,
-                  const std::function<void(size_t)>& done) {
+                  const std::function<void(size_t)>& done,
+                  const std::function<std::string()>& status) {
   Queue q;
   const int threads = int(std::min<size_t>(size_t(std::max(1, jobs)), std::max<size_t>(n, 1)));
   std::vector<std::thread> pool;
@@ -103,7 +78,11 @@ void parallel_for(size_t n, int jobs, const char* what, const std::function<void
         ++count;
         lock.lock();
       }
-      progress.show(count);
+      if (status) {
+        progress.show_text(status());
+      } else {
+        progress.show(count);
+      }
     }
     q.stop = !q.errors.empty();
   }

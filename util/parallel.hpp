@@ -8,13 +8,17 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 
 namespace servesim {
 
 // Runs TASK(i) for i in [0, N) on JOBS threads (at most N); WHAT names the work in the progress
-// line.
+// line, or STATUS, when given, words it (it is called from the calling thread while tasks run:
+// it must read only what is safe to read then, e.g. atomics), for tasks long enough to report
+// progress from within.
 void parallel_for(size_t n, int jobs, const char* what, const std::function<void(size_t)>& task,
-                  const std::function<void(size_t)>& done);
+                  const std::function<void(size_t)>& done,
+                  const std::function<std::string()>& status = {});
 
 // The number of threads the machine runs at once (at least 1).
 int hardware_threads();

@@ -1,0 +1,219 @@
+// The text reports (analysis/report.hpp): `run`'s one-screen summary, `compare`'s table and
+// verdict, and the warnings both print when an answer is not what it seems.
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "analysis/report.hpp"
+#include "scheduler/policy.hpp"
+#include "util/format.hpp"
+
+namespace servesim {
+
+namespace {
+
+constexpr double kComparableRejectedShare = 0.01;
+
+template <typename... T>
+std::string fmt(const char* spec, T... args) {
+  return format(spec, args...);
+}
+
+// V with DECIMALS in WIDTH columns, or "-" when undefined.
+std::string cell(double v, int width, int decimals) {
+  return std::isfinite(v) ? fmt("%*.*f", width, decimals, v) : fmt("%*s", width, "-");
+}
+
+std::string reasons_text(const RunSummary& s) {
+  std::string text;
+  for (int i = 1; i < kNumRejectReasons; ++i) {
+    if (s.rejected_by_reason[i] == 0) continue;
+    text += fmt("%s%s %llu", text.empty() ? "" : ", ", reason_code(RejectReason(i)),
+                static_cast<unsigned long long>(s.rejected_by_reason[i]));
+  }
+  return text;
+}
+
+void print_header(std::ostream& out, const RunResult& r, const std::string& workload) {
+  const SimConfig& c = r.config;
+  const RunSummary& s = r.summary;
+  out << "servesim run: " << c.model.name << " on " << c.gpu.name << " x" << c.tp << ", "
+      << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
+      << c.scheduler.max_num_batched_tokens << ", max_num_seqs " << c.scheduler.max_num_seqs
+      << ", max_model_len " << c.scheduler.max_model_len << ")\n";
+  out << fmt("KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU\n",
+             static_cast<long long>(r.memory.num_gpu_blocks), c.scheduler.block_size,
+             double(r.memory.num_gpu_blocks) * r.memory.kv_bytes_per_block / 1073741824.0,
+             r.memory.overridden ? ", --num-gpu-blocks" : "", r.memory.weight_bytes / 1073741824.0);
+  out << "workload: " << workload << "\n";
+  out << fmt("requests: %llu total, %llu completed, %llu rejected",
+             static_cast<unsigned long long>(s.total), static_cast<unsigned long long>(s.completed),
+             static_cast<unsigned long long>(s.rejected));
+  if (s.rejected > 0) out << " (" << reasons_text(s) << ")";
+  out << "\n\n";
+}
+
+// The per-request statistics, with the percentiles --metric-percentiles asked for (or mean, p50,
+// p90, p95, p99, max).
+void print_stats_table(std::ostream& out, const RunSummary& s) {
+  const bool custom = !s.ttft_ms.extra.empty();
+  std::string head = fmt("%-16s %10s", "metric", "mean");
+  if (custom) {
+    for (const auto& [q, v] : s.ttft_ms.extra)
+      head += fmt(" %10s", percentile_name(q).c_str());
+  } else {
+    head += fmt(" %10s %10s %10s %10s", "p50", "p90", "p95", "p99");
+  }
+  out << head << fmt(" %10s\n", "max");
+  auto row = [&](const char* name, const Stats& st) {
+    out << fmt("%-16s ", name) << cell(st.mean, 10, 1);
+    if (custom) {
+      for (const auto& [q, v] : st.extra)
+        out << " " << cell(v, 10, 1);
+    } else {
+      for (double v : {st.p50, st.p90, st.p95, st.p99})
+        out << " " << cell(v, 10, 1);
+    }
+    out << " " << cell(st.max, 10, 1) << "\n";
+  };
+  row("ttft_ms", s.ttft_ms);
+  row("itl_ms", s.itl_ms);
+  row("tpot_ms", s.tpot_ms);
+  row("e2e_ms", s.e2e_ms);
+  row("queue_ms", s.queue_ms);
+  row("otps_tok_per_s", s.otps);
+}
+
+void print_use(std::ostream& out, const RunSummary& s) {
+  out << "\nOTPS (CloudWatch, ratio of p50s): " << cell(s.otps_p50_ratio, 0, 1) << " tok/s\n";
+  out << fmt(
+      "throughput: %.2f req/s, %.0f output tok/s, %.0f total tok/s over %.1f s "
+      "(%lld input, %lld output tokens)\n",
+      s.requests_per_s, s.output_tokens_per_s, s.total_tokens_per_s, s.makespan_s,
+      static_cast<long long>(s.input_tokens), static_cast<long long>(s.output_tokens));
+  if (std::isfinite(s.goodput_req_s)) {
+    out << fmt("goodput: %.2f req/s meet every --goodput SLO\n", s.goodput_req_s);
+  }
+  out << fmt(
+      "GPU: a step in flight %.1f%% of the time (not saturation: see MFU, MBU, KV and "
+      "the queue), MFU %.1f%%, MBU %.1f%%\n",
+      s.step_time_fraction * 100, s.mfu * 100, s.mbu * 100);
+  auto pct = [](double v) { return std::isfinite(v) ? fmt("%.1f%%", v * 100) : "-"; };
+  out << "KV usage: mean " << pct(s.kv_usage_mean) << ", p50 " << pct(s.kv_usage_p50) << ", p99 "
+      << pct(s.kv_usage_p99) << ", max " << pct(s.kv_usage_max)
+      << "; waiting requests (time-weighted): mean " << cell(s.queue_len.mean, 0, 1) << ", p50 "
+      << cell(s.queue_len.p50, 0, 0) << ", p99 " << cell(s.queue_len.p99, 0, 0) << ", max "
+      << cell(s.queue_len.max, 0, 0) << "\n";
+  out << fmt("steps: %llu (prefill-only %llu, decode-only %llu, mixed %llu); preemptions %llu\n",
+             static_cast<unsigned long long>(s.steps),
+             static_cast<unsigned long long>(s.prefill_only_steps),
+             static_cast<unsigned long long>(s.decode_only_steps),
+             static_cast<unsigned long long>(s.mixed_steps),
+             static_cast<unsigned long long>(s.preemptions));
+}
+
+}  // namespace
+
+std::vector<std::string> run_warnings(const RunResult& r) {
+  const RunSummary& s = r.summary;
+  const Overload& o = s.overload;
+  std::vector<std::string> w;
+  if (o.overloaded) {
+    w.push_back(fmt(
+        "overloaded: %lld requests were still waiting to start when the last one arrived (%lld "
+        "half-way through the arrivals); arrivals %.2f req/s, completions %.2f req/s; the queue "
+        "drained %.1f s after the last arrival. Latencies grow with the run's length: lower "
+        "--request-rate or add replicas.",
+        static_cast<long long>(o.waiting_at_last_arrival),
+        static_cast<long long>(o.waiting_at_median_arrival), o.arrival_rate_req_s,
+        o.completion_rate_req_s, o.drain_s));
+  }
+  if (s.rejected > 0) {
+    w.push_back(
+        fmt("%llu of %llu requests (%.1f%%) were rejected (%s): they are in no latency "
+            "statistic.",
+            static_cast<unsigned long long>(s.rejected), static_cast<unsigned long long>(s.total),
+            s.rejected_share() * 100, reasons_text(s).c_str()));
+  }
+  return w;
+}
+
+bool comparable(const RunResult& r) {
+  return !r.summary.overload.overloaded && r.summary.rejected_share() <= kComparableRejectedShare &&
+         r.summary.completed > 0;
+}
+
+void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload) {
+  print_header(out, r, workload);
+  print_stats_table(out, r.summary);
+  print_use(out, r.summary);
+  for (const std::string& w : run_warnings(r))
+    out << "WARNING: " << w << "\n";
+}
+
+void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs) {
+  out << fmt("%-14s %9s %9s %8s %8s %8s %9s %8s %9s %6s %5s %7s %8s  %s\n", "scheduler", "TTFT p50",
+             "TTFT p99", "ITL p50", "ITL p99", "TPOT p50", "E2E p50", "OTPS p50", "out tok/s",
+             "step%", "MFU%", "preempt", "rejected", "notes");
+  out << fmt("%-14s %9s %9s %8s %8s %8s %9s %8s %9s %6s %5s %7s %8s\n", "", "ms", "ms", "ms", "ms",
+             "ms", "ms", "tok/s", "", "", "", "", "");
+  for (const RunResult& r : runs) {
+    const RunSummary& s = r.summary;
+    std::string notes;
+    if (s.overload.overloaded) notes = "OVERLOADED";
+    if (s.rejected > 0) {
+      notes += fmt("%srejects %.1f%%", notes.empty() ? "" : ", ", s.rejected_share() * 100);
+    }
+    out << fmt("%-14s", run_label(r).c_str());
+    const std::pair<double, int> cells[] = {
+        {s.ttft_ms.p50, 9}, {s.ttft_ms.p99, 9}, {s.itl_ms.p50, 8}, {s.itl_ms.p99, 8},
+        {s.tpot_ms.p50, 8}, {s.e2e_ms.p50, 9},  {s.otps.p50, 8}};
+    for (const auto& [v, width] : cells)
+      out << " " << cell(v, width, 1);
+    out << " " << cell(s.output_tokens_per_s, 9, 0) << " " << cell(s.step_time_fraction * 100, 6, 1)
+        << " " << cell(s.mfu * 100, 5, 1)
+        << fmt(" %7llu %8llu", static_cast<unsigned long long>(s.preemptions),
+               static_cast<unsigned long long>(s.rejected));
+    if (!notes.empty()) out << "  " << notes;
+    out << "\n";
+  }
+}
+
+std::string compare_verdict(const std::vector<RunResult>& runs) {
+  if (runs.size() < 2) return "";
+  const RunResult* best_ttft = nullptr;
+  const RunResult* best_itl = nullptr;
+  size_t excluded = 0;
+  for (const RunResult& r : runs) {
+    if (!comparable(r)) {
+      ++excluded;
+      continue;
+    }
+    if (!best_ttft || r.summary.ttft_ms.p50 < best_ttft->summary.ttft_ms.p50) best_ttft = &r;
+    if (!best_itl || r.summary.itl_ms.p99 < best_itl->summary.itl_ms.p99) best_itl = &r;
+  }
+  if (best_ttft == nullptr) {
+    return "No run is comparable: each is overloaded (its queue grew for as long as requests "
+           "arrived) or rejects more than 1% of its requests, so its latencies measure the run's "
+           "length or a different workload. Lower --request-rate, add replicas, or raise "
+           "--max-model-len.";
+  }
+  std::string line = fmt("%s has the lowest TTFT p50 (%.0f ms) and %s the lowest ITL p99 (%.0f ms)",
+                         run_label(*best_ttft).c_str(), best_ttft->summary.ttft_ms.p50,
+                         run_label(*best_itl).c_str(), best_itl->summary.itl_ms.p99);
+  if (excluded > 0) {
+    line +=
+        fmt(" among the %zu runs that kept up without rejecting requests", runs.size() - excluded);
+  }
+  const bool classic = best_ttft->config.scheduler.policy == Policy::kVllmV0 &&
+                       best_itl->config.scheduler.policy == Policy::kChunked;
+  if (classic) {
+    return line +
+           ": prefill priority wins the first token by stalling running decodes; chunked "
+           "prefill keeps the token cadence steady at the cost of a later first token.";
+  }
+  return line + ".";
+}
+
+}  // namespace servesim
