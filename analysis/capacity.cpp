@@ -1,11 +1,14 @@
 #include "analysis/capacity.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <set>
 #include <sstream>
 
 #include "analysis/report.hpp"
 #include "util/error.hpp"
+#include "util/lookup.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 
@@ -60,7 +63,7 @@ Bound parse_bound(const std::string& term, const std::set<std::string>& known) {
   }
   const bool higher_is_better = b.metric.rfind("otps", 0) == 0 ||
                                 b.metric.find("_per_s") != std::string::npos ||
-                                b.metric == "completed";
+                                b.metric == "goodput_req_s" || b.metric == "completed";
   b.upper = dir == 0 ? !higher_is_better : dir > 0;
   return b;
 }
@@ -80,6 +83,46 @@ std::vector<Bound> parse_slo(const std::string& text) {
   return out;
 }
 
+double GpuHourCost::of(const std::string& gpu, double file_cost) const {
+  const auto it = by_gpu.find(gpu);
+  if (it != by_gpu.end()) return it->second;
+  return std::isnan(all) ? file_cost : all;
+}
+
+namespace {
+
+// One price of --gpu-hour-cost: a number in (0, 1e7].
+double parse_price(const std::string& item, const std::string& value) {
+  double v = 0;
+  if (!parse_double(value, v) || !(v > 0 && v <= 1e7)) {
+    throw Error("gpu-hour-cost",
+                "'" + item + "': dollars per GPU-hour must be a number in (0, 1e7]");
+  }
+  return v;
+}
+
+}  // namespace
+
+GpuHourCost parse_gpu_hour_cost(const std::string& text) {
+  GpuHourCost c;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      if (!std::isnan(c.all)) throw Error("gpu-hour-cost", "two prices for every GPU");
+      c.all = parse_price(item, item);
+      continue;
+    }
+    const std::string gpu = lowercase(trim(std::string_view(item).substr(0, eq)));
+    if (gpu.empty()) throw Error("gpu-hour-cost", "'" + item + "' must be NAME=DOLLARS");
+    if (!c.by_gpu.emplace(gpu, parse_price(item, item.substr(eq + 1))).second) {
+      throw Error("gpu-hour-cost", "two prices for " + gpu);
+    }
+  }
+  if (std::isnan(c.all) && c.by_gpu.empty()) throw Error("gpu-hour-cost", "no price given");
+  return c;
+}
+
 double attainment(const RunResult& r, double ttft_ms, double tpot_ms) {
   if (r.requests.empty()) return 0;
   size_t good = 0;
@@ -94,137 +137,204 @@ double attainment(const RunResult& r, double ttft_ms, double tpot_ms) {
 
 namespace {
 
+double rejected_share(const RunSummary& s) {
+  return s.total > 0 ? double(s.rejected) / double(s.total) : 0.0;
+}
+
+// How far V is past bound B, relative to its limit: > 0 when it fails, +inf when V is NaN.
+double excess(const Bound& b, double v) {
+  if (std::isnan(v)) return INFINITY;
+  const double scale = b.limit != 0 ? std::abs(b.limit) : 1.0;
+  return (b.upper ? v - b.limit : b.limit - v) / scale;
+}
+
+// The term of SPEC that S (and ATTAINED, the goodput share) fails by the widest margin; "" when
+// it meets every term.
+std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double attained) {
+  std::string worst;
+  double most = 0;
+  auto consider = [&](const std::string& term, double e) {
+    if (e > most) {
+      most = e;
+      worst = term;
+    }
+  };
+  if (rejected_share(s) > spec.max_rejected_share) consider("rejected_share", INFINITY);
+  const auto metrics = summary_metrics(s);
+  for (const Bound& b : spec.bounds) {
+    for (const auto& [name, v] : metrics) {
+      if (name == b.metric) consider(b.metric, excess(b, v));
+    }
+  }
+  if (spec.attainment > 0 && !(attained >= spec.attainment)) {
+    consider("attainment",
+             std::isnan(attained) ? INFINITY : (spec.attainment - attained) / spec.attainment);
+  }
+  return worst;
+}
+
 // BASE at RATE, simulated and judged against SPEC.
-Probe probe(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs) {
+Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs) {
   RunSpec s = base;
   s.request_rate = rate;
   s.given.insert("request-rate");
   const PointRun p = run_point(s, inputs);
+  const SimConfig& c = p.run.config;
   Probe pr;
   pr.rate = rate;
   pr.summary = p.run.summary;
   pr.label = run_label(p.run);
-  pr.policy = policy_name(p.run.config.scheduler.policy);
-  pr.budget = p.run.config.scheduler.max_num_batched_tokens;
-  pr.ok = true;
-  const auto metrics = summary_metrics(p.run.summary);
-  for (const Bound& b : spec.bounds) {
-    for (const auto& [name, v] : metrics) {
-      if (name != b.metric) continue;
-      if (b.upper ? !(v <= b.limit) : !(v >= b.limit)) pr.ok = false;
-    }
-  }
-  // Rejections (request too long for the context, the token budget or the KV cache) do not
-  // depend on the rate: a configuration that refuses requests does not serve the workload.
-  if (p.run.summary.rejected > 0) pr.ok = false;
-  if (spec.attainment > 0) {
-    pr.attained = attainment(p.run, spec.ttft_ms, spec.tpot_ms);
-    if (pr.attained < spec.attainment) pr.ok = false;
-  }
+  pr.policy = policy_name(c.scheduler.policy);
+  pr.budget = c.scheduler.max_num_batched_tokens;
+  pr.gpu = c.gpu.name;
+  pr.model = c.model.name;
+  pr.tp = c.tp;
+  pr.gpu_file_cost = c.gpu.cost_per_hour;
+  if (spec.attainment > 0) pr.attained = attainment(p.run, spec.ttft_ms, spec.tpot_ms);
+  pr.failed = worst_term(spec, pr.summary, pr.attained);
+  pr.ok = pr.failed.empty();
   return pr;
 }
 
-// The search's state: the highest rate known to meet the SLO (LO, 0 = none) and the lowest
-// known to fail it (HI, 0 = none).
-struct Bracket {
-  double lo = 0, hi = 0;
-  Probe lo_probe;
+// One search: the highest rate known to meet the SLO (LO, 0 = none) and the lowest known to fail
+// it (HI, 0 = none), with their probes.
+class Searcher {
+ public:
+  Searcher(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs, const ProbeHook& hook)
+      : base_(base), spec_(spec), inputs_(inputs), hook_(hook) {}
+
+  CapacityResult run() {
+    const Probe first = probe(spec_.rate_start);
+    identify(first);
+    if (c_.refused) return c_;
+    if (first.ok) {
+      up();
+    } else {
+      down();
+    }
+    // Bisection between a rate that meets the SLO and one that does not.
+    while (!c_.above_max && !c_.below_min && (hi_ - lo_) > spec_.rel_tol * hi_ &&
+           c_.iterations < 60) {
+      probe((lo_ + hi_) / 2);
+    }
+    c_.capacity = lo_;
+    c_.at = lo_probe_;
+    c_.binding = hi_ > 0 ? hi_probe_.failed : "";
+    return c_;
+  }
+
+ private:
+  Probe probe(double rate) {
+    Probe p = probe_at(base_, spec_, rate, inputs_);
+    ++c_.iterations;
+    if (hook_) hook_(p);
+    (p.ok ? lo_ : hi_) = rate;
+    (p.ok ? lo_probe_ : hi_probe_) = p;
+    return p;
+  }
+
+  // The configuration, its price and its rejections, from the first probe. Rejections
+  // (requests too long for the context, the token budget or the KV cache) do not depend on the
+  // rate: beyond --max-rejected-share, the configuration does not serve the workload.
+  void identify(const Probe& p) {
+    c_.label = p.label;
+    c_.policy = p.policy;
+    c_.gpu = p.gpu;
+    c_.model = p.model;
+    c_.tp = p.tp;
+    c_.budget = p.budget;
+    c_.gpu_hour_cost = spec_.cost.of(p.gpu, p.gpu_file_cost);
+    c_.rejected = p.summary.rejected;
+    c_.requests = p.summary.total;
+    c_.refused = rejected_share(p.summary) > spec_.max_rejected_share;
+    if (c_.refused) c_.binding = "rejected_share";
+  }
+
+  // From a first rate that met the SLO: double up to a rate that fails; --rate-max itself is the
+  // last rate tried.
+  void up() {
+    while (lo_ < spec_.rate_max && hi_ == 0)
+      probe(std::min(lo_ * 2, spec_.rate_max));
+    c_.above_max = hi_ == 0;
+  }
+
+  // From a first rate that failed: halve down to a rate that meets the SLO, at most 10 times.
+  void down() {
+    const double floor_rate = spec_.rate_start / 1024;
+    for (double r = hi_ / 2; r >= floor_rate && lo_ == 0; r /= 2)
+      probe(r);
+    c_.below_min = lo_ == 0;
+  }
+
+  const RunSpec& base_;
+  const CapacitySpec& spec_;
+  Inputs& inputs_;
+  const ProbeHook& hook_;
+  CapacityResult c_;
+  double lo_ = 0, hi_ = 0;
+  Probe lo_probe_, hi_probe_;
 };
 
-// From a first probe that met the SLO: double up to a rate that fails; --rate-max itself is the
-// last rate tried.
-void bracket_up(Bracket& b, const Probe& first, const RunSpec& base, const CapacitySpec& spec,
-                CapacityResult& c, Inputs& inputs) {
-  b.lo = first.rate;
-  b.lo_probe = first;
-  while (b.lo < spec.rate_max) {
-    const double r = std::min(b.lo * 2, spec.rate_max);
-    Probe p = probe(base, spec, r, inputs);
-    ++c.iterations;
-    if (!p.ok) {
-      b.hi = r;
-      break;
-    }
-    b.lo = r;
-    b.lo_probe = p;
-  }
-  c.above_max = b.hi == 0;
+}  // namespace
+
+CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
+                      const ProbeHook& on_probe) {
+  return Searcher(base, spec, inputs, on_probe).run();
 }
 
-// From a first probe that failed: halve down to a rate that meets the SLO, at most 10 times.
-void bracket_down(Bracket& b, const Probe& first, const RunSpec& base, const CapacitySpec& spec,
-                  CapacityResult& c, Inputs& inputs) {
-  b.hi = first.rate;
-  const double floor_rate = spec.rate_start / 1024;
-  for (double r = first.rate / 2; r >= floor_rate; r /= 2) {
-    Probe p = probe(base, spec, r, inputs);
-    ++c.iterations;
-    if (p.ok) {
-      b.lo = r;
-      b.lo_probe = p;
-      break;
-    }
-    b.hi = r;
-  }
-  c.below_min = b.lo == 0;
+namespace {
+
+// "N of M requests (X%)": the requests C rejects at every rate.
+std::string rejected_text(const CapacityResult& c) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "%llu of %llu requests (%.3g%%)",
+                static_cast<unsigned long long>(c.rejected),
+                static_cast<unsigned long long>(c.requests),
+                c.requests ? 100.0 * double(c.rejected) / double(c.requests) : 0.0);
+  return buf;
 }
 
 }  // namespace
 
-CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs) {
-  CapacityResult c;
-  const Probe first = probe(base, spec, spec.rate_start, inputs);
-  c.iterations = 1;
-  c.label = first.label;
-  c.policy = first.policy;
-  c.budget = first.budget;
-  if (first.summary.rejected > 0) {
-    c.rejected = first.summary.rejected;
-    return c;
-  }
-  Bracket b;
-  if (first.ok) {
-    bracket_up(b, first, base, spec, c, inputs);
-  } else {
-    bracket_down(b, first, base, spec, c, inputs);
-  }
-  // Bisection between a rate that meets the SLO and one that does not.
-  while (!c.above_max && !c.below_min && (b.hi - b.lo) > spec.rel_tol * b.hi && c.iterations < 60) {
-    const double mid = (b.lo + b.hi) / 2;
-    Probe p = probe(base, spec, mid, inputs);
-    ++c.iterations;
-    if (p.ok) {
-      b.lo = mid;
-      b.lo_probe = p;
-    } else {
-      b.hi = mid;
-    }
-  }
-  c.capacity = b.lo;
-  c.at = b.lo_probe;
-  return c;
-}
-
 std::string capacity_note(const CapacityResult& c) {
-  if (c.rejected > 0) {
-    return "rejects " + std::to_string(c.rejected) +
-           " requests at any rate (too long for its context, budget or KV)";
+  // Notes open with "rejects" (no capacity), "at least" or "fails": scripts/plot.py reads them.
+  if (c.refused) {
+    return "rejects " + rejected_text(c) +
+           " at any rate (too long for its context, budget or KV), more than "
+           "--max-rejected-share";
   }
-  if (c.above_max) return "at least: meets the SLO at --rate-max";
-  if (c.below_min) return "fails the SLO at every rate tried, down to --rate-start/1024";
-  return "";
+  std::string note;
+  if (c.above_max) note = "at least: meets the SLO at --rate-max";
+  if (c.below_min) note = "fails the SLO at every rate tried, down to --rate-start/1024";
+  if (c.rejected > 0) {
+    note += (note.empty() ? "" : "; ") + rejected_text(c) +
+            " rejected at every rate, within --max-rejected-share";
+  }
+  return note;
 }
 
 int64_t replicas_for(double target, const CapacityResult& c) {
   return target > 0 && c.capacity > 0 ? int64_t(std::ceil(target / c.capacity - 1e-9)) : 0;
 }
 
+double cost_per_million_output_tokens(const CapacityResult& c) {
+  const double tokens_per_s = c.at.summary.output_tokens_per_s;
+  if (!(c.capacity > 0) || !(tokens_per_s > 0)) return NAN;
+  return c.gpu_hour_cost * c.tp / (tokens_per_s * 3600) * 1e6;
+}
+
+double fleet_cost_per_hour(double target, const CapacityResult& c) {
+  const int64_t replicas = replicas_for(target, c);
+  return replicas > 0 ? double(replicas) * c.tp * c.gpu_hour_cost : NAN;
+}
+
 SweepTable capacity_table(const std::vector<CapacityResult>& results, double target,
                           const std::string& slo_text) {
   SweepTable t;
-  t.text_columns = {"label", "policy", "note"};
-  t.int_columns = {"max_num_batched_tokens", "replicas", "iterations"};
-  t.real_columns = {"capacity_req_s", "attainment"};
+  t.text_columns = {"label", "gpu", "model", "policy", "note", "binding"};
+  t.int_columns = {"tp", "max_num_batched_tokens", "replicas", "iterations"};
+  t.real_columns = {"capacity_req_s", "attainment", "gpu_hour_cost",
+                    "cost_per_million_output_tokens", "fleet_cost_per_hour"};
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
     t.real_columns.push_back(name);
   t.points_total = results.size();
@@ -233,9 +343,10 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
     const CapacityResult& c = results[i];
     SweepRow row;
     row.point = int64_t(i);
-    row.text = {c.label, c.policy, capacity_note(c)};
-    row.ints = {c.budget, replicas_for(target, c), c.iterations};
-    row.reals = {c.capacity, c.at.attained};
+    row.text = {c.label, c.gpu, c.model, c.policy, capacity_note(c), c.binding};
+    row.ints = {c.tp, c.budget, replicas_for(target, c), c.iterations};
+    row.reals = {c.capacity, c.at.attained, c.gpu_hour_cost, cost_per_million_output_tokens(c),
+                 fleet_cost_per_hour(target, c)};
     for (const auto& [name, v] : summary_metrics(c.at.summary))
       row.reals.push_back(c.capacity > 0 ? v : NAN);
     t.rows.push_back(row);

@@ -1,19 +1,32 @@
 // Capacity: the highest request rate a configuration sustains under a service-level objective,
 // found by bisection on the arrival rate of the same requests (same trace or generator and seed:
-// the same requests, arriving faster).
+// the same requests, arriving faster), and what serving at that rate costs.
 //  - An SLO is bounds on summary metrics (`ttft_p50_ms=2000,itl_p99_ms=100`; latencies are upper
 //    bounds, OTPS and throughput lower bounds, or say <= / >=), Sarathi-Serve's form among them
 //    (queue_p50_ms plus a P99 TBT bound), and/or DistServe's goodput: at least a share of all
-//    requests meets per-request TTFT and TPOT bounds (rejected requests miss).
+//    requests meets per-request TTFT and TPOT bounds (rejected requests miss). Each bound is a
+//    term, named by its summary-metric column (ttft_ms_p99); the goodput form is the term
+//    `attainment`, and a rejected share above --max-rejected-share the term `rejected_share`.
 //  - search(): from --rate-start, double or halve to a bracket (--rate-max itself is tried), then
 //    bisect until the bracket is within --rel-tol of its top.
-// Promises: the reported capacity met the SLO when simulated; a configuration that rejects
-// requests (too long for its context, budget or KV cache) does not serve the workload at any
-// rate, and is reported so, never as a capacity.
+//  - The binding term is the one that failed at the lowest failing rate of the search (the top of
+//    the final bracket), by the widest relative margin when several failed there: the term that
+//    stopped the capacity from being higher. None binds when the SLO held up to --rate-max.
+//  - Rejections (a request too long for the context, the token budget or the KV cache) do not
+//    depend on the rate. A configuration rejecting more than --max-rejected-share of the requests
+//    does not serve the workload at any rate (capacity 0, binding `rejected_share`); within the
+//    share, its capacity is searched as usual and the note counts the rejected requests.
+//  - Cost: dollars per GPU-hour from --gpu-hour-cost (a number, or NAME=X per GPU) or else the
+//    GPU file's cost_per_hour; cost per million output tokens at capacity = price x tp /
+//    (output_tokens_per_s x 3600) x 1e6, NaN when no price is known.
+// Promises: the reported capacity met the SLO when simulated; results depend only on the inputs
+// (never on threads or timing).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,10 +47,25 @@ std::string metric_column(std::string name);
 // "ttft_p50_ms=2000,otps_p50>=40": Error naming --slo on a bad term or unknown metric.
 std::vector<Bound> parse_slo(const std::string& text);
 
+// Dollars per GPU-hour: one price for every GPU (ALL), and prices by GPU name.
+struct GpuHourCost {
+  double all = NAN;
+  std::map<std::string, double> by_gpu;  // lower-case names
+
+  // GPU's price: by name, else ALL, else FILE_COST (its GPU file's cost_per_hour, or NaN).
+  double of(const std::string& gpu, double file_cost) const;
+};
+
+// --gpu-hour-cost "2.5", "a100-80g=1.8,h100-sxm=3.2" or both ("2.5,h100-sxm=3.2": 2.5 for the
+// others): Error naming --gpu-hour-cost unless every price is a number in (0, 1e7].
+GpuHourCost parse_gpu_hour_cost(const std::string& text);
+
 struct CapacitySpec {
   std::vector<Bound> bounds;
   double attainment = 0, ttft_ms = INFINITY, tpot_ms = INFINITY;
+  double max_rejected_share = 0;  // in [0, 1)
   double rate_start = 1, rate_max = 100000, rel_tol = 0.02;
+  GpuHourCost cost;
 };
 
 // The share of all requests meeting the per-request SLOs (rejected requests miss).
@@ -46,31 +74,47 @@ double attainment(const RunResult& r, double ttft_ms, double tpot_ms);
 // One simulation at one rate, and whether it met the SLO.
 struct Probe {
   bool ok = false;
+  std::string failed;  // the term failed by the widest margin ("" when ok)
   double rate = 0, attained = NAN;
   RunSummary summary;
-  std::string label, policy;
+  std::string label, policy, gpu, model;
+  int tp = 1;
   int64_t budget = 0;
+  double gpu_file_cost = NAN;  // the GPU file's cost_per_hour
 };
 
 struct CapacityResult {
-  std::string label, policy;
+  std::string label, policy, gpu, model;
+  int tp = 1;
   int64_t budget = 0;
   double capacity = 0;
   bool above_max = false, below_min = false;
-  uint64_t rejected = 0;  // requests the configuration refuses at any rate
+  bool refused = false;                 // rejects more than --max-rejected-share: no capacity
+  uint64_t rejected = 0, requests = 0;  // rejected at every rate, of the workload's requests
   int iterations = 0;
-  Probe at;  // the probe at the capacity (the highest rate that met the SLO)
+  std::string binding;         // the binding term ("" when none)
+  double gpu_hour_cost = NAN;  // dollars per GPU-hour, NaN when unknown
+  Probe at;                    // the probe at the capacity (the highest rate that met the SLO)
 };
 
-// The capacity of BASE (whose request rate is what the search sets).
-CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs);
+// Called after each probe, from the searching thread (progress lines).
+using ProbeHook = std::function<void(const Probe&)>;
 
-// Why a result is not a plain capacity ("" when it is).
+// The capacity of BASE (whose request rate is what the search sets).
+CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
+                      const ProbeHook& on_probe = {});
+
+// Why a result is not a plain capacity, and how many requests it rejects ("" when neither).
 std::string capacity_note(const CapacityResult& c);
 
 // Replicas that serve TARGET req/s at capacity C under ideal spreading; 0 without a target or
 // a capacity.
 int64_t replicas_for(double target, const CapacityResult& c);
+
+// Dollars per million output tokens at the capacity; NaN without a capacity or a price.
+double cost_per_million_output_tokens(const CapacityResult& c);
+// Dollars per hour of the replicas that serve TARGET (replicas x tp x price); NaN when unknown.
+double fleet_cost_per_hour(double target, const CapacityResult& c);
 
 // The capacity table (`capacity --out/--csv`): one row per configuration.
 SweepTable capacity_table(const std::vector<CapacityResult>& results, double target,

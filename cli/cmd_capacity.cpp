@@ -1,11 +1,21 @@
-// `servesim capacity`: the highest request rate each configuration (scheduler x token budget)
-// sustains under an SLO (analysis/capacity.hpp), searched in parallel.
+// `servesim capacity`: the highest request rate each configuration (every combination of the
+// listed schedulers, token budgets, GPUs, models and TP degrees) sustains under an SLO
+// (analysis/capacity.hpp), searched in parallel, with the value of each SLO term at capacity,
+// the binding term and the cost per million output tokens.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
 #include <ostream>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/capacity.hpp"
+#include "analysis/report.hpp"
 #include "cli/commands.hpp"
 #include "cli/grid_args.hpp"
 #include "cli/run_flags.hpp"
@@ -22,43 +32,60 @@ const char* kCapacityHelp =
     "\n"
     "The highest request rate (req/s) each configuration sustains under the SLO, by bisection on\n"
     "--request-rate over the same trace or generator (same seed: the same requests, arriving\n"
-    "faster). --scheduler and --max-num-batched-tokens may be lists: one capacity per policy and\n"
-    "token budget.\n"
+    "faster). --scheduler, --max-num-batched-tokens, --gpu, --gpu-file, --model, --model-file,\n"
+    "--tp and --tensor-parallel-size may be lists (a,b,c; numbers also LO:HI:STEP): one capacity\n"
+    "per combination, the first listed flag varying slowest. Every configuration is checked\n"
+    "before any search starts.\n"
     "\n"
-    "  --slo LIST           bounds on summary metrics, e.g. ttft_p50_ms=2000,itl_p99_ms=100;\n"
+    "  --slo LIST           bounds on summary metrics, e.g. ttft_p99_ms=2000,itl_p99_ms=100;\n"
     "                       latencies are upper bounds, otps_*/throughput lower bounds (or\n"
     "                       write <= / >=). Sarathi-Serve's capacity: queue_p50_ms=2000 plus a\n"
     "                       P99 TBT bound itl_p99_ms=...\n"
     "  --attainment F       goodput (DistServe, vLLM benchmark_serving --goodput): at least this\n"
     "                       share (0 < F <= 1) of all requests meets every per-request SLO below\n"
-    "                       (rejected requests miss)\n"
+    "                       (rejected requests miss); the term `attainment`\n"
     "  --slo-ttft-ms X      per-request TTFT bound\n"
     "  --slo-tpot-ms Y      per-request TPOT bound (one-token answers meet it)\n"
+    "  --max-rejected-share F  a configuration may reject (too long for its context, budget or\n"
+    "                       KV) at most this share of the requests, 0 <= F < 1 (default 0); above\n"
+    "                       it, it has no capacity. The note counts the rejected requests.\n"
+    "  --gpu-hour-cost X    dollars per GPU-hour: one number, or NAME=X per GPU (a100-80g=1.8,\n"
+    "                       h100-sxm=3.2; a number too applies to the GPUs not named). Without\n"
+    "                       it, a --gpu-file's cost_per_hour. Gives "
+    "cost_per_million_output_tokens\n"
+    "                       = X * tp / (output_tokens_per_s at capacity * 3600) * 1e6\n"
     "  --target-rate R      also print the replicas of each configuration that serve R req/s,\n"
-    "                       assuming ideal spreading (each replica sees R/replicas)\n"
+    "                       assuming ideal spreading (each replica sees R/replicas), and their\n"
+    "                       cost per hour when the GPU's price is known\n"
     "  --rate-start R       first rate tried (default 1); it doubles or halves to a bracket\n"
     "  --rate-max R         the highest rate tried (default 100000)\n"
     "  --rel-tol F          stop when the bracket is within F of its top (default 0.02)\n"
     "  --jobs N             configurations searched in parallel (default: all cores)\n"
-    "  --out FILE.h5, --csv FILE.csv   the capacity table\n"
-    "  --config FILE        read flags from an INI file; the command line wins\n";
+    "  --out FILE.h5, --csv FILE.csv   the capacity table: gpu, model, tp, the capacity, the\n"
+    "                       summary metrics at capacity (each SLO term's value among them),\n"
+    "                       `binding` and the costs\n"
+    "  --config FILE        read flags from an INI file; the command line wins\n"
+    "\n"
+    "The table shows each SLO term's value at capacity; `*` marks the binding term: the one that\n"
+    "failed at the lowest failing rate tried (by the widest relative margin if several did).\n"
+    "When stderr is a terminal, a progress line counts the probes and configurations done.\n";
 
 const std::set<std::string> kCapacityOwn = {
-    "slo",      "attainment", "slo-ttft-ms", "slo-tpot-ms", "target-rate", "rate-start",
-    "rate-max", "rel-tol",    "jobs",        "out",         "csv",         "config"};
+    "slo",           "attainment",  "slo-ttft-ms", "slo-tpot-ms", "max-rejected-share",
+    "gpu-hour-cost", "target-rate", "rate-start",  "rate-max",    "rel-tol",
+    "jobs",          "out",         "csv",         "config"};
 
-// The SLO and search bounds of the command line, and --target-rate into TARGET; Error naming the
-// option on a bad one.
-CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& target) {
-  CapacitySpec spec;
-  if (own.count("slo")) spec.bounds = parse_slo(own["slo"]);
+// The run flags that may be lists: one configuration per combination.
+const std::set<std::string> kListFlags = {
+    "scheduler", "max-num-batched-tokens", "gpu", "gpu-file", "model", "model-file",
+    "tp",        "tensor-parallel-size"};
+constexpr size_t kMaxConfigurations = 10000;
+
+// The goodput form's options into SPEC; Error naming the option on a bad one.
+void goodput_spec(std::map<std::string, std::string>& own, CapacitySpec& spec) {
   spec.attainment = get_number(own, "attainment", 0);
   spec.ttft_ms = get_number(own, "slo-ttft-ms", INFINITY);
   spec.tpot_ms = get_number(own, "slo-tpot-ms", INFINITY);
-  spec.rate_start = get_number(own, "rate-start", 1);
-  spec.rate_max = get_number(own, "rate-max", 100000);
-  spec.rel_tol = get_number(own, "rel-tol", 0.02);
-  target = get_number(own, "target-rate", 0);
   if (own.count("attainment") && !(spec.attainment > 0 && spec.attainment <= 1)) {
     throw Error("attainment", "must be in (0, 1]");
   }
@@ -68,9 +95,26 @@ CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& targ
   if ((own.count("slo-ttft-ms") || own.count("slo-tpot-ms")) && !own.count("attainment")) {
     throw Error("slo-ttft-ms", "per-request SLOs need --attainment (e.g. 0.9)");
   }
+}
+
+// The SLO, search bounds, rejection share and prices of the command line, and --target-rate
+// into TARGET; Error naming the option on a bad one.
+CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& target) {
+  CapacitySpec spec;
+  if (own.count("slo")) spec.bounds = parse_slo(own["slo"]);
+  goodput_spec(own, spec);
   if (spec.bounds.empty() && spec.attainment == 0) {
     throw Error("slo", "capacity needs --slo or --attainment (see servesim capacity --help)");
   }
+  spec.max_rejected_share = get_number(own, "max-rejected-share", 0);
+  if (!(spec.max_rejected_share >= 0 && spec.max_rejected_share < 1)) {
+    throw Error("max-rejected-share", "must be in [0, 1)");
+  }
+  if (own.count("gpu-hour-cost")) spec.cost = parse_gpu_hour_cost(own["gpu-hour-cost"]);
+  spec.rate_start = get_number(own, "rate-start", 1);
+  spec.rate_max = get_number(own, "rate-max", 100000);
+  spec.rel_tol = get_number(own, "rel-tol", 0.02);
+  target = get_number(own, "target-rate", 0);
   if (!(spec.rate_start > 0) || !(spec.rate_max >= spec.rate_start)) {
     throw Error("rate-start", "need 0 < --rate-start <= --rate-max");
   }
@@ -85,35 +129,68 @@ struct Configuration {
   RunSpec spec;
 };
 
-// One configuration per scheduler x token budget; every other flag is shared. Each is checked
-// before any search starts.
-std::vector<Configuration> configurations(const SplitArgs& s, Inputs& inputs) {
-  std::vector<std::string> schedulers = {""}, budgets = {""};
-  std::vector<std::pair<std::string, std::string>> base;
-  for (const auto& [flag, value] : s.run) {
+// The flags of RUN: shared ones in the first configuration, and each list flag's values (in
+// command-line order) in AXES.
+std::vector<Configuration> expand(
+    const std::vector<std::pair<std::string, std::string>>& run,
+    std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {
+  Configuration shared;
+  size_t count = 1;
+  for (const auto& [flag, value] : run) {
     if (flag == "request-rate") {
       throw Error("request-rate", "is what capacity searches; see --rate-start and --rate-max");
     }
-    if (flag == "scheduler") {
-      schedulers = expand_values(flag, value, false);
-    } else if (flag == "max-num-batched-tokens") {
-      budgets = expand_values(flag, value, true);
-    } else {
-      base.emplace_back(flag, value);
+    if (!kListFlags.count(flag) || value.empty()) {
+      shared.flags.emplace_back(flag, value);
+      continue;
+    }
+    axes.emplace_back(flag, expand_values(flag, value, run_flag_is_numeric(flag)));
+    count *= std::min(axes.back().second.size(), kMaxConfigurations + 1);
+    if (count > kMaxConfigurations) {
+      throw Error(flag, "the lists make more than " + std::to_string(kMaxConfigurations) +
+                            " configurations: split the search");
     }
   }
-  std::vector<Configuration> out;
-  for (const std::string& sch : schedulers) {
-    for (const std::string& b : budgets) {
-      Configuration c{base, {}};
-      if (!sch.empty()) c.flags.emplace_back("scheduler", sch);
-      if (!b.empty()) c.flags.emplace_back("max-num-batched-tokens", b);
-      c.spec = spec_from_flags(c.flags);
-      check_point(c.spec, inputs);
-      out.push_back(std::move(c));
+  return {shared};
+}
+
+// One configuration per combination of the list flags, the first listed varying slowest; every
+// other flag is shared. Each is checked before any search starts.
+std::vector<Configuration> configurations(const SplitArgs& s, Inputs& inputs) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> axes;
+  std::vector<Configuration> out = expand(s.run, axes);
+  for (const auto& [flag, values] : axes) {
+    std::vector<Configuration> next;
+    for (const Configuration& c : out) {
+      for (const std::string& v : values) {
+        next.push_back(c);
+        next.back().flags.emplace_back(flag, v);
+      }
     }
+    out = std::move(next);
+  }
+  for (Configuration& c : out) {
+    c.spec = spec_from_flags(c.flags);
+    check_point(c.spec, inputs);
   }
   return out;
+}
+
+// Every GPU that --gpu-hour-cost prices by name is a GPU of CONFIGS (Error naming the flag).
+void check_prices(const GpuHourCost& cost, const std::vector<Configuration>& configs,
+                  Inputs& inputs) {
+  std::set<std::string> gpus;
+  for (const Configuration& c : configs)
+    gpus.insert(inputs.gpu(c.spec.gpu, c.spec.gpu_file).name);
+  std::string known;
+  for (const std::string& g : gpus)
+    known.append(known.empty() ? "" : ", ").append(g);
+  for (const auto& [gpu, price] : cost.by_gpu) {
+    if (!gpus.count(gpu)) {
+      throw Error("gpu-hour-cost",
+                  "'" + gpu + "' is not a GPU of the configurations (" + known + ")");
+    }
+  }
 }
 
 // The SLO as the header line says it.
@@ -128,31 +205,176 @@ std::string slo_text(const std::map<std::string, std::string>& own, const Capaci
   return text;
 }
 
-void print_capacity(std::ostream& out, const std::vector<CapacityResult>& results, double target,
-                    const std::string& slo) {
-  out << "servesim capacity: the highest request rate meeting " << slo << "\n";
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%-18s %12s %9s %9s %9s %9s %6s%s\n", "scheduler", "capacity_rps",
-                "TTFT p50", "ITL p99", "TPOT p50", "OTPS p50", "probes",
-                target > 0 ? "  replicas" : "");
-  out << buf;
-  for (const CapacityResult& c : results) {
-    std::snprintf(buf, sizeof buf, "%-18s %12.3f %9.1f %9.1f %9.1f %9.1f %6d", c.label.c_str(),
-                  c.capacity, c.at.summary.ttft_ms.p50, c.at.summary.itl_ms.p99,
-                  c.at.summary.tpot_ms.p50, c.at.summary.otps.p50, c.iterations);
-    out << buf;
-    if (target > 0) {
-      out << "  " << (c.capacity > 0 ? std::to_string(replicas_for(target, c)) : "n/a");
+// The progress line of the searches: probes simulated, configurations done, time spent.
+struct SearchProgress {
+  std::atomic<size_t> probes{0}, done{0};
+  size_t total = 0;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+
+  std::string text() const {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    char buf[128];
+    std::snprintf(buf, sizeof buf, "capacity: %zu/%zu configurations, %zu probes, %.0f s",
+                  done.load(), total, probes.load(), s);
+    return buf;
+  }
+};
+
+// Searches every configuration on JOBS threads, in configuration order.
+std::vector<CapacityResult> search_all(const std::vector<Configuration>& configs,
+                                       const CapacitySpec& spec, int jobs, Inputs& inputs) {
+  std::vector<CapacityResult> results(configs.size());
+  SearchProgress progress;
+  progress.total = configs.size();
+  const ProbeHook count = [&](const Probe&) { ++progress.probes; };
+  parallel_for(
+      configs.size(), jobs, "capacity",
+      [&](size_t i) {
+        try {
+          results[i] = search(configs[i].spec, spec, inputs, count);
+          ++progress.done;
+        } catch (const Error& e) {
+          throw Error("capacity",
+                      "configuration '" + flags_text(configs[i].flags) + "': " + e.what());
+        }
+      },
+      [](size_t) {}, [&] { return progress.text(); });
+  return results;
+}
+
+// A number for the table: "-" for NaN, fewer decimals for larger values.
+std::string cell(double v) {
+  if (std::isnan(v)) return "-";
+  char buf[48];
+  const double a = std::abs(v);
+  std::snprintf(buf, sizeof buf, a >= 1000 ? "%.0f" : a >= 10 ? "%.1f" : "%.3g", v);
+  return buf;
+}
+
+// The SLO's terms as table columns: summary-metric columns, then `attainment`.
+std::vector<std::string> term_names(const CapacitySpec& spec) {
+  std::vector<std::string> names;
+  for (const Bound& b : spec.bounds) {
+    if (std::find(names.begin(), names.end(), b.metric) == names.end()) names.push_back(b.metric);
+  }
+  if (spec.attainment > 0) names.push_back("attainment");
+  return names;
+}
+
+// TERM's value at C's capacity ("-" without one), starred when it binds.
+std::string term_cell(const CapacityResult& c, const std::string& term) {
+  double v = NAN;
+  if (c.capacity > 0 && term == "attainment") v = c.at.attained;
+  for (const auto& [name, value] : summary_metrics(c.at.summary)) {
+    if (c.capacity > 0 && name == term) v = value;
+  }
+  return cell(v) + (c.binding == term ? "*" : " ");
+}
+
+// A text table: left-aligned text columns first (LEFT of them), right-aligned numbers after.
+struct TextTable {
+  std::vector<std::string> header;
+  size_t left = 0;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> tails;  // after each row
+
+  void print(std::ostream& out) const {
+    std::vector<size_t> width(header.size());
+    for (size_t k = 0; k < header.size(); ++k) {
+      width[k] = header[k].size();
+      for (const auto& r : rows)
+        width[k] = std::max(width[k], r[k].size());
     }
+    auto line = [&](const std::vector<std::string>& r, const std::string& tail) {
+      std::string s;
+      for (size_t k = 0; k < r.size(); ++k) {
+        const std::string pad(width[k] - r[k].size(), ' ');
+        s += (k ? "  " : "") + (k < left ? r[k] + pad : pad + r[k]);
+      }
+      if (!tail.empty()) s += "  " + tail;
+      while (!s.empty() && s.back() == ' ')
+        s.pop_back();
+      out << s << "\n";
+    };
+    line(header, "");
+    for (size_t i = 0; i < rows.size(); ++i)
+      line(rows[i], tails[i]);
+  }
+};
+
+// What the table shows beyond the capacity: the cost columns when a price is known, the
+// replicas with --target-rate.
+struct Shown {
+  std::vector<std::string> terms;
+  bool cost = false;
+  double target = 0;
+};
+
+std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) {
+  std::vector<std::string> r = {c.label, c.gpu, c.model, std::to_string(c.tp), cell(c.capacity)};
+  for (const std::string& t : shown.terms)
+    r.push_back(term_cell(c, t));
+  r.push_back(std::to_string(c.iterations));
+  if (shown.cost) r.push_back(cell(cost_per_million_output_tokens(c)));
+  if (shown.target > 0) {
+    r.push_back(c.capacity > 0 ? std::to_string(replicas_for(shown.target, c)) : "n/a");
+    if (shown.cost) r.push_back(cell(fleet_cost_per_hour(shown.target, c)));
+  }
+  return r;
+}
+
+TextTable capacity_text_table(const std::vector<CapacityResult>& results, const Shown& shown) {
+  TextTable t;
+  t.header = {"scheduler", "gpu", "model", "tp", "capacity_rps"};
+  t.left = 3;
+  for (const std::string& term : shown.terms)
+    t.header.push_back(term + " ");
+  t.header.push_back("probes");
+  if (shown.cost) t.header.push_back("usd_per_Mtok");
+  if (shown.target > 0) t.header.push_back("replicas");
+  if (shown.target > 0 && shown.cost) t.header.push_back("fleet_usd_per_h");
+  for (const CapacityResult& c : results) {
+    t.rows.push_back(table_row(c, shown));
     const std::string note = capacity_note(c);
-    if (!note.empty()) out << "  (" << note << ")";
-    out << "\n";
+    t.tails.push_back(note.empty() ? "" : "(" + note + ")");
   }
-  if (target > 0) {
-    out << "replicas serve --target-rate " << target
+  return t;
+}
+
+void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
+                  const Shown& shown) {
+  const bool starred = std::any_of(results.begin(), results.end(), [&](const CapacityResult& c) {
+    return std::count(shown.terms.begin(), shown.terms.end(), c.binding) > 0;
+  });
+  if (starred) {
+    out << "* the binding term: it failed at the lowest failing rate tried (by the widest "
+           "margin)\n";
+  }
+  if (shown.cost) {
+    out << "usd_per_Mtok: dollars per million output tokens at capacity = $/GPU-hour * tp / "
+           "(output_tokens_per_s * 3600) * 1e6\n";
+  }
+  if (shown.target > 0) {
+    out << "replicas serve --target-rate " << shown.target
         << " req/s assuming ideal spreading: each replica sees target/replicas req/s with the "
-           "same arrival pattern (no router imbalance).\n";
+           "same arrival pattern (no router imbalance)"
+        << (shown.cost ? "; fleet_usd_per_h = replicas * tp * $/GPU-hour" : "") << ".\n";
   }
+}
+
+void print_capacity(std::ostream& out, const std::vector<CapacityResult>& results,
+                    const CapacitySpec& spec, double target, const std::string& slo) {
+  out << "servesim capacity: the highest request rate meeting " << slo;
+  if (spec.max_rejected_share > 0) {
+    out << ", with at most " << spec.max_rejected_share * 100 << "% of requests rejected";
+  }
+  out << "\n";
+  Shown shown{term_names(spec), false, target};
+  shown.cost = std::any_of(results.begin(), results.end(),
+                           [](const CapacityResult& c) { return !std::isnan(c.gpu_hour_cost); });
+  capacity_text_table(results, shown).print(out);
+  print_footer(out, results, shown);
 }
 
 }  // namespace
@@ -174,25 +396,18 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   const int jobs = get_jobs(s.own);
   Inputs inputs;
   const std::vector<Configuration> configs = configurations(s, inputs);
-  std::vector<CapacityResult> results(configs.size());
-  parallel_for(
-      configs.size(), jobs, "capacity",
-      [&](size_t i) {
-        try {
-          results[i] = search(configs[i].spec, spec, inputs);
-        } catch (const Error& e) {
-          throw Error("capacity",
-                      "configuration '" + flags_text(configs[i].flags) + "': " + e.what());
-        }
-      },
-      [](size_t) {});
+  check_prices(spec.cost, configs, inputs);
+  const std::vector<CapacityResult> results = search_all(configs, spec, jobs, inputs);
   const std::string slo = slo_text(s.own, spec);
-  print_capacity(out, results, target, slo);
+  print_capacity(out, results, spec, target, slo);
   const SweepTable t = capacity_table(results, target, slo);
   const std::string h5_out = get(s.own, "out"), csv_out = get(s.own, "csv");
   if (!h5_out.empty()) {
-    write_table_h5(h5_out, t, "servesim-capacity", "capacity",
-                   {{"slo", slo}, {"target_rate", std::to_string(target)}});
+    char share[32];
+    std::snprintf(share, sizeof share, "%g", spec.max_rejected_share);
+    write_table_h5(
+        h5_out, t, "servesim-capacity", "capacity",
+        {{"slo", slo}, {"target_rate", std::to_string(target)}, {"max_rejected_share", share}});
   }
   if (!csv_out.empty()) write_sweep_csv(csv_out, t);
   return 0;

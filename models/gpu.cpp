@@ -1,6 +1,11 @@
 #include "models/gpu.hpp"
 
+#include <algorithm>
+#include <utility>
+
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "util/error.hpp"
 #include "util/ini.hpp"
@@ -26,19 +31,59 @@ const std::vector<GpuSpec>& gpu_catalogue() {
   return gpus;
 }
 
+namespace {
+
+// Names people and tools use for the catalogue's GPUs (nvidia-smi, cloud SKUs, vLLM docs), lower
+// case, without the "nvidia " prefix.
+const std::vector<std::pair<std::string, std::string>>& gpu_aliases() {
+  static const std::vector<std::pair<std::string, std::string>> aliases = {
+      {"a100", "a100-80g"},
+      {"a100-80gb", "a100-80g"},
+      {"a100-sxm4-80gb", "a100-80g"},
+      {"a100-40gb", "a100-40g"},
+      {"a100-sxm4-40gb", "a100-40g"},
+      {"h100", "h100-sxm"},
+      {"h100-80gb", "h100-sxm"},
+      {"h100-sxm5", "h100-sxm"},
+      {"h100-80gb-hbm3", "h100-sxm"},
+      {"h100-sxm5-80gb", "h100-sxm"},
+      {"h100-pcie-80gb", "h100-pcie"},
+      {"h200", "h200-sxm"},
+      {"h200-141gb", "h200-sxm"},
+      {"mi300", "mi300x"},
+      {"b200-180gb", "b200"},
+  };
+  return aliases;
+}
+
+}  // namespace
+
 GpuSpec find_gpu(std::string_view name) {
+  std::string key = lowercase(name);
+  for (const char* prefix : {"nvidia ", "nvidia-", "amd "}) {
+    if (key.rfind(prefix, 0) == 0) key.erase(0, std::string(prefix).size());
+  }
+  std::replace(key.begin(), key.end(), ' ', '-');
+  for (const auto& [alias, gpu] : gpu_aliases()) {
+    if (key == alias) return find_in_catalogue(gpu_catalogue(), gpu, "gpu", "GPU", "");
+  }
+  for (const GpuSpec& g : gpu_catalogue()) {
+    if (key == g.name) return g;
+  }
   return find_in_catalogue(gpu_catalogue(), name, "gpu", "GPU",
-                           "; or describe one with --gpu-file");
+                           "; or an alias such as H100 or A100; or describe one with --gpu-file");
 }
 
 GpuSpec load_gpu_file(const std::string& path) {
   GpuSpec g;
-  load_ini_fields(path, {{"name", &g.name, true},
-                         {"description", &g.description},
-                         {"bf16_tflops", &g.bf16_tflops, true},
-                         {"hbm_gib", &g.hbm_gib, true},
-                         {"hbm_gb_per_s", &g.hbm_gb_per_s, true},
-                         {"interconnect_gb_per_s", &g.interconnect_gb_per_s, true}});
+  const std::set<std::string> given =
+      load_ini_fields(path, {{"name", &g.name, true},
+                             {"description", &g.description},
+                             {"bf16_tflops", &g.bf16_tflops, true},
+                             {"hbm_gib", &g.hbm_gib, true},
+                             {"hbm_gb_per_s", &g.hbm_gb_per_s, true},
+                             {"interconnect_gb_per_s", &g.interconnect_gb_per_s, true},
+                             {"cost_per_hour", &g.cost_per_hour}});
   const std::pair<const char*, double> fields[] = {
       {"bf16_tflops", g.bf16_tflops},
       {"hbm_gib", g.hbm_gib},
@@ -47,6 +92,10 @@ GpuSpec load_gpu_file(const std::string& path) {
   for (const auto& [field, v] : fields) {
     // 1e7 is far above any accelerator and keeps byte counts exact in int64.
     if (!(v > 0 && v <= 1e7)) throw Error(path, 0, field, "must be a number in (0, 1e7]");
+  }
+  if (given.count("cost_per_hour") && !(g.cost_per_hour > 0 && g.cost_per_hour <= 1e7)) {
+    throw Error(path, ini_line_of(path, "cost_per_hour"), "cost_per_hour",
+                "dollars per GPU-hour: a number in (0, 1e7]");
   }
   if (g.name.empty()) throw Error(path, 0, "name", "must not be empty");
   g.name = lowercase(g.name);

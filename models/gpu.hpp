@@ -1,9 +1,10 @@
 // GpuSpec: the datasheet facts of one accelerator that the cost model and the memory plan need.
 // The catalogue holds the GPUs servesim knows by name (`servesim list gpus`); a user adds another
 // with an INI file (`--gpu-file`). Promises: every value is positive and finite once constructed
-// through find_gpu or load_gpu_file.
+// through find_gpu or load_gpu_file (the optional price excepted: NaN when unknown).
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,6 +20,9 @@ struct GpuSpec {
   double hbm_gib = 0;
   double hbm_gb_per_s = 0;           // HBM bandwidth, GB/s (1e9 bytes/s)
   double interconnect_gb_per_s = 0;  // GPU-to-GPU bandwidth per GPU (NVLink/xGMI/PCIe), GB/s
+  // Dollars per GPU-hour, for `servesim capacity`'s cost columns: optional in a GPU file, NaN
+  // when unknown (the catalogue has no prices: they differ between clouds and contracts).
+  double cost_per_hour = NAN;
 
   double peak_flops() const { return bf16_tflops * 1e12; }
   double hbm_bytes() const { return hbm_gib * 1024.0 * 1024.0 * 1024.0; }
@@ -33,7 +37,8 @@ const std::vector<GpuSpec>& gpu_catalogue();
 GpuSpec find_gpu(std::string_view name);
 
 // Reads a GPU from an INI file: keys name, description, bf16_tflops, hbm_gib, hbm_gb_per_s,
-// interconnect_gb_per_s. Throws Error with file, line and field on bad input.
+// interconnect_gb_per_s, and optionally cost_per_hour. Throws Error with file, line and field on
+// bad input.
 GpuSpec load_gpu_file(const std::string& path);
 
 }  // namespace servesim

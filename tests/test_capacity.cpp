@@ -1,0 +1,244 @@
+// `servesim capacity` as a planner uses it: configurations from lists of GPUs, models and TP
+// degrees, the value of each SLO term at capacity and the binding term, a tolerated share of
+// rejected requests, and the cost per million output tokens.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli_helpers.hpp"
+
+namespace fs = std::filesystem;
+using servesim::test::slurp;
+
+namespace {
+
+servesim::test::CliResult exec(const std::vector<std::string>& args) {
+  return servesim::test::cli(args);
+}
+
+// One CSV line's fields ("a,\"b, c\"" -> a, b, c).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> f(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"' && quoted && i + 1 < line.size() && line[i + 1] == '"') {
+      f.back() += c;
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      f.emplace_back();
+    } else {
+      f.back() += c;
+    }
+  }
+  return f;
+}
+
+// A CSV table as rows of column name -> text.
+std::vector<std::map<std::string, std::string>> read_csv(const fs::path& p) {
+  std::stringstream in(slurp(p));
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = csv_fields(line);
+  std::vector<std::map<std::string, std::string>> rows;
+  while (std::getline(in, line)) {
+    const std::vector<std::string> f = csv_fields(line);
+    REQUIRE(f.size() == header.size());
+    std::map<std::string, std::string> row;
+    for (size_t k = 0; k < f.size(); ++k)
+      row[header[k]] = f[k];
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+double num(const std::map<std::string, std::string>& row, const std::string& col) {
+  REQUIRE(row.count(col));
+  return row.at(col).empty() ? NAN : std::stod(row.at(col));
+}
+
+// A Vidur trace of N requests, Poisson arrivals at 1 req/s, with request LONG (if < N) far beyond
+// the model's context.
+void write_trace(const fs::path& p, int n, int long_one) {
+  std::string text = "arrived_at,num_prefill_tokens,num_decode_tokens\n";
+  uint64_t x = 12345;
+  auto next = [&] {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    return double(x >> 11) / double(1ull << 53);
+  };
+  double t = 0;
+  for (int i = 0; i < n; ++i) {
+    t += -std::log(1 - next());
+    const int input = i == long_one ? 300000 : 100 + int(next() * 1500);
+    const int output = 20 + int(next() * 200);
+    text += std::to_string(t) + "," + std::to_string(input) + "," + std::to_string(output) + "\n";
+  }
+  servesim::test::write(p, text);
+}
+
+}  // namespace
+
+TEST_CASE("capacity: one over-long request is tolerated within --max-rejected-share",
+          "[capacity][cli]") {
+  const fs::path dir = servesim::test::scratch("capacity_rejected");
+  write_trace(dir / "t.csv", 1000, 500);
+  const std::vector<std::string> base = {"capacity", "--trace", (dir / "t.csv").string(), "--slo",
+                                         "ttft_p99_ms=2000"};
+  // Without the flag the one request rejected at every rate leaves no capacity.
+  auto args = base;
+  args.insert(args.end(), {"--csv", (dir / "strict.csv").string()});
+  const auto strict = exec(args);
+  INFO(strict.err);
+  REQUIRE(strict.code == 0);
+  CHECK_THAT(strict.out, Catch::Contains("rejects 1 of 1000 requests"));
+  const auto s = read_csv(dir / "strict.csv");
+  REQUIRE(s.size() == 1);
+  CHECK(num(s[0], "capacity_req_s") == 0);
+  CHECK(s[0].at("binding") == "rejected_share");
+  // A tolerated share of 0.1% serves it: a capacity, and the note counts the rejected request.
+  args = base;
+  args.insert(args.end(),
+              {"--max-rejected-share", "0.001", "--csv", (dir / "tolerant.csv").string()});
+  const auto tolerant = exec(args);
+  INFO(tolerant.err);
+  REQUIRE(tolerant.code == 0);
+  const auto t = read_csv(dir / "tolerant.csv");
+  REQUIRE(t.size() == 1);
+  CHECK(num(t[0], "capacity_req_s") > 0);
+  CHECK(num(t[0], "ttft_ms_p99") <= 2000);
+  CHECK(num(t[0], "rejected") == 1);
+  CHECK_THAT(t[0].at("note"), Catch::Contains("1 of 1000 requests"));
+  CHECK_THAT(tolerant.out, Catch::Contains("within --max-rejected-share"));
+  // Bad shares are errors naming the flag.
+  for (const char* bad : {"1", "-0.1", "x"}) {
+    args = base;
+    args.insert(args.end(), {"--max-rejected-share", bad});
+    const auto r = exec(args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("max-rejected-share"));
+  }
+}
+
+TEST_CASE("capacity: lists of GPUs and TP degrees give one row each, with their columns",
+          "[capacity][cli]") {
+  const fs::path dir = servesim::test::scratch("capacity_gpus");
+  const std::vector<std::string> base = {"capacity",         "--gpu", "a100-80g,h100-sxm",
+                                         "--num-requests",   "200",   "--slo",
+                                         "ttft_p99_ms=2000", "--csv", (dir / "c.csv").string()};
+  const auto r = exec(base);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto rows = read_csv(dir / "c.csv");
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].at("gpu") == "a100-80g");
+  CHECK(rows[1].at("gpu") == "h100-sxm");
+  for (const auto& row : rows) {
+    CHECK(row.at("model") == "llama-3.1-8b");
+    CHECK(row.at("tp") == "1");
+  }
+  CHECK(num(rows[1], "capacity_req_s") > num(rows[0], "capacity_req_s"));
+  CHECK(num(rows[0], "capacity_req_s") > 0);
+  CHECK_THAT(r.out, Catch::Contains("a100-80g") && Catch::Contains("h100-sxm"));
+  // The first listed flag varies slowest; the table does not depend on the threads.
+  auto more = base;
+  more.insert(more.end(), {"--tp", "1,2", "--jobs", "1"});
+  const auto one = exec(more);
+  REQUIRE(one.code == 0);
+  const auto grid = read_csv(dir / "c.csv");
+  REQUIRE(grid.size() == 4);
+  CHECK((grid[1].at("gpu") == "a100-80g" && grid[1].at("tp") == "2"));
+  CHECK((grid[2].at("gpu") == "h100-sxm" && grid[2].at("tp") == "1"));
+  more.back() = "2";
+  const std::string first = slurp(dir / "c.csv");
+  CHECK(exec(more).out == one.out);
+  CHECK(slurp(dir / "c.csv") == first);
+  // A bad value in a list is an error naming its flag, before anything runs.
+  const auto bad = exec({"capacity", "--gpu", "a100-80g,nope", "--slo", "ttft_p99_ms=2000"});
+  CHECK(bad.code == 2);
+  CHECK_THAT(bad.err, Catch::Contains("gpu"));
+}
+
+TEST_CASE("capacity: each SLO term's value at capacity, and the binding term marked",
+          "[capacity][cli]") {
+  const fs::path dir = servesim::test::scratch("capacity_binding");
+  auto run = [&](const std::string& slo, const std::string& csv) {
+    const auto r =
+        exec({"capacity", "--num-requests", "300", "--slo", slo, "--csv", (dir / csv).string()});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto rows = read_csv(dir / csv);
+    REQUIRE(rows.size() == 1);
+    return std::make_pair(r.out, rows[0]);
+  };
+  // With a loose ITL bound, TTFT p99 binds; its p99 at capacity is in the table and the file.
+  const auto [out, row] = run("ttft_p99_ms=1500,itl_p99_ms=100000", "a.csv");
+  CHECK(row.at("binding") == "ttft_ms_p99");
+  const double ttft = num(row, "ttft_ms_p99");
+  CHECK(ttft <= 1500);
+  CHECK(num(row, "itl_ms_p99") <= 100000);
+  CHECK_THAT(out, Catch::Contains("ttft_ms_p99") && Catch::Contains("itl_ms_p99"));
+  char cell[32];
+  std::snprintf(cell, sizeof cell, ttft >= 1000 ? "%.0f*" : "%.1f*", ttft);
+  CHECK_THAT(out, Catch::Contains(cell));
+  // With a loose TTFT bound, ITL p99 binds instead.
+  CHECK(run("ttft_p99_ms=100000,itl_p99_ms=30", "b.csv").second.at("binding") == "itl_ms_p99");
+  // The goodput form is a term too.
+  const auto g = exec({"capacity", "--num-requests", "300", "--attainment", "0.9", "--slo-ttft-ms",
+                       "800", "--csv", (dir / "g.csv").string()});
+  REQUIRE(g.code == 0);
+  CHECK(read_csv(dir / "g.csv")[0].at("binding") == "attainment");
+  CHECK_THAT(g.out, Catch::Contains("attainment"));
+}
+
+TEST_CASE("capacity: cost per million output tokens from --gpu-hour-cost or the GPU file",
+          "[capacity][cli]") {
+  const fs::path dir = servesim::test::scratch("capacity_cost");
+  auto formula = [](const std::map<std::string, std::string>& row, double price) {
+    return price * num(row, "tp") / (num(row, "output_tokens_per_s") * 3600) * 1e6;
+  };
+  const auto r =
+      exec({"capacity", "--num-requests", "200", "--tp", "2", "--slo", "ttft_p99_ms=2000",
+            "--gpu-hour-cost", "2.5", "--target-rate", "100", "--csv", (dir / "a.csv").string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto a = read_csv(dir / "a.csv")[0];
+  CHECK(num(a, "gpu_hour_cost") == 2.5);
+  CHECK(num(a, "cost_per_million_output_tokens") == Approx(formula(a, 2.5)).epsilon(1e-8));
+  CHECK(num(a, "fleet_cost_per_hour") == Approx(num(a, "replicas") * 2 * 2.5));
+  CHECK_THAT(r.out, Catch::Contains("usd_per_Mtok"));
+  // A GPU file's cost_per_hour; without any price the column is empty (NaN).
+  servesim::test::write(dir / "g.ini",
+                        "name = my-h100\nbf16_tflops = 989.4\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
+                        "interconnect_gb_per_s = 900\ncost_per_hour = 4\n");
+  const auto f = exec({"capacity", "--num-requests", "200", "--gpu-file", (dir / "g.ini").string(),
+                       "--slo", "ttft_p99_ms=2000", "--csv", (dir / "f.csv").string()});
+  INFO(f.err);
+  REQUIRE(f.code == 0);
+  const auto b = read_csv(dir / "f.csv")[0];
+  CHECK(b.at("gpu") == "my-h100");
+  CHECK(num(b, "cost_per_million_output_tokens") == Approx(formula(b, 4)).epsilon(1e-8));
+  REQUIRE(exec({"capacity", "--num-requests", "200", "--slo", "ttft_p99_ms=2000", "--csv",
+                (dir / "n.csv").string()})
+              .code == 0);
+  CHECK(std::isnan(num(read_csv(dir / "n.csv")[0], "cost_per_million_output_tokens")));
+  // Bad prices are errors naming the flag or the file's field.
+  for (const char* bad : {"-1", "x", "a100-80g=3"}) {
+    const auto e = exec(
+        {"capacity", "--num-requests", "20", "--slo", "ttft_p99_ms=2000", "--gpu-hour-cost", bad});
+    CHECK(e.code == 2);
+    CHECK_THAT(e.err, Catch::Contains("gpu-hour-cost"));
+  }
+  servesim::test::write(dir / "bad.ini",
+                        "name = x\nbf16_tflops = 1\nhbm_gib = 80\nhbm_gb_per_s = 1\n"
+                        "interconnect_gb_per_s = 1\ncost_per_hour = 0\n");
+  const auto e =
+      exec({"capacity", "--gpu-file", (dir / "bad.ini").string(), "--slo", "ttft_p99_ms=2000"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("bad.ini:6") && Catch::Contains("cost_per_hour"));
+}
