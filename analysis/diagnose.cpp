@@ -66,9 +66,9 @@ Diagnosis diagnose(const RequestLog& baseline, const RequestLog& current,
   d.current = log_stats(current);
   require_completed(d.baseline);
   require_completed(d.current);
-  d.p50 = decompose(d.baseline.p50, d.current.p50);
-  d.p95 = decompose(d.baseline.p95, d.current.p95);
   d.verdict = decide(d.baseline, d.current, o.tolerance);
+  d.p50 = d.verdict.p50;  // split as the finding says, and p95 the same way
+  d.p95 = decompose(d.baseline.p95, d.current.p95, d.p50.split);
   require_few_periods(d.current, o.period_s);
   replay_alarm(current, d);
   return d;

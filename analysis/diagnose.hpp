@@ -2,8 +2,9 @@
 // Bedrock's OTPS guidance reads its identity
 //     InvocationLatency_ms = TimeToFirstToken_ms + OutputTokenCount / OTPS x 1000
 // as a decision rule, and replaying the CloudWatch OTPS alarm over the current log. The parts:
-//  - analysis/diagnose_stats.hpp: LogStats (p50, p95 and OTPS of a log) and the Decomposition of
-//    a latency change into TTFT, output length and generation speed.
+//  - analysis/diagnose_stats.hpp: LogStats (p50, p95 and OTPS of a log, and the prefill speed
+//    of its fastest prefills) and the Decomposition of a latency change into TTFT, output length
+//    and generation speed, or, when the prompts changed, input length, output length and speed.
 //  - analysis/diagnose_verdict.hpp: decide(), the Verdict on the p50s (the Finding and the
 //    numbers and flags behind it); analysis/diagnose_verdict_text.hpp puts it in words.
 //  - analysis/cloudwatch_alarm.hpp: the "M out of N" alarm evaluation.
@@ -39,7 +40,7 @@ void validate(const DiagnoseOptions& o);
 struct Diagnosis {
   DiagnoseOptions options;
   LogStats baseline, current;
-  Decomposition p50, p95;
+  Decomposition p50, p95;             // both split as verdict.p50 is (the finding's split)
   Verdict verdict;                    // on the p50s, with options.tolerance
   double alarm_threshold = NAN;       // tokens/s; NaN when the baseline OTPS is undefined
   std::vector<Window> windows;        // CURRENT's periods (analysis/windows.hpp)

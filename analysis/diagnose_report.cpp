@@ -46,6 +46,7 @@ void print_table(std::ostream& out, const LogStats& b, const LogStats& c) {
   print_row(out, "OTPS p95 (tokens/s)", b.p95.otps, c.p95.otps);
   print_row(out, "input tokens p50", b.input_tokens_p50, c.input_tokens_p50);
   print_row(out, "queueing delay p50 (ms)", b.queue_ms_p50, c.queue_ms_p50);
+  print_row(out, "prefill speed p99 (tokens/s)", b.prefill_tps_p99, c.prefill_tps_p99);
 }
 
 // One row of the decomposition: NAME, the part at p50 (X) and at p95 (Y).
@@ -53,9 +54,24 @@ void print_part(std::ostream& out, const char* name, double x, double y) {
   out << fmt("%-44s %10s %10s\n", name, signed_num(x, 1).c_str(), signed_num(y, 1).c_str());
 }
 
+// The split the verdict chose, and why.
+const char* split_reason(Split s) {
+  return s == Split::kInputOutputSpeed
+             ? "input length + output length + speed (the prompts changed: the whole TTFT "
+               "change, queueing included, is input length)"
+             : "TTFT + decode (the prompts held, or were not recorded)";
+}
+
 void print_decomposition(std::ostream& out, const Decomposition& p50, const Decomposition& p95) {
-  out << fmt("\n%-44s %10s %10s\n", "change of InvocationLatency (ms)", "p50", "p95");
+  out << "\nsplit: " << split_reason(p50.split) << "\n";
+  out << fmt("%-44s %10s %10s\n", "change of InvocationLatency (ms)", "p50", "p95");
   print_part(out, "  total", p50.il, p95.il);
+  if (p50.split == Split::kInputOutputSpeed) {
+    print_part(out, "  = input length, dTTFT (queueing included)", p50.input, p95.input);
+    print_part(out, "  + output length, dOTC / OTPS_base", p50.output, p95.output);
+    print_part(out, "  + speed, OTC_cur x d(1/OTPS)", p50.speed, p95.speed);
+    return;
+  }
   print_part(out, "  = TTFT", p50.ttft, p95.ttft);
   print_part(out, "  + decode, OTC / OTPS x 1000", p50.decode, p95.decode);
   print_part(out, "      = output length, dOTC / OTPS_base", p50.output, p95.output);
@@ -181,15 +197,16 @@ ordered_json stats_json(const LogStats& s) {
                       {"p50", point_json(s.p50)},
                       {"p95", point_json(s.p95)},
                       {"input_tokens_p50", s.input_tokens_p50},
-                      {"queue_ms_p50", s.queue_ms_p50}};
+                      {"queue_ms_p50", s.queue_ms_p50},
+                      {"prefill_tps_p99", s.prefill_tps_p99}};
 }
 
+// Under "input_output_speed" input_length + output_length + speed = invocation_latency; under
+// "ttft_decode" ttft + decode = invocation_latency (input_length null); decode = output + speed.
 ordered_json parts_json(const Decomposition& x) {
-  return ordered_json{{"invocation_latency_ms", x.il},
-                      {"ttft_ms", x.ttft},
-                      {"decode_ms", x.decode},
-                      {"output_length_ms", x.output},
-                      {"speed_ms", x.speed}};
+  return ordered_json{
+      {"invocation_latency_ms", x.il}, {"input_length_ms", x.input},   {"ttft_ms", x.ttft},
+      {"decode_ms", x.decode},         {"output_length_ms", x.output}, {"speed_ms", x.speed}};
 }
 
 ordered_json options_json(const DiagnoseOptions& o) {
@@ -260,7 +277,10 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
       {"options", options_json(d.options)},
       {"baseline", stats_json(d.baseline)},
       {"current", stats_json(d.current)},
-      {"change", {{"p50", parts_json(d.p50)}, {"p95", parts_json(d.p95)}}},
+      {"change",
+       {{"split", split_name(d.p50.split)},
+        {"p50", parts_json(d.p50)},
+        {"p95", parts_json(d.p95)}}},
       {"verdict", verdict_json(d.verdict)},
       {"alarm", alarm_json(d)},
   };

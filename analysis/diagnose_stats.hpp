@@ -4,10 +4,21 @@
 //    requests, and OTPS the CloudWatch way at each percentile q:
 //        OTPS_q = OTC_q / (IL_q - TTFT_q) x 1000,
 //    so IL_q = TTFT_q + OTC_q / OTPS_q x 1000 holds for each q (up to rounding).
-//  - Decomposition: the change of IL_q split into the TTFT part and the decode part
-//    d(OTC_q / OTPS_q x 1000), the decode part split again into an output-length part
-//    dOTC / OTPS_base x 1000 and a speed part OTC_cur x (1/OTPS_cur - 1/OTPS_base) x 1000.
-//    The parts sum to dIL (to rounding).
+//    Beside them, the prefill speed of the fastest prefills: p99 over the completed requests of
+//        input tokens / (TTFT - queueing delay) x 1000   (tokens/s),
+//    the rate the host turns prompt tokens into a first token once it has scheduled the request.
+//    Per prompt token, so longer prompts leave it in place; the fastest requests are prefilled
+//    when little else runs, so load barely moves it (chunked prefill or not); a slower host
+//    lowers it. diagnose reads it to tell "longer prompts under load" from "a slower host".
+//  - Decomposition: the change of IL_q split, in one of two ways (Split):
+//      kTtftDecode:       dIL = dTTFT + d(OTC_q / OTPS_q x 1000), the decode part split again
+//                         into an output-length part dOTC / OTPS_base x 1000 and a speed part
+//                         OTC_cur x (1/OTPS_cur - 1/OTPS_base) x 1000;
+//      kInputOutputSpeed: dIL = input length + output length + speed, where input length is
+//                         the whole TTFT change, queueing included: when the prompts changed,
+//                         the prefill work and the queueing it causes are the prompts' doing.
+//                         Output length and speed as above.
+//    The parts sum to dIL (to rounding) either way; the verdict chooses the split.
 // Promises: pure functions of their inputs.
 #pragma once
 
@@ -34,18 +45,30 @@ struct LogStats {
   int64_t requests = 0, completed = 0;
   LatencyPoint p50, p95;
   double input_tokens_p50 = NAN, queue_ms_p50 = NAN;  // NaN when the log does not say
-  double start_s = 0, end_s = 0;                      // first arrival, last completion
+  // Input tokens / (TTFT - queueing) x 1000, p99 (above); NaN without input and queueing.
+  double prefill_tps_p99 = NAN;
+  double start_s = 0, end_s = 0;  // first arrival, last completion
 };
 
 LogStats log_stats(const RequestLog& log);
 
+// Which parts a latency change is split into (above).
+enum class Split { kTtftDecode, kInputOutputSpeed };
+
+const char* split_name(Split s);  // "ttft_decode", "input_output_speed"
+
 // The change of InvocationLatency at one percentile, in ms: il = ttft + decode and
-// decode = output + speed (each to rounding). output and speed are NaN when an OTPS is undefined.
+// decode = output + speed (each to rounding), whatever the split. kInputOutputSpeed adds
+// input = ttft, so that il = input + output + speed. output and speed are NaN when an OTPS is
+// undefined; input is NaN under kTtftDecode.
 struct Decomposition {
+  Split split = Split::kTtftDecode;
   double il = NAN, ttft = NAN, decode = NAN, output = NAN, speed = NAN;
+  double input = NAN;
 };
 
-Decomposition decompose(const LatencyPoint& baseline, const LatencyPoint& current);
+Decomposition decompose(const LatencyPoint& baseline, const LatencyPoint& current,
+                        Split split = Split::kTtftDecode);
 
 // (CURRENT - BASELINE) / BASELINE; NaN unless BASELINE >= 0 and both are finite; +-infinity for a
 // change from 0 (any rise from nothing is significant).

@@ -4,8 +4,9 @@
 #pragma once
 
 #include <cmath>
-#include <cstdio>
 #include <string>
+
+#include "util/format.hpp"
 
 namespace servesim::diagnose_util {
 
@@ -13,16 +14,10 @@ inline bool positive(double x) {
   return std::isfinite(x) && x > 0;
 }
 
-// snprintf into a std::string; a long path or number is never cut.
+// printf into a std::string (util/format.hpp).
 template <typename... T>
-std::string fmt(const char* format, T... args) {
-  char buf[256];
-  const int n = std::snprintf(buf, sizeof buf, format, args...);
-  if (n < int(sizeof buf)) return buf;
-  std::string s(size_t(n) + 1, '\0');
-  std::snprintf(s.data(), s.size(), format, args...);
-  s.resize(size_t(n));
-  return s;
+std::string fmt(const char* spec, T... args) {
+  return format(spec, args...);
 }
 
 // A relative change as "+12.3%", "up from 0" / "down from 0" when infinite, "n/a" when undefined.

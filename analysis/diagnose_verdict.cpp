@@ -13,7 +13,7 @@ double completed_share(const LogStats& s) {
   return s.requests ? double(s.completed) / double(s.requests) : NAN;
 }
 
-// Each statistic in both logs, and the split of the latency change.
+// Each statistic in both logs.
 Verdict measure(const LogStats& base, const LogStats& cur) {
   Verdict v;
   v.il = change(base.p50.il_ms, cur.p50.il_ms);
@@ -24,8 +24,8 @@ Verdict measure(const LogStats& base, const LogStats& cur) {
   v.queue_ms = change(base.queue_ms_p50, cur.queue_ms_p50);
   v.otps_p95 = change(base.p95.otps, cur.p95.otps);
   v.ttft_p95 = change(base.p95.ttft_ms, cur.p95.ttft_ms);
+  v.prefill_tps = change(base.prefill_tps_p99, cur.prefill_tps_p99);
   v.completed_share = change(completed_share(base), completed_share(cur));
-  v.p50 = decompose(base.p50, cur.p50);
   return v;
 }
 
@@ -36,15 +36,19 @@ void judge_p50s(Verdict& v) {
   v.ttft_up = v.ttft.relative > tol;
   v.il_up = v.il.relative > tol;
   v.otc_up = v.otc.relative > tol;
+  v.worse = v.il_up || v.ttft_up || v.otps_down;
+  v.better = v.il.relative < -tol || v.ttft.relative < -tol || v.otps.relative > tol;
+  v.longer_prompts = v.input_tokens.relative > tol;
+  v.shorter_prompts = v.input_tokens.relative < -tol;
   v.any_moved = std::abs(v.il.relative) > tol || std::abs(v.ttft.relative) > tol ||
                 std::abs(v.otps.relative) > tol || std::abs(v.otc.relative) > tol;
   v.small_drift = v.il_up && v.ttft.defined() && v.otps.defined() && v.otc.defined();
 }
 
-// The notes beside the finding: prompts, queueing, the tail, dropped requests.
+// The notes beside the finding: the host check, queueing, the tail, dropped requests.
 void judge_notes(Verdict& v) {
   const double tol = v.tolerance;
-  v.longer_prompts = v.input_tokens.relative > tol;
+  v.host_slower_too = v.finding == Finding::kInputLength && v.prefill_tps.relative < -tol;
   v.mostly_queueing = v.p50.ttft > 0 && v.queue_ms.delta() >= 0.5 * v.p50.ttft;
   // The tail, for investigation, never the verdict (the article: p95 beside p50, p50 pages).
   v.tail_otps_down = !v.otps_down && v.otps_p95.relative < -tol;
@@ -54,16 +58,27 @@ void judge_notes(Verdict& v) {
 }
 
 Finding first_match(const Verdict& v) {
+  // Prompts that moved the way the latency did explain it; against it, they explain nothing.
+  if ((v.longer_prompts && v.worse) || (v.shorter_prompts && v.better)) {
+    return Finding::kInputLength;
+  }
   if (v.otps_down) return Finding::kThroughput;
   if (v.ttft_up) return Finding::kTtft;
   if (v.il_up && v.otc_up) return Finding::kOutputLength;
   return Finding::kNone;
 }
 
+// The prompts' finding splits the latency change into input length, output length and speed.
+Split split_for(Finding f) {
+  return f == Finding::kInputLength ? Split::kInputOutputSpeed : Split::kTtftDecode;
+}
+
 }  // namespace
 
 const char* finding_name(Finding f) {
   switch (f) {
+    case Finding::kInputLength:
+      return "input_length";
     case Finding::kThroughput:
       return "throughput";
     case Finding::kTtft:
@@ -80,8 +95,9 @@ Verdict decide(const LogStats& base, const LogStats& cur, double tolerance) {
   Verdict v = measure(base, cur);
   v.tolerance = tolerance;
   judge_p50s(v);
-  judge_notes(v);
   v.finding = first_match(v);
+  v.p50 = decompose(base.p50, cur.p50, split_for(v.finding));
+  judge_notes(v);
   return v;
 }
 

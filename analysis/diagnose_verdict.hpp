@@ -3,13 +3,26 @@
 // is input length or queueing before generation; OTPS down is the host generating slower (the
 // alarm-worthy case); latency up with both stable is more output tokens per request (a workload
 // change, for cost and UX review).
+// The article's rule assumes decode speed does not depend on the prompts. Under load it does:
+// longer prompts mean more prefill work, so requests queue longer for their first token, and
+// with chunked prefill (vLLM V0 `enable_chunked_prefill`, V1 always) the prompts' chunks run in
+// the same steps as the running requests' decodes (without it, decodes wait while prefill steps
+// run), so every output token waits longer and OTPS falls with no change to the host. Read alone,
+// OTPS would page for a prompt regression. So the rule asks about the prompts first: when input
+// tokens p50 moved beyond the tolerance, in the direction that explains the latency change, the
+// prompts are the verdict, the latency change is split into input length (the whole TTFT change,
+// queueing included), output length and speed, and an OTPS drop beside it is read as their
+// consequence. The host check beside it: the prefill speed of the fastest prefills
+// (analysis/diagnose_stats.hpp), which longer prompts and load leave in place and a slower host
+// lowers; when it fell too, the verdict says the host may have slowed as well.
 //  - decide(): the Verdict, i.e. the Finding (precedence documented at Finding) and the numbers
 //    and flags that justify it: each statistic in both logs with its relative change, which
 //    changes crossed the tolerance, the decomposition of the latency change, and the notes for
 //    the tail, dropped requests and queueing. It builds no text: analysis/diagnose_verdict_text.hpp
 //    puts a Verdict in words.
 // Promises: a pure function of its inputs. NaN compares false: an undefined change is never
-// significant.
+// significant, and a log without input tokens is judged as if the prompts held (the text says
+// that they were not recorded).
 #pragma once
 
 #include <cmath>
@@ -19,18 +32,32 @@
 namespace servesim {
 
 // What the p50s say, first match wins:
-//  1. kThroughput:   OTPS p50 fell by more than the tolerance (whatever TTFT did): the host
-//                    generates slower. First because it is the one change to page for, and
-//                    because slower generation also delays queued requests' first tokens.
-//  2. kTtft:         TTFT p50 rose by more than the tolerance while OTPS held: input length or
-//                    queueing before generation.
-//  3. kOutputLength: InvocationLatency p50 rose by more than the tolerance, TTFT and OTPS
+//  1. kInputLength:  input tokens p50 rose by more than the tolerance and the latency got worse
+//                    (InvocationLatency or TTFT p50 up, or OTPS p50 down, beyond it), or fell
+//                    by more than the tolerance and the latency got better (the same the other
+//                    way): the prompts changed, a workload change, not the host. First because
+//                    the prompts drive every other p50 under load (above); the latency change is
+//                    split into input length, output length and speed (Split::kInputOutputSpeed).
+//                    Prompts that moved against the latency change (shorter prompts, slower
+//                    answers) explain nothing: the rules below decide, and the text notes them.
+//  2. kThroughput:   OTPS p50 fell by more than the tolerance (whatever TTFT did): the host
+//                    generates slower. First of the rest because it is the one change to page
+//                    for, and because slower generation also delays queued requests' first
+//                    tokens.
+//  3. kTtft:         TTFT p50 rose by more than the tolerance while OTPS held: queueing or
+//                    slower prefill before generation (or input length, when the logs do not
+//                    record it).
+//  4. kOutputLength: InvocationLatency p50 rose by more than the tolerance, TTFT and OTPS
 //                    within it, and OutputTokenCount p50 rose by more than the tolerance: more
 //                    output tokens per request, a workload change.
-//  4. kNone:         none of the above (improvements and sub-tolerance drifts are noted).
-enum class Finding { kThroughput, kTtft, kOutputLength, kNone };
+//  5. kNone:         none of the above (improvements, sub-tolerance drifts and prompts that moved
+//                    without moving the latency are noted).
+// Every finding but kInputLength splits the latency change into TTFT and decode
+// (Split::kTtftDecode).
+enum class Finding { kInputLength, kThroughput, kTtft, kOutputLength, kNone };
 
-const char* finding_name(Finding f);  // "throughput", "ttft", "output_length", "none"
+// "input_length", "throughput", "ttft", "output_length", "none"
+const char* finding_name(Finding f);
 
 // One statistic in both logs (NaN when a log does not say).
 struct Change {
@@ -45,19 +72,25 @@ struct Verdict {
   Finding finding = Finding::kNone;
   double tolerance = 0;  // a relative change beyond this is significant
 
-  // The p50s the rule reads, the p95s behind the tail notes, and the share of requests that
-  // completed (completed / requests; NaN for a log without requests).
+  // The p50s the rule reads, the p95s behind the tail notes, the host check (prefill speed
+  // p99) and the share of requests that completed (completed / requests; NaN for a log without
+  // requests).
   Change il, ttft, otps, otc, input_tokens, queue_ms;
   Change otps_p95, ttft_p95;
+  Change prefill_tps;
   Change completed_share;
-  Decomposition p50;  // the change of InvocationLatency p50, split
+  Decomposition p50;  // the change of InvocationLatency p50, split as the finding says
 
   // Which p50s crossed the tolerance, in the direction the rule asks.
   bool otps_down = false, ttft_up = false, il_up = false, otc_up = false;
+  bool worse = false;        // IL or TTFT up, or OTPS down, beyond it
+  bool better = false;       // IL or TTFT down, or OTPS up, beyond it
   bool any_moved = false;    // IL, TTFT, OTPS or OTC p50 moved beyond it either way
   bool small_drift = false;  // IL up while TTFT, OTPS and OTC are defined and within it
+  // The prompts: input tokens p50 rose (fell) beyond the tolerance.
+  bool longer_prompts = false, shorter_prompts = false;
   // Notes beside the finding.
-  bool longer_prompts = false;   // input tokens p50 rose beyond the tolerance
+  bool host_slower_too = false;  // kInputLength, and prefill speed p99 fell beyond the tolerance
   bool mostly_queueing = false;  // the queueing delay grew by half or more of a TTFT rise
   bool tail_otps_down = false;   // OTPS p95 fell beyond the tolerance while p50 held
   bool tail_ttft_up = false;     // TTFT p95 rose beyond the tolerance while p50 held

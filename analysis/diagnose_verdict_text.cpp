@@ -38,12 +38,17 @@ std::string otc_line(const Verdict& v) {
   return change_line("OutputTokenCount p50", v.otc, "");
 }
 
+// The split of the latency change: under kInputOutputSpeed input length is the TTFT change.
 std::string parts_line(const Verdict& v) {
   const Decomposition& d = v.p50;
+  const std::string first =
+      d.split == Split::kInputOutputSpeed
+          ? "input length " + signed_num(d.input, 1) + " ms (the TTFT change, queueing included)"
+          : "TTFT " + signed_num(d.ttft, 1) + " ms";
   return fmt(
-      "of the %s ms change of InvocationLatency p50: TTFT %s ms, output length %s ms, "
-      "generation speed %s ms",
-      signed_num(d.il, 1).c_str(), signed_num(d.ttft, 1).c_str(), signed_num(d.output, 1).c_str(),
+      "of the %s ms change of InvocationLatency p50: %s, output length %s ms, generation speed "
+      "%s ms",
+      signed_num(d.il, 1).c_str(), first.c_str(), signed_num(d.output, 1).c_str(),
       signed_num(d.speed, 1).c_str());
 }
 
@@ -54,18 +59,30 @@ std::string missing_from(const Change& c) {
                                     : "either log";
 }
 
+// What the prompts' change says beside the finding.
+const char* input_suffix(const Verdict& v) {
+  const bool ours = v.finding == Finding::kInputLength;
+  if (v.longer_prompts) {
+    return ours ? ": longer prompts, more prefill work per request (trim the system prompt, cut "
+                  "unused retrieved context, reuse cached prefixes)"
+                : ": longer prompts, yet the latency did not get worse with them";
+  }
+  if (v.shorter_prompts) {
+    return ours      ? ": shorter prompts, less prefill work per request"
+           : v.worse ? ": shorter prompts, so they do not explain the slowdown"
+                     : ": shorter prompts, yet the latency did not get better with them";
+  }
+  return ": the prompts held";
+}
+
 std::string input_line(const Verdict& v) {
   const Change& c = v.input_tokens;
   if (!std::isfinite(c.baseline) || !std::isfinite(c.current)) {
     return "input tokens: not recorded in " + missing_from(c) +
-           " (give --col-input): cannot tell longer prompts from queueing";
+           " (give --col-input): input length not judged, so longer prompts cannot be told from "
+           "queueing or a slower host";
   }
-  std::string s = change_line("input tokens p50", c, "");
-  if (v.longer_prompts) {
-    s += ": longer prompts, more prefill work per request (trim the system prompt, cut unused "
-         "retrieved context, reuse cached prefixes)";
-  }
-  return s;
+  return change_line("input tokens p50", c, "") + input_suffix(v);
 }
 
 std::string queue_line(const Verdict& v) {
@@ -81,22 +98,99 @@ std::string queue_line(const Verdict& v) {
   return s;
 }
 
+// What the longer prompts did to the p50s, e.g. "raised TTFT p50 +83.9%, queueing included".
+std::string prompts_effect(const Verdict& v) {
+  std::string s;
+  if (v.ttft_up) s = "raised TTFT p50 " + pct(v.ttft.relative) + ", queueing included";
+  if (v.otps_down) {
+    s += (s.empty() ? "" : ", and ") + std::string("under load slowed decode (OTPS p50 ") +
+         pct(v.otps.relative) + ")";
+  }
+  return s.empty() ? "raised InvocationLatency p50 " + pct(v.il.relative) : s;
+}
+
+std::string input_headline(const Verdict& v) {
+  const std::string head =
+      fmt("prompts got %s: input tokens p50 %s -> %s (%s), a workload change",
+          v.shorter_prompts ? "shorter" : "longer", num(v.input_tokens.baseline, 1).c_str(),
+          num(v.input_tokens.current, 1).c_str(), pct(v.input_tokens.relative).c_str());
+  if (v.host_slower_too) {
+    return head + "; and the host's prefill speed fell too (prefill speed p99 " +
+           pct(v.prefill_tps.relative) + "): check the host as well";
+  }
+  if (v.shorter_prompts) return head + ": less prefill work per request, not a faster host";
+  return head + ", not the host: more prefill work per request " + prompts_effect(v);
+}
+
+// OTPS beside the prompts: under load it moves with them.
+std::string otps_consequence_line(const Verdict& v) {
+  if (!v.otps.defined()) return otps_line(v) + ": undefined, throughput not judged";
+  if (std::abs(v.otps.relative) <= v.tolerance) {
+    return otps_line(v) + ": decode speed held (little prefill shares the decode steps)";
+  }
+  if (v.host_slower_too) {
+    return otps_line(v) +
+           ": the prompts under load and the slower host (host check below) "
+           "together; the split cannot tell their shares apart";
+  }
+  return otps_line(v) +
+         ": a consequence of the prompts, not the verdict: under load their prefill chunks run "
+         "in the same steps as the decodes (chunked prefill) and queue ahead of them, so each "
+         "output token waits " +
+         (v.otps.relative < 0 ? "longer" : "less");
+}
+
+// The host check: the fastest prefills, per prompt token, hold unless the host changed.
+std::string host_check_line(const Verdict& v) {
+  const Change& c = v.prefill_tps;
+  if (!std::isfinite(c.baseline) || !std::isfinite(c.current)) {
+    return "host check: prefill speed not known (needs input tokens and queueing delay in both "
+           "logs, --col-input and --col-queue): cannot tell whether the host slowed as well";
+  }
+  const std::string line = change_line(
+      "host check: prefill speed p99 (input tokens / (TTFT - queueing), the fastest prefills)", c,
+      " tokens/s");
+  if (v.host_slower_too) {
+    return line + ", beyond the " + tolerance_text(v) +
+           " tolerance: the prompts do not explain that; the host is slower as well "
+           "(alarm-worthy)";
+  }
+  return line + ", not down beyond the " + tolerance_text(v) +
+         " tolerance: the host prefills as fast as before";
+}
+
+void input_length_text(const Verdict& v, VerdictText& t) {
+  t.headline = input_headline(v);
+  t.details.push_back(input_line(v));
+  t.details.push_back(parts_line(v));
+  t.details.push_back(il_line(v) + "; " + ttft_line(v));
+  t.details.push_back(queue_line(v));
+  t.details.push_back(otps_consequence_line(v));
+  t.details.push_back(host_check_line(v));
+  if (std::abs(v.otc.relative) > v.tolerance) {
+    t.details.push_back(otc_line(v) + " too: the answers' length changed (the output-length part)");
+  }
+}
+
 void throughput_text(const Verdict& v, VerdictText& t) {
   t.headline =
       "OTPS down: the host generates tokens slower, a service-side throughput change "
       "(alarm-worthy)";
   t.details.push_back(otps_line(v) + ", beyond the " + tolerance_text(v) + " tolerance");
   t.details.push_back(parts_line(v));
+  t.details.push_back(input_line(v));
   if (!v.ttft_up) return;
   t.details.push_back(ttft_line(v) +
                       " too: a slower host also prefills slower, and queued requests wait "
-                      "behind slower generation; did prompts grow as well?");
-  t.details.push_back(input_line(v));
+                      "behind slower generation");
   t.details.push_back(queue_line(v));
 }
 
 void ttft_text(const Verdict& v, VerdictText& t) {
-  t.headline = "TTFT up while OTPS holds: input length or queueing before generation";
+  t.headline = v.input_tokens.defined()
+                   ? "TTFT up while OTPS holds and the prompts did not grow: queueing or slower "
+                     "prefill before generation"
+                   : "TTFT up while OTPS holds: input length or queueing before generation";
   t.details.push_back(ttft_line(v) + "; " + otps_line(v) +
                       (v.otps.defined()
                            ? ", not down beyond the " + tolerance_text(v) + " tolerance"
@@ -123,6 +217,10 @@ void no_finding_text(const Verdict& v, VerdictText& t) {
     t.headline = "latency up, but no part of it moved beyond the " + tol + " tolerance";
     t.details.push_back(il_line(v) + ": small drifts add up");
     t.details.push_back(parts_line(v));
+  } else if (v.longer_prompts || v.shorter_prompts) {
+    t.headline =
+        "no significant latency regression, though the prompts changed (input tokens p50 " +
+        pct(v.input_tokens.relative) + "): a workload change the latency absorbed";
   } else if (v.any_moved) {
     t.headline =
         "no significant regression (TTFT not up, OTPS not down, latency not up by more than " +
@@ -136,8 +234,16 @@ void no_finding_text(const Verdict& v, VerdictText& t) {
     t.details.push_back(line);
 }
 
-// The notes after any finding: the tail, dropped requests, an undefined OTPS.
+bool says_input(const VerdictText& t) {
+  for (const std::string& line : t.details) {
+    if (line.rfind("input tokens", 0) == 0) return true;
+  }
+  return false;
+}
+
+// The notes after any finding: the prompts (once), the tail, dropped requests, an undefined OTPS.
 void notes_text(const Verdict& v, VerdictText& t) {
+  if (!says_input(t)) t.details.push_back(input_line(v));
   if (v.tail_otps_down) {
     t.details.push_back("tail: OTPS p95 " + pct(v.otps_p95.relative) +
                         " while p50 held: investigate, do not page");
@@ -151,7 +257,7 @@ void notes_text(const Verdict& v, VerdictText& t) {
             "are not in these statistics; look at them first",
             v.completed_share.baseline * 100, v.completed_share.current * 100));
   }
-  if (!v.otps.defined()) {
+  if (!v.otps.defined() && v.finding != Finding::kInputLength) {
     t.details.push_back(
         "OTPS p50 undefined in a log (no decode time: one output token per request?): "
         "throughput not judged");
@@ -163,6 +269,9 @@ void notes_text(const Verdict& v, VerdictText& t) {
 VerdictText verdict_text(const Verdict& v) {
   VerdictText t;
   switch (v.finding) {
+    case Finding::kInputLength:
+      input_length_text(v, t);
+      break;
     case Finding::kThroughput:
       throughput_text(v, t);
       break;

@@ -1,6 +1,7 @@
 // `servesim diagnose BASELINE CURRENT`: split a latency change between two request logs (servesim
-// results files or request log CSVs) into TTFT and OTPS, give the article's verdict, and replay
-// the CloudWatch OTPS alarm over the current log (sim/diagnose.hpp).
+// results files or request log CSVs) into TTFT and decode, or into input length, output length
+// and speed when the prompts changed, give the verdict, and replay the CloudWatch OTPS alarm over
+// the current log (analysis/diagnose.hpp).
 #include <ostream>
 #include <string>
 #include <vector>

@@ -1,5 +1,7 @@
 // servesim diagnose: CloudWatch windows and OTPS by hand, the exact split of a latency change,
-// the verdicts on simulated what-if changes, the "M out of N" alarm, and the command line.
+// the verdicts on simulated what-if changes at light load, the "M out of N" alarm, and the
+// command line. The rule on hand-built statistics is in test_diagnose_rule.cpp, loaded
+// trace-driven cases in test_diagnose_load.cpp.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
@@ -185,12 +187,36 @@ TEST_CASE("diagnose: the parts of a latency change sum to it", "[diagnose]") {
       }
     }
   }
+  SECTION("input length + output length + speed, when the prompts changed") {
+    for (double input_scale : {2.0, 0.5}) {
+      const Diagnosis d =
+          diagnose(baseline_log(), request_log(simulate_case("h100-sxm", input_scale, 1.5)),
+                   short_periods());
+      const auto j = diagnosis_json(d);
+      REQUIRE(j["change"]["split"] == "input_output_speed");
+      for (const char* q : {"p50", "p95"}) {
+        const auto& p = j["change"][q];
+        const double input = p["input_length_ms"].get<double>();
+        CHECK(input == p["ttft_ms"].get<double>());
+        CHECK(std::abs(input + p["output_length_ms"].get<double>() + p["speed_ms"].get<double>() -
+                       p["invocation_latency_ms"].get<double>()) < 1e-9);
+      }
+    }
+    // The prompts held: the TTFT and decode split, with no input length part.
+    const auto j = diagnosis_json(
+        diagnose(baseline_log(), request_log(simulate_case("a100-80g")), short_periods()));
+    CHECK(j["change"]["split"] == "ttft_decode");
+    CHECK(std::isnan(j["change"]["p50"]["input_length_ms"].get<double>()));  // null in a file
+  }
 }
 
-TEST_CASE("diagnose: longer prompts raise TTFT while OTPS holds", "[diagnose]") {
+// At 0.5 req/s the prompts move TTFT alone. The verdict was "ttft" (TTFT up while OTPS holds)
+// before the prompts came first in the rule; it is now "input_length", with the same numbers.
+TEST_CASE("diagnose: at light load, longer prompts raise TTFT while OTPS holds: input length",
+          "[diagnose]") {
   const Diagnosis d =
       diagnose(baseline_log(), request_log(simulate_case("h100-sxm", 2, 1)), short_periods());
-  CHECK(d.verdict.finding == Finding::kTtft);
+  CHECK(finding_name(d.verdict.finding) == std::string("input_length"));
   const LogStats& b = d.baseline;
   const LogStats& c = d.current;
   // The numbers behind it: prompts doubled, TTFT rose well past the tolerance, OTPS within it,
@@ -205,11 +231,19 @@ TEST_CASE("diagnose: longer prompts raise TTFT while OTPS holds", "[diagnose]") 
   CHECK(rel(b.p50.ttft_ms, c.p50.ttft_ms) > 5 * std::abs(rel(b.p50.otps, c.p50.otps)));
   CHECK(d.p50.output == Approx(0).margin(1e-9));
   CHECK(d.firings.empty());
+  // The split is input length + output length + speed, input length being the TTFT change.
+  const auto j = diagnosis_json(d);
+  CHECK(j["change"]["split"] == "input_output_speed");
+  CHECK(j["change"]["p50"]["input_length_ms"].get<double>() == d.p50.ttft);
+  const VerdictText text = verdict_text(d.verdict);
+  CHECK_THAT(text.headline, Contains("prompts got longer"));
   std::string details;
-  for (const std::string& line : verdict_text(d.verdict).details)
+  for (const std::string& line : text.details)
     details += line + "\n";
   CHECK_THAT(details, Contains("input tokens p50"));
   CHECK_THAT(details, Contains("queueing delay p50"));
+  CHECK_THAT(details, Contains("decode speed held"));
+  CHECK_THAT(details, Contains("the host prefills as fast as before"));
 }
 
 TEST_CASE("diagnose: a slower GPU lowers OTPS and fires the alarm", "[diagnose]") {
@@ -264,36 +298,6 @@ TEST_CASE("diagnose: a log against itself shows no change", "[diagnose]") {
   // The baseline's own periods never fall below 0.8 x its p50 OTPS for three of five.
   for (AlarmState s : d.alarm)
     CHECK(s != AlarmState::kAlarm);
-}
-
-TEST_CASE("diagnose: the verdict's precedence and tolerance", "[diagnose]") {
-  LogStats base;
-  base.p50 = {1100, 100, 100, 100};
-  auto with = [&](double il, double ttft, double otc, double otps) {
-    LogStats s = base;
-    s.p50 = {il, ttft, otc, otps};
-    return s;
-  };
-  // OTPS down wins over TTFT up.
-  const Verdict both = decide(base, with(2300, 300, 100, 50), 0.1);
-  CHECK(both.finding == Finding::kThroughput);
-  CHECK(both.otps_down);
-  CHECK(both.ttft_up);
-  CHECK(both.otps.relative == Approx(-0.5));
-  // TTFT up with OTPS up too: still the TTFT finding.
-  CHECK(decide(base, with(1300, 300, 100, 100), 0.1).finding == Finding::kTtft);
-  CHECK(decide(base, with(1000 + 300, 300, 100, 120), 0.1).finding == Finding::kTtft);
-  // Latency and tokens up, TTFT and OTPS within tolerance.
-  CHECK(decide(base, with(2100, 100, 200, 100), 0.1).finding == Finding::kOutputLength);
-  // Just inside the tolerance on every side.
-  CHECK(decide(base, with(1100, 109, 100, 91), 0.1).finding == Finding::kNone);
-  // ... and just outside.
-  CHECK(decide(base, with(1100, 111, 100, 100), 0.1).finding == Finding::kTtft);
-  CHECK(decide(base, with(1100, 100, 100, 89), 0.1).finding == Finding::kThroughput);
-  // A wider tolerance absorbs the same change.
-  CHECK(decide(base, with(1100, 100, 100, 89), 0.2).finding == Finding::kNone);
-  // Faster everything is no regression.
-  CHECK(decide(base, with(600, 50, 100, 200), 0.1).finding == Finding::kNone);
 }
 
 TEST_CASE("diagnose: the alarm fires on the M-th breach of N and returns to OK", "[diagnose]") {
@@ -562,41 +566,4 @@ TEST_CASE("cli: diagnose reads servesim results files", "[diagnose]") {
   CHECK_THAT(several.err, Contains("chunked:2048"));
   const auto chosen = cli({"diagnose", base, both, "--current-run", "chunked:2048"});
   CHECK(chosen.code == 0);
-}
-
-TEST_CASE("diagnose: changes from zero, dropped requests, alarm ends and tiny periods",
-          "[diagnose]") {
-  LogStats base;
-  base.requests = base.completed = 100;
-  base.p50 = {100, 0, 10, 100};  // a TTFT of 0 ms at the baseline
-  LogStats cur = base;
-  cur.p50 = {5100, 5000, 10, 100};
-  // All of the change is TTFT: a rise from 0 is significant.
-  const Verdict v = decide(base, cur, 0.1);
-  CHECK(v.finding == Finding::kTtft);
-  // Half the requests failed: the verdict says their share fell.
-  cur = base;
-  cur.completed = 50;
-  const Verdict dropped = decide(base, cur, 0.1);
-  CHECK(dropped.fewer_completed);
-  bool said = false;
-  for (const std::string& line : verdict_text(dropped).details)
-    said = said || line.find("100.0% -> 50.0%") != std::string::npos;
-  CHECK(said);
-  // An alarm that ends in missing data says so, not "OK again".
-  const std::vector<double> otps = {70, NAN};
-  const std::vector<AlarmState> s = evaluate_alarm(otps, 80, 1, 1);
-  CHECK(s == std::vector<AlarmState>{AlarmState::kAlarm, AlarmState::kInsufficientData});
-  const auto e = alarm_episodes(s);
-  REQUIRE(e.size() == 1);
-  CHECK(e[0].ended);
-  // A period so small that it overflows is an error naming --period-s, never a crash.
-  RequestLog log;
-  log.arrival_s = {1.7e9, 1.7e9 + 5};
-  log.ttft_ms = {10, 10};
-  log.e2e_ms = {100, 100};
-  log.output_tokens = {5, 5};
-  for (double period : {1e-300, 1e-7}) {
-    CHECK_THROWS_WITH(compute_windows(log, period), Contains("period-s"));
-  }
 }

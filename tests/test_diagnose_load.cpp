@@ -1,0 +1,175 @@
+// servesim diagnose under real load, trace-driven, through the command line: a trace replayed
+// twice near the replica's capacity, once with --input-scale 2, must be diagnosed as the prompts
+// (input_length), not as the host (throughput), although OTPS falls with them; the same trace on
+// a slower GPU must still be throughput; both at once must be the prompts with the host flagged.
+// The traces are synthetic (`servesim trace synth`), so the tests run anywhere; one [shared] test
+// replays the Azure 2023 code trace from ../shared.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli_helpers.hpp"
+#include "shared_data.hpp"
+
+namespace fs = std::filesystem;
+using Catch::Contains;
+using nlohmann::json;
+using servesim::test::cli;
+using servesim::test::slurp;
+
+namespace {
+
+// `servesim trace synth` into DIR/trace.h5: N requests at RATE req/s with the given lengths.
+std::string synth(const fs::path& dir, const std::string& n, const std::string& rate,
+                  const std::string& input_len, const std::string& output_len) {
+  const std::string path = (dir / "trace.h5").string();
+  REQUIRE(cli({"trace", "synth", "--num-requests", n, "--request-rate", rate, "--input-len",
+               input_len, "--output-len", output_len, "--seed", "5", "-o", path})
+              .code == 0);
+  return path;
+}
+
+// `servesim run --trace TRACE EXTRA... --requests-csv DIR/NAME.csv`: the request log.
+std::string replay(const fs::path& dir, const std::string& trace, const std::string& name,
+                   const std::vector<std::string>& extra = {}) {
+  const std::string csv = (dir / (name + ".csv")).string();
+  std::vector<std::string> args = {"run", "--trace", trace, "--requests-csv", csv};
+  args.insert(args.end(), extra.begin(), extra.end());
+  REQUIRE(cli(args).code == 0);
+  return csv;
+}
+
+struct Diagnosed {
+  std::string out;  // the text
+  json d;           // the --json file
+};
+
+Diagnosed diagnose(const fs::path& dir, const std::string& base, const std::string& cur) {
+  const std::string path = (dir / "d.json").string();
+  const auto r = cli({"diagnose", base, cur, "--period-s", "60", "--json", path});
+  REQUIRE(r.code == 0);
+  return {r.out, json::parse(slurp(path))};
+}
+
+double rel(const json& d, const char* stat) {
+  const double b = d["baseline"]["p50"][stat].get<double>();
+  return (d["current"]["p50"][stat].get<double>() - b) / b;
+}
+
+double rel_top(const json& d, const char* stat) {
+  const double b = d["baseline"][stat].get<double>();
+  return (d["current"][stat].get<double>() - b) / b;
+}
+
+// A trace of N requests at RATE req/s replayed as it is and with --input-scale 2, diagnosed.
+Diagnosed prompts_doubled(const fs::path& dir, const std::string& n, const std::string& rate,
+                          const std::string& input_len, const std::string& output_len) {
+  const std::string trace = synth(dir, n, rate, input_len, output_len);
+  const std::string base = replay(dir, trace, "base");
+  return diagnose(dir, base, replay(dir, trace, "longer", {"--input-scale", "2"}));
+}
+
+// The parts of the change at p50 and p95 sum to it: input length + output length + speed.
+void require_input_split(const json& d) {
+  REQUIRE(d["change"]["split"] == "input_output_speed");
+  for (const char* q : {"p50", "p95"}) {
+    const json& p = d["change"][q];
+    const double input = p["input_length_ms"].get<double>();
+    CHECK(std::abs(input + p["output_length_ms"].get<double>() + p["speed_ms"].get<double>() -
+                   p["invocation_latency_ms"].get<double>()) < 1e-9);
+    CHECK(input == p["ttft_ms"].get<double>());  // the whole TTFT change, queueing included
+  }
+}
+
+// Longer prompts under load: OTPS fell beyond the tolerance (today's rule would page), yet the
+// verdict is the prompts, said first, with the host check passing.
+void require_prompts_verdict(const Diagnosed& r) {
+  const json& d = r.d;
+  CHECK(rel_top(d, "input_tokens_p50") == Approx(1.0).margin(0.01));
+  CHECK(rel(d, "otps") < -0.1);
+  CHECK(rel(d, "ttft_ms") > 0.1);
+  CHECK(d["verdict"]["finding"] == "input_length");
+  CHECK_THAT(d["verdict"]["headline"].get<std::string>(), Contains("prompts got longer"));
+  CHECK_THAT(d["verdict"]["headline"].get<std::string>(), Contains("not the host"));
+  CHECK_THAT(r.out, Contains("verdict (input_length)"));
+  CHECK_THAT(r.out, Contains("a consequence of the prompts"));
+  CHECK_THAT(r.out, Contains("the host prefills as fast as before"));
+  // The fastest prefills hold: longer prompts and load do not slow them.
+  CHECK(std::abs(rel_top(d, "prefill_tps_p99")) < 0.1);
+  require_input_split(d);
+}
+
+}  // namespace
+
+TEST_CASE("diagnose under load: longer prompts are input length and not throughput", "[diagnose]") {
+  const fs::path dir = servesim::test::scratch("diagnose_load_prompts");
+  SECTION("code-like: long prompts, short answers, near capacity (GPU ~90% busy)") {
+    const Diagnosed r =
+        prompts_doubled(dir, "1000", "6", "lognormal:1500:0.8:16:8000", "lognormal:16:1:1:500");
+    require_prompts_verdict(r);
+    // Queueing carries most of the TTFT change: all of it is the prompts' doing.
+    const json& p = r.d["change"]["p50"];
+    CHECK(rel_top(r.d, "queue_ms_p50") > 1);
+    CHECK(p["input_length_ms"].get<double>() > 0.3 * p["invocation_latency_ms"].get<double>());
+  }
+  SECTION("chat-like: ShareGPT lengths near capacity, decode slowed by the prompts' chunks") {
+    const Diagnosed r =
+        prompts_doubled(dir, "600", "4", "lognormal:1024:0.8:16:6000", "lognormal:256:0.8:4:2000");
+    require_prompts_verdict(r);
+    // Here most of the change is slower decode, which the verdict still lays on the prompts.
+    const json& p = r.d["change"]["p50"];
+    CHECK(p["speed_ms"].get<double>() > p["input_length_ms"].get<double>());
+  }
+}
+
+TEST_CASE("diagnose under load: a slower GPU on the same trace is still throughput", "[diagnose]") {
+  const fs::path dir = servesim::test::scratch("diagnose_load_gpu");
+  const std::string trace =
+      synth(dir, "1000", "6", "lognormal:1500:0.8:16:8000", "lognormal:16:1:1:500");
+  const std::string base = replay(dir, trace, "base");
+  const std::string slow = replay(dir, trace, "slow", {"--gpu", "a100-80g"});
+  const Diagnosed r = diagnose(dir, base, slow);
+  const json& d = r.d;
+  CHECK(d["verdict"]["finding"] == "throughput");
+  CHECK(rel_top(d, "input_tokens_p50") == 0);
+  CHECK(rel(d, "otps") < -0.25);
+  CHECK(rel_top(d, "prefill_tps_p99") < -0.25);  // the host check sees it too
+  CHECK(d["change"]["split"] == "ttft_decode");
+  CHECK(d["change"]["p50"]["input_length_ms"].is_null());
+  CHECK_THAT(r.out, Contains("the prompts held"));
+}
+
+TEST_CASE("diagnose under load: longer prompts on a slower GPU flag the host too", "[diagnose]") {
+  const fs::path dir = servesim::test::scratch("diagnose_load_both");
+  const std::string trace =
+      synth(dir, "600", "2.5", "lognormal:1500:0.8:16:8000", "lognormal:16:1:1:500");
+  const std::string base = replay(dir, trace, "base");
+  const std::string both = replay(dir, trace, "both", {"--gpu", "a100-80g", "--input-scale", "2"});
+  const Diagnosed r = diagnose(dir, base, both);
+  const json& d = r.d;
+  // The prompts come first; the headline says the host slowed as well.
+  CHECK(d["verdict"]["finding"] == "input_length");
+  CHECK_THAT(d["verdict"]["headline"].get<std::string>(), Contains("check the host as well"));
+  CHECK_THAT(r.out, Contains("the host is slower as well"));
+  CHECK(rel_top(d, "prefill_tps_p99") < -0.25);
+  require_input_split(d);
+}
+
+TEST_CASE("diagnose under load: the Azure 2023 code trace with --input-scale 2 is input length",
+          "[diagnose][shared]") {
+  if (!servesim::test::have_shared("traces")) return;
+  const fs::path dir = servesim::test::scratch("diagnose_load_azure");
+  const std::string trace =
+      (servesim::test::shared_path("traces") / "azure_llm_2023/AzureLLMInferenceTrace_code.csv")
+          .string();
+  const std::string base = replay(dir, trace, "base");
+  const std::string longer = replay(dir, trace, "longer", {"--input-scale", "2"});
+  const Diagnosed r = diagnose(dir, base, longer);
+  REQUIRE(r.d["baseline"]["completed"] == 8819);
+  require_prompts_verdict(r);
+  // Queueing behind the longer prefills is most of the TTFT change.
+  CHECK_THAT(r.out, Contains("mostly waiting to be scheduled"));
+}
