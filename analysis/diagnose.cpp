@@ -7,7 +7,6 @@
 
 namespace servesim {
 
-using diagnose_util::fmt;
 using diagnose_util::positive;
 
 namespace {
@@ -15,17 +14,18 @@ namespace {
 void require_completed(const LogStats& s) {
   if (s.completed != 0) return;
   throw Error(s.source, 0, "",
-              fmt("no completed request (with both TTFT and latency) among %lld: nothing to "
-                  "diagnose",
-                  static_cast<long long>(s.requests)));
+              format("no completed request (with both TTFT and latency) among %lld: nothing to "
+                     "diagnose",
+                     static_cast<long long>(s.requests)));
 }
 
 // At most a million periods: a longer span is mixed clocks or units, not a real log.
 void require_few_periods(const LogStats& s, double period_s) {
   if (!((s.end_s - s.start_s) / period_s > 1e6)) return;
-  throw Error("period-s", fmt("%s spans %.0f s: more than a million %g s periods (mixed clocks or "
-                              "time units? see --time-unit)",
-                              s.source.c_str(), s.end_s - s.start_s, period_s));
+  throw Error("period-s",
+              format("%s spans %.0f s: more than a million %g s periods (mixed clocks or "
+                     "time units? see --time-unit)",
+                     s.source.c_str(), s.end_s - s.start_s, period_s));
 }
 
 // The CloudWatch OTPS alarm over CURRENT's periods: windows, states and firings.

@@ -10,7 +10,6 @@
 
 namespace servesim {
 
-using diagnose_util::fmt;
 using diagnose_util::num;
 using diagnose_util::pct;
 using diagnose_util::signed_num;
@@ -22,20 +21,20 @@ void print_logs(std::ostream& out, const Diagnosis& d) {
   out << "servesim diagnose: InvocationLatency = TTFT + OutputTokenCount / OTPS x 1000, "
          "completed requests\n";
   for (const LogStats* s : {&d.baseline, &d.current}) {
-    out << fmt("  %-9s %s: %lld requests, %lld completed\n",
-               s == &d.baseline ? "baseline" : "current", s->source.c_str(),
-               static_cast<long long>(s->requests), static_cast<long long>(s->completed));
+    out << format("  %-9s %s: %lld requests, %lld completed\n",
+                  s == &d.baseline ? "baseline" : "current", s->source.c_str(),
+                  static_cast<long long>(s->requests), static_cast<long long>(s->completed));
   }
 }
 
 // One row of the statistics table: NAME, the baseline X, the current Y and the change.
 void print_row(std::ostream& out, const char* name, double x, double y) {
-  out << fmt("%-28s %12s %12s %9s\n", name, num(x, 1).c_str(), num(y, 1).c_str(),
-             pct(relative_change(x, y)).c_str());
+  out << format("%-28s %12s %12s %9s\n", name, num(x, 1).c_str(), num(y, 1).c_str(),
+                pct(relative_change(x, y)).c_str());
 }
 
 void print_table(std::ostream& out, const LogStats& b, const LogStats& c) {
-  out << fmt("\n%-28s %12s %12s %9s\n", "", "baseline", "current", "change");
+  out << format("\n%-28s %12s %12s %9s\n", "", "baseline", "current", "change");
   print_row(out, "InvocationLatency p50 (ms)", b.p50.il_ms, c.p50.il_ms);
   print_row(out, "InvocationLatency p95 (ms)", b.p95.il_ms, c.p95.il_ms);
   print_row(out, "TimeToFirstToken p50 (ms)", b.p50.ttft_ms, c.p50.ttft_ms);
@@ -51,7 +50,7 @@ void print_table(std::ostream& out, const LogStats& b, const LogStats& c) {
 
 // One row of the decomposition: NAME, the part at p50 (X) and at p95 (Y).
 void print_part(std::ostream& out, const char* name, double x, double y) {
-  out << fmt("%-44s %10s %10s\n", name, signed_num(x, 1).c_str(), signed_num(y, 1).c_str());
+  out << format("%-44s %10s %10s\n", name, signed_num(x, 1).c_str(), signed_num(y, 1).c_str());
 }
 
 // The split the verdict chose, and why.
@@ -64,7 +63,7 @@ const char* split_reason(Split s) {
 
 void print_decomposition(std::ostream& out, const Decomposition& p50, const Decomposition& p95) {
   out << "\nsplit: " << split_reason(p50.split) << "\n";
-  out << fmt("%-44s %10s %10s\n", "change of InvocationLatency (ms)", "p50", "p95");
+  out << format("%-44s %10s %10s\n", "change of InvocationLatency (ms)", "p50", "p95");
   print_part(out, "  total", p50.il, p95.il);
   if (p50.split == Split::kInputOutputSpeed) {
     print_part(out, "  = input length, dTTFT (queueing included)", p50.input, p95.input);
@@ -87,14 +86,14 @@ void print_verdict(std::ostream& out, const Verdict& v) {
 
 // "[600, 900) s", with UTC times when the clock looks like epoch seconds (after 2001).
 std::string span(double start, double end) {
-  std::string s = fmt("[%g, %g) s", start, end);
+  std::string s = format("[%g, %g) s", start, end);
   if (start > 1e9 && start < 1e11) {
     const std::time_t t = std::time_t(start);
     std::tm tm{};
     if (gmtime_r(&t, &tm) != nullptr) {
       char buf[32];
       std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-      s += fmt(" (from %s)", buf);
+      s += format(" (from %s)", buf);
     }
   }
   return s;
@@ -108,7 +107,7 @@ void print_alarm_rule(std::ostream& out, const Diagnosis& d) {
     missing += !std::isfinite(w.otps);
     empty += w.completions == 0;
   }
-  out << fmt(
+  out << format(
       " OTPS < %.1f tokens/s (%g x baseline p50 %.1f)\n  for %d of %d periods of %g s, "
       "missing data ignored; %zu periods, %zu without an OTPS datapoint (%zu without "
       "completions)\n",
@@ -124,7 +123,7 @@ std::string recent_otps(const Diagnosis& d, size_t k) {
   for (size_t j = from; j <= k; ++j) {
     if (!s.empty()) s += ", ";
     const double x = d.windows[j].otps;
-    s += std::isfinite(x) ? fmt("%.1f%s", x, x < d.alarm_threshold ? "*" : "") : "missing";
+    s += std::isfinite(x) ? format("%.1f%s", x, x < d.alarm_threshold ? "*" : "") : "missing";
   }
   return s;
 }
@@ -137,8 +136,8 @@ void print_never_fired(std::ostream& out, const Diagnosis& d) {
   }
   out << "  never fired";
   if (low != nullptr) {
-    out << fmt(" (lowest period OTPS %.1f tokens/s, %s)", low->otps,
-               span(low->start_s, low->end_s).c_str());
+    out << format(" (lowest period OTPS %.1f tokens/s, %s)", low->otps,
+                  span(low->start_s, low->end_s).c_str());
   }
   out << "\n";
 }
@@ -172,14 +171,15 @@ void print_alarm(std::ostream& out, const Diagnosis& d) {
 }
 
 void print_windows(std::ostream& out, const Diagnosis& d) {
-  out << fmt("\n%-24s %9s %11s %10s %10s %10s  %s\n", "period (s)", "arrivals", "completions",
-             "TTFT p50", "IL p50", "OTPS p50", "alarm");
+  out << format("\n%-24s %9s %11s %10s %10s %10s  %s\n", "period (s)", "arrivals", "completions",
+                "TTFT p50", "IL p50", "OTPS p50", "alarm");
   for (size_t k = 0; k < d.windows.size(); ++k) {
     const Window& w = d.windows[k];
-    out << fmt("%-24s %9lld %11lld %10s %10s %10s  %s\n",
-               fmt("[%g, %g)", w.start_s, w.end_s).c_str(), static_cast<long long>(w.arrivals),
-               static_cast<long long>(w.completions), num(w.ttft_ms_p50, 1).c_str(),
-               num(w.e2e_ms_p50, 1).c_str(), num(w.otps, 1).c_str(), alarm_state_name(d.alarm[k]));
+    out << format("%-24s %9lld %11lld %10s %10s %10s  %s\n",
+                  format("[%g, %g)", w.start_s, w.end_s).c_str(),
+                  static_cast<long long>(w.arrivals), static_cast<long long>(w.completions),
+                  num(w.ttft_ms_p50, 1).c_str(), num(w.e2e_ms_p50, 1).c_str(),
+                  num(w.otps, 1).c_str(), alarm_state_name(d.alarm[k]));
   }
 }
 

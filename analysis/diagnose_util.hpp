@@ -14,26 +14,20 @@ inline bool positive(double x) {
   return std::isfinite(x) && x > 0;
 }
 
-// printf into a std::string (util/format.hpp).
-template <typename... T>
-std::string fmt(const char* spec, T... args) {
-  return format(spec, args...);
-}
-
 // A relative change as "+12.3%", "up from 0" / "down from 0" when infinite, "n/a" when undefined.
 inline std::string pct(double r) {
   if (std::isinf(r)) return r > 0 ? "up from 0" : "down from 0";
-  return std::isfinite(r) ? fmt("%+.1f%%", r * 100) : "n/a";
+  return std::isfinite(r) ? format("%+.1f%%", r * 100) : "n/a";
 }
 
 // X with DECIMALS decimals, or "-" when undefined.
 inline std::string num(double x, int decimals) {
-  return std::isfinite(x) ? fmt("%.*f", decimals, x) : "-";
+  return std::isfinite(x) ? format("%.*f", decimals, x) : "-";
 }
 
 // X with a sign and DECIMALS decimals, or "-" when undefined.
 inline std::string signed_num(double x, int decimals) {
-  return std::isfinite(x) ? fmt("%+.*f", decimals, x) : "-";
+  return std::isfinite(x) ? format("%+.*f", decimals, x) : "-";
 }
 
 }  // namespace servesim::diagnose_util

@@ -7,19 +7,18 @@ namespace servesim {
 
 namespace {
 
-using diagnose_util::fmt;
 using diagnose_util::num;
 using diagnose_util::pct;
 using diagnose_util::signed_num;
 
 std::string tolerance_text(const Verdict& v) {
-  return fmt("%g%%", v.tolerance * 100);
+  return format("%g%%", v.tolerance * 100);
 }
 
 // "TTFT p50 100.0 -> 150.0 ms (+50.0%)"; UNIT is " ms", " tokens/s" or "".
 std::string change_line(const char* name, const Change& c, const char* unit) {
-  return fmt("%s %s -> %s%s (%s)", name, num(c.baseline, 1).c_str(), num(c.current, 1).c_str(),
-             unit, pct(c.relative).c_str());
+  return format("%s %s -> %s%s (%s)", name, num(c.baseline, 1).c_str(), num(c.current, 1).c_str(),
+                unit, pct(c.relative).c_str());
 }
 
 std::string il_line(const Verdict& v) {
@@ -45,7 +44,7 @@ std::string parts_line(const Verdict& v) {
       d.split == Split::kInputOutputSpeed
           ? "input length " + signed_num(d.input, 1) + " ms (the TTFT change, queueing included)"
           : "TTFT " + signed_num(d.ttft, 1) + " ms";
-  return fmt(
+  return format(
       "of the %s ms change of InvocationLatency p50: %s, output length %s ms, generation speed "
       "%s ms",
       signed_num(d.il, 1).c_str(), first.c_str(), signed_num(d.output, 1).c_str(),
@@ -90,10 +89,10 @@ std::string queue_line(const Verdict& v) {
   if (!std::isfinite(c.baseline) || !std::isfinite(c.current)) {
     return "queueing delay: not recorded in " + missing_from(c) + " (give --col-queue)";
   }
-  std::string s = fmt("queueing delay p50 %s -> %s ms (%s ms", num(c.baseline, 1).c_str(),
-                      num(c.current, 1).c_str(), signed_num(c.delta(), 1).c_str());
+  std::string s = format("queueing delay p50 %s -> %s ms (%s ms", num(c.baseline, 1).c_str(),
+                         num(c.current, 1).c_str(), signed_num(c.delta(), 1).c_str());
   if (!(v.p50.ttft > 0)) return s + ")";
-  s += fmt(", %.0f%% of the TTFT p50 change)", c.delta() / v.p50.ttft * 100);
+  s += format(", %.0f%% of the TTFT p50 change)", c.delta() / v.p50.ttft * 100);
   if (v.mostly_queueing) s += ": mostly waiting to be scheduled (load or capacity)";
   return s;
 }
@@ -111,9 +110,9 @@ std::string prompts_effect(const Verdict& v) {
 
 std::string input_headline(const Verdict& v) {
   const std::string head =
-      fmt("prompts got %s: input tokens p50 %s -> %s (%s), a workload change",
-          v.shorter_prompts ? "shorter" : "longer", num(v.input_tokens.baseline, 1).c_str(),
-          num(v.input_tokens.current, 1).c_str(), pct(v.input_tokens.relative).c_str());
+      format("prompts got %s: input tokens p50 %s -> %s (%s), a workload change",
+             v.shorter_prompts ? "shorter" : "longer", num(v.input_tokens.baseline, 1).c_str(),
+             num(v.input_tokens.current, 1).c_str(), pct(v.input_tokens.relative).c_str());
   if (v.host_slower_too) {
     return head + "; and the host's prefill speed fell too (prefill speed p99 " +
            pct(v.prefill_tps.relative) + "): check the host as well";
@@ -253,9 +252,9 @@ void notes_text(const Verdict& v, VerdictText& t) {
   }
   if (v.fewer_completed) {
     t.details.push_back(
-        fmt("completed %.1f%% -> %.1f%% of requests: the requests that failed or were rejected "
-            "are not in these statistics; look at them first",
-            v.completed_share.baseline * 100, v.completed_share.current * 100));
+        format("completed %.1f%% -> %.1f%% of requests: the requests that failed or were rejected "
+               "are not in these statistics; look at them first",
+               v.completed_share.baseline * 100, v.completed_share.current * 100));
   }
   if (!v.otps.defined() && v.finding != Finding::kInputLength) {
     t.details.push_back(

@@ -15,22 +15,17 @@ namespace {
 
 constexpr double kComparableRejectedShare = 0.01;
 
-template <typename... T>
-std::string fmt(const char* spec, T... args) {
-  return format(spec, args...);
-}
-
 // V with DECIMALS in WIDTH columns, or "-" when undefined.
 std::string cell(double v, int width, int decimals) {
-  return std::isfinite(v) ? fmt("%*.*f", width, decimals, v) : fmt("%*s", width, "-");
+  return std::isfinite(v) ? format("%*.*f", width, decimals, v) : format("%*s", width, "-");
 }
 
 std::string reasons_text(const RunSummary& s) {
   std::string text;
   for (int i = 1; i < kNumRejectReasons; ++i) {
     if (s.rejected_by_reason[i] == 0) continue;
-    text += fmt("%s%s %llu", text.empty() ? "" : ", ", reason_code(RejectReason(i)),
-                static_cast<unsigned long long>(s.rejected_by_reason[i]));
+    text += format("%s%s %llu", text.empty() ? "" : ", ", reason_code(RejectReason(i)),
+                   static_cast<unsigned long long>(s.rejected_by_reason[i]));
   }
   return text;
 }
@@ -42,14 +37,16 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
       << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
       << c.scheduler.max_num_batched_tokens << ", max_num_seqs " << c.scheduler.max_num_seqs
       << ", max_model_len " << c.scheduler.max_model_len << ")\n";
-  out << fmt("KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU\n",
-             static_cast<long long>(r.memory.num_gpu_blocks), c.scheduler.block_size,
-             double(r.memory.num_gpu_blocks) * r.memory.kv_bytes_per_block / 1073741824.0,
-             r.memory.overridden ? ", --num-gpu-blocks" : "", r.memory.weight_bytes / 1073741824.0);
+  out << format(
+      "KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU\n",
+      static_cast<long long>(r.memory.num_gpu_blocks), c.scheduler.block_size,
+      double(r.memory.num_gpu_blocks) * r.memory.kv_bytes_per_block / 1073741824.0,
+      r.memory.overridden ? ", --num-gpu-blocks" : "", r.memory.weight_bytes / 1073741824.0);
   out << "workload: " << workload << "\n";
-  out << fmt("requests: %llu total, %llu completed, %llu rejected",
-             static_cast<unsigned long long>(s.total), static_cast<unsigned long long>(s.completed),
-             static_cast<unsigned long long>(s.rejected));
+  out << format("requests: %llu total, %llu completed, %llu rejected",
+                static_cast<unsigned long long>(s.total),
+                static_cast<unsigned long long>(s.completed),
+                static_cast<unsigned long long>(s.rejected));
   if (s.rejected > 0) out << " (" << reasons_text(s) << ")";
   out << "\n\n";
 }
@@ -58,16 +55,16 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
 // p90, p95, p99, max).
 void print_stats_table(std::ostream& out, const RunSummary& s) {
   const bool custom = !s.ttft_ms.extra.empty();
-  std::string head = fmt("%-16s %10s", "metric", "mean");
+  std::string head = format("%-16s %10s", "metric", "mean");
   if (custom) {
     for (const auto& [q, v] : s.ttft_ms.extra)
-      head += fmt(" %10s", percentile_name(q).c_str());
+      head += format(" %10s", percentile_name(q).c_str());
   } else {
-    head += fmt(" %10s %10s %10s %10s", "p50", "p90", "p95", "p99");
+    head += format(" %10s %10s %10s %10s", "p50", "p90", "p95", "p99");
   }
-  out << head << fmt(" %10s\n", "max");
+  out << head << format(" %10s\n", "max");
   auto row = [&](const char* name, const Stats& st) {
-    out << fmt("%-16s ", name) << cell(st.mean, 10, 1);
+    out << format("%-16s ", name) << cell(st.mean, 10, 1);
     if (custom) {
       for (const auto& [q, v] : st.extra)
         out << " " << cell(v, 10, 1);
@@ -87,30 +84,30 @@ void print_stats_table(std::ostream& out, const RunSummary& s) {
 
 void print_use(std::ostream& out, const RunSummary& s) {
   out << "\nOTPS (CloudWatch, ratio of p50s): " << cell(s.otps_p50_ratio, 0, 1) << " tok/s\n";
-  out << fmt(
+  out << format(
       "throughput: %.2f req/s, %.0f output tok/s, %.0f total tok/s over %.1f s "
       "(%lld input, %lld output tokens)\n",
       s.requests_per_s, s.output_tokens_per_s, s.total_tokens_per_s, s.makespan_s,
       static_cast<long long>(s.input_tokens), static_cast<long long>(s.output_tokens));
   if (std::isfinite(s.goodput_req_s)) {
-    out << fmt("goodput: %.2f req/s meet every --goodput SLO\n", s.goodput_req_s);
+    out << format("goodput: %.2f req/s meet every --goodput SLO\n", s.goodput_req_s);
   }
-  out << fmt(
+  out << format(
       "GPU: a step in flight %.1f%% of the time (not saturation: see MFU, MBU, KV and "
       "the queue), MFU %.1f%%, MBU %.1f%%\n",
       s.step_time_fraction * 100, s.mfu * 100, s.mbu * 100);
-  auto pct = [](double v) { return std::isfinite(v) ? fmt("%.1f%%", v * 100) : "-"; };
+  auto pct = [](double v) { return std::isfinite(v) ? format("%.1f%%", v * 100) : "-"; };
   out << "KV usage: mean " << pct(s.kv_usage_mean) << ", p50 " << pct(s.kv_usage_p50) << ", p99 "
       << pct(s.kv_usage_p99) << ", max " << pct(s.kv_usage_max)
       << "; waiting requests (time-weighted): mean " << cell(s.queue_len.mean, 0, 1) << ", p50 "
       << cell(s.queue_len.p50, 0, 0) << ", p99 " << cell(s.queue_len.p99, 0, 0) << ", max "
       << cell(s.queue_len.max, 0, 0) << "\n";
-  out << fmt("steps: %llu (prefill-only %llu, decode-only %llu, mixed %llu); preemptions %llu\n",
-             static_cast<unsigned long long>(s.steps),
-             static_cast<unsigned long long>(s.prefill_only_steps),
-             static_cast<unsigned long long>(s.decode_only_steps),
-             static_cast<unsigned long long>(s.mixed_steps),
-             static_cast<unsigned long long>(s.preemptions));
+  out << format("steps: %llu (prefill-only %llu, decode-only %llu, mixed %llu); preemptions %llu\n",
+                static_cast<unsigned long long>(s.steps),
+                static_cast<unsigned long long>(s.prefill_only_steps),
+                static_cast<unsigned long long>(s.decode_only_steps),
+                static_cast<unsigned long long>(s.mixed_steps),
+                static_cast<unsigned long long>(s.preemptions));
 }
 
 }  // namespace
@@ -120,7 +117,7 @@ std::vector<std::string> run_warnings(const RunResult& r) {
   const Overload& o = s.overload;
   std::vector<std::string> w;
   if (o.overloaded) {
-    w.push_back(fmt(
+    w.push_back(format(
         "overloaded: %lld requests were still waiting to start when the last one arrived (%lld "
         "half-way through the arrivals); arrivals %.2f req/s, completions %.2f req/s; the queue "
         "drained %.1f s after the last arrival. Latencies grow with the run's length: lower "
@@ -130,11 +127,11 @@ std::vector<std::string> run_warnings(const RunResult& r) {
         o.completion_rate_req_s, o.drain_s));
   }
   if (s.rejected > 0) {
-    w.push_back(
-        fmt("%llu of %llu requests (%.1f%%) were rejected (%s): they are in no latency "
-            "statistic.",
-            static_cast<unsigned long long>(s.rejected), static_cast<unsigned long long>(s.total),
-            s.rejected_share() * 100, reasons_text(s).c_str()));
+    w.push_back(format(
+        "%llu of %llu requests (%.1f%%) were rejected (%s): they are in no latency "
+        "statistic.",
+        static_cast<unsigned long long>(s.rejected), static_cast<unsigned long long>(s.total),
+        s.rejected_share() * 100, reasons_text(s).c_str()));
   }
   return w;
 }
@@ -153,19 +150,19 @@ void print_run_summary(std::ostream& out, const RunResult& r, const std::string&
 }
 
 void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs) {
-  out << fmt("%-14s %9s %9s %8s %8s %8s %9s %8s %9s %6s %5s %7s %8s  %s\n", "scheduler", "TTFT p50",
-             "TTFT p99", "ITL p50", "ITL p99", "TPOT p50", "E2E p50", "OTPS p50", "out tok/s",
-             "step%", "MFU%", "preempt", "rejected", "notes");
-  out << fmt("%-14s %9s %9s %8s %8s %8s %9s %8s %9s %6s %5s %7s %8s\n", "", "ms", "ms", "ms", "ms",
-             "ms", "ms", "tok/s", "", "", "", "", "");
+  out << format("%-14s %9s %9s %8s %8s %8s %9s %8s %9s %6s %5s %7s %8s  %s\n", "scheduler",
+                "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "TPOT p50", "E2E p50", "OTPS p50",
+                "out tok/s", "step%", "MFU%", "preempt", "rejected", "notes");
+  out << format("%-14s %9s %9s %8s %8s %8s %9s %8s %9s %6s %5s %7s %8s\n", "", "ms", "ms", "ms",
+                "ms", "ms", "ms", "tok/s", "", "", "", "", "");
   for (const RunResult& r : runs) {
     const RunSummary& s = r.summary;
     std::string notes;
     if (s.overload.overloaded) notes = "OVERLOADED";
     if (s.rejected > 0) {
-      notes += fmt("%srejects %.1f%%", notes.empty() ? "" : ", ", s.rejected_share() * 100);
+      notes += format("%srejects %.1f%%", notes.empty() ? "" : ", ", s.rejected_share() * 100);
     }
-    out << fmt("%-14s", run_label(r).c_str());
+    out << format("%-14s", run_label(r).c_str());
     const std::pair<double, int> cells[] = {
         {s.ttft_ms.p50, 9}, {s.ttft_ms.p99, 9}, {s.itl_ms.p50, 8}, {s.itl_ms.p99, 8},
         {s.tpot_ms.p50, 8}, {s.e2e_ms.p50, 9},  {s.otps.p50, 8}};
@@ -173,8 +170,8 @@ void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs) 
       out << " " << cell(v, width, 1);
     out << " " << cell(s.output_tokens_per_s, 9, 0) << " " << cell(s.step_time_fraction * 100, 6, 1)
         << " " << cell(s.mfu * 100, 5, 1)
-        << fmt(" %7llu %8llu", static_cast<unsigned long long>(s.preemptions),
-               static_cast<unsigned long long>(s.rejected));
+        << format(" %7llu %8llu", static_cast<unsigned long long>(s.preemptions),
+                  static_cast<unsigned long long>(s.rejected));
     if (!notes.empty()) out << "  " << notes;
     out << "\n";
   }
@@ -199,12 +196,13 @@ std::string compare_verdict(const std::vector<RunResult>& runs) {
            "length or a different workload. Lower --request-rate, add replicas, or raise "
            "--max-model-len.";
   }
-  std::string line = fmt("%s has the lowest TTFT p50 (%.0f ms) and %s the lowest ITL p99 (%.0f ms)",
-                         run_label(*best_ttft).c_str(), best_ttft->summary.ttft_ms.p50,
-                         run_label(*best_itl).c_str(), best_itl->summary.itl_ms.p99);
+  std::string line =
+      format("%s has the lowest TTFT p50 (%.0f ms) and %s the lowest ITL p99 (%.0f ms)",
+             run_label(*best_ttft).c_str(), best_ttft->summary.ttft_ms.p50,
+             run_label(*best_itl).c_str(), best_itl->summary.itl_ms.p99);
   if (excluded > 0) {
-    line +=
-        fmt(" among the %zu runs that kept up without rejecting requests", runs.size() - excluded);
+    line += format(" among the %zu runs that kept up without rejecting requests",
+                   runs.size() - excluded);
   }
   const bool classic = best_ttft->config.scheduler.policy == Policy::kVllmV0 &&
                        best_itl->config.scheduler.policy == Policy::kChunked;

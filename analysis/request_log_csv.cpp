@@ -14,8 +14,6 @@ namespace servesim {
 
 namespace {
 
-using diagnose_util::fmt;
-
 // The index of each field's column; -1 for an optional column the header lacks.
 struct ColumnIndex {
   int arrival = -1, ttft = -1, latency = -1, output = -1, input = -1, queue = -1;
@@ -114,7 +112,7 @@ void LogCsvReader::reserve(RequestLog& log) {
 void LogCsvReader::split(std::string_view line) {
   if (!splitter_.split(line, fields_, reason_)) throw Error(path_, line_, "", reason_);
   if (fields_.size() != width_) {
-    throw Error(path_, line_, "", fmt("%zu fields, the header has %zu", fields_.size(), width_));
+    throw Error(path_, line_, "", format("%zu fields, the header has %zu", fields_.size(), width_));
   }
 }
 
@@ -124,7 +122,7 @@ void LogCsvReader::read_row(RequestLog& log) {
   double e2e = duration_ms(i_.latency, c_.latency);
   const bool done = std::isfinite(ttft) && std::isfinite(e2e);
   if (done && e2e < ttft) {
-    throw Error(path_, line_, c_.latency, fmt("latency %g ms is below TTFT %g ms", e2e, ttft));
+    throw Error(path_, line_, c_.latency, format("latency %g ms is below TTFT %g ms", e2e, ttft));
   }
   if (!done) ttft = e2e = NAN;  // started, or non-streaming: not a completed stream
   log.arrival_s.push_back(arrival);
@@ -149,7 +147,7 @@ double LogCsvReader::real(int i, const std::string& field, double scale, bool al
 // Field I in ms (>= 0), or NaN when empty.
 double LogCsvReader::duration_ms(int i, const std::string& field) const {
   const double v = real(i, field, c_.latency_to_ms, true);
-  if (v < 0) throw Error(path_, line_, field, fmt("%g is negative", v));
+  if (v < 0) throw Error(path_, line_, field, format("%g is negative", v));
   return v;
 }
 
