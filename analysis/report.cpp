@@ -1,5 +1,6 @@
 #include "analysis/report.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -58,9 +59,11 @@ ordered_json requests_json(const RunSummary& s) {
 }  // namespace
 
 std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s) {
-  std::vector<std::pair<std::string, double>> m = {{"completed", double(s.completed)},
-                                                   {"rejected", double(s.rejected)},
-                                                   {"preemptions", double(s.preemptions)}};
+  std::vector<std::pair<std::string, double>> m = {
+      {"completed", double(s.completed)},
+      {"rejected", double(s.rejected)},
+      {"preemptions", double(s.preemptions)},
+      {"prefix_cache_hit_rate", s.prefix_cache.hit_rate()}};
   const std::pair<const char*, const Stats*> stats[] = {
       {"ttft_ms", &s.ttft_ms}, {"itl_ms", &s.itl_ms},     {"tpot_ms", &s.tpot_ms},
       {"e2e_ms", &s.e2e_ms},   {"queue_ms", &s.queue_ms}, {"otps", &s.otps}};
@@ -139,6 +142,15 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
               {"kv_usage_max", s.kv_usage_max}};
   j["queue_len"] = stats_json(s.queue_len);
   j["preemptions"] = s.preemptions;
+  const PrefixCacheSummary& p = s.prefix_cache;
+  j["prefix_cache"] = {{"enabled", p.enabled},
+                       {"hit_rate", number(p.hit_rate())},
+                       {"queries_tokens", p.queries},
+                       {"hits_tokens", p.hits},
+                       {"preempted_queries_tokens", p.preempted_queries},
+                       {"preempted_hits_tokens", p.preempted_hits},
+                       {"cached_prompt_tokens", p.cached_prompt_tokens},
+                       {"evictions", p.evictions}};
   j["steps"] = s.steps;
   j["steps_by_kind"] = {{"prefill_only", s.prefill_only_steps},
                         {"decode_only", s.decode_only_steps},
@@ -163,6 +175,12 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
       {"max_model_len", c.scheduler.max_model_len},
       {"block_size", c.scheduler.block_size},
       {"watermark", c.scheduler.watermark},
+      {"enable_prefix_caching", c.scheduler.enable_prefix_caching},
+      {"scheduling_policy",
+       c.scheduler.scheduling_policy == SchedulingPolicy::kPriority ? "priority" : "fcfs"},
+      {"long_prefill_token_threshold", c.scheduler.long_prefill_token_threshold},
+      {"async_scheduling", c.scheduler.async_scheduling},
+      {"scheduler_reserve_full_isl", c.scheduler.reserve_full_isl},
       {"gpu_memory_utilization", c.memory.gpu_memory_utilization},
       {"runtime_reserve_gib", c.memory.runtime_reserve_gib},
       {"num_gpu_blocks", r.memory.num_gpu_blocks},
@@ -180,20 +198,20 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
 
 void write_requests_csv(std::ostream& out, const RunResult& r) {
   out << "id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,tpot_ms,"
-         "otps,max_itl_ms,queue_ms,preemptions,status\n";
+         "otps,max_itl_ms,queue_ms,preemptions,cached_tokens,status\n";
   char line[512];
   for (size_t id = 0; id < r.requests.size(); ++id) {
     const RequestRecord& q = r.requests[id];
     if (q.finished()) {
       const std::string tpot = q.has_decode() ? fmt("%.3f", q.tpot_s() * 1e3) : "";
       const std::string otps = q.has_decode() ? fmt("%.3f", q.otps()) : "";
-      std::snprintf(line, sizeof line,
-                    "%zu,%.6f,%d,%d,%.6f,%.6f,%.3f,%.3f,%s,%s,%.3f,%.3f,%d,completed\n", id,
-                    q.arrival_s, q.input_tokens, q.output_tokens, q.first_token_s, q.last_token_s,
-                    q.ttft_s() * 1e3, q.e2e_s() * 1e3, tpot.c_str(), otps.c_str(),
-                    q.max_itl_s * 1e3, q.queue_s() * 1e3, q.preemptions);
+      std::snprintf(
+          line, sizeof line, "%zu,%.6f,%d,%d,%.6f,%.6f,%.3f,%.3f,%s,%s,%.3f,%.3f,%d,%d,completed\n",
+          id, q.arrival_s, q.input_tokens, q.output_tokens, q.first_token_s, q.last_token_s,
+          q.ttft_s() * 1e3, q.e2e_s() * 1e3, tpot.c_str(), otps.c_str(), q.max_itl_s * 1e3,
+          q.queue_s() * 1e3, q.preemptions, std::max(q.cached_tokens, 0));
     } else {
-      std::snprintf(line, sizeof line, "%zu,%.6f,%d,%d,,,,,,,,,%d,rejected:%s\n", id, q.arrival_s,
+      std::snprintf(line, sizeof line, "%zu,%.6f,%d,%d,,,,,,,,,%d,,rejected:%s\n", id, q.arrival_s,
                     q.input_tokens, q.output_tokens, q.preemptions, reason_code(q.reject));
     }
     out << line;

@@ -28,7 +28,8 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
 
 // id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,tpot_ms,otps,
-// max_itl_ms,queue_ms,preemptions,status
+// max_itl_ms,queue_ms,preemptions,cached_tokens,status (cached_tokens: prompt tokens the prefix
+// cache held when the request was first scheduled, vLLM's num_cached_tokens)
 void write_requests_csv(std::ostream& out, const RunResult& r);
 
 // Why a run's numbers are not what they seem, one line each (empty when they are): overload (the

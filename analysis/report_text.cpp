@@ -108,6 +108,15 @@ void print_use(std::ostream& out, const RunSummary& s) {
                 static_cast<unsigned long long>(s.decode_only_steps),
                 static_cast<unsigned long long>(s.mixed_steps),
                 static_cast<unsigned long long>(s.preemptions));
+  const PrefixCacheSummary& p = s.prefix_cache;
+  if (p.enabled) {
+    out << "prefix cache: hit rate " << pct(p.hit_rate())
+        << format(
+               " (vLLM's: %lld of %lld prompt tokens looked up); %lld tokens cached at first "
+               "scheduling; %lld evictions\n",
+               static_cast<long long>(p.hits), static_cast<long long>(p.queries),
+               static_cast<long long>(p.cached_prompt_tokens), static_cast<long long>(p.evictions));
+  }
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "analysis/results.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -32,7 +33,7 @@ std::string status_codes() {
 
 void write_requests(H5::Group& g, const RunResult& r) {
   const size_t n = r.requests.size();
-  std::vector<int64_t> id(n), input(n), output(n), preempt(n);
+  std::vector<int64_t> id(n), input(n), output(n), preempt(n), cached(n);
   std::vector<double> arrival(n), first(n), finish(n), ttft(n), e2e(n), tpot(n), otps(n), itl(n),
       queue(n);
   std::vector<int8_t> status(n);
@@ -52,6 +53,7 @@ void write_requests(H5::Group& g, const RunResult& r) {
     itl[i] = done && q.has_decode() ? q.max_itl_s * 1e3 : NAN;
     queue[i] = done ? q.queue_s() * 1e3 : NAN;
     preempt[i] = q.preemptions;
+    cached[i] = std::max(q.cached_tokens, 0);
     status[i] = done ? 0 : int8_t(q.reject);
   }
   write_column(g, "id", id);
@@ -67,6 +69,7 @@ void write_requests(H5::Group& g, const RunResult& r) {
   write_column(g, "max_itl_ms", itl);
   write_column(g, "queue_ms", queue);
   write_column(g, "preemptions", preempt);
+  write_column(g, "cached_tokens", cached);
   write_column(g, "status", status);
   write_attr(g, "status_codes", status_codes());
 }
@@ -74,7 +77,7 @@ void write_requests(H5::Group& g, const RunResult& r) {
 void write_steps(H5::Group& g, const std::vector<StepRecord>& steps) {
   const size_t n = steps.size();
   std::vector<double> start(n), dur(n), flops(n), bytes(n);
-  std::vector<int64_t> pre(n), dec(n), batch(n), kv(n);
+  std::vector<int64_t> pre(n), dec(n), batch(n), kv(n), cached(n);
   for (size_t i = 0; i < n; ++i) {
     const StepRecord& s = steps[i];
     start[i] = s.start_s;
@@ -83,6 +86,7 @@ void write_steps(H5::Group& g, const std::vector<StepRecord>& steps) {
     dec[i] = s.decode_tokens;
     batch[i] = s.batch_size;
     kv[i] = s.kv_blocks_used;
+    cached[i] = s.cached_tokens;
     flops[i] = s.flops;
     bytes[i] = s.bytes;
   }
@@ -92,6 +96,7 @@ void write_steps(H5::Group& g, const std::vector<StepRecord>& steps) {
   write_column(g, "decode_tokens", dec);
   write_column(g, "batch_size", batch);
   write_column(g, "kv_blocks_used", kv);
+  write_column(g, "cached_tokens", cached);
   write_column(g, "flops", flops);
   write_column(g, "bytes", bytes);
 }

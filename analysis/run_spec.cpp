@@ -1,5 +1,6 @@
 #include "analysis/run_spec.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
@@ -7,7 +8,9 @@
 #include "analysis/workload_report.hpp"
 #include "models/calibration.hpp"
 #include "scheduler/policy.hpp"
+#include "traces/datasets.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/text_input.hpp"
 
 namespace servesim {
@@ -57,10 +60,54 @@ namespace {
 
 // The flags that say how to read a trace file, and the format each is for ("" = any).
 const std::pair<const char*, const char*> kImportFlags[] = {
-    {"trace-format", ""},           {"skip-bad-rows", ""},        {"col-arrival", "csv"},
-    {"col-input", "csv"},           {"col-output", "csv"},        {"time-unit", "csv"},
-    {"keep-failed", "burstgpt"},    {"model-filter", "burstgpt"}, {"log-type", "burstgpt"},
-    {"hash-block-size", "mooncake"}};
+    {"trace-format", ""},        {"skip-bad-rows", ""},
+    {"col-arrival", "csv"},      {"col-input", "csv"},
+    {"col-output", "csv"},       {"time-unit", "csv"},
+    {"keep-failed", "burstgpt"}, {"model-filter", "burstgpt"},
+    {"log-type", "burstgpt"},    {"hash-block-size", "mooncake"},
+    {"col-priority", "csv"}};
+
+// vLLM bench's --dataset-name values, and the flags that shape only one of them.
+const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn"};
+const std::pair<const char*, const char*> kDatasetFlags[] = {
+    {"prefix-repetition-prefix-len", "prefix_repetition"},
+    {"prefix-repetition-suffix-len", "prefix_repetition"},
+    {"prefix-repetition-num-prefixes", "prefix_repetition"},
+    {"prefix-repetition-output-len", "prefix_repetition"},
+    {"num-turns", "multi_turn"},
+    {"think-time-s", "multi_turn"}};
+
+// --dataset-name and the flags of one dataset: Error when one would do nothing.
+void check_dataset_flags(const RunSpec& s) {
+  if (!s.trace.empty() && s.has("dataset-name")) {
+    throw Error("dataset-name", "not used with --trace: the trace gives the requests");
+  }
+  const std::string& d = s.dataset_name;
+  if (std::find(std::begin(kDatasets), std::end(kDatasets), d) == std::end(kDatasets)) {
+    throw Error("dataset-name",
+                "expected random, prefix_repetition or multi_turn, got '" + d + "'");
+  }
+  for (const auto& [flag, dataset] : kDatasetFlags) {
+    if (s.has(flag) && (!s.trace.empty() || d != dataset)) {
+      throw Error(flag, std::string("has no effect without --dataset-name ") + dataset +
+                            (s.trace.empty() ? "" : " (and --trace gives the requests)"));
+    }
+  }
+  if (!s.trace.empty() || d != "prefix_repetition") return;
+  for (const char* flag : {"input-len", "output-len"}) {
+    if (s.has(flag)) {
+      throw Error(flag,
+                  "has no effect with --dataset-name prefix_repetition: prompts are "
+                  "--prefix-repetition-prefix-len + --prefix-repetition-suffix-len tokens, "
+                  "outputs --prefix-repetition-output-len");
+    }
+  }
+  if (num_requests(s) < s.prefix_repetition_num_prefixes) {  // as vLLM's ValueError
+    throw Error("prefix-repetition-num-prefixes",
+                "must be <= the number of requests (" + std::to_string(num_requests(s)) +
+                    "): each prefix starts num-requests / num-prefixes prompts");
+  }
+}
 
 }  // namespace
 
@@ -79,6 +126,7 @@ void check_flags(const RunSpec& s) {
   if (s.trace.empty() && std::isinf(s.request_rate) && s.has("burstiness")) {
     throw Error("burstiness", "has no effect with --request-rate inf: every request arrives at 0");
   }
+  check_dataset_flags(s);
 }
 
 int64_t num_requests(const RunSpec& s) {
@@ -93,7 +141,17 @@ std::string scheduler_spec(const RunSpec& s) {
   if (!s.has("enable-chunked-prefill")) return s.scheduler.empty() ? "chunked" : s.scheduler;
   const std::string named = s.enable_chunked_prefill ? "chunked" : "vllm-v0";
   if (s.scheduler.empty()) return named;
-  if (policy_name(parse_scheduler(s.scheduler).first) != named) {
+  const Policy given = parse_scheduler(s.scheduler).first;
+  if (v1_engine(given)) {
+    // vLLM V1 always chunks prefills in servesim (vLLM's --no-enable-chunked-prefill for V1
+    // is not modelled).
+    if (!s.enable_chunked_prefill) {
+      throw Error("enable-chunked-prefill",
+                  "false is not modelled for vllm-v1 (V1 chunks prefills)");
+    }
+    return s.scheduler;
+  }
+  if (policy_name(given) != named) {
     throw Error("enable-chunked-prefill", "contradicts --scheduler " + s.scheduler +
                                               " (chunked prefill is the chunked policy)");
   }
@@ -224,8 +282,60 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
 
 }  // namespace
 
-LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
-  if (!s.trace.empty()) return load_trace_workload(s, inputs);
+namespace {
+
+// The JSON description J of a generated workload, with the dataset's name after its kind.
+ordered_json with_dataset(const std::string& name, const ordered_json& j) {
+  ordered_json out = {{"kind", j["kind"]}, {"dataset_name", name}};
+  for (const auto& item : j.items()) {
+    if (item.key() != "kind") out[item.key()] = item.value();
+  }
+  return out;
+}
+
+// --dataset-name prefix_repetition. Its lengths are fixed, and are described as such.
+LoadedWorkload prefix_repetition_workload(const RunSpec& s, SyntheticOptions w) {
+  PrefixRepetitionOptions o;
+  o.num_requests = w.num_requests;
+  o.request_rate = w.request_rate;
+  o.burstiness = w.burstiness;
+  o.prefix_len = s.prefix_repetition_prefix_len;
+  o.suffix_len = s.prefix_repetition_suffix_len;
+  o.num_prefixes = s.prefix_repetition_num_prefixes;
+  o.output_len = s.prefix_repetition_output_len;
+  o.seed = w.seed;
+  Workload requests = generate_prefix_repetition(o);
+  w.num_requests = o.num_made();
+  w.input_len = LengthDist::parse("fixed:" + std::to_string(o.prefix_len + o.suffix_len), "");
+  w.output_len = LengthDist::parse("fixed:" + std::to_string(o.output_len), "");
+  ordered_json j = with_dataset("prefix_repetition", synthetic_json(w));
+  j["prefix_len"] = o.prefix_len;
+  j["suffix_len"] = o.suffix_len;
+  j["num_prefixes"] = o.num_prefixes;
+  j["prompts_per_prefix"] = o.num_made() / o.num_prefixes;
+  std::string text = "prefix_repetition, " + synthetic_text(w);
+  text += format(", %lld prefixes of %lld tokens, %lld prompts each", (long long)o.num_prefixes,
+                 (long long)o.prefix_len, (long long)(o.num_made() / o.num_prefixes));
+  return {std::move(requests), std::move(j), std::move(text)};
+}
+
+// --dataset-name multi_turn: --input-len is the new user tokens of a turn.
+LoadedWorkload multi_turn_workload(const RunSpec& s, const SyntheticOptions& w) {
+  MultiTurnOptions o;
+  o.base = w;
+  o.num_turns = s.num_turns;
+  o.think_time_s = s.think_time_s;
+  ordered_json j = with_dataset("multi_turn", synthetic_json(w));
+  j["num_turns"] = o.num_turns;
+  j["think_time_s"] = o.think_time_s;
+  std::string text = "multi_turn, " + synthetic_text(w);
+  text += format(" (input: new tokens a turn), %lld turns a session, think time %g s",
+                 (long long)o.num_turns, o.think_time_s);
+  return {generate_multi_turn(o), std::move(j), std::move(text)};
+}
+
+// The generator --dataset-name names.
+LoadedWorkload generate_dataset(const RunSpec& s) {
   SyntheticOptions w;
   w.num_requests = num_requests(s);
   w.request_rate = s.request_rate;
@@ -233,9 +343,18 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
   w.input_len = s.input_len;
   w.output_len = s.output_len;
   w.seed = uint64_t(s.seed);
-  LoadedWorkload out{generate_synthetic(w), synthetic_json(w), synthetic_text(w)};
+  if (s.dataset_name == "prefix_repetition") return prefix_repetition_workload(s, w);
+  if (s.dataset_name == "multi_turn") return multi_turn_workload(s, w);
+  return {generate_synthetic(w), synthetic_json(w), synthetic_text(w)};
+}
+
+}  // namespace
+
+LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
+  if (!s.trace.empty()) return load_trace_workload(s, inputs);
+  LoadedWorkload out = generate_dataset(s);
   const TransformOptions what_if = transforms(s, 0);
-  if (what_if.any()) {  // the what-if transforms apply to generated requests too
+  if (what_if.any()) {  // the what-if transforms apply to generated requests too, spans included
     Trace t = from_workload(out.requests);
     apply_transforms(t, what_if);
     out.requests = to_workload(t);
@@ -275,6 +394,49 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   return c;
 }
 
+namespace {
+
+// --enable-prefix-caching and vLLM V1's scheduler flags, onto a policy's configuration. The V1
+// flags on a V0 policy would do nothing, so they are errors.
+void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s) {
+  const bool v1 = v1_engine(c.policy);
+  if (s.has("enable-prefix-caching") && s.has("no-enable-prefix-caching")) {
+    throw Error("no-enable-prefix-caching", "contradicts --enable-prefix-caching");
+  }
+  // vLLM's defaults: on in V1 (v0.8+), off in V0.
+  c.enable_prefix_caching = v1;
+  if (s.has("enable-prefix-caching")) c.enable_prefix_caching = s.enable_prefix_caching;
+  if (s.has("no-enable-prefix-caching")) c.enable_prefix_caching = !s.no_enable_prefix_caching;
+  if (c.enable_prefix_caching && !v1) {
+    throw Error(
+        s.has("enable-prefix-caching") ? "enable-prefix-caching" : "scheduler",
+        std::string("the prefix cache is modelled for vllm-v1 only, not ") + policy_name(c.policy));
+  }
+  for (const char* flag : {"scheduling-policy", "long-prefill-token-threshold", "async-scheduling",
+                           "no-async-scheduling", "scheduler-reserve-full-isl"}) {
+    if (!v1 && s.has(flag)) {
+      throw Error(flag, std::string("is a vLLM V1 option; ") + policy_name(c.policy) +
+                            " is a V0 policy (use --scheduler vllm-v1)");
+    }
+  }
+  if (s.scheduling_policy == "fcfs") {
+    c.scheduling_policy = SchedulingPolicy::kFcfs;
+  } else if (s.scheduling_policy == "priority") {
+    c.scheduling_policy = SchedulingPolicy::kPriority;
+  } else {
+    throw Error("scheduling-policy",
+                "expected fcfs or priority, got '" + s.scheduling_policy + "'");
+  }
+  c.long_prefill_token_threshold = s.long_prefill_token_threshold;
+  if (s.has("async-scheduling") && s.has("no-async-scheduling")) {
+    throw Error("no-async-scheduling", "contradicts --async-scheduling");
+  }
+  c.async_scheduling = v1 && s.async_scheduling && !s.no_async_scheduling;
+  c.reserve_full_isl = s.scheduler_reserve_full_isl;
+}
+
+}  // namespace
+
 SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler) {
   const auto [policy, budget] = parse_scheduler(scheduler);
   SimConfig c = base;
@@ -286,6 +448,7 @@ SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::stri
                                  std::to_string(s.max_num_batched_tokens));
   }
   c.scheduler.max_num_batched_tokens = budget > 0 ? budget : s.max_num_batched_tokens;
+  apply_cache_and_v1_flags(c.scheduler, s);
   return resolve(c);
 }
 
@@ -310,6 +473,10 @@ void check_point(const RunSpec& s, Inputs& inputs) {
   base_config(s, inputs);  // model, GPU, calibration and profile files
   RunSpec one = s;         // the workload's flags, on one generated request
   one.num_requests = one.num_prompts = std::min<int64_t>(num_requests(s), 1);
+  // prefix_repetition needs a request per prefix (vLLM refuses fewer).
+  if (s.dataset_name == "prefix_repetition") {
+    one.num_requests = one.num_prompts = std::max<int64_t>(s.prefix_repetition_num_prefixes, 1);
+  }
   load_workload(one, inputs);
 }
 

@@ -55,7 +55,16 @@ struct RunSpec {
   // Scheduler: NAME[:MAX_NUM_BATCHED_TOKENS], "" for chunked; or vLLM's switch.
   std::string scheduler;
   bool enable_chunked_prefill = true;  // --enable-chunked-prefill, when given
-  int64_t max_num_batched_tokens = 0, max_num_seqs = 256;
+  int64_t max_num_batched_tokens = 0;
+  int64_t max_num_seqs = 0;  // 0 = vLLM's default for the policy and GPU
+  // vLLM V1's scheduler options (vllm-v1), and the prefix cache (every policy).
+  std::string scheduling_policy = "fcfs";  // fcfs | priority
+  bool enable_prefix_caching = true;       // given or not: RunSpec::has("enable-prefix-caching")
+  bool no_enable_prefix_caching = false;
+  int64_t long_prefill_token_threshold = 0;
+  bool async_scheduling = true;  // --async-scheduling [true|false], when given
+  bool no_async_scheduling = false;
+  bool scheduler_reserve_full_isl = true;  // when given
   // Workload: a trace file, or the synthetic generator.
   std::string trace;
   int64_t num_requests = kDefaultNumRequests;
@@ -66,6 +75,13 @@ struct RunSpec {
   LengthDist input_len = LengthDist::parse(kDefaultInputLen, "input-len");
   LengthDist output_len = LengthDist::parse(kDefaultOutputLen, "output-len");
   int64_t seed = 0;  // signed so that "-1" is an error, not 2^64 - 1
+  // vLLM bench's --dataset-name: random (the generator above), prefix_repetition (shared
+  // prefixes) or multi_turn (sessions whose turns extend the conversation).
+  std::string dataset_name = "random";
+  int64_t prefix_repetition_prefix_len = 256, prefix_repetition_suffix_len = 256,
+          prefix_repetition_num_prefixes = 10, prefix_repetition_output_len = 128;
+  int64_t num_turns = 5;     // multi_turn: turns per session
+  double think_time_s = 10;  // multi_turn: mean gap between a turn's arrival and the next's
   ImportOptions import;
   // What-if transforms (window, max requests, scales, clips); the rate, burstiness and seed
   // above are added when they apply.

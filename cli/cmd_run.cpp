@@ -23,7 +23,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-const std::vector<std::string> kDefaultCompare = {"vllm-v0", "chunked:512", "chunked:2048"};
+const std::vector<std::string> kDefaultCompare = {"vllm-v0", "chunked:512", "chunked:2048",
+                                                  "vllm-v1"};
 
 // What `run` and `compare` read: the run's flags, the policies, and where the results go.
 struct RunArgs {
@@ -40,7 +41,7 @@ po::options_description options(RunArgs& a, bool compare) {
   if (compare) {
     policies.add_options()("scheduler", po::value(&a.schedulers)->multitoken()->composing(),
                            "policies to compare, NAME[:MAX_NUM_BATCHED_TOKENS], repeatable or "
-                           "comma-separated (default: vllm-v0 chunked:512 chunked:2048)");
+                           "comma-separated (default: vllm-v0 chunked:512 chunked:2048 vllm-v1)");
   } else {
     policies.add_options()("scheduler", po::value(&a.schedulers),
                            "policy (servesim list schedulers), NAME[:MAX_NUM_BATCHED_TOKENS] "

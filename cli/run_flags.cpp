@@ -86,7 +86,26 @@ const std::vector<RunFlag>& run_flags() {
        "token budget per step (0 = vLLM's default: 2048 chunked, max(max_model_len, 2048) "
        "vllm-v0)"},
       {"max-num-seqs", G::kScheduler, Plain<int64_t>{FIELD(max_num_seqs)}, kShowDefault,
-       "sequences per step"},
+       "sequences per step (0 = vLLM's default: 256; vllm-v1 on GPUs of >= 70 GiB other than "
+       "A100, 1024)"},
+      {"enable-prefix-caching", G::kScheduler, OptionalBool{FIELD(enable_prefix_caching)},
+       kNoDefault, "vLLM's prefix cache [true|false] (default: on for vllm-v1, off for V0)"},
+      {"no-enable-prefix-caching", G::kScheduler, Plain<bool>{FIELD(no_enable_prefix_caching)},
+       kNoDefault, "turn the prefix cache off"},
+      {"scheduling-policy", G::kScheduler, Plain<std::string>{FIELD(scheduling_policy)},
+       kShowDefault,
+       "vllm-v1: fcfs | priority (lowest priority value first; preempts the lowest priority)"},
+      {"long-prefill-token-threshold", G::kScheduler,
+       Plain<int64_t>{FIELD(long_prefill_token_threshold)}, kShowDefault,
+       "vllm-v1: at most this many new tokens per request per step (0 = no cap)"},
+      {"async-scheduling", G::kScheduler, OptionalBool{FIELD(async_scheduling)}, kNoDefault,
+       "vllm-v1: schedule the next step while this one runs [true|false] (default: on)"},
+      {"no-async-scheduling", G::kScheduler, Plain<bool>{FIELD(no_async_scheduling)}, kNoDefault,
+       "vllm-v1: turn async scheduling off"},
+      {"scheduler-reserve-full-isl", G::kScheduler, OptionalBool{FIELD(scheduler_reserve_full_isl)},
+       kNoDefault,
+       "vllm-v1: admit a request only if its whole prompt fits in free KV blocks [true|false] "
+       "(default: true, as vLLM)"},
       {"enable-chunked-prefill", G::kScheduler, OptionalBool{FIELD(enable_chunked_prefill)},
        kNoDefault,
        "vLLM's switch [true|false]: the chunked policy (true) or vllm-v0 (false), like "
@@ -109,6 +128,29 @@ const std::vector<RunFlag>& run_flags() {
       {"output-len", G::kWorkload, Length{FIELD(output_len)}, kShowDefault,
        "output tokens, same forms as --input-len"},
       {"seed", G::kWorkload, Plain<int64_t>{FIELD(seed)}, kShowDefault, "random seed"},
+      {"dataset-name", G::kWorkload, Plain<std::string>{FIELD(dataset_name)}, kShowDefault,
+       "random (--input-len, --output-len) | prefix_repetition (num-prefixes shared prefixes, "
+       "num-requests / num-prefixes prompts each, shuffled; vLLM's PrefixRepetitionRandomDataset) "
+       "| multi_turn (sessions whose every turn resends the conversation so far)"},
+      {"prefix-repetition-prefix-len", G::kWorkload,
+       Plain<int64_t>{FIELD(prefix_repetition_prefix_len)}, kShowDefault,
+       "prefix_repetition: tokens of each shared prefix"},
+      {"prefix-repetition-suffix-len", G::kWorkload,
+       Plain<int64_t>{FIELD(prefix_repetition_suffix_len)}, kShowDefault,
+       "prefix_repetition: tokens of each prompt's own suffix after its prefix (>= 0)"},
+      {"prefix-repetition-num-prefixes", G::kWorkload,
+       Plain<int64_t>{FIELD(prefix_repetition_num_prefixes)}, kShowDefault,
+       "prefix_repetition: distinct prefixes (<= requests; vLLM drops the remainder of "
+       "requests / prefixes)"},
+      {"prefix-repetition-output-len", G::kWorkload,
+       Plain<int64_t>{FIELD(prefix_repetition_output_len)}, kShowDefault,
+       "prefix_repetition: output tokens of every request"},
+      {"num-turns", G::kWorkload, Plain<int64_t>{FIELD(num_turns)}, kShowDefault,
+       "multi_turn: turns per session; sessions start at --request-rate / turns per second, "
+       "and turn t+1's prompt is turn t's prompt and answer plus --input-len new tokens"},
+      {"think-time-s", G::kWorkload, Plain<double>{FIELD(think_time_s)}, kShowDefault,
+       "multi_turn: mean seconds from a turn's arrival to the next turn's (exponential; 0 = "
+       "together)"},
       {"trace-format", G::kTraceInput, Plain<std::string>{FIELD(import.format)}, kNoDefault,
        "azure | burstgpt | mooncake | vidur | csv | servesim (default: read off the file)"},
       {"col-arrival", G::kTraceInput, Plain<std::string>{FIELD(import.col_arrival)}, kNoDefault,
@@ -117,6 +159,9 @@ const std::vector<RunFlag>& run_flags() {
        "csv: prompt-token column"},
       {"col-output", G::kTraceInput, Plain<std::string>{FIELD(import.col_output)}, kNoDefault,
        "csv: output-token column"},
+      {"col-priority", G::kTraceInput, Plain<std::string>{FIELD(import.col_priority)}, kNoDefault,
+       "csv: request-priority column (integers; lower runs first with --scheduling-policy "
+       "priority)"},
       {"time-unit", G::kTraceInput, Plain<std::string>{FIELD(import.time_unit)}, kShowDefault,
        "csv: s | ms | us"},
       {"skip-bad-rows", G::kTraceInput, Plain<bool>{FIELD(import.skip_bad_rows)}, kNoDefault,

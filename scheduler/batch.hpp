@@ -3,6 +3,7 @@
 // parallel and reused from step to step, so building a batch allocates nothing once warm.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -26,6 +27,20 @@ class Batch {
     ids_.push_back(id);
     shapes_.push_back(shape);
     (shape.prefill ? prefill_tokens_ : decode_tokens_) += shape.new_tokens;
+  }
+
+  // Takes request ID out of the batch (vLLM V1's priority preemption of a request scheduled
+  // earlier in the same step); returns its new tokens, 0 if absent.
+  int32_t remove(uint32_t id) {
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      if (ids_[i] != id) continue;
+      const SeqShape shape = shapes_[i];
+      (shape.prefill ? prefill_tokens_ : decode_tokens_) -= shape.new_tokens;
+      ids_.erase(ids_.begin() + std::ptrdiff_t(i));
+      shapes_.erase(shapes_.begin() + std::ptrdiff_t(i));
+      return shape.new_tokens;
+    }
+    return 0;
   }
 
   size_t size() const { return ids_.size(); }

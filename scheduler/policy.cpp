@@ -9,7 +9,15 @@
 namespace servesim {
 
 const char* policy_name(Policy p) {
-  return p == Policy::kVllmV0 ? "vllm-v0" : "chunked";
+  switch (p) {
+    case Policy::kVllmV0:
+      return "vllm-v0";
+    case Policy::kChunked:
+      return "chunked";
+    case Policy::kVllmV1:
+      return "vllm-v1";
+  }
+  return "chunked";
 }
 
 const char* policy_summary(Policy p) {
@@ -17,8 +25,12 @@ const char* policy_summary(Policy p) {
     return "vLLM V0 default (v0.6-v0.8): prefill priority, whole prompts, a step is all prefill "
            "or all decode";
   }
-  return "vLLM V0 --enable-chunked-prefill / Sarathi-Serve: decodes first, prefills chunked into "
-         "the token budget";
+  if (p == Policy::kChunked) {
+    return "vLLM V0 --enable-chunked-prefill / Sarathi-Serve: decodes first, prefills chunked "
+           "into the token budget";
+  }
+  return "vLLM V1 (v0.8+ default): one token budget, running first, prefix cache, async "
+         "scheduling";
 }
 
 Policy parse_policy(std::string_view name) {
@@ -31,9 +43,18 @@ Policy parse_policy(std::string_view name) {
   throw Error("scheduler", "unknown scheduler '" + std::string(name) + "' (known: " + known + ")");
 }
 
-int64_t default_max_num_batched_tokens(Policy p, int64_t max_model_len) {
+bool v1_large_defaults(double gpu_memory_gib, const std::string& gpu_name) {
+  return gpu_memory_gib >= 70 && lowercase(gpu_name).find("a100") == std::string::npos;
+}
+
+int64_t default_max_num_batched_tokens(Policy p, int64_t max_model_len, bool large_gpu) {
+  if (v1_engine(p)) return large_gpu ? 8192 : 2048;
   if (chunked_prefill(p)) return 2048;
   return std::max<int64_t>(max_model_len, 2048);
+}
+
+int64_t default_max_num_seqs(Policy p, bool large_gpu) {
+  return v1_engine(p) && large_gpu ? 1024 : 256;
 }
 
 }  // namespace servesim

@@ -2,13 +2,23 @@
 
 namespace servesim {
 
-Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests)
+Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests,
+                     const BlockHasher* hasher)
     : config_(config),
       seqs_(num_requests),
       waiting_(64),
       running_(64),
       blocks_(num_gpu_blocks, config.block_size, config.watermark) {
-  assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0);
+  assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0 &&
+         config_.max_num_seqs > 0);
+  if (v1_engine(config_.policy)) {
+    kv_ = std::make_unique<KvCacheManager>(num_gpu_blocks, config_.block_size,
+                                           config_.enable_prefix_caching, config_.max_model_len,
+                                           hasher, num_requests);
+    if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+      waiting_heap_.reserve(std::min<size_t>(num_requests, 1 << 16));
+    }
+  }
   const size_t per_step = std::min<size_t>(size_t(config_.max_num_seqs), num_requests) + 1;
   batch_.reserve(per_step);
   for (auto* v : {&out_.decodes, &out_.prefills, &out_.new_prefills, &out_.preempted}) {
@@ -21,11 +31,13 @@ int64_t Scheduler::prompt_limit() const {
   return std::min(config_.max_model_len, config_.max_num_batched_tokens);
 }
 
-RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens) {
+RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
+                                    int32_t priority) {
   SeqState& s = seqs_[id];
   assert(s.status == SeqStatus::kPending && input_tokens >= 1 && output_tokens >= 1);
   s.input_tokens = input_tokens;
   s.output_tokens = output_tokens;
+  s.priority = priority;
   // vLLM OpenAI server (serving_engine._validate_input): prompt + max_tokens > max_model_len is a
   // 400 error before the request reaches the engine.
   RejectReason why = RejectReason::kNone;
@@ -38,8 +50,10 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
     why = RejectReason::kContextLength;
   } else if (!chunked_prefill(config_.policy) && lifetime > prompt_limit()) {
     why = RejectReason::kPromptLimit;
-  } else if (blocks_.blocks_for(lifetime) >
-             blocks_.total_blocks() - std::max<int64_t>(1, blocks_.watermark_blocks())) {
+  } else if (kv_ ? kv_->blocks_for(lifetime) > kv_->usable_blocks()
+                 : blocks_.blocks_for(lifetime) >
+                       blocks_.total_blocks() - std::max<int64_t>(1, blocks_.watermark_blocks())) {
+    // V1 has no watermark: a request alone in the cache needs blocks for what it computes.
     why = RejectReason::kKvCapacity;
   }
   if (why != RejectReason::kNone) {
@@ -48,13 +62,18 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
     return why;
   }
   s.status = SeqStatus::kWaiting;
-  waiting_.push_back(id);
+  if (config_.scheduling_policy == SchedulingPolicy::kPriority && kv_) {
+    waiting_push_front(id);  // a heap: the position is the priority's
+  } else {
+    waiting_.push_back(id);
+  }
   return RejectReason::kNone;
 }
 
 const Batch& Scheduler::schedule() {
   batch_.clear();
   out_.clear();
+  step_cached_tokens_ = 0;
   SchedulingBudget budget{config_.max_num_batched_tokens, config_.max_num_seqs};
   switch (config_.policy) {
     case Policy::kVllmV0:
@@ -63,6 +82,9 @@ const Batch& Scheduler::schedule() {
     case Policy::kChunked:
       schedule_chunked_prefill(budget);
       break;
+    case Policy::kVllmV1:  // its own loop, budget and queues
+      schedule_v1();
+      return batch_;
   }
   // vLLM asserts both after each schedule (_schedule_default, _schedule_chunked_prefill). The
   // one exception is a configuration vLLM refuses and servesim runs (for sweeps): with
@@ -178,6 +200,16 @@ void Scheduler::schedule_prefills(SchedulingBudget& budget, bool enable_chunking
   }
 }
 
+void Scheduler::free_blocks(SeqState& s, uint32_t id) {
+  if (kv_) {
+    kv_->free(id);
+    s.blocks = 0;
+    s.table_tokens = 0;
+  } else {
+    blocks_.free(s);
+  }
+}
+
 void Scheduler::preempt(uint32_t id) {
   // PreemptionMode.RECOMPUTE (the default for single-sequence groups): free the blocks and
   // recompute prompt + generated tokens when re-admitted.
@@ -202,8 +234,9 @@ bool Scheduler::compute(uint32_t id, int32_t new_tokens) {
   s.prefill_stage = false;
   ++s.generated;
   if (s.generated < s.output_tokens) return true;
-  // StopChecker: max_tokens reached. vLLM frees the sequence's blocks (free_seq) as it finishes.
-  blocks_.free(s);
+  // StopChecker: max_tokens reached. vLLM frees the sequence's blocks (free_seq) as it finishes;
+  // V1 in update_from_output (_free_request), before the next schedule.
+  free_blocks(s, id);
   s.status = SeqStatus::kFinished;
   any_finished_ = true;
   return true;

@@ -20,24 +20,35 @@
 #include <boost/circular_buffer.hpp>
 #include <cassert>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "scheduler/batch.hpp"
 #include "scheduler/block_manager.hpp"
 #include "scheduler/budget.hpp"
+#include "scheduler/kv_cache_manager.hpp"
 #include "scheduler/policy.hpp"
 #include "scheduler/sequence.hpp"
 
 namespace servesim {
 
+// vLLM V1's --scheduling-policy.
+enum class SchedulingPolicy : uint8_t { kFcfs, kPriority };
+
 struct SchedulerConfig {
   Policy policy = Policy::kChunked;
   int64_t max_num_batched_tokens = 0;  // 0 = the policy's vLLM default
-  int64_t max_num_seqs = 256;
-  int64_t max_model_len = 0;  // must be set (the model's max_position by default)
+  int64_t max_num_seqs = 0;            // 0 = the policy's vLLM default
+  int64_t max_model_len = 0;           // must be set (the model's max_position by default)
   int block_size = 16;
   double watermark = 0.01;  // vLLM CacheConfig default; not a CLI flag in vLLM
+  bool enable_prefix_caching = false;
+  // vLLM V1 only.
+  SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
+  int64_t long_prefill_token_threshold = 0;  // 0 = no cap
+  bool async_scheduling = true;
+  bool reserve_full_isl = true;  // vLLM scheduler_reserve_full_isl
 };
 
 // A FIFO that the scheduler pops at both ends and grows when full (amortised, never per step in
@@ -74,16 +85,20 @@ class RequestQueue {
 
 class Scheduler {
  public:
-  // REQUIRES: config.max_num_batched_tokens > 0 and config.max_model_len > 0 (resolved);
-  // num_gpu_blocks > 0. Requests have ids 0..num_requests-1.
-  Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests);
+  // REQUIRES: config.max_num_batched_tokens > 0, max_num_seqs > 0 and max_model_len > 0
+  // (resolved); num_gpu_blocks > 0 (>= 2 for vllm-v1, whose count includes the null block).
+  // Requests have ids 0..num_requests-1. HASHER names block contents for the prefix cache (when
+  // on); it must outlive the scheduler.
+  Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests,
+            const BlockHasher* hasher = nullptr);
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
   // The front end's checks, then `waiting` (vLLM add_seq_group). Returns why the request was
   // rejected, or kNone.
   // REQUIRES: ID < num_requests, not added before; input_tokens >= 1, output_tokens >= 1.
-  RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens);
+  RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
+                           int32_t priority = 0);
 
   // Decides the next step (vLLM Scheduler.schedule()).
   const Batch& schedule();
@@ -104,9 +119,18 @@ class Scheduler {
   const SeqState& seq(uint32_t id) const { return seqs_[id]; }
   // Every request's state, indexed by id.
   std::span<const SeqState> seqs() const { return seqs_; }
+  // V0 and FCFS: `waiting` in order. Use num_waiting() for its size under any policy.
   const RequestQueue& waiting() const { return waiting_; }
+  size_t num_waiting() const { return waiting_.size() + waiting_heap_.size(); }
   const RequestQueue& running() const { return running_; }
+  // V0's block manager (vllm-v0, chunked); V1's KV cache manager (vllm-v1).
   const BlockManager& block_manager() const { return blocks_; }
+  const KvCacheManager* kv_cache_manager() const { return kv_.get(); }
+  // KV blocks in use and usable, whichever manager the policy runs.
+  int64_t used_blocks() const { return kv_ ? kv_->used_blocks() : blocks_.used_blocks(); }
+  int64_t usable_blocks() const { return kv_ ? kv_->usable_blocks() : blocks_.total_blocks(); }
+  // Tokens this step found in the prefix cache (new requests' hits).
+  int64_t step_cached_tokens() const { return step_cached_tokens_; }
   const SchedulerConfig& config() const { return config_; }
   int64_t num_preemptions() const { return num_preemptions_; }
   // Computed tokens thrown away by preemption (they are computed again on re-admission).
@@ -124,6 +148,18 @@ class Scheduler {
     }
   };
 
+  void schedule_v1();
+  void schedule_v1_running(int64_t& token_budget);
+  void schedule_v1_waiting(int64_t& token_budget);
+  // V1's preemption victim: the tail of `running`, or under the priority policy the request with
+  // the largest (priority, arrival).
+  uint32_t v1_victim() const;
+  void v1_unschedule(uint32_t id, int64_t& token_budget);
+  void v1_preempt(uint32_t id);
+  uint32_t waiting_front() const;
+  void waiting_pop_front();
+  void waiting_push_front(uint32_t id);
+  void free_blocks(SeqState& s, uint32_t id);
   void schedule_default(SchedulingBudget& budget);
   void schedule_chunked_prefill(SchedulingBudget& budget);
   void schedule_running(SchedulingBudget& budget, bool enable_chunking);
@@ -142,11 +178,16 @@ class Scheduler {
   RequestQueue waiting_;
   RequestQueue running_;
   BlockManager blocks_;
+  std::unique_ptr<KvCacheManager> kv_;  // vllm-v1 only
+  // vllm-v1 with the priority policy: `waiting` is this heap of (priority, arrival) instead
+  // (vLLM's PriorityRequestQueue).
+  std::vector<uint32_t> waiting_heap_;
   StepOutputs out_;
   Batch batch_;
   bool any_finished_ = false;
   int64_t num_preemptions_ = 0;
   int64_t discarded_tokens_ = 0;
+  int64_t step_cached_tokens_ = 0;
 };
 
 template <class OnToken>

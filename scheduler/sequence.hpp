@@ -60,6 +60,8 @@ struct SeqState {
   int32_t table_tokens = 0;         // token slots in its block table
   int32_t blocks = 0;               // KV blocks it holds
   int32_t preemptions = 0;
+  int32_t cached_tokens = -1;  // prompt tokens the prefix cache held at first scheduling
+  int32_t priority = 0;        // vLLM's request priority: lower runs first
   SeqStatus status = SeqStatus::kPending;
   RejectReason reject = RejectReason::kNone;
   bool prefill_stage = true;  // vLLM SequenceStage.PREFILL until every known token is computed

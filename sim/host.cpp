@@ -1,12 +1,14 @@
 #include "sim/host.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace servesim {
 
 bool Host::arrive(const RequestSpec& r) {
-  const RejectReason why = scheduler_.add_request(r.id, r.input_tokens, r.output_tokens);
+  const RejectReason why =
+      scheduler_.add_request(r.id, r.input_tokens, r.output_tokens, r.priority);
   const bool admitted = why == RejectReason::kNone;
   metrics_.on_arrival(r.id, loop_.now(), admitted);
   if (!admitted) {
@@ -24,23 +26,32 @@ bool Host::arrive(const RequestSpec& r) {
 void Host::handle(EventLoop&, uint32_t tag) {
   if (tag == kWake) {
     wake_pending_ = false;
-    if (!busy_) start_step();
+    if (!busy_) start_step(/*back_to_back=*/false);
     return;
   }
   finish_step();
-  start_step();
+  start_step(/*back_to_back=*/true);
 }
 
-void Host::start_step() {
+double Host::step_seconds(const StepCost& cost, bool back_to_back) const {
+  if (!scheduler_.config().async_scheduling || !back_to_back) return cost.seconds;
+  // vLLM V1 async scheduling (--async-scheduling, AsyncScheduler with a batch queue of 2): the
+  // CPU schedules and prepares step N+1 while the GPU runs step N, so back-to-back steps cost
+  // the longer of the two, not their sum. A step after idle has nothing to overlap with.
+  const double gpu_s = cost.seconds - cost.cpu_overhead_s;
+  return std::max(gpu_s, cost.cpu_overhead_s);
+}
+
+void Host::start_step(bool back_to_back) {
   const double now = loop_.now();
   const Batch& batch = scheduler_.schedule();
   if (batch.empty()) {
     busy_ = false;
     // With every request that could never finish rejected up front, the head of `running` (or
     // of `waiting`, when nothing runs) can always be scheduled: an empty batch means no work.
-    if (!scheduler_.waiting().empty() || !scheduler_.running().empty()) {
+    if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
       throw std::logic_error("scheduler stalled at t=" + std::to_string(now) + " s with " +
-                             std::to_string(scheduler_.waiting().size()) + " waiting and " +
+                             std::to_string(scheduler_.num_waiting()) + " waiting and " +
                              std::to_string(scheduler_.running().size()) + " running requests");
     }
     return;
@@ -49,9 +60,11 @@ void Host::start_step() {
   const StepCost cost = cost_.cost(batch.shapes());
   for (uint32_t id : scheduler_.new_prefills())  // a request is first scheduled as one
     metrics_.on_scheduled(id, now);
-  metrics_.on_step(now, cost, batch, scheduler_.block_manager().used_blocks(),
-                   scheduler_.waiting().size());
-  loop_.schedule(now + cost.seconds, EventLoop::kStepDone, this, kStepDone);
+  StepCost run = cost;
+  run.seconds = step_seconds(cost, back_to_back);
+  metrics_.on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
+                   scheduler_.step_cached_tokens());
+  loop_.schedule(now + run.seconds, EventLoop::kStepDone, this, kStepDone);
 }
 
 void Host::finish_step() {

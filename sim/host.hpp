@@ -38,12 +38,14 @@ class Host final : public EventLoop::Process {
   // REQUIRES: R.id was not added before.
   bool arrive(const RequestSpec& r);
   // Requests waiting to start at this replica (its scheduler's `waiting`).
-  size_t waiting() const { return scheduler_.waiting().size(); }
+  size_t waiting() const { return scheduler_.num_waiting(); }
   void handle(EventLoop& loop, uint32_t tag) override;
 
  private:
   enum Tag : uint32_t { kWake, kStepDone };
-  void start_step();
+  // BACK_TO_BACK: the step follows the previous one with no idle time.
+  void start_step(bool back_to_back);
+  double step_seconds(const StepCost& cost, bool back_to_back) const;
   void finish_step();
 
   EventLoop& loop_;

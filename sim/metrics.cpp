@@ -44,7 +44,7 @@ void MetricsCollector::on_arrival(uint32_t id, double t, bool admitted) {
 }
 
 void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batch,
-                               int64_t kv_used_blocks, size_t waiting) {
+                               int64_t kv_used_blocks, size_t waiting, int64_t cached_tokens) {
   ++steps_;
   waiting_.add(double(waiting), cost.seconds);
   kv_blocks_.add(double(kv_used_blocks), cost.seconds);
@@ -66,7 +66,8 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
   end_s_ = std::max(end_s_, t + cost.seconds);
   if (keep_steps_) {
     step_records_.push_back({t, cost.seconds, batch.prefill_tokens(), batch.decode_tokens(),
-                             int64_t(batch.size()), kv_used_blocks, cost.flops, cost.bytes});
+                             int64_t(batch.size()), kv_used_blocks, cached_tokens, cost.flops,
+                             cost.bytes});
   }
 }
 

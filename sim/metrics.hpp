@@ -59,7 +59,19 @@ struct RequestRecord : SeqState, RequestTimes {
 struct StepRecord {
   double start_s = 0, duration_s = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0, batch_size = 0, kv_blocks_used = 0;
+  int64_t cached_tokens = 0;  // prompt tokens this step's new requests found in the prefix cache
   double flops = 0, bytes = 0;
+};
+
+// The prefix cache as vLLM reports it (vllm/v1/metrics/stats.py PrefixCacheStats): tokens queried
+// and hit at each look-up of a waiting request, apart for requests preempted before; evictions
+// of cached blocks. All zero when the cache is off.
+struct PrefixCacheSummary {
+  bool enabled = false;
+  int64_t queries = 0, hits = 0, preempted_queries = 0, preempted_hits = 0, evictions = 0;
+  int64_t cached_prompt_tokens = 0;  // sum over requests of their hit at first scheduling
+  // vLLM's prefix cache hit rate: hits / queries (requests not preempted); NaN when none.
+  double hit_rate() const { return queries > 0 ? double(hits) / double(queries) : NAN; }
 };
 
 // Whether a replica kept up with its arrivals. A replica that keeps up has a waiting queue
@@ -107,6 +119,7 @@ struct RunSummary {
   Stats queue_len;  // requests waiting to start, time-weighted over the steps (count = steps)
   Overload overload;
   uint64_t preemptions = 0;
+  PrefixCacheSummary prefix_cache;
   uint64_t steps = 0, prefill_only_steps = 0, decode_only_steps = 0, mixed_steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // computed by steps (recomputation included)
   double makespan_s = 0, busy_s = 0, flops = 0, bytes = 0;
@@ -152,7 +165,7 @@ class MetricsCollector {
   }
   // A step of BATCH starts at T while KV_USED_BLOCKS are in use and WAITING requests wait.
   void on_step(double t, const StepCost& cost, const Batch& batch, int64_t kv_used_blocks,
-               size_t waiting);
+               size_t waiting, int64_t cached_tokens = 0);
 
   // The run's requests: SEQS (the scheduler's states, by id) with their times.
   // REQUIRES: SEQS has one state per request of the workload.

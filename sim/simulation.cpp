@@ -5,6 +5,7 @@
 
 #include "models/table_model.hpp"
 #include "scheduler/policy.hpp"
+#include "sim/block_content.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/host.hpp"
 #include "util/error.hpp"
@@ -40,16 +41,22 @@ void resolve_model(SimConfig& c) {
 // The token budget's default and the budgets' ranges. vLLM also refuses max_num_batched_tokens
 // below max_model_len without chunking, or below max_num_seqs (vllm/config.py SchedulerConfig.
 // _verify_args); servesim runs both, for sweeps (README, Schedulers).
-void resolve_scheduler(SchedulerConfig& s) {
+void resolve_scheduler(SimConfig& c) {
+  SchedulerConfig& s = c.scheduler;
+  const bool large = v1_large_defaults(c.gpu.hbm_gib, c.gpu.name);
   if (s.max_num_batched_tokens == 0) {
-    s.max_num_batched_tokens = default_max_num_batched_tokens(s.policy, s.max_model_len);
+    s.max_num_batched_tokens = default_max_num_batched_tokens(s.policy, s.max_model_len, large);
   }
+  if (s.max_num_seqs == 0) s.max_num_seqs = default_max_num_seqs(s.policy, large);
   if (s.max_num_batched_tokens < 1) throw Error("max-num-batched-tokens", "must be >= 1");
   if (s.max_num_seqs < 1 || s.max_num_seqs > kMaxNumSeqs) {
     throw Error("max-num-seqs", "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
   }
   if (s.block_size < 1 || s.block_size > 1 << 16) {
     throw Error("block-size", "must be in [1, 65536]");
+  }
+  if (s.long_prefill_token_threshold < 0) {
+    throw Error("long-prefill-token-threshold", "must be >= 0");
   }
 }
 
@@ -90,7 +97,7 @@ void resolve_memory(SimConfig& c) {
 
 SimConfig resolve(SimConfig c) {
   resolve_model(c);
-  resolve_scheduler(c.scheduler);
+  resolve_scheduler(c);
   resolve_cost_model(c);
   resolve_memory(c);
   return c;
@@ -148,6 +155,27 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
 
 }  // namespace
 
+namespace {
+
+PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
+                                        const std::vector<RequestRecord>& requests) {
+  PrefixCacheSummary p;
+  const KvCacheManager* kv = scheduler.kv_cache_manager();
+  if (kv == nullptr || !kv->caching()) return p;
+  p.enabled = true;
+  const KvCacheManager::Stats& s = kv->stats();
+  p.queries = s.queries;
+  p.hits = s.hits;
+  p.preempted_queries = s.preempted_queries;
+  p.preempted_hits = s.preempted_hits;
+  p.evictions = s.evictions;
+  for (const RequestRecord& r : requests)
+    p.cached_prompt_tokens += std::max(r.cached_tokens, 0);
+  return p;
+}
+
+}  // namespace
+
 RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override,
                    const SimulateOptions& options) {
   RunResult result;
@@ -162,7 +190,11 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
     }
   }
   const CostModel& cost = cost_override ? *cost_override : *own;
-  Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size());
+  if (v1_engine(c.scheduler.policy) && result.memory.num_gpu_blocks < 2) {
+    throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
+  }
+  const WorkloadBlockHasher hasher(w, c.scheduler.block_size);
+  Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size(), &hasher);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
   ArrivalProcess arrivals(w, options, metrics);
@@ -173,7 +205,8 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
 
   result.requests = metrics.records(scheduler.seqs());
   result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.tp,
-                                   c.gpu.hbm_bytes_per_s() * c.tp, result.memory.num_gpu_blocks);
+                                   c.gpu.hbm_bytes_per_s() * c.tp, scheduler.usable_blocks());
+  result.summary.prefix_cache = prefix_cache_summary(scheduler, result.requests);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) {
     metrics.itl_s().for_each_bucket([&](double upper_s, uint64_t n) {

@@ -2,11 +2,14 @@
 // that completes a scheduled batch as the host would.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "models/cost_model.hpp"
+#include "scheduler/block_hasher.hpp"
 #include "scheduler/scheduler.hpp"
+#include "util/hash.hpp"
 
 namespace servesim::test {
 
@@ -54,6 +57,20 @@ class ConstantCost final : public CostModel {
 
  private:
   double seconds_;
+};
+
+// Block contents for prefix-cache tests: request ID's first shared[ID].second blocks are those of
+// group shared[ID].first (any request of the group has them); every other block is its own.
+class GroupHasher final : public BlockHasher {
+ public:
+  std::map<uint32_t, std::pair<uint64_t, int64_t>> shared;
+  uint64_t block_hash(uint32_t id, int64_t index, uint64_t parent) const override {
+    const auto it = shared.find(id);
+    const bool in_group = it != shared.end() && index < it->second.second;
+    const uint64_t who = in_group ? it->second.first : 1000000 + id;
+    const uint64_t h = hash_combine(hash_combine(parent, who), uint64_t(index));
+    return h == 0 ? 1 : h;
+  }
 };
 
 using Entries = std::vector<std::pair<uint32_t, int32_t>>;

@@ -44,7 +44,7 @@ TEST_CASE("cli: run prints a summary and writes JSON and CSV with the documented
   CHECK(j["config"]["workload"]["num_requests"] == 300);
   const std::string csv = slurp(dir / "r.csv");
   CHECK(csv.rfind("id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,"
-                  "tpot_ms,otps,max_itl_ms,queue_ms,preemptions,status\n",
+                  "tpot_ms,otps,max_itl_ms,queue_ms,preemptions,cached_tokens,status\n",
                   0) == 0);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 301);
 }

@@ -16,6 +16,7 @@
 using namespace servesim;
 using servesim::test::fixture;
 using servesim::test::require_same;
+using servesim::test::span_tuples;
 
 namespace {
 
@@ -241,7 +242,7 @@ TEST_CASE("transforms: --request-rate after --window rescales from the window's 
   CHECK(t.arrival_s == std::vector<double>{0, 1, 2, 3});
 }
 
-TEST_CASE("transforms: prefix hash ids follow --input-trim and clips, and go with --input-scale",
+TEST_CASE("transforms: prefix hash ids become spans that follow --input-trim, clips and scales",
           "[traces]") {
   auto trace = [] {
     Trace t;
@@ -251,24 +252,35 @@ TEST_CASE("transforms: prefix hash ids follow --input-trim and clips, and go wit
     t.hash_ids = {7, 8, 9};
     return t;
   };
+  auto block = [](uint64_t id) { return stream_id(StreamKind::kTraceBlock, id); };
+  using Spans = std::vector<std::tuple<uint64_t, int32_t, int32_t, int32_t>>;
   Trace trim = trace();
   TransformOptions o;
   o.input_trim = 4;  // the first block goes: 6 tokens in blocks 8, 9
   apply_transforms(trim, o);
   CHECK(trim.input_tokens[0] == 6);
-  CHECK(trim.hash_ids == std::vector<uint64_t>{8, 9});
+  CHECK_FALSE(trim.has_hash_ids());
+  CHECK(span_tuples(trim.spans) == Spans{{block(8), 0, 0, 4}, {block(9), 0, 4, 2}});
+  CHECK_THAT(trim.options, Catch::Contains("hash ids as spans"));
   Trace clip = trace();
   TransformOptions c;
   c.max_input_len = 5;  // blocks 7 and the first token of 8
   apply_transforms(clip, c);
-  CHECK(clip.hash_ids == std::vector<uint64_t>{7, 8});
-  CHECK(clip.hash_offsets == std::vector<uint64_t>{0, 2});
+  CHECK(span_tuples(clip.spans) == Spans{{block(7), 0, 0, 4}, {block(8), 0, 4, 1}});
+  CHECK(clip.span_offsets == std::vector<uint64_t>{0, 2});
   Trace scale = trace();
   TransformOptions s;
-  s.input_scale = 2;
+  s.input_scale = 2;  // 10 more tokens of its own after the 3 blocks
   apply_transforms(scale, s);
-  CHECK_FALSE(scale.has_hash_ids());
-  CHECK_THAT(scale.options, Catch::Contains("hash ids dropped"));
+  CHECK(scale.input_tokens[0] == 20);
+  CHECK(span_tuples(scale.spans) ==
+        Spans{{block(7), 0, 0, 4}, {block(8), 0, 4, 4}, {block(9), 0, 8, 2}});
+  Trace times = trace();
+  TransformOptions w;
+  w.output_scale = 3;  // outputs only: the hash ids stay as they are
+  apply_transforms(times, w);
+  CHECK(times.hash_ids == std::vector<uint64_t>{7, 8, 9});
+  CHECK_FALSE(times.has_spans());
 }
 
 TEST_CASE("trace info: the 5-minute peak is a sliding window", "[traces]") {

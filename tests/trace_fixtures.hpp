@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <catch2/catch.hpp>
 
@@ -21,6 +23,15 @@ inline std::string fixture(const std::string& name, const std::string& bytes) {
   return path.string();
 }
 
+// Spans as tuples, for comparisons and messages.
+inline std::vector<std::tuple<uint64_t, int32_t, int32_t, int32_t>> span_tuples(
+    const std::vector<TokenSpan>& spans) {
+  std::vector<std::tuple<uint64_t, int32_t, int32_t, int32_t>> v;
+  for (const TokenSpan& s : spans)
+    v.emplace_back(s.stream, s.stream_pos, s.prompt_pos, s.tokens);
+  return v;
+}
+
 inline void require_same(const Trace& a, const Trace& b) {
   CHECK(a.arrival_s == b.arrival_s);
   CHECK(a.input_tokens == b.input_tokens);
@@ -29,6 +40,10 @@ inline void require_same(const Trace& a, const Trace& b) {
   CHECK(a.hash_ids == b.hash_ids);
   CHECK(a.hash_block_size == b.hash_block_size);
   CHECK(a.session_id == b.session_id);
+  CHECK(a.span_offsets == b.span_offsets);
+  CHECK(span_tuples(a.spans) == span_tuples(b.spans));
+  CHECK(a.output_continues == b.output_continues);
+  CHECK(a.priority == b.priority);
   CHECK(a.request_class == b.request_class);
   CHECK(a.class_names == b.class_names);
   CHECK(a.timed == b.timed);

@@ -8,7 +8,8 @@
 //  - mooncake: JSONL with timestamp (ms), input_length, output_length, hash_ids.
 //  - vidur: arrived_at,num_prefill_tokens,num_decode_tokens, or the length-only form without
 //    arrived_at.
-//  - csv: any CSV, columns named by --col-arrival/--col-input/--col-output, --time-unit.
+//  - csv: any CSV, columns named by --col-arrival/--col-input/--col-output, --time-unit, and
+//    optionally --col-priority (vLLM request priorities: integers, lower runs first).
 //  - servesim: the HDF5 trace of `servesim trace import` (traces/trace_store.hpp).
 // Promises: a malformed row stops the import with FILE:LINE: field 'X': reason, or with
 // skip_bad_rows is skipped and counted; rows_read always equals the rows kept plus every
@@ -25,6 +26,7 @@ namespace servesim {
 struct ImportOptions {
   std::string format;                              // "" = detect from the header or extension
   std::string col_arrival, col_input, col_output;  // csv
+  std::string col_priority;                        // csv: optional
   std::string time_unit = "s";                     // csv: s | ms | us
   bool skip_bad_rows = false;
   bool keep_failed = false;     // burstgpt

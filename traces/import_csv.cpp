@@ -79,6 +79,15 @@ void sort_by_arrival(Trace& t) {
   gather(t.arrival_s);
   gather(t.input_tokens);
   gather(t.output_tokens);
+  if (!t.priority.empty()) gather(t.priority);
+}
+
+// A priority: a whole number that fits int32 (vLLM's priority is any int; lower runs first).
+bool priority(std::string_view s, int32_t& out) {
+  double v = 0;
+  if (!parse_double(s, v) || v != std::floor(v) || v < INT32_MIN || v > INT32_MAX) return false;
+  out = int32_t(v);
+  return true;
 }
 
 }  // namespace
@@ -102,18 +111,24 @@ void import_csv(const std::string& path, const ImportOptions& opt, LineReader& i
   const int c_time = opt.col_arrival.empty() ? -1 : require(h, path, opt.col_arrival);
   const int c_in = require(h, path, opt.col_input);
   const int c_out = require(h, path, opt.col_output);
+  const int c_prio = opt.col_priority.empty() ? -1 : require(h, path, opt.col_priority);
   t.timed = c_time >= 0;
-  const size_t needed = size_t(std::max({c_time, c_in, c_out})) + 1;
+  const size_t needed = size_t(std::max({c_time, c_in, c_out, c_prio})) + 1;
   std::string reason;
   for_each_row(in, rows, t, needed, h, [&](int64_t line, const std::vector<std::string_view>& f) {
     double time = 0;
-    int32_t input = 0, output = 0;
+    int32_t input = 0, output = 0, prio = 0;
     if (t.timed && !parse_double(f[size_t(c_time)], time)) {
       return rows.bad(line, opt.col_arrival, quoted(f[size_t(c_time)]) + " is not a number");
     }
     if (!tokens(f[size_t(c_in)], 1, input, reason)) return rows.bad(line, opt.col_input, reason);
     if (!tokens(f[size_t(c_out)], 1, output, reason)) return rows.bad(line, opt.col_output, reason);
+    if (c_prio >= 0 && !priority(f[size_t(c_prio)], prio)) {
+      return rows.bad(line, opt.col_priority,
+                      quoted(f[size_t(c_prio)]) + " is not a whole number that fits int32");
+    }
     t.push(time * unit, input, output);
+    if (c_prio >= 0) t.priority.push_back(prio);
   });
   if (!t.timed || t.size() == 0) return;
   // A generic CSV promises no order: sort, and start at the first arrival.

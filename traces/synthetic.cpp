@@ -119,6 +119,14 @@ class LengthSampler {
 
 }  // namespace
 
+std::vector<int32_t> draw_lengths(const LengthDist& d, size_t n, uint64_t seed) {
+  LengthSampler draw(d, seed);
+  std::vector<int32_t> v(n);
+  for (int32_t& x : v)
+    x = draw();
+  return v;
+}
+
 std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, uint64_t seed) {
   if (!(rate > 0)) throw Error("request-rate", "must be > 0 (or inf)");
   if (!(burstiness >= 1e-6 && burstiness <= 1e6)) {
@@ -157,7 +165,11 @@ Workload generate_synthetic(const SyntheticOptions& opt) {
   LengthSampler output(opt.output_len, opt.seed * 3 + 2);
   Workload w(arrivals.size());
   for (size_t i = 0; i < w.size(); ++i) {
-    w[i] = RequestSpec{static_cast<uint32_t>(i), arrivals[i], input(), output()};
+    RequestSpec& r = w[i];
+    r.id = static_cast<uint32_t>(i);
+    r.arrival_s = arrivals[i];
+    r.input_tokens = input();
+    r.output_tokens = output();
   }
   return w;
 }

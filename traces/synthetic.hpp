@@ -40,6 +40,10 @@ struct SyntheticOptions {
 // 1/RATE, the first at 0; RATE inf puts all at 0). Throws Error naming the flag when out of range.
 std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, uint64_t seed);
 
+// N lengths from D, drawn with an engine seeded SEED (the same draws generate_synthetic makes
+// for inputs with SEED = 3 x seed + 1 and for outputs with 3 x seed + 2).
+std::vector<int32_t> draw_lengths(const LengthDist& d, size_t n, uint64_t seed);
+
 // More requests than this is a bad flag, not a workload (ids are 32-bit; memory is ~100 B each).
 inline constexpr int64_t kMaxSyntheticRequests = 100'000'000;
 

@@ -81,6 +81,8 @@ void check(const Trace& t, const std::string& path) {
   if (!t.session_id.empty() && t.session_id.size() != n) {
     throw Error(path, 0, "session_id", "has a different length");
   }
+  const auto [field, reason] = content_problem(t);
+  if (!field.empty()) throw Error(path, 0, field, reason);
   if (!t.request_class.empty()) {
     if (t.request_class.size() != n)
       throw Error(path, 0, "request_class", "has a different length");
@@ -89,6 +91,49 @@ void check(const Trace& t, const std::string& path) {
         throw Error(path, 0, "request_class", "names an unknown class");
     }
   }
+}
+
+// Spans as one column per field, so that pandas and h5py read them without a compound type.
+void write_spans(H5::H5File& f, const Trace& t) {
+  std::vector<uint64_t> stream(t.spans.size());
+  std::vector<int32_t> stream_pos(t.spans.size()), prompt_pos(t.spans.size()),
+      tokens(t.spans.size());
+  for (size_t k = 0; k < t.spans.size(); ++k) {
+    stream[k] = t.spans[k].stream;
+    stream_pos[k] = t.spans[k].stream_pos;
+    prompt_pos[k] = t.spans[k].prompt_pos;
+    tokens[k] = t.spans[k].tokens;
+  }
+  write_column(f, "span_offsets", t.span_offsets);
+  write_column(f, "span_stream", stream);
+  write_column(f, "span_stream_pos", stream_pos);
+  write_column(f, "span_prompt_pos", prompt_pos);
+  write_column(f, "span_tokens", tokens);
+  write_column(f, "output_continues", t.output_continues);
+}
+
+// The spans of a file with span_offsets (N + 1 of them), every column's length checked first.
+void read_spans(H5::H5File& f, const std::string& path, hsize_t n, Trace& t) {
+  const hsize_t offsets = column_length<uint64_t>(f, path, "span_offsets", kMaxRows + 1);
+  if (offsets != n + 1) throw Error(path, 0, "span_offsets", "has the wrong length");
+  const hsize_t m = column_length<uint64_t>(f, path, "span_stream", kMaxHashIds);
+  for (const char* name : {"span_stream_pos", "span_prompt_pos", "span_tokens"}) {
+    if (column_length<int32_t>(f, path, name, kMaxHashIds) != m) {
+      throw Error(path, 0, name, "has a different length than span_stream");
+    }
+  }
+  if (column_length<uint8_t>(f, path, "output_continues", kMaxRows) != n) {
+    throw Error(path, 0, "output_continues", "has the wrong length");
+  }
+  t.span_offsets = read_column<uint64_t>(f, "span_offsets", n + 1);
+  t.output_continues = read_column<uint8_t>(f, "output_continues", n);
+  const auto stream = read_column<uint64_t>(f, "span_stream", m);
+  const auto stream_pos = read_column<int32_t>(f, "span_stream_pos", m);
+  const auto prompt_pos = read_column<int32_t>(f, "span_prompt_pos", m);
+  const auto tokens = read_column<int32_t>(f, "span_tokens", m);
+  t.spans.resize(m);
+  for (size_t k = 0; k < m; ++k)
+    t.spans[k] = {stream[k], stream_pos[k], prompt_pos[k], tokens[k]};
 }
 
 }  // namespace
@@ -103,6 +148,8 @@ void write_trace_h5(const std::string& path, const Trace& t) {
       write_column(f, "hash_ids", t.hash_ids);
     }
     if (!t.session_id.empty()) write_column(f, "session_id", t.session_id);
+    if (t.has_spans()) write_spans(f, t);
+    if (!t.priority.empty()) write_column(f, "priority", t.priority);
     if (!t.request_class.empty()) write_column(f, "request_class", t.request_class);
     write_attr(f, "magic", std::string(kMagic));
     write_attr(f, "version", int64_t(kVersion));
@@ -140,6 +187,9 @@ Trace read_trace_h5(const std::string& path) {
     }
     const bool sessions = f.nameExists("session_id");
     if (sessions) expect("session_id", column_length<int64_t>(f, path, "session_id", kMaxRows), n);
+    if (f.nameExists("priority")) {
+      expect("priority", column_length<int32_t>(f, path, "priority", kMaxRows), n);
+    }
     const bool classes = f.nameExists("request_class");
     if (classes) {
       expect("request_class", column_length<uint8_t>(f, path, "request_class", kMaxRows), n);
@@ -152,6 +202,8 @@ Trace read_trace_h5(const std::string& path) {
       t.hash_ids = read_column<uint64_t>(f, "hash_ids", num_ids);
     }
     if (sessions) t.session_id = read_column<int64_t>(f, "session_id", n);
+    if (f.nameExists("span_offsets")) read_spans(f, path, n, t);
+    if (f.nameExists("priority")) t.priority = read_column<int32_t>(f, "priority", n);
     if (classes) t.request_class = read_column<uint8_t>(f, "request_class", n);
     t.source = read_string_attr(f, "source_file");
     t.format = read_string_attr(f, "source_format");

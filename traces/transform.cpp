@@ -59,37 +59,54 @@ void parse_window(const std::string& spec, TransformOptions& o) {
 
 namespace {
 
+// Moves the entries of row I of a ragged column (OFFSETS into VALUES) to position OUT of VALUES,
+// and appends its new end to NEW_OFFSETS.
+template <class T>
+void keep_ragged(const std::vector<uint64_t>& offsets, std::vector<T>& values, size_t i,
+                 size_t& out, std::vector<uint64_t>& new_offsets) {
+  for (uint64_t k = offsets[i]; k < offsets[i + 1]; ++k)
+    values[out++] = values[k];
+  new_offsets.push_back(out);
+}
+
 // Keeps the rows whose KEEP(i) is true, in every column.
 template <class Keep>
 void keep_rows(Trace& t, Keep keep) {
   size_t out = 0;
-  const bool hashes = t.has_hash_ids();
-  std::vector<uint64_t> offsets;
-  if (hashes) offsets.push_back(0);
-  size_t hash_out = 0;
+  const bool hashes = t.has_hash_ids(), spans = t.has_spans();
+  std::vector<uint64_t> hash_offsets, span_offsets;
+  if (hashes) hash_offsets.push_back(0);
+  if (spans) span_offsets.push_back(0);
+  size_t hash_out = 0, span_out = 0;
   for (size_t i = 0; i < t.size(); ++i) {
     if (!keep(i)) continue;
     t.arrival_s[out] = t.arrival_s[i];
     t.input_tokens[out] = t.input_tokens[i];
     t.output_tokens[out] = t.output_tokens[i];
-    if (!t.session_id.empty()) t.session_id[out] = t.session_id[i];
+    if (t.has_sessions()) t.session_id[out] = t.session_id[i];
     if (!t.request_class.empty()) t.request_class[out] = t.request_class[i];
-    if (hashes) {
-      for (uint64_t k = t.hash_offsets[i]; k < t.hash_offsets[i + 1]; ++k) {
-        t.hash_ids[hash_out++] = t.hash_ids[k];
-      }
-      offsets.push_back(hash_out);
+    if (!t.priority.empty()) t.priority[out] = t.priority[i];
+    if (hashes) keep_ragged(t.hash_offsets, t.hash_ids, i, hash_out, hash_offsets);
+    if (spans) {
+      keep_ragged(t.span_offsets, t.spans, i, span_out, span_offsets);
+      t.output_continues[out] = t.output_continues[i];
     }
     ++out;
   }
   t.arrival_s.resize(out);
   t.input_tokens.resize(out);
   t.output_tokens.resize(out);
-  if (!t.session_id.empty()) t.session_id.resize(out);
+  if (t.has_sessions()) t.session_id.resize(out);
   if (!t.request_class.empty()) t.request_class.resize(out);
+  if (!t.priority.empty()) t.priority.resize(out);
   if (hashes) {
     t.hash_ids.resize(hash_out);
-    t.hash_offsets.swap(offsets);
+    t.hash_offsets.swap(hash_offsets);
+  }
+  if (spans) {
+    t.spans.resize(span_out);
+    t.span_offsets.swap(span_offsets);
+    t.output_continues.resize(out);
   }
 }
 
@@ -98,39 +115,46 @@ int32_t scaled(int32_t v, double x) {
   return int32_t(std::clamp(r, 1.0, double(INT32_MAX)));
 }
 
-// Prefix hash ids follow prompt edits where they can: --input-trim drops the blocks it removes
-// whole (the rest are kept, exact when N is a multiple of the block size) and a clip keeps the
-// leading blocks; --input-scale changes every token, so the ids no longer mean anything and are
-// dropped (the options say so).
-void adjust_hash_ids(Trace& t, const TransformOptions& o) {
-  if (!t.has_hash_ids() || (o.input_trim == 0 && o.input_scale == 1 && o.max_input_len == 0)) {
-    return;
+bool edits_prompts(const TransformOptions& o) {
+  return o.input_trim > 0 || o.input_scale != 1 || o.max_input_len > 0;
+}
+
+// Content follows the length transforms exactly. When a transform edits prompts, hash ids and
+// session ids become spans first (content_as_spans), since their blocks and conversations no
+// longer line up with the new prompts; the trace's options say so. Longer outputs
+// (--output-scale > 1) also make sessions spans: the extra answer tokens are not in the next turn.
+void prepare_content(Trace& t, const TransformOptions& o) {
+  const bool hashes = t.has_hash_ids() && edits_prompts(o);
+  const bool sessions = t.has_sessions() && (edits_prompts(o) || o.output_scale > 1);
+  if (t.has_spans() || !(hashes || sessions)) return;
+  content_as_spans(t);
+  t.options.append(t.options.empty() ? "" : " ")
+      .append(hashes ? "(hash ids as spans: prompts edited)" : "(sessions as spans)");
+}
+
+// The spans of row I, in place from position OUT of t.spans (rows are edited in order and never
+// grow), after its prompt lost its first TRIMMED tokens and then kept (or, scaled up, grew
+// unique tokens to) INPUT tokens, and its output grew or not (OUTPUT_GREW). The tokens kept keep
+// their names; tokens added are the request's own. The output continues the last span's stream
+// only when the prompt still ends where it did, and the answer holds no extra tokens.
+void edit_spans(Trace& t, size_t i, int64_t trimmed, int64_t input, bool output_grew, size_t& out,
+                std::vector<uint64_t>& offsets) {
+  const int64_t before = int64_t(t.input_tokens[i]);
+  const uint64_t begin = t.span_offsets[i], end = t.span_offsets[i + 1];
+  const size_t first = out;
+  for (uint64_t k = begin; k < end; ++k) {
+    TokenSpan s = t.spans[k];
+    const int64_t from = std::max<int64_t>(s.prompt_pos, trimmed);
+    const int64_t to = std::min<int64_t>(int64_t(s.prompt_pos) + s.tokens, trimmed + input);
+    if (to <= from) continue;
+    s.stream_pos += int32_t(from - s.prompt_pos);
+    s.prompt_pos = int32_t(from - trimmed);
+    s.tokens = int32_t(to - from);
+    t.spans[out++] = s;
   }
-  if (o.input_scale != 1) {
-    t.hash_offsets.clear();
-    t.hash_ids.clear();
-    t.hash_block_size = 0;
-    t.options.append(t.options.empty() ? "" : " ").append("(hash ids dropped: --input-scale)");
-    return;
-  }
-  const int64_t bs = t.hash_block_size;
-  std::vector<uint64_t> offsets{0};
-  offsets.reserve(t.size() + 1);
-  size_t out = 0;
-  for (size_t i = 0; i < t.size(); ++i) {
-    int64_t in = t.input_tokens[i];
-    const uint64_t begin = t.hash_offsets[i], end = t.hash_offsets[i + 1];
-    const uint64_t dropped =
-        std::min(uint64_t(std::min<int64_t>(o.input_trim, in - 1) / bs), end - begin);
-    in = std::max<int64_t>(1, in - o.input_trim);
-    if (o.max_input_len > 0) in = std::min(in, o.max_input_len);
-    const uint64_t keep = std::min<uint64_t>(end - begin - dropped, uint64_t((in + bs - 1) / bs));
-    for (uint64_t k = 0; k < keep; ++k)
-      t.hash_ids[out++] = t.hash_ids[begin + dropped + k];
-    offsets.push_back(out);
-  }
-  t.hash_ids.resize(out);
-  t.hash_offsets.swap(offsets);
+  offsets.push_back(out);
+  const bool same_end = before - trimmed == input;
+  t.output_continues[i] = t.output_continues[i] && out > first && same_end && !output_grew;
 }
 
 void check(const TransformOptions& o) {
@@ -196,11 +220,16 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
     throw Error(o.request_rate > 0 ? "request-rate" : "time-scale",
                 "arrival times overflow: the rate is too low or the scale too large");
   }
-  adjust_hash_ids(t, o);
+  prepare_content(t, o);
+  const bool spans = t.has_spans();
+  std::vector<uint64_t> offsets;
+  if (spans) offsets.assign(1, 0);
+  size_t span_out = 0;
   for (size_t i = 0; i < t.size(); ++i) {
-    int32_t& in = t.input_tokens[i];
-    int32_t& out = t.output_tokens[i];
+    int32_t in = t.input_tokens[i];
+    int32_t out = t.output_tokens[i];
     if (o.input_trim > 0) in = int32_t(std::max<int64_t>(1, in - o.input_trim));
+    const int64_t trimmed = int64_t(t.input_tokens[i]) - in;
     if (o.input_scale != 1) in = scaled(in, o.input_scale);
     if (o.output_scale != 1) out = scaled(out, o.output_scale);
     if (o.max_input_len > 0 && in > o.max_input_len) {
@@ -211,6 +240,13 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
       out = int32_t(o.max_output_len);
       ++t.counts.clipped_output;
     }
+    if (spans) edit_spans(t, i, trimmed, in, out > t.output_tokens[i], span_out, offsets);
+    t.input_tokens[i] = in;
+    t.output_tokens[i] = out;
+  }
+  if (spans) {
+    t.spans.resize(span_out);
+    t.span_offsets.swap(offsets);
   }
   t.options.append(t.options.empty() ? "" : " ").append(o.describe());
 }

@@ -7,6 +7,11 @@
 //  4. --input-trim N      remove N tokens from every prompt (floor 1): "trim the system prompt";
 //  5. --input-scale X, --output-scale X  multiply lengths (rounded, floor 1);
 //  6. --max-input-len N, --max-output-len N  clip, counting the requests clipped.
+// Content follows (traces/trace.hpp): a dropped row takes its hash ids, spans and session along;
+// the tokens a prompt edit keeps keep their names (once a transform edits prompts, hash ids and
+// session ids become spans, since their blocks and conversations no longer line up with the new
+// prompts); tokens --input-scale > 1 adds are the request's own; an output continues its
+// conversation only while the prompt still ends where it did and the answer did not grow.
 // Promises: the trace's invariants hold afterwards; counts record every request dropped; the
 // transforms applied are appended to the trace's options.
 #pragma once

@@ -1,0 +1,22 @@
+// BlockHasher: names the content of a request's full KV blocks for the prefix cache, the way
+// vLLM V1 hashes a block (vllm/v1/core/kv_cache_utils.py hash_block_tokens): a hash of the
+// parent block's hash and the block's tokens, so that equal hashes mean equal content from the
+// start of the sequence. servesim has no token ids; the simulator implements this from the
+// workload's token names (sim/block_content.hpp).
+#pragma once
+
+#include <cstdint>
+
+namespace servesim {
+
+class BlockHasher {
+ public:
+  // The hash of request ID's block INDEX (tokens [INDEX * block_size, (INDEX + 1) * block_size)),
+  // whose parent block hashes to PARENT (0 for the first block). Never 0.
+  virtual uint64_t block_hash(uint32_t id, int64_t index, uint64_t parent) const = 0;
+
+ protected:
+  ~BlockHasher() = default;
+};
+
+}  // namespace servesim

@@ -1,0 +1,267 @@
+#include "scheduler/kv_cache_manager.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace servesim {
+
+KvCacheManager::KvCacheManager(int64_t num_gpu_blocks, int block_size, bool enable_caching,
+                               int64_t max_model_len, const BlockHasher* hasher,
+                               size_t num_requests)
+    : block_size_(block_size),
+      caching_(enable_caching),
+      max_model_len_(max_model_len),
+      hasher_(hasher),
+      usable_(num_gpu_blocks - 1),
+      blocks_(size_t(num_gpu_blocks)),
+      table_of_(num_requests, -1) {
+  assert(num_gpu_blocks >= 2 && block_size > 0 && max_model_len > 0);
+  assert(!enable_caching || hasher != nullptr);
+  // BlockPool.__init__: every block in the free queue in id order; the null block (0) is taken
+  // out for good.
+  for (int32_t b = 1; b < int32_t(num_gpu_blocks); ++b)
+    queue_append(b);
+  size_t cap = 16;
+  while (cap < size_t(num_gpu_blocks) * 2)
+    cap *= 2;
+  if (caching_) {
+    map_keys_.assign(cap, 0);
+    map_values_.assign(cap, -1);
+    map_mask_ = cap - 1;
+  }
+  hits_.reserve(size_t(blocks_for(max_model_len)));
+}
+
+// --- free queue -------------------------------------------------------------------------------
+
+void KvCacheManager::queue_append(int32_t b) {
+  Block& k = blocks_[size_t(b)];
+  k.prev = tail_;
+  k.next = -1;
+  if (tail_ >= 0) {
+    blocks_[size_t(tail_)].next = b;
+  } else {
+    head_ = b;
+  }
+  tail_ = b;
+  ++num_free_;
+}
+
+void KvCacheManager::queue_remove(int32_t b) {
+  Block& k = blocks_[size_t(b)];
+  (k.prev >= 0 ? blocks_[size_t(k.prev)].next : head_) = k.next;
+  (k.next >= 0 ? blocks_[size_t(k.next)].prev : tail_) = k.prev;
+  k.prev = k.next = -1;
+  --num_free_;
+}
+
+int32_t KvCacheManager::queue_pop_front() {
+  const int32_t b = head_;
+  assert(b >= 0);
+  queue_remove(b);
+  return b;
+}
+
+std::vector<int32_t> KvCacheManager::free_queue() const {
+  std::vector<int32_t> out;
+  for (int32_t b = head_; b >= 0; b = blocks_[size_t(b)].next)
+    out.push_back(b);
+  return out;
+}
+
+// --- hash map ---------------------------------------------------------------------------------
+
+size_t KvCacheManager::slot_of(uint64_t hash) const {
+  size_t i = size_t(hash) & map_mask_;
+  while (map_keys_[i] != 0 && map_keys_[i] != hash)
+    i = (i + 1) & map_mask_;
+  return i;
+}
+
+int32_t KvCacheManager::lookup(uint64_t hash) const {
+  const size_t i = slot_of(hash);
+  return map_keys_[i] == hash ? map_values_[i] : -1;
+}
+
+void KvCacheManager::insert(uint64_t hash, int32_t block) {
+  const size_t i = slot_of(hash);
+  map_keys_[i] = hash;
+  map_values_[i] = block;
+}
+
+void KvCacheManager::erase(uint64_t hash) {
+  size_t i = slot_of(hash);
+  if (map_keys_[i] != hash) return;
+  // Backward-shift deletion keeps every key reachable from its home slot without tombstones.
+  size_t j = i;
+  for (;;) {
+    j = (j + 1) & map_mask_;
+    if (map_keys_[j] == 0) break;
+    const size_t home = size_t(map_keys_[j]) & map_mask_;
+    // Move J into the hole at I unless its home lies cyclically in (I, J].
+    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    map_keys_[i] = map_keys_[j];
+    map_values_[i] = map_values_[j];
+    i = j;
+  }
+  map_keys_[i] = 0;
+  map_values_[i] = -1;
+}
+
+// --- request tables ---------------------------------------------------------------------------
+
+KvCacheManager::Table& KvCacheManager::table(uint32_t id) {
+  int32_t& t = table_of_[id];
+  if (t < 0) {
+    if (!spare_tables_.empty()) {
+      t = spare_tables_.back();
+      spare_tables_.pop_back();
+    } else {
+      t = int32_t(tables_.size());
+      tables_.emplace_back();
+    }
+  }
+  return tables_[size_t(t)];
+}
+
+void KvCacheManager::release_table(uint32_t id) {
+  const int32_t t = table_of_[id];
+  if (t < 0) return;
+  Table& k = tables_[size_t(t)];
+  k.blocks.clear();  // keeps its capacity for the next request
+  k.num_cached = 0;
+  k.last_hash = 0;
+  spare_tables_.push_back(t);
+  table_of_[id] = -1;
+}
+
+int64_t KvCacheManager::blocks_held(uint32_t id) const {
+  const int32_t t = table_of_[id];
+  return t < 0 ? 0 : int64_t(tables_[size_t(t)].blocks.size());
+}
+
+std::span<const int32_t> KvCacheManager::blocks_of(uint32_t id) const {
+  const int32_t t = table_of_[id];
+  if (t < 0) return {};
+  return tables_[size_t(t)].blocks;
+}
+
+// --- vLLM's KVCacheManager --------------------------------------------------------------------
+
+int64_t KvCacheManager::get_computed_blocks(uint32_t id, const SeqState& s) {
+  hits_.clear();
+  if (!caching_) return 0;
+  // "When all tokens hit the cache, we must recompute the last token to obtain logits":
+  // max_cache_hit_length = num_tokens - 1, in whole blocks (find_longest_cache_hit).
+  const int64_t max_blocks = (int64_t(s.num_tokens()) - 1) / block_size_;
+  uint64_t parent = 0;
+  for (int64_t k = 0; k < max_blocks; ++k) {
+    const uint64_t h = hasher_->block_hash(id, k, parent);
+    const int32_t b = lookup(h);
+    if (b < 0) break;
+    hits_.push_back(b);
+    parent = h;
+  }
+  const int64_t hit_tokens = int64_t(hits_.size()) * block_size_;
+  // PrefixCacheStats.record(num_tokens, num_hits, preempted).
+  if (s.preemptions > 0) {
+    stats_.preempted_queries += s.num_tokens();
+    stats_.preempted_hits += hit_tokens;
+  } else {
+    stats_.queries += s.num_tokens();
+    stats_.hits += hit_tokens;
+  }
+  return hit_tokens;
+}
+
+int64_t KvCacheManager::num_evictable_hits() const {
+  // A hit block nobody holds sits in the free queue: touching it takes it out, so it counts
+  // against the free blocks (get_num_blocks_to_allocate, num_evictable_blocks).
+  int64_t n = 0;
+  for (int32_t b : hits_)
+    n += blocks_[size_t(b)].ref == 0;
+  return n;
+}
+
+bool KvCacheManager::allocate_slots(uint32_t id, const SeqState& s, int64_t num_new_tokens,
+                                    int64_t num_new_computed_tokens, bool full_sequence_must_fit) {
+  assert(num_new_tokens > 0);
+  const bool with_hits = num_new_computed_tokens > 0;
+  assert(!with_hits || num_new_computed_tokens == int64_t(hits_.size()) * block_size_);
+  const int64_t held = blocks_held(id);
+  const int64_t hit_blocks = with_hits ? int64_t(hits_.size()) : 0;
+  const int64_t evictable = with_hits ? num_evictable_hits() : 0;
+  const int64_t total_computed =
+      std::min<int64_t>(s.num_computed_tokens + num_new_computed_tokens, max_model_len_);
+  if (full_sequence_must_fit) {
+    const int64_t full = std::min<int64_t>(s.num_tokens(), max_model_len_);
+    const int64_t need = std::max<int64_t>(blocks_for(full) - held - hit_blocks, 0) + evictable;
+    if (need > num_free_) return false;
+  }
+  const int64_t need_slot = std::min(total_computed + num_new_tokens, max_model_len_);
+  const int64_t num_new_blocks = std::max<int64_t>(blocks_for(need_slot) - held - hit_blocks, 0);
+  if (num_new_blocks + evictable > num_free_) return false;
+
+  Table& t = table(id);
+  if (with_hits) {
+    // allocate_new_computed_blocks: touch the hits (out of the free queue) and take them.
+    for (int32_t b : hits_) {
+      Block& k = blocks_[size_t(b)];
+      if (k.ref == 0) queue_remove(b);
+      ++k.ref;
+      t.blocks.push_back(b);
+    }
+    t.num_cached = hit_blocks;
+    t.last_hash = blocks_[size_t(hits_.back())].hash;
+  }
+  // allocate_new_blocks: from the head of the free queue, evicting what they cached.
+  for (int64_t i = 0; i < num_new_blocks; ++i) {
+    const int32_t b = queue_pop_front();
+    Block& k = blocks_[size_t(b)];
+    if (k.hash != 0) {  // _maybe_evict_cached_block
+      erase(k.hash);
+      k.hash = 0;
+      ++stats_.evictions;
+    }
+    assert(k.ref == 0);
+    k.ref = 1;
+    t.blocks.push_back(b);
+  }
+  // "cap the number at request.num_tokens": only tokens that exist are cached.
+  if (caching_)
+    cache_blocks(id, t, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
+  hits_.clear();
+  return true;
+}
+
+void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
+  const int64_t num_full = num_tokens / block_size_;
+  for (int64_t k = t.num_cached; k < num_full; ++k) {
+    const uint64_t h = hasher_->block_hash(id, k, t.last_hash);
+    const int32_t b = t.blocks[size_t(k)];
+    Block& blk = blocks_[size_t(b)];
+    assert(blk.hash == 0);
+    if (lookup(h) < 0) {
+      blk.hash = h;
+      insert(h, b);
+    }
+    t.last_hash = h;
+  }
+  if (num_full > t.num_cached) t.num_cached = num_full;
+}
+
+void KvCacheManager::free(uint32_t id) {
+  const int32_t ti = table_of_[id];
+  if (ti < 0) return;
+  Table& t = tables_[size_t(ti)];
+  // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first.
+  for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
+    Block& k = blocks_[size_t(*it)];
+    assert(k.ref > 0);
+    if (--k.ref == 0) queue_append(*it);
+  }
+  release_table(id);
+}
+
+}  // namespace servesim

@@ -1,0 +1,125 @@
+// KvCacheManager: vLLM V1's paged KV cache with its prefix cache, for one replica
+// (vllm/v1/core/kv_cache_manager.py KVCacheManager, block_pool.py BlockPool,
+// single_type_kv_cache_manager.py FullAttentionManager; vLLM 9aaf83ef5, 2026-05, the version of
+// ../shared/vllm-oracle). Same rules, fewer objects:
+//  - blocks are allocated for exactly the tokens a step computes (no watermark); a cached block
+//    with no user (reference count 0) stays in the free queue and counts as free;
+//  - the free queue is least-recently-freed first: a request frees its blocks tail first, so its
+//    last blocks are evicted before its first; a block taken from the queue loses its hash;
+//  - a full block is cached (its hash registered) when a step is scheduled to fill it, so a
+//    request admitted in the next step can hit it; partial blocks are never cached;
+//  - a new request's hit is the longest run of its leading full blocks found in the cache, at
+//    most num_tokens - 1 tokens (the last token is always computed, for its logits).
+// One simplification: when a block is filled with content another block already caches (two
+// requests computing the same prefix at once), vLLM keeps both under the hash; here the second
+// stays uncached. Hits and evictions can differ only in that race.
+// Promises: 0 <= free_blocks() <= usable_blocks(); every block is in the free queue exactly when
+// no request holds it; a block's hash is registered at most once; nothing allocates after
+// construction except a request's block table growing past its largest size so far.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "scheduler/block_hasher.hpp"
+#include "scheduler/sequence.hpp"
+
+namespace servesim {
+
+class KvCacheManager {
+ public:
+  // NUM_GPU_BLOCKS counts vLLM's reserved null block, so usable_blocks() is one fewer.
+  // REQUIRES: num_gpu_blocks >= 2, block_size > 0, max_model_len > 0; HASHER outlives this
+  // (it may be null when caching is off).
+  KvCacheManager(int64_t num_gpu_blocks, int block_size, bool enable_caching, int64_t max_model_len,
+                 const BlockHasher* hasher, size_t num_requests);
+  KvCacheManager(const KvCacheManager&) = delete;
+  KvCacheManager& operator=(const KvCacheManager&) = delete;
+
+  int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
+
+  // get_computed_blocks: the tokens of request ID (state S, computing nothing yet) found in the
+  // cache, block-aligned and at most num_tokens - 1; remembers the blocks for the next
+  // allocate_slots. Records the query and hits as vLLM's PrefixCacheStats does (every call, a
+  // request retried while waiting counting again; a preempted request's apart).
+  int64_t get_computed_blocks(uint32_t id, const SeqState& s);
+
+  // allocate_slots: blocks for S's computed tokens plus NUM_NEW_TOKENS, the cache hit of the last
+  // get_computed_blocks included when NUM_NEW_COMPUTED_TOKENS > 0 (a new request). With
+  // FULL_SEQUENCE_MUST_FIT, also refuses unless every known token of S would fit now (vLLM's
+  // scheduler_reserve_full_isl admission gate). False, changing nothing, when the free blocks do
+  // not suffice.
+  bool allocate_slots(uint32_t id, const SeqState& s, int64_t num_new_tokens,
+                      int64_t num_new_computed_tokens, bool full_sequence_must_fit);
+
+  // Frees request ID's blocks, tail first (vLLM free(): reversed order).
+  void free(uint32_t id);
+
+  int64_t usable_blocks() const { return usable_; }
+  int64_t free_blocks() const { return num_free_; }
+  int64_t used_blocks() const { return usable_ - num_free_; }
+  int64_t blocks_held(uint32_t id) const;
+  int block_size() const { return block_size_; }
+  bool caching() const { return caching_; }
+
+  struct Stats {
+    int64_t queries = 0, hits = 0;                      // tokens, requests not preempted
+    int64_t preempted_queries = 0, preempted_hits = 0;  // tokens, requests re-admitted
+    int64_t evictions = 0;                              // cached blocks reused for new content
+  };
+  const Stats& stats() const { return stats_; }
+
+  // For tests: the block ids request ID holds, in order, and whether BLOCK is cached.
+  std::span<const int32_t> blocks_of(uint32_t id) const;
+  bool is_cached(int32_t block) const { return blocks_[size_t(block)].hash != 0; }
+  int32_t ref_count(int32_t block) const { return blocks_[size_t(block)].ref; }
+  // The free queue from its head (evicted first), for tests; O(blocks).
+  std::vector<int32_t> free_queue() const;
+
+ private:
+  struct Block {
+    uint64_t hash = 0;  // 0: not cached
+    int32_t ref = 0;
+    int32_t prev = -1, next = -1;  // free-queue links
+  };
+  struct Table {
+    std::vector<int32_t> blocks;
+    int64_t num_cached = 0;  // leading blocks whose hash is known (cached or hit)
+    uint64_t last_hash = 0;  // hash of block num_cached - 1
+  };
+
+  // Free queue (vLLM FreeKVCacheBlockQueue): a doubly linked list, head evicted first.
+  void queue_remove(int32_t b);
+  void queue_append(int32_t b);
+  int32_t queue_pop_front();
+  // Hash map from a block hash to its cached block: open addressing, linear probing.
+  size_t slot_of(uint64_t hash) const;
+  int32_t lookup(uint64_t hash) const;
+  void insert(uint64_t hash, int32_t block);
+  void erase(uint64_t hash);
+  Table& table(uint32_t id);
+  void release_table(uint32_t id);
+  // cache_full_blocks: registers the full blocks among the first NUM_TOKENS tokens of ID.
+  void cache_blocks(uint32_t id, Table& t, int64_t num_tokens);
+  int64_t num_evictable_hits() const;
+
+  int block_size_;
+  bool caching_;
+  int64_t max_model_len_;
+  const BlockHasher* hasher_;
+  int64_t usable_;
+  std::vector<Block> blocks_;  // index 0 is vLLM's null block, never used
+  int32_t head_ = -1, tail_ = -1;
+  int64_t num_free_ = 0;
+  std::vector<uint64_t> map_keys_;  // 0 = empty
+  std::vector<int32_t> map_values_;
+  size_t map_mask_ = 0;
+  std::vector<int32_t> table_of_;  // request id -> index into tables_, -1 = none
+  std::vector<Table> tables_;
+  std::vector<int32_t> spare_tables_;
+  std::vector<int32_t> hits_;  // the last get_computed_blocks' blocks
+  Stats stats_;
+};
+
+}  // namespace servesim

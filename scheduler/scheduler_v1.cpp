@@ -1,0 +1,167 @@
+// The vllm-v1 policy: vLLM V1's Scheduler.schedule() (vllm/v1/core/sched/scheduler.py at
+// 9aaf83ef5, 2026-05, the code of ../shared/vllm-oracle; the same rules since v0.8), without
+// speculative decoding, encoders, LoRA or KV connectors. "There's no decoding phase nor prefill
+// phase": each request just has tokens not yet computed, and each step gives them budget.
+#include <algorithm>
+
+#include "scheduler/scheduler.hpp"
+
+namespace servesim {
+
+namespace {
+
+// vLLM's PriorityRequestQueue order: (priority, arrival_time), ids being in arrival order. A heap
+// with this comparison keeps the smallest on top.
+struct LaterOrLowerPriority {
+  const std::vector<SeqState>& seqs;
+  bool operator()(uint32_t a, uint32_t b) const {
+    const int32_t pa = seqs[a].priority, pb = seqs[b].priority;
+    return pa != pb ? pa > pb : a > b;
+  }
+};
+
+}  // namespace
+
+uint32_t Scheduler::waiting_front() const {
+  return waiting_heap_.empty() ? waiting_.front() : waiting_heap_.front();
+}
+
+void Scheduler::waiting_pop_front() {
+  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+    std::pop_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
+    waiting_heap_.pop_back();
+  } else {
+    waiting_.pop_front();
+  }
+}
+
+void Scheduler::waiting_push_front(uint32_t id) {
+  // _preempt_request: self.waiting.prepend_request(request); under the priority policy the queue
+  // is a heap and "prepend" is a push.
+  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+    waiting_heap_.push_back(id);
+    std::push_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
+  } else {
+    waiting_.push_front(id);
+  }
+}
+
+void Scheduler::schedule_v1() {
+  int64_t token_budget = config_.max_num_batched_tokens;
+  schedule_v1_running(token_budget);
+  // "Next, schedule the WAITING requests" only if nothing was preempted in this step.
+  if (out_.preempted.empty()) schedule_v1_waiting(token_budget);
+  assert(token_budget >= 0);
+  assert(int64_t(running_.size()) <= config_.max_num_seqs);
+}
+
+uint32_t Scheduler::v1_victim() const {
+  if (config_.scheduling_policy == SchedulingPolicy::kFcfs) return running_.back();
+  // max(self.running, key=lambda r: (r.priority, r.arrival_time))
+  uint32_t victim = running_[0];
+  for (size_t i = 1; i < running_.size(); ++i) {
+    const uint32_t id = running_[i];
+    if (LaterOrLowerPriority{seqs_}(id, victim)) victim = id;
+  }
+  return victim;
+}
+
+void Scheduler::v1_unschedule(uint32_t id, int64_t& token_budget) {
+  // Priority preemption of a request already scheduled this step: its tokens go back to the
+  // budget and it leaves the batch.
+  token_budget += batch_.remove(id);
+}
+
+void Scheduler::v1_preempt(uint32_t id) {
+  // _preempt_request: free its blocks (they stay cached, to be hit on re-admission), recompute
+  // from 0, back to the front of `waiting`.
+  SeqState& s = seqs_[id];
+  kv_->free(id);
+  s.blocks = 0;
+  discarded_tokens_ += s.num_computed_tokens;
+  s.num_computed_tokens = 0;
+  s.prefill_stage = true;
+  s.status = SeqStatus::kWaiting;
+  ++s.preemptions;
+  ++num_preemptions_;
+  out_.preempted.push_back(id);
+  waiting_push_front(id);
+}
+
+void Scheduler::schedule_v1_running(int64_t& token_budget) {
+  size_t idx = 0;
+  while (idx < running_.size() && token_budget > 0) {
+    const uint32_t id = running_[idx];
+    SeqState& s = seqs_[id];
+    int64_t n = s.num_new_tokens();
+    const int64_t threshold = config_.long_prefill_token_threshold;
+    if (0 < threshold && threshold < n) n = threshold;
+    n = std::min(n, token_budget);
+    // "Make sure the input position does not exceed the max model len."
+    n = std::min<int64_t>(n, config_.max_model_len - 1 - s.num_computed_tokens);
+    if (n <= 0) {
+      // "by doing `continue` instead of `break`, we do not strictly follow the FCFS scheduling
+      // policy and allow the lower-priority requests to be scheduled."
+      ++idx;
+      continue;
+    }
+    bool scheduled = true;
+    while (!kv_->allocate_slots(id, s, n, 0, false)) {
+      // "The request cannot be scheduled. Preempt the lowest-priority request."
+      const uint32_t victim = v1_victim();
+      if (config_.scheduling_policy == SchedulingPolicy::kFcfs) {
+        running_.pop_back();
+      } else {
+        size_t at = 0;
+        while (running_[at] != victim)
+          ++at;
+        running_.remove_if([victim](uint32_t r) { return r == victim; });
+        if (at < idx) {  // already scheduled in this step
+          v1_unschedule(victim, token_budget);
+          --idx;
+        }
+      }
+      v1_preempt(victim);
+      if (victim == id) {
+        scheduled = false;  // "No more request to preempt. Cannot schedule this request."
+        break;
+      }
+    }
+    if (!scheduled) break;
+    s.blocks = static_cast<int32_t>(kv_->blocks_held(id));
+    add_to_batch(id, n);
+    token_budget -= n;
+    ++idx;
+  }
+}
+
+void Scheduler::schedule_v1_waiting(int64_t& token_budget) {
+  while (num_waiting() > 0 && token_budget > 0) {
+    if (int64_t(running_.size()) == config_.max_num_seqs) break;
+    const uint32_t id = waiting_front();
+    SeqState& s = seqs_[id];
+    // A waiting request has computed nothing (a preempted one restarts from 0): look up the
+    // prefix cache.
+    const int64_t hit = kv_->get_computed_blocks(id, s);
+    int64_t n = s.num_tokens() - hit;
+    const int64_t threshold = config_.long_prefill_token_threshold;
+    if (0 < threshold && threshold < n) n = threshold;
+    n = std::min(n, token_budget);
+    assert(n > 0);
+    if (!kv_->allocate_slots(id, s, n, hit, config_.reserve_full_isl)) break;
+    waiting_pop_front();
+    s.blocks = static_cast<int32_t>(kv_->blocks_held(id));
+    running_.push_back(id);
+    s.status = SeqStatus::kRunning;
+    s.prefill_stage = true;
+    s.num_computed_tokens = static_cast<int32_t>(hit);
+    // vLLM's num_cached_tokens is set once, at the first scheduling.
+    if (s.cached_tokens < 0) s.cached_tokens = static_cast<int32_t>(hit);
+    step_cached_tokens_ += hit;
+    out_.new_prefills.push_back(id);
+    add_to_batch(id, n);
+    token_budget -= n;
+  }
+}
+
+}  // namespace servesim

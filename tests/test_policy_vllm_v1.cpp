@@ -1,0 +1,204 @@
+// Hand-worked batches for `vllm-v1` (vLLM V1 Scheduler.schedule(), vllm/v1/core/sched/
+// scheduler.py at 9aaf83ef5).
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "sim/simulation.hpp"
+
+using namespace servesim;
+using namespace servesim::test;
+
+namespace {
+
+SchedulerConfig v1(int64_t budget, int64_t max_num_seqs = 8, int block_size = 4,
+                   bool caching = false) {
+  SchedulerConfig c = config("vllm-v1", budget, max_num_seqs, 1000, block_size);
+  c.enable_prefix_caching = caching;
+  c.reserve_full_isl = false;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("vllm-v1: running first in admission order, then waiting, in one token budget",
+          "[policy][vllm-v1]") {
+  Scheduler s(v1(16), 1000, 8);
+  s.add_request(0, 20, 3);
+  CHECK(entries(s.schedule()) == Entries{{0, 16}});
+  complete_step(s);
+  s.add_request(1, 8, 3);
+  // 0's last 4 prompt tokens, then 1 chunked into the 12 left: no phases, one budget.
+  CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 8}});
+  CHECK(s.batch().shapes()[0].emits_token);
+  complete_step(s);
+  CHECK(entries(s.schedule()) == Entries{{0, 1}, {1, 1}});
+  CHECK(queue_ids(s.running()) == Ids{0, 1});
+}
+
+TEST_CASE("vllm-v1: long_prefill_token_threshold caps each request's new tokens",
+          "[policy][vllm-v1]") {
+  SchedulerConfig c = v1(32);
+  c.long_prefill_token_threshold = 10;
+  Scheduler s(c, 1000, 8);
+  s.add_request(0, 30, 3);
+  s.add_request(1, 8, 3);
+  CHECK(entries(s.schedule()) == Entries{{0, 10}, {1, 8}});
+  complete_step(s);
+  CHECK(entries(s.schedule()) == Entries{{0, 10}, {1, 1}});
+}
+
+TEST_CASE("vllm-v1: a preemption in a step stops admission in that step", "[policy][vllm-v1]") {
+  // 3 usable blocks of 4 tokens (4 with vLLM's null block).
+  Scheduler s(v1(64), 4, 8);
+  s.add_request(0, 4, 5);
+  s.add_request(1, 4, 5);
+  CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});
+  complete_step(s);
+  s.add_request(2, 1, 2);
+  // 0's fifth token needs a second block: the last free one. 1 needs one too and, the tail of
+  // `running`, preempts itself. Its block comes back, but 2 is not admitted in this step.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}});
+  CHECK(queue_ids(s.waiting()) == Ids{1, 2});
+  CHECK(s.seq(1).preemptions == 1);
+  CHECK(s.seq(1).num_computed_tokens == 0);
+  complete_step(s);
+  // Next step admission resumes, at the head of `waiting`: 1 (5 tokens: 2 blocks) does not fit
+  // in the one free block, and its failed allocation stops admission: 2, which would fit, waits.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}});
+  CHECK(queue_ids(s.waiting()) == Ids{1, 2});
+}
+
+TEST_CASE("vllm-v1: with scheduler_reserve_full_isl a new request's whole prompt must fit",
+          "[policy][vllm-v1]") {
+  for (const bool reserve : {false, true}) {
+    SchedulerConfig c = v1(6);
+    c.reserve_full_isl = reserve;
+    Scheduler s(c, 5, 8);  // 4 usable blocks of 4 tokens
+    s.add_request(0, 8, 4);
+    s.add_request(1, 12, 2);
+    CHECK(entries(s.schedule()) == Entries{{0, 6}});
+    complete_step(s);
+    // 0 ends its prompt (2 tokens, still 2 blocks), leaving budget 4 and 2 free blocks: enough
+    // for 1's first chunk, not for its 12-token prompt.
+    if (reserve) {
+      CHECK(entries(s.schedule()) == Entries{{0, 2}});
+      CHECK(queue_ids(s.waiting()) == Ids{1});
+    } else {
+      CHECK(entries(s.schedule()) == Entries{{0, 2}, {1, 4}});
+    }
+  }
+}
+
+TEST_CASE("vllm-v1: max_num_seqs counts every running request", "[policy][vllm-v1]") {
+  Scheduler s(v1(64, /*max_num_seqs=*/2), 1000, 8);
+  for (uint32_t id = 0; id < 3; ++id)
+    s.add_request(id, 4, 3);
+  CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});
+  CHECK(queue_ids(s.waiting()) == Ids{2});
+}
+
+TEST_CASE("vllm-v1: the priority policy admits and preempts by (priority, arrival)",
+          "[policy][vllm-v1]") {
+  SchedulerConfig c = v1(64);
+  c.scheduling_policy = SchedulingPolicy::kPriority;
+  Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
+  s.add_request(0, 4, 5, /*priority=*/5);
+  s.add_request(1, 4, 5, /*priority=*/0);
+  // The lower value runs first, whatever the arrival order.
+  CHECK(entries(s.schedule()) == Entries{{1, 4}, {0, 4}});
+  complete_step(s);
+  // Both need a second block and one is free: 1 takes it; then 0, the lowest priority, is the
+  // victim (itself).
+  CHECK(entries(s.schedule()) == Entries{{1, 1}});
+  CHECK(s.seq(0).preemptions == 1);
+}
+
+TEST_CASE(
+    "vllm-v1: priority preemption of a request scheduled earlier in the step returns its "
+    "budget",
+    "[policy][vllm-v1]") {
+  SchedulerConfig c = v1(64);
+  c.scheduling_policy = SchedulingPolicy::kPriority;
+  Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
+  s.add_request(0, 4, 5, /*priority=*/9);
+  CHECK(entries(s.schedule()) == Entries{{0, 4}});
+  complete_step(s);
+  s.add_request(1, 4, 5, /*priority=*/0);  // arrives later: after 0 in `running`
+  CHECK(entries(s.schedule()) == Entries{{0, 1}, {1, 4}});
+  complete_step(s);
+  // 0 (2 blocks) is scheduled first; 1 then needs its second block and none is free. The victim
+  // is 0, the lowest priority, already in this step's batch: it leaves the batch, its token goes
+  // back to the budget, and 1 takes its blocks.
+  CHECK(entries(s.schedule()) == Entries{{1, 1}});
+  CHECK(s.batch().num_tokens() == 1);
+  CHECK(s.seq(0).status == SeqStatus::kWaiting);
+  CHECK(s.seq(0).preemptions == 1);
+  CHECK(queue_ids(s.running()) == Ids{1});
+}
+
+TEST_CASE("vllm-v1: a preempted request hits its own cached blocks when re-admitted",
+          "[policy][vllm-v1][kv_cache]") {
+  GroupHasher h;
+  Scheduler s(v1(64, 8, 4, /*caching=*/true), 6, 8, &h);  // 5 usable blocks
+  s.add_request(0, 8, 2);
+  s.add_request(1, 8, 9);
+  CHECK(entries(s.schedule()) == Entries{{0, 8}, {1, 8}});
+  complete_step(s);
+  // 4 blocks used: 0 takes the fifth for its 9th token; 1 then preempts itself.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}});
+  REQUIRE(s.seq(1).preemptions == 1);
+  complete_step(s);  // 0 finishes and frees its blocks
+  // 1 comes back: its first 8 tokens are still cached (freed, not evicted), so only its 9th
+  // token (its sampled one) is computed.
+  CHECK(entries(s.schedule()) == Entries{{1, 1}});
+  CHECK(s.batch().shapes()[0].context_tokens == 8);
+  CHECK(s.kv_cache_manager()->stats().preempted_hits == 8);
+  CHECK(s.seq(1).cached_tokens == 0);  // vLLM's num_cached_tokens: set at the first scheduling
+}
+
+TEST_CASE("vllm-v1: requests sharing a prefix hit it, and finished requests free at once",
+          "[policy][vllm-v1][kv_cache]") {
+  GroupHasher h;
+  h.shared = {{0, {3, 2}}, {1, {3, 2}}};
+  Scheduler s(v1(64, 8, 4, /*caching=*/true), 100, 8, &h);
+  s.add_request(0, 10, 1);
+  CHECK(entries(s.schedule()) == Entries{{0, 10}});
+  complete_step(s);
+  // 0 finished with its one token: its blocks are free (and cached) before the next schedule.
+  CHECK(s.used_blocks() == 0);
+  s.add_request(1, 10, 1);
+  CHECK(entries(s.schedule()) == Entries{{1, 2}});
+  CHECK(s.seq(1).cached_tokens == 8);
+  CHECK(s.step_cached_tokens() == 8);
+}
+
+TEST_CASE("vllm-v1: async scheduling overlaps the CPU's step work with the GPU's",
+          "[policy][vllm-v1][sim]") {
+  // Every step: 10 ms of GPU and 4 ms of CPU. Synchronously a step costs 14 ms; with async
+  // scheduling back-to-back steps cost max(10, 4) = 10 ms, the first after idle 14 ms.
+  class GpuAndCpu final : public CostModel {
+   public:
+    StepCost cost(std::span<const SeqShape>) const override {
+      StepCost c;
+      c.cpu_overhead_s = 0.004;
+      c.seconds = 0.014;
+      return c;
+    }
+    std::string name() const override { return "gpu+cpu"; }
+  } cost;
+  for (const bool async : {false, true}) {
+    SimConfig c;
+    c.model = find_model("llama-3.1-8b");
+    c.gpu = find_gpu("h100-sxm");
+    c.scheduler.policy = Policy::kVllmV1;
+    c.scheduler.async_scheduling = async;
+    c.memory.num_gpu_blocks_override = 100;
+    Workload w(1);
+    w[0].input_tokens = 4;
+    w[0].output_tokens = 3;
+    const RunResult r = simulate(resolve(c), w, &cost);
+    const RequestRecord& q = r.requests[0];
+    CHECK(q.first_token_s == Approx(0.014));
+    CHECK(q.last_token_s == Approx(async ? 0.034 : 0.042));
+  }
+}
