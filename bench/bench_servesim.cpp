@@ -1,9 +1,11 @@
 // Google Benchmark suite: one benchmark per question.
 //  - BM_EventLoop: what one event costs (schedule + pop + dispatch).
-//  - BM_PolicyStep: what one scheduling decision + completion costs with 256 running decodes.
+//  - BM_PolicyStep: what one scheduling decision + completion costs with 256 running decodes
+//    (vllm-v0, chunked, vllm-v1 with its prefix cache), and the heap allocations per step.
 //  - BM_W1: a whole run of workload W1 (Llama-3.1-8B, h100-sxm, TP1, 10,000 requests, Poisson
-//    20 req/s, input and output normal:512:256:2:7000, chunked budget 2048, max_num_seqs 256,
-//    seed 42), with simulated output tokens per wall second as a counter.
+//    20 req/s, input and output normal:512:256:2:7000, budget 2048, max_num_seqs 256, seed 42)
+//    under chunked (Arg 0) or vllm-v1 with prefix caching and async scheduling (Arg 1), with
+//    simulated output tokens per wall second as a counter.
 //  - BM_SweepPoint: one point of a sweep end to end (its RunSpec resolved, 1,000 W1-shaped
 //    requests generated and simulated): points per second, what bounds `servesim sweep`.
 //  - BM_ResultsFile: writing W1's HDF5 results file (requests, steps, 5-minute windows, ITL
@@ -14,8 +16,10 @@
 
 #include "analysis/results.hpp"
 #include "analysis/run_spec.hpp"
+#include "bench/alloc_counter.hpp"
 #include "bench/azure2024_csv.hpp"
 #include "scheduler/scheduler.hpp"
+#include "sim/block_content.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/simulation.hpp"
 #include "traces/import.hpp"
@@ -55,15 +59,25 @@ BENCHMARK(BM_EventLoop);
 
 void BM_PolicyStep(benchmark::State& state) {
   SchedulerConfig c;
-  c.policy = state.range(0) == 0 ? Policy::kVllmV0 : Policy::kChunked;
+  const Policy policies[] = {Policy::kVllmV0, Policy::kChunked, Policy::kVllmV1};
+  c.policy = policies[state.range(0)];
   // Outputs long enough never to finish; vllm-v0's budget must cover such a request's recompute.
   c.max_num_batched_tokens = c.policy == Policy::kVllmV0 ? int64_t(1) << 30 : 2048;
   c.max_num_seqs = 256;
   c.max_model_len = 1 << 30;
+  c.enable_prefix_caching = c.policy == Policy::kVllmV1;
   const size_t n = 256;
-  Scheduler s(c, int64_t(1) << 30, n);
+  Workload w(n);
+  for (uint32_t id = 0; id < n; ++id)
+    w[id].id = id;
+  const WorkloadBlockHasher hasher(w, c.block_size);
+  // V1 keeps a record per block: 2^20 blocks of 16 tokens hold every request's decodes for the
+  // benchmark's fixed 50,000 steps (V0 counts blocks only).
+  Scheduler s(c, c.policy == Policy::kVllmV1 ? int64_t(1) << 20 : int64_t(1) << 30, n, &hasher);
   for (uint32_t id = 0; id < n; ++id) {
-    if (s.add_request(id, 512, 1 << 29) != RejectReason::kNone) {
+    // V1's outputs must fit its 2^20 blocks (servesim rejects what never could).
+    const int32_t output = c.policy == Policy::kVllmV1 ? 1 << 23 : 1 << 29;
+    if (s.add_request(id, 512, output) != RejectReason::kNone) {
       state.SkipWithError("request rejected");
       return;
     }
@@ -76,19 +90,23 @@ void BM_PolicyStep(benchmark::State& state) {
   while (s.seq(n - 1).generated == 0)
     step();  // prefill everything first
   int64_t seqs = 0;
+  const uint64_t allocations = heap_allocations();
   for (auto _ : state)
     seqs += int64_t(step());
+  state.counters["allocs_per_step"] =
+      double(heap_allocations() - allocations) / double(state.iterations());
   state.SetItemsProcessed(seqs);  // sequences scheduled per second
   state.SetLabel(policy_name(c.policy));
 }
-BENCHMARK(BM_PolicyStep)->Arg(0)->Arg(1);
+BENCHMARK(BM_PolicyStep)->Arg(0)->Arg(1)->Arg(2)->Iterations(50000);
 
-SimConfig w1_config() {
+SimConfig w1_config(Policy policy = Policy::kChunked) {
   SimConfig c;
   c.model = find_model("llama-3.1-8b");
   c.gpu = find_gpu("h100-sxm");
   c.tp = 1;
-  c.scheduler.policy = Policy::kChunked;
+  c.scheduler.policy = policy;
+  c.scheduler.enable_prefix_caching = policy == Policy::kVllmV1;
   c.scheduler.max_num_batched_tokens = 2048;
   c.scheduler.max_num_seqs = 256;
   return resolve(c);
@@ -105,7 +123,7 @@ Workload w1_workload() {
 }
 
 void BM_W1(benchmark::State& state) {
-  const SimConfig c = w1_config();
+  const SimConfig c = w1_config(state.range(0) == 0 ? Policy::kChunked : Policy::kVllmV1);
   const Workload w = w1_workload();
   double tokens = 0, steps = 0;
   for (auto _ : state) {
@@ -116,8 +134,9 @@ void BM_W1(benchmark::State& state) {
   state.counters["sim_output_tokens_per_s"] =
       benchmark::Counter(tokens, benchmark::Counter::kIsRate);
   state.counters["sim_steps_per_s"] = benchmark::Counter(steps, benchmark::Counter::kIsRate);
+  state.SetLabel(policy_name(c.scheduler.policy));
 }
-BENCHMARK(BM_W1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_W1)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 void BM_SweepPoint(benchmark::State& state) {
   // A point as a sweep holds it: typed values, parsed once.

@@ -83,12 +83,6 @@ int32_t KvCacheManager::lookup(uint64_t hash) const {
   return map_keys_[i] == hash ? map_values_[i] : -1;
 }
 
-void KvCacheManager::insert(uint64_t hash, int32_t block) {
-  const size_t i = slot_of(hash);
-  map_keys_[i] = hash;
-  map_values_[i] = block;
-}
-
 void KvCacheManager::erase(uint64_t hash) {
   size_t i = slot_of(hash);
   if (map_keys_[i] != hash) return;
@@ -188,6 +182,16 @@ bool KvCacheManager::allocate_slots(uint32_t id, const SeqState& s, int64_t num_
                                     int64_t num_new_computed_tokens, bool full_sequence_must_fit) {
   assert(num_new_tokens > 0);
   const bool with_hits = num_new_computed_tokens > 0;
+  // The common case, a running request whose blocks already hold this step's tokens (a decode
+  // inside its last block): nothing to allocate; maybe a block to cache.
+  if (!with_hits && !full_sequence_must_fit && table_of_[id] >= 0) {
+    Table& t = tables_[size_t(table_of_[id])];
+    const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
+    if (std::min(end, max_model_len_) <= int64_t(t.blocks.size()) * block_size_) {
+      if (caching_) cache_blocks(id, t, std::min<int64_t>(end, s.num_tokens()));
+      return true;
+    }
+  }
   assert(!with_hits || num_new_computed_tokens == int64_t(hits_.size()) * block_size_);
   const int64_t held = blocks_held(id);
   const int64_t hit_blocks = with_hits ? int64_t(hits_.size()) : 0;
@@ -237,14 +241,17 @@ bool KvCacheManager::allocate_slots(uint32_t id, const SeqState& s, int64_t num_
 
 void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t num_full = num_tokens / block_size_;
+  if (num_full <= t.num_cached) return;
   for (int64_t k = t.num_cached; k < num_full; ++k) {
     const uint64_t h = hasher_->block_hash(id, k, t.last_hash);
     const int32_t b = t.blocks[size_t(k)];
     Block& blk = blocks_[size_t(b)];
     assert(blk.hash == 0);
-    if (lookup(h) < 0) {
+    const size_t slot = slot_of(h);
+    if (map_keys_[slot] != h) {  // not cached yet: register it (one probe for both)
+      map_keys_[slot] = h;
+      map_values_[slot] = b;
       blk.hash = h;
-      insert(h, b);
     }
     t.last_hash = h;
   }

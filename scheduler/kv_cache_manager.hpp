@@ -96,7 +96,6 @@ class KvCacheManager {
   // Hash map from a block hash to its cached block: open addressing, linear probing.
   size_t slot_of(uint64_t hash) const;
   int32_t lookup(uint64_t hash) const;
-  void insert(uint64_t hash, int32_t block);
   void erase(uint64_t hash);
   Table& table(uint32_t id);
   void release_table(uint32_t id);
