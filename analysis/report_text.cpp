@@ -112,10 +112,13 @@ void print_use(std::ostream& out, const RunSummary& s) {
   if (p.enabled) {
     out << "prefix cache: hit rate " << pct(p.hit_rate())
         << format(
-               " (vLLM's: %lld of %lld prompt tokens looked up); %lld tokens cached at first "
-               "scheduling; %lld evictions\n",
+               " (vLLM's: %lld of %lld prompt tokens looked up, a waiting request at each "
+               "retry); %lld tokens (",
                static_cast<long long>(p.hits), static_cast<long long>(p.queries),
-               static_cast<long long>(p.cached_prompt_tokens), static_cast<long long>(p.evictions));
+               static_cast<long long>(p.cached_prompt_tokens))
+        << pct(s.input_tokens > 0 ? double(p.cached_prompt_tokens) / double(s.input_tokens) : NAN)
+        << format(" of the completed prompts) found cached at first scheduling; %lld evictions\n",
+                  static_cast<long long>(p.evictions));
   }
 }
 
