@@ -103,6 +103,21 @@ void KvCacheManager::erase(uint64_t hash) {
   map_values_[i] = -1;
 }
 
+void KvCacheManager::uncache(int32_t b) {
+  Block& k = blocks_[size_t(b)];
+  if (k.dup_prev >= 0) {
+    blocks_[size_t(k.dup_prev)].dup_next = k.dup_next;
+    if (k.dup_next >= 0) blocks_[size_t(k.dup_next)].dup_prev = k.dup_prev;
+  } else if (k.dup_next >= 0) {  // the chain's head: its successor becomes the one found
+    blocks_[size_t(k.dup_next)].dup_prev = -1;
+    map_values_[slot_of(k.hash)] = k.dup_next;
+  } else {
+    erase(k.hash);
+  }
+  k.dup_prev = k.dup_next = -1;
+  k.hash = 0;
+}
+
 // --- request tables ---------------------------------------------------------------------------
 
 KvCacheManager::Table& KvCacheManager::table(uint32_t id) {
@@ -224,8 +239,7 @@ bool KvCacheManager::allocate_slots(uint32_t id, const SeqState& s, int64_t num_
     const int32_t b = queue_pop_front();
     Block& k = blocks_[size_t(b)];
     if (k.hash != 0) {  // _maybe_evict_cached_block
-      erase(k.hash);
-      k.hash = 0;
+      uncache(b);
       ++stats_.evictions;
     }
     assert(k.ref == 0);
@@ -248,10 +262,18 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
     Block& blk = blocks_[size_t(b)];
     assert(blk.hash == 0);
     const size_t slot = slot_of(h);
-    if (map_keys_[slot] != h) {  // not cached yet: register it (one probe for both)
+    blk.hash = h;
+    if (map_keys_[slot] != h) {  // the first block with this content (one probe for both)
       map_keys_[slot] = h;
       map_values_[slot] = b;
-      blk.hash = h;
+    } else {
+      // BlockHashToBlockMap.insert: no de-duplication, the newer block joins the end of the
+      // chain (chains are short: one block per request computing the content at once).
+      int32_t last = map_values_[slot];
+      while (blocks_[size_t(last)].dup_next >= 0)
+        last = blocks_[size_t(last)].dup_next;
+      blocks_[size_t(last)].dup_next = b;
+      blk.dup_prev = last;
     }
     t.last_hash = h;
   }

@@ -10,12 +10,12 @@
 //    request admitted in the next step can hit it; partial blocks are never cached;
 //  - a new request's hit is the longest run of its leading full blocks found in the cache, at
 //    most num_tokens - 1 tokens (the last token is always computed, for its logits).
-// One simplification: when a block is filled with content another block already caches (two
-// requests computing the same prefix at once), vLLM keeps both under the hash; here the second
-// stays uncached. Hits and evictions can differ only in that race.
+//  - blocks are not de-duplicated (BlockHashToBlockMap): when two requests fill blocks with the
+//    same content, both are cached under the hash, a lookup returns the earliest cached one
+//    still there, and each is evicted on its own.
 // Promises: 0 <= free_blocks() <= usable_blocks(); every block is in the free queue exactly when
-// no request holds it; a block's hash is registered at most once; nothing allocates after
-// construction except a request's block table growing past its largest size so far.
+// no request holds it; a cached block is in its hash's chain exactly once; nothing allocates
+// after construction except a request's block table growing past its largest size so far.
 #pragma once
 
 #include <cstdint>
@@ -81,7 +81,8 @@ class KvCacheManager {
   struct Block {
     uint64_t hash = 0;  // 0: not cached
     int32_t ref = 0;
-    int32_t prev = -1, next = -1;  // free-queue links
+    int32_t prev = -1, next = -1;          // free-queue links
+    int32_t dup_prev = -1, dup_next = -1;  // other blocks cached under the same hash, oldest first
   };
   struct Table {
     std::vector<int32_t> blocks;
@@ -93,10 +94,13 @@ class KvCacheManager {
   void queue_remove(int32_t b);
   void queue_append(int32_t b);
   int32_t queue_pop_front();
-  // Hash map from a block hash to its cached block: open addressing, linear probing.
+  // Hash map from a block hash to the oldest block cached under it (the others follow in its
+  // dup chain): open addressing, linear probing.
   size_t slot_of(uint64_t hash) const;
   int32_t lookup(uint64_t hash) const;
   void erase(uint64_t hash);
+  // BlockHashToBlockMap.pop(hash, block): uncaches block B, keeping its duplicates cached.
+  void uncache(int32_t b);
   Table& table(uint32_t id);
   void release_table(uint32_t id);
   // cache_full_blocks: registers the full blocks among the first NUM_TOKENS tokens of ID.

@@ -118,6 +118,42 @@ TEST_CASE("kv cache: a hit is at most num_tokens - 1 tokens, in whole blocks", "
   CHECK(kv.get_computed_blocks(1, b) == 4);
 }
 
+TEST_CASE("kv cache: blocks computed twice at once are both cached and evicted one by one",
+          "[kv_cache]") {
+  // vLLM's BlockHashToBlockMap does not de-duplicate: a lookup finds the earliest block still
+  // cached under the hash, and evicting it leaves the later copy findable.
+  GroupHasher h;
+  h.shared = {{0, {7, 2}}, {1, {7, 2}}, {2, {7, 2}}};
+  KvCacheManager kv(8, 4, true, 100, &h, 4);
+  SeqState a = prompt(9), b = prompt(9);
+  // Both ask before either is scheduled: no hit; each computes the shared two blocks.
+  REQUIRE(kv.get_computed_blocks(0, a) == 0);
+  REQUIRE(kv.get_computed_blocks(1, b) == 0);
+  REQUIRE(kv.allocate_slots(0, a, 9, 0, false));
+  REQUIRE(kv.allocate_slots(1, b, 9, 0, false));
+  CHECK(held(kv, 0) == Blocks{1, 2, 3});
+  CHECK(held(kv, 1) == Blocks{4, 5, 6});
+  CHECK((kv.is_cached(1) && kv.is_cached(2) && kv.is_cached(4) && kv.is_cached(5)));
+  kv.free(0);
+  kv.free(1);
+  CHECK(kv.free_queue() == Blocks{7, 3, 2, 1, 6, 5, 4});
+  SeqState c = prompt(12);
+  REQUIRE(kv.get_computed_blocks(2, c) == 8);
+  // A request of its own content takes 7, 3, 2 and 1, evicting the first copies (2 and 1);
+  // its last block is partial, so block 1 is no longer cached under any hash...
+  SeqState d = prompt(15);
+  REQUIRE(kv.get_computed_blocks(3, d) == 0);
+  REQUIRE(kv.allocate_slots(3, d, 15, 0, false));
+  CHECK(held(kv, 3) == Blocks{7, 3, 2, 1});
+  CHECK(kv.stats().evictions == 2);
+  CHECK_FALSE(kv.is_cached(1));
+  // ...and the second copies still hit.
+  REQUIRE(kv.get_computed_blocks(2, c) == 8);
+  REQUIRE(kv.allocate_slots(2, c, 4, 8, false));
+  CHECK(held(kv, 2) == Blocks{4, 5, 6});
+  CHECK(kv.ref_count(4) == 1);
+}
+
 TEST_CASE("kv cache: an allocation that does not fit changes nothing", "[kv_cache]") {
   GroupHasher h;
   KvCacheManager kv(4, 4, true, 100, &h, 4);
