@@ -32,12 +32,13 @@ int64_t Scheduler::prompt_limit() const {
 }
 
 RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
-                                    int32_t priority) {
+                                    int32_t priority, double arrival_s) {
   SeqState& s = seqs_[id];
   assert(s.status == SeqStatus::kPending && input_tokens >= 1 && output_tokens >= 1);
   s.input_tokens = input_tokens;
   s.output_tokens = output_tokens;
   s.priority = priority;
+  s.arrival_time = arrival_s < 0 ? double(id) : arrival_s;
   // vLLM OpenAI server (serving_engine._validate_input): prompt + max_tokens > max_model_len is a
   // 400 error before the request reaches the engine.
   RejectReason why = RejectReason::kNone;

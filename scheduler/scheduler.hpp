@@ -96,9 +96,11 @@ class Scheduler {
 
   // The front end's checks, then `waiting` (vLLM add_seq_group). Returns why the request was
   // rejected, or kNone.
+  // ARRIVAL_S orders requests of equal priority under the priority policy (vLLM compares
+  // (priority, arrival_time)); a negative value stands for the id, i.e. distinct times in id order.
   // REQUIRES: ID < num_requests, not added before; input_tokens >= 1, output_tokens >= 1.
   RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
-                           int32_t priority = 0);
+                           int32_t priority = 0, double arrival_s = -1);
 
   // Decides the next step (vLLM Scheduler.schedule()).
   const Batch& schedule();
@@ -152,7 +154,7 @@ class Scheduler {
   void schedule_v1_running(int64_t& token_budget);
   void schedule_v1_waiting(int64_t& token_budget);
   // V1's preemption victim: the tail of `running`, or under the priority policy the request with
-  // the largest (priority, arrival).
+  // the largest (priority, arrival_s), the first in `running` among equals.
   uint32_t v1_victim() const;
   void v1_unschedule(uint32_t id, int64_t& token_budget);
   void v1_preempt(uint32_t id);

@@ -10,13 +10,16 @@ namespace servesim {
 
 namespace {
 
-// vLLM's PriorityRequestQueue order: (priority, arrival_time), ids being in arrival order. A heap
-// with this comparison keeps the smallest on top.
+// vLLM's PriorityRequestQueue order, Request.__lt__ (at 9aaf83ef5): (priority, arrival_time,
+// request_id), ids standing for request ids. A heap with this comparison keeps the smallest on
+// top.
 struct LaterOrLowerPriority {
   const std::vector<SeqState>& seqs;
   bool operator()(uint32_t a, uint32_t b) const {
-    const int32_t pa = seqs[a].priority, pb = seqs[b].priority;
-    return pa != pb ? pa > pb : a > b;
+    const SeqState &sa = seqs[a], &sb = seqs[b];
+    if (sa.priority != sb.priority) return sa.priority > sb.priority;
+    if (sa.arrival_time != sb.arrival_time) return sa.arrival_time > sb.arrival_time;
+    return a > b;
   }
 };
 
@@ -57,11 +60,13 @@ void Scheduler::schedule_v1() {
 
 uint32_t Scheduler::v1_victim() const {
   if (config_.scheduling_policy == SchedulingPolicy::kFcfs) return running_.back();
-  // max(self.running, key=lambda r: (r.priority, r.arrival_time))
+  // max(self.running, key=lambda r: (r.priority, r.arrival_time)): Python's max keeps the first
+  // of equal keys, so the request id does not enter.
   uint32_t victim = running_[0];
   for (size_t i = 1; i < running_.size(); ++i) {
-    const uint32_t id = running_[i];
-    if (LaterOrLowerPriority{seqs_}(id, victim)) victim = id;
+    const SeqState &s = seqs_[running_[i]], &v = seqs_[victim];
+    if (s.priority > v.priority || (s.priority == v.priority && s.arrival_time > v.arrival_time))
+      victim = running_[i];
   }
   return victim;
 }

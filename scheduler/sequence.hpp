@@ -62,6 +62,7 @@ struct SeqState {
   int32_t preemptions = 0;
   int32_t cached_tokens = -1;  // prompt tokens the prefix cache held at first scheduling
   int32_t priority = 0;        // vLLM's request priority: lower runs first
+  double arrival_time = 0;     // vLLM's arrival_time (s): breaks priority ties
   SeqStatus status = SeqStatus::kPending;
   RejectReason reject = RejectReason::kNone;
   bool prefill_stage = true;  // vLLM SequenceStage.PREFILL until every known token is computed

@@ -8,7 +8,7 @@ namespace servesim {
 
 bool Host::arrive(const RequestSpec& r) {
   const RejectReason why =
-      scheduler_.add_request(r.id, r.input_tokens, r.output_tokens, r.priority);
+      scheduler_.add_request(r.id, r.input_tokens, r.output_tokens, r.priority, r.arrival_s);
   const bool admitted = why == RejectReason::kNone;
   metrics_.on_arrival(r.id, loop_.now(), admitted);
   if (!admitted) {

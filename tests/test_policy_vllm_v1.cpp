@@ -113,6 +113,30 @@ TEST_CASE("vllm-v1: the priority policy admits and preempts by (priority, arriva
   CHECK(s.seq(0).preemptions == 1);
 }
 
+TEST_CASE("vllm-v1: between equal priorities and arrival times the victim is the first running",
+          "[policy][vllm-v1]") {
+  // max(self.running, key=lambda r: (r.priority, r.arrival_time)) keeps the first of equal keys.
+  for (const double arrival_1 : {0.5, 0.75}) {
+    SchedulerConfig c = v1(64);
+    c.scheduling_policy = SchedulingPolicy::kPriority;
+    Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
+    s.add_request(0, 4, 5, /*priority=*/0, /*arrival_s=*/0.5);
+    s.add_request(1, 4, 5, /*priority=*/0, arrival_1);
+    CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});
+    complete_step(s);
+    // 0 takes the last free block; 1 finds none and preempts the victim.
+    if (arrival_1 == 0.5) {
+      // A tie: the victim is 0, first in `running`; it leaves the batch and 1 takes its blocks.
+      CHECK(entries(s.schedule()) == Entries{{1, 1}});
+      CHECK(s.seq(0).preemptions == 1);
+    } else {
+      // 1 arrived later: it preempts itself.
+      CHECK(entries(s.schedule()) == Entries{{0, 1}});
+      CHECK(s.seq(1).preemptions == 1);
+    }
+  }
+}
+
 TEST_CASE(
     "vllm-v1: priority preemption of a request scheduled earlier in the step returns its "
     "budget",
