@@ -1,0 +1,243 @@
+#!/usr/bin/python3
+"""Randomized differential runs of servesim's vllm-v1 scheduler against vLLM's real V1 scheduler.
+
+    scripts/oracle-v1-random.py [-n 50] [--seed 1] [--out DIR] [--tests BIN] [--oracle DIR]
+                                [--tied-arrivals] [--shrink]
+
+Generates N small random workloads and configs (small KV caches that force preemption, shared
+prefixes and prefix blocks for the prefix cache, sometimes a long_prefill_token_threshold, the
+priority policy, scheduler_reserve_full_isl off, arrival steps or arrival times spread out), runs
+the oracle (../shared/vllm-oracle/run_v1.py) on each into DIR/case_NNN/steps.jsonl, then runs the
+hidden Catch2 test "[.oracle-random]" (tests/test_oracle_v1.cpp) on DIR, which replays each case
+through servesim's Scheduler and compares every step. Prints one line per case and a tally; exits
+1 if any case differs.
+
+Every request fits what servesim accepts (prompt + max_tokens <= max_model_len, its whole
+lifetime fits the KV cache), so servesim rejects nothing vLLM would run. Requests arriving in the
+same step get distinct arrival times unless --tied-arrivals, which exercises the priority
+policy's ties (vLLM's waiting heap then orders by request id, its preemption victim is the first
+in `running`).
+
+--shrink greedily reduces each mismatching case (drop requests, shorten prompts and outputs) while
+the first difference stays on the same fields, and writes the result to DIR/case_NNN.min.
+Python 3 standard library only.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_ORACLE = os.path.join(os.path.dirname(ROOT), "shared", "vllm-oracle")
+DEFAULT_TESTS = os.path.join(ROOT, "build", "oracle", "servesim_tests")
+PYTHON = "/usr/bin/python3"
+
+
+def cdiv(a, b):
+    return -(-a // b)
+
+
+def random_case(rng, tied_arrivals):
+    bs = rng.choice([4, 8, 16])
+    cfg = {
+        "scheduler": "v1",
+        "block_size": bs,
+        "max_num_batched_tokens": rng.choice([8, 16, 24, 32, 48, 64, 128]),
+        "max_num_seqs": rng.randint(1, 8),
+        "max_model_len": 512,
+        "enable_prefix_caching": rng.random() < 0.7,
+        "max_steps": 600,
+    }
+    if rng.random() < 0.3:
+        cfg["long_prefill_token_threshold"] = rng.randint(1, 40)
+    priority = rng.random() < 0.25
+    if priority:
+        cfg["policy"] = "priority"
+    if rng.random() < 0.3:
+        cfg["scheduler_reserve_full_isl"] = False
+    use_times = rng.random() < 0.2
+    if use_times:
+        cfg["step_duration_s"] = 0.01
+
+    # Prefix-block chains (a tree of shared full blocks) and shared prefixes of any length.
+    chains = [[1, 2, 3, 4], [1, 2, 5], [6, 7]]
+    n = rng.randint(2, 10)
+    spread = rng.choice([0, 3, 10, 30])
+    steps = sorted(rng.randint(0, spread) for _ in range(n))
+    reqs = []
+    for i, step in enumerate(steps):
+        r = {"id": "r%02d" % i}
+        shared = 0
+        if rng.random() < 0.35:
+            length = rng.randint(1, 48)
+            r["shared_prefix"] = {"id": rng.randint(1, 2), "len": length}
+            shared += length
+        if rng.random() < 0.45:
+            chain = rng.choice(chains)
+            blocks = chain[: rng.randint(1, len(chain))]
+            r["prefix_blocks"] = blocks
+            shared += len(blocks) * bs
+        r["prompt_len"] = shared + rng.choice([0, 0, 1, rng.randint(1, 20), rng.randint(1, 90)])
+        r["prompt_len"] = max(r["prompt_len"], 1)
+        r["max_tokens"] = rng.choice([1, 2, rng.randint(1, 10), rng.randint(1, 40)])
+        if use_times:
+            r["arrival_time"] = round(step * 0.01 + rng.random() * 0.0099, 6)
+        else:
+            r["arrival_step"] = step
+            if not tied_arrivals:
+                r["arrival_time"] = step + 0.001 * (i + 1)
+        if priority:
+            r["priority"] = rng.randint(0, 2)
+        reqs.append(r)
+    if use_times:  # keep listing order == arrival order
+        reqs.sort(key=lambda r: r["arrival_time"])
+        for i, r in enumerate(reqs):
+            r["id"] = "r%02d" % i
+
+    # A cache that holds the largest request's lifetime and a little more: preemptions.
+    need = max(cdiv(r["prompt_len"] + r["max_tokens"] - 1, bs) for r in reqs)
+    cfg["num_gpu_blocks"] = 1 + need + rng.choice([0, 1, 2, 4, 8, 30])
+    for r in reqs:
+        assert r["prompt_len"] + r["max_tokens"] <= cfg["max_model_len"]
+    return {"requests": reqs}, cfg
+
+
+def write_case(d, workload, cfg):
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "workload.json"), "w") as f:
+        json.dump(workload, f, indent=1)
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg, f)
+
+
+def run_oracle(oracle, d):
+    subprocess.run([PYTHON, os.path.join(oracle, "run_v1.py"), os.path.join(d, "workload.json"),
+                    os.path.join(d, "config.json"), "-o", os.path.join(d, "steps.jsonl")],
+                   check=True, capture_output=True)
+
+
+def run_tests(tests, d):
+    """{case name: (status, detail)} from the hidden Catch2 test on folder D."""
+    env = dict(os.environ, SERVESIM_ORACLE_DIR=d)
+    p = subprocess.run([tests, "[.oracle-random]"], env=env, capture_output=True, text=True)
+    results, name = {}, None
+    for line in p.stdout.splitlines():
+        m = re.match(r"oracle-random (\S+) (match|MISMATCH|skip)\s?(.*)", line)
+        if m:
+            name = m.group(1)
+            results[name] = (m.group(2), m.group(3))
+        elif line.startswith("oracle-random total"):
+            name = None
+        elif name is not None and results[name][0] == "MISMATCH":
+            results[name] = ("MISMATCH", results[name][1] + "\n" + line)
+    if not results:
+        sys.exit("no results from %s:\n%s%s" % (tests, p.stdout, p.stderr))
+    return results
+
+
+def signature(detail):
+    """The fields of the first difference (its kind)."""
+    keys = re.findall(r"^  (\w+): vLLM", detail, re.M)
+    return tuple(keys) if keys else (detail.split(";")[0],)
+
+
+def check_one(oracle, tests, workload, cfg):
+    with tempfile.TemporaryDirectory() as tmp:
+        d = os.path.join(tmp, "case")
+        write_case(d, workload, cfg)
+        run_oracle(oracle, d)
+        status, detail = run_tests(tests, d)["case"]
+        return status, detail
+
+
+def shrink(oracle, tests, workload, cfg, sig):
+    def same(w):
+        st, det = check_one(oracle, tests, w, cfg)
+        return st == "MISMATCH" and signature(det) == sig
+
+    w = json.loads(json.dumps(workload))
+    changed = True
+    while changed:
+        changed = False
+        for i in range(len(w["requests"]) - 1, -1, -1):
+            if len(w["requests"]) == 1:
+                break
+            cand = {"requests": w["requests"][:i] + w["requests"][i + 1:]}
+            if same(cand):
+                w, changed = cand, True
+        for i in range(len(w["requests"])):
+            for key in ("max_tokens", "prompt_len"):
+                r = w["requests"][i]
+                for smaller in sorted({1, r[key] // 2, r[key] - 1}):
+                    if smaller >= r[key] or smaller < 1:
+                        continue
+                    cand = json.loads(json.dumps(w))
+                    cand["requests"][i][key] = smaller
+                    try:
+                        if same(cand):
+                            w, changed = cand, True
+                            break
+                    except subprocess.CalledProcessError:
+                        pass  # e.g. shared part longer than the prompt
+    return w
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("-n", type=int, default=50, help="number of random cases")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", help="folder for the cases (default: a new temporary folder)")
+    ap.add_argument("--tests", default=DEFAULT_TESTS, help="the servesim_tests binary")
+    ap.add_argument("--oracle", default=DEFAULT_ORACLE, help="the vllm-oracle folder")
+    ap.add_argument("--tied-arrivals", action="store_true",
+                    help="same-step requests share one arrival_time")
+    ap.add_argument("--shrink", action="store_true", help="reduce each mismatching case")
+    args = ap.parse_args()
+
+    out = args.out or tempfile.mkdtemp(prefix="oracle-v1-random-")
+    os.makedirs(out, exist_ok=True)
+    rng = random.Random(args.seed)
+    for k in range(args.n):
+        workload, cfg = random_case(rng, args.tied_arrivals)
+        d = os.path.join(out, "case_%03d" % k)
+        if os.path.exists(d):
+            shutil.rmtree(d)
+        write_case(d, workload, cfg)
+        run_oracle(args.oracle, d)
+
+    results = run_tests(args.tests, out)
+    kinds = {}
+    for name in sorted(results):
+        status, detail = results[name]
+        print("%s %s %s" % (name, status, detail.split("\n")[0] if status != "MISMATCH" else ""))
+        if status == "MISMATCH":
+            print("  " + detail.replace("\n", "\n  "))
+            kinds.setdefault(signature(detail), []).append(name)
+    n_match = sum(1 for s, _ in results.values() if s == "match")
+    print("\n%d cases in %s: %d match, %d mismatch, %d skipped"
+          % (len(results), out, n_match, sum(len(v) for v in kinds.values()),
+             sum(1 for s, _ in results.values() if s == "skip")))
+    for sig, names in kinds.items():
+        print("mismatch on %s: %s" % (", ".join(sig), " ".join(names)))
+        if args.shrink:
+            d = os.path.join(out, names[0])
+            with open(os.path.join(d, "workload.json")) as f:
+                workload = json.load(f)
+            with open(os.path.join(d, "config.json")) as f:
+                cfg = json.load(f)
+            small = shrink(args.oracle, args.tests, workload, cfg, sig)
+            m = d + ".min"
+            write_case(m, small, cfg)
+            run_oracle(args.oracle, m)
+            print("  shrunk to %d requests: %s" % (len(small["requests"]), m))
+    return 1 if kinds else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
