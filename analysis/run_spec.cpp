@@ -82,6 +82,9 @@ void check_dataset_flags(const RunSpec& s) {
   if (!s.trace.empty() && s.has("dataset-name")) {
     throw Error("dataset-name", "not used with --trace: the trace gives the requests");
   }
+  if (!s.trace.empty() && s.has("num-priorities")) {
+    throw Error("num-priorities", "not used with --trace: a csv trace's --col-priority gives them");
+  }
   const std::string& d = s.dataset_name;
   if (std::find(std::begin(kDatasets), std::end(kDatasets), d) == std::end(kDatasets)) {
     throw Error("dataset-name",
@@ -353,6 +356,11 @@ LoadedWorkload generate_dataset(const RunSpec& s) {
 LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
   if (!s.trace.empty()) return load_trace_workload(s, inputs);
   LoadedWorkload out = generate_dataset(s);
+  if (s.num_priorities > 1 || s.has("num-priorities")) {
+    draw_priorities(out.requests, s.num_priorities, uint64_t(s.seed));
+    out.json["num_priorities"] = s.num_priorities;
+    out.text += format(", priorities uniform in 0..%lld", (long long)(s.num_priorities - 1));
+  }
   const TransformOptions what_if = transforms(s, 0);
   if (what_if.any()) {  // the what-if transforms apply to generated requests too, spans included
     Trace t = from_workload(out.requests);

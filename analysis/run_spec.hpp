@@ -80,8 +80,9 @@ struct RunSpec {
   std::string dataset_name = "random";
   int64_t prefix_repetition_prefix_len = 256, prefix_repetition_suffix_len = 256,
           prefix_repetition_num_prefixes = 10, prefix_repetition_output_len = 128;
-  int64_t num_turns = 5;     // multi_turn: turns per session
-  double think_time_s = 10;  // multi_turn: mean gap between a turn's arrival and the next's
+  int64_t num_priorities = 1;  // generated workloads: priorities drawn from 0..N-1
+  int64_t num_turns = 5;       // multi_turn: turns per session
+  double think_time_s = 10;    // multi_turn: mean gap between a turn's arrival and the next's
   ImportOptions import;
   // What-if transforms (window, max requests, scales, clips); the rate, burstiness and seed
   // above are added when they apply.

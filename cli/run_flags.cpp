@@ -145,6 +145,9 @@ const std::vector<RunFlag>& run_flags() {
       {"prefix-repetition-output-len", G::kWorkload,
        Plain<int64_t>{FIELD(prefix_repetition_output_len)}, kShowDefault,
        "prefix_repetition: output tokens of every request"},
+      {"num-priorities", G::kWorkload, Plain<int64_t>{FIELD(num_priorities)}, kShowDefault,
+       "generated workloads: each request's priority drawn uniformly from 0..N-1 (for "
+       "--scheduling-policy priority; lower runs first)"},
       {"num-turns", G::kWorkload, Plain<int64_t>{FIELD(num_turns)}, kShowDefault,
        "multi_turn: turns per session; sessions start at --request-rate / turns per second, "
        "and turn t+1's prompt is turn t's prompt and answer plus --input-len new tokens"},

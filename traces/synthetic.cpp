@@ -153,6 +153,16 @@ std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, 
   return t;
 }
 
+void draw_priorities(Workload& w, int64_t levels, uint64_t seed) {
+  if (levels < 1 || levels > 1'000'000) throw Error("num-priorities", "must be in [1, 1000000]");
+  if (levels == 1) return;
+  // Its own stream: arrivals, inputs and outputs use 3 x seed + 0, 1, 2.
+  boost::random::mt19937_64 rng(seed * 3 + 0x9e3779b97f4a7c15ULL);
+  boost::random::uniform_int_distribution<int32_t> draw(0, int32_t(levels - 1));
+  for (RequestSpec& r : w)
+    r.priority = draw(rng);
+}
+
 Workload generate_synthetic(const SyntheticOptions& opt) {
   if (opt.num_requests < 1 || opt.num_requests > kMaxSyntheticRequests) {
     throw Error("num-requests", "must be in [1, " + std::to_string(kMaxSyntheticRequests) + "]");

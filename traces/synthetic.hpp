@@ -44,6 +44,12 @@ std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, 
 // for inputs with SEED = 3 x seed + 1 and for outputs with 3 x seed + 2).
 std::vector<int32_t> draw_lengths(const LengthDist& d, size_t n, uint64_t seed);
 
+// Gives each request of W a priority drawn uniformly from 0..LEVELS-1 (lower runs first under
+// --scheduling-policy priority), from its own engine seeded from SEED, so that the arrivals and
+// lengths do not change. LEVELS 1 leaves every priority 0. Throws Error naming --num-priorities
+// when LEVELS is outside [1, 1000000].
+void draw_priorities(Workload& w, int64_t levels, uint64_t seed);
+
 // More requests than this is a bad flag, not a workload (ids are 32-bit; memory is ~100 B each).
 inline constexpr int64_t kMaxSyntheticRequests = 100'000'000;
 
