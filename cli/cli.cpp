@@ -24,6 +24,7 @@ const char* kUsage =
     "  trace     import | info | synth: read, inspect and write trace files\n"
     "  calibrate fit the roofline cost model to Vidur profiles or a measured step log\n"
     "  fidelity  compare cost models with measured step times (Vidur profiles)\n"
+    "  validate  replay measured vLLM runs (a ground-truth CSV) and report the prediction errors\n"
     "  diagnose  split a latency change into TTFT and OTPS, with a verdict and the OTPS alarm\n"
     "  sweep     run a grid of configurations in parallel into one table (HDF5/CSV)\n"
     "  capacity  the highest request rate a configuration sustains under an SLO\n"
@@ -51,6 +52,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     if (command == "trace") return cmd_trace(argc - 1, argv + 1, out);
     if (command == "calibrate") return cmd_calibrate(argc - 1, argv + 1, out);
     if (command == "fidelity") return cmd_fidelity(argc - 1, argv + 1, out);
+    if (command == "validate") return cmd_validate(argc - 1, argv + 1, out);
     if (command == "--help" || command == "-h" || command == "help") {
       out << kUsage;
       return 0;

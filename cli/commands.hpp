@@ -20,5 +20,6 @@ int cmd_diagnose(int argc, const char* const* argv, std::ostream& out);
 int cmd_sweep(int argc, const char* const* argv, std::ostream& out);
 int cmd_capacity(int argc, const char* const* argv, std::ostream& out);
 int cmd_check(int argc, const char* const* argv, std::ostream& out);
+int cmd_validate(int argc, const char* const* argv, std::ostream& out);  // cmd_validate.cpp
 
 }  // namespace servesim::cli

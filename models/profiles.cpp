@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "util/csv_file.hpp"
 #include "util/error.hpp"
 #include "util/text_input.hpp"
 
@@ -83,74 +84,6 @@ const std::vector<std::string>& elementwise_ops() {
 }
 
 namespace {
-
-// A CSV read by header name, row by row, with line-aware errors.
-class CsvFile {
- public:
-  explicit CsvFile(const std::string& path) : path_(path), in_(path) {
-    std::string_view line;
-    if (!in_.next(line)) throw Error(path, 0, "", "empty file");
-    header_ = read_csv_header(line, path, 1);
-  }
-  int col(const std::string& name, bool required = true) const {
-    const int i = header_.find(name);
-    if (i < 0 && required) throw Error(path_, 1, name, "missing column");
-    return i;
-  }
-  bool next() {
-    std::string_view line;
-    std::string reason;
-    do {
-      if (!in_.next(line)) return false;
-    } while (line.find_first_not_of(" \t") == std::string_view::npos);
-    if (!split_.split(line, fields_, reason))
-      throw Error(path_, int(in_.line_number()), "", reason);
-    return true;
-  }
-  // The field of column C ("" when the row is short).
-  std::string_view text(int c) const {
-    return c >= 0 && size_t(c) < fields_.size() ? clean_header_name(fields_[size_t(c)])
-                                                : std::string_view();
-  }
-  double number(int c) const {
-    double v = 0;
-    if (!parse_double(text(c), v)) {
-      throw Error(path_, int(in_.line_number()), header_.names[size_t(c)],
-                  "'" + std::string(text(c).substr(0, 40)) + "' is not a number");
-    }
-    return v;
-  }
-  // A whole number in [LO, HI]; Error naming the line and column otherwise.
-  int64_t integer(int c, int64_t lo, int64_t hi) const {
-    const double v = number(c);
-    if (v != std::floor(v) || v < double(lo) || v > double(hi)) {
-      throw Error(
-          path_, line(), header_.names[size_t(c)],
-          "must be a whole number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-    }
-    return int64_t(v);
-  }
-  // A measured time or size: finite and > 0.
-  double positive(int c) const {
-    const double v = number(c);
-    if (!(v > 0)) throw Error(path_, line(), header_.names[size_t(c)], "must be > 0");
-    return v;
-  }
-  bool has_number(int c) const {
-    double v = 0;
-    return parse_double(text(c), v);
-  }
-  const std::string& path() const { return path_; }
-  int line() const { return int(in_.line_number()); }
-  const std::string& name(int c) const { return header_.names[size_t(c)]; }
-
- private:
-  std::string path_;
-  LineReader in_;
-  CsvSplitter split_;
-  std::vector<std::string_view> fields_;
-  CsvHeader header_;
-};
 
 ProfileShape read_shape(const CsvFile& f, const char* heads, const char* kv_heads) {
   ProfileShape s;

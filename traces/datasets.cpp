@@ -84,6 +84,74 @@ Workload generate_prefix_repetition(const PrefixRepetitionOptions& opt) {
   return w;
 }
 
+Workload generate_shared_prefix(const SharedPrefixOptions& o) {
+  check_count(o.num_groups, 1, 1'000'000, "prompt_groups");
+  check_count(o.users_per_group, 1, 1'000'000, "users_per_group");
+  check_count(o.system_prompt_len, 0, INT32_MAX / 2, "system_prompt_tokens");
+  check_count(o.question_len, 0, INT32_MAX / 2, "question_tokens");
+  check_count(o.output_len, 1, INT32_MAX, "output_tokens");
+  if (o.system_prompt_len + o.question_len < 1) {
+    throw Error("question_tokens", "a prompt needs at least one token");
+  }
+  if (o.stages.empty()) throw Error("stages", "at least one load stage is needed");
+  // The prompts, group by group, then shuffled (inference-perf's random.shuffle).
+  const int64_t num_prompts = o.num_groups * o.users_per_group;
+  if (num_prompts > kMaxSyntheticRequests) throw Error("users_per_group", "too many prompts");
+  std::vector<uint32_t> prompts(size_t(num_prompts), 0);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    prompts[i] = uint32_t(i);
+  shuffle(prompts, hash_combine(o.seed, kShuffleStream));
+
+  std::vector<double> arrivals;
+  double start = 0;
+  for (size_t k = 0; k < o.stages.size(); ++k) {
+    const LoadStage& s = o.stages[k];
+    if (!(s.rate > 0 && std::isfinite(s.rate))) throw Error("rate_req_s", "must be > 0");
+    if (!(s.duration_s > 0 && std::isfinite(s.duration_s) && s.duration_s < 1e9)) {
+      throw Error("duration_s", "must be in (0, 1e9) seconds");
+    }
+    const double count = std::round(s.rate * s.duration_s);
+    if (double(arrivals.size()) + count > double(kMaxSyntheticRequests)) {
+      throw Error("rate_req_s", "rate x duration makes too many requests");
+    }
+    // Given its count, a Poisson process puts its arrivals at uniform times: the first n of
+    // n + 1 cumulated exponential gaps, scaled to the stage's length.
+    boost::random::mt19937_64 rng(hash_combine(o.seed, k) * 3);
+    boost::random::exponential_distribution<double> gap(1.0);
+    std::vector<double> t(size_t(count) + 1);
+    double sum = 0;
+    for (double& x : t)
+      x = (sum += gap(rng));
+    for (size_t i = 0; i + 1 < t.size(); ++i)
+      arrivals.push_back(start + t[i] / sum * s.duration_s);
+    start += s.duration_s;
+  }
+  if (arrivals.empty()) throw Error("rate_req_s", "rate x duration makes no request");
+
+  Workload w(arrivals.size());
+  w.spans.reserve(2 * w.size());
+  const int32_t sys = int32_t(o.system_prompt_len), q = int32_t(o.question_len);
+  for (size_t i = 0; i < w.size(); ++i) {
+    RequestSpec& r = w[i];
+    r.id = uint32_t(i);
+    r.arrival_s = arrivals[i];
+    r.input_tokens = sys + q;
+    r.output_tokens = int32_t(o.output_len);
+    const uint32_t p = prompts[i % prompts.size()];
+    r.first_span = uint32_t(w.spans.size());
+    if (sys > 0) {
+      const uint64_t group = hash_combine(o.seed, p / uint64_t(o.users_per_group));
+      w.spans.push_back({stream_id(StreamKind::kPrefix, group), 0, 0, sys});
+    }
+    if (q > 0) {
+      const uint64_t prompt = hash_combine(o.seed, p);
+      w.spans.push_back({stream_id(StreamKind::kPrompt, prompt), 0, sys, q});
+    }
+    r.num_spans = uint32_t(w.spans.size() - r.first_span);
+  }
+  return w;
+}
+
 namespace {
 
 struct Turn {

@@ -14,6 +14,14 @@
 //    request_rate / num_turns per second (so requests arrive at about request_rate); turn t+1
 //    arrives an exponential think time (mean THINK_TIME_S) after turn t arrives. NUM_REQUESTS
 //    counts requests (turns): the last session is cut short when they run out.
+//  - shared_prefix mirrors inference-perf's SharedPrefixDataGenerator (kubernetes-sigs/
+//    inference-perf, inference_perf/datagen/shared_prefix_datagen.py), the load of the public vLLM
+//    ground-truth runs: NUM_GROUPS system prompts of SYSTEM_PROMPT_LEN tokens, each followed by
+//    USERS_PER_GROUP questions of QUESTION_LEN tokens of their own; the GROUPS x USERS prompts,
+//    built group by group, are shuffled once and request i sends prompt i mod (GROUPS x USERS),
+//    so a prompt comes back whole every GROUPS x USERS requests. Every request asks OUTPUT_LEN
+//    tokens. Load comes in STAGES run back to back, each round(rate x duration) requests at
+//    uniformly random times in its window (a Poisson process given its count).
 // Content: a prefix_repetition prompt is one span {stream_id(kPrefix, p), 0, 0, prefix_len} and
 // its own suffix; a multi_turn prompt is one span {stream_id(kSession, s), 0, 0, input_tokens}
 // whose output continues the stream (the next turn's prompt holds it). p and s are mixed with
@@ -25,6 +33,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "traces/request.hpp"
 #include "traces/synthetic.hpp"
@@ -44,6 +53,21 @@ struct PrefixRepetitionOptions {
 
 // Throws Error naming the flag when an option is out of range or num_requests < num_prefixes.
 Workload generate_prefix_repetition(const PrefixRepetitionOptions& opt);
+
+struct LoadStage {
+  double rate = 1;         // requests per second
+  double duration_s = 60;  // seconds
+};
+
+struct SharedPrefixOptions {
+  int64_t num_groups = 10, users_per_group = 5;
+  int64_t system_prompt_len = 100, question_len = 400, output_len = 250;
+  std::vector<LoadStage> stages = {LoadStage{}};
+  uint64_t seed = 0;
+};
+
+// Throws Error naming the field when an option is out of range.
+Workload generate_shared_prefix(const SharedPrefixOptions& opt);
 
 struct MultiTurnOptions {
   // num_requests counts turns; input_len is the new user tokens of a turn; request_rate is in

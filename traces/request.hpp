@@ -48,7 +48,13 @@ struct Workload : std::vector<RequestSpec> {
 
 // Stream ids for the kinds of shared content, distinct by construction (a 64-bit mix of a kind tag
 // and a number), so that generators and importers never collide.
-enum class StreamKind : uint64_t { kRequest = 1, kPrefix = 2, kSession = 3, kTraceBlock = 4 };
+enum class StreamKind : uint64_t {
+  kRequest = 1,
+  kPrefix = 2,
+  kSession = 3,
+  kTraceBlock = 4,
+  kPrompt = 5,  // a whole prompt that generated requests send again (shared_prefix)
+};
 uint64_t stream_id(StreamKind kind, uint64_t n);
 
 }  // namespace servesim

@@ -1,0 +1,417 @@
+#include "analysis/validate.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <ostream>
+
+#include "models/model.hpp"
+#include "traces/datasets.hpp"
+#include "util/csv_file.hpp"
+#include "util/error.hpp"
+#include "util/format.hpp"
+#include "util/lookup.hpp"
+#include "util/parallel.hpp"
+#include "util/stats.hpp"
+#include "util/text_input.hpp"
+
+namespace servesim {
+
+namespace {
+
+// NaN for an empty field, else the number.
+double optional_number(const CsvFile& f, int c) {
+  return c < 0 || trim(f.text(c)).empty() ? NAN : f.number(c);
+}
+
+bool on_off(const CsvFile& f, int c, bool missing) {
+  if (c < 0) return missing;
+  const std::string v = lowercase(std::string(trim(f.text(c))));
+  if (v.empty()) return missing;
+  if (v == "on" || v == "true" || v == "1" || v == "yes") return true;
+  if (v == "off" || v == "false" || v == "0" || v == "no") return false;
+  throw Error(f.path(), f.line(), f.name(c), "expected on or off, got '" + v.substr(0, 40) + "'");
+}
+
+// The configuration every row of one experiment must share.
+std::string configuration(const GroundTruthRow& r) {
+  return format("%s|%s|%d|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%d|%d|%.6g", r.gpu.c_str(),
+                r.model.c_str(), r.tp, (long long)r.system_prompt_tokens,
+                (long long)r.question_tokens, (long long)r.output_tokens,
+                (long long)r.prompt_groups, (long long)r.users_per_group,
+                (long long)r.max_num_batched_tokens, (long long)r.max_num_seqs,
+                (long long)r.max_model_len, (long long)r.vllm_kv_blocks, int(r.prefix_caching),
+                int(r.chunked_prefill), r.gpu_memory_utilization);
+}
+
+}  // namespace
+
+std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
+  CsvFile f(path);
+  const int c_experiment = f.col("experiment"), c_stage = f.col("stage"), c_gpu = f.col("gpu"),
+            c_tp = f.col("tp"), c_model = f.col("model"), c_workload = f.col("workload", false),
+            c_sys = f.col("system_prompt_tokens"), c_question = f.col("question_tokens"),
+            c_output = f.col("output_tokens"), c_groups = f.col("prompt_groups"),
+            c_users = f.col("users_per_group"), c_rate = f.col("rate_req_s"),
+            c_duration = f.col("duration_s"), c_budget = f.col("max_num_batched_tokens"),
+            c_seqs = f.col("max_num_seqs"), c_len = f.col("max_model_len"),
+            c_blocks = f.col("vllm_kv_blocks", false), c_prefix = f.col("prefix_caching", false),
+            c_chunked = f.col("chunked_prefill", false), c_offload = f.col("cpu_kv_offload", false),
+            c_util = f.col("gpu_memory_utilization", false);
+  const std::pair<const char*, double LatencyFigures::*> metrics[] = {
+      {"ttft_mean_ms", &LatencyFigures::ttft_mean}, {"ttft_p90_ms", &LatencyFigures::ttft_p90},
+      {"ttft_p99_ms", &LatencyFigures::ttft_p99},   {"tpot_mean_ms", &LatencyFigures::tpot_mean},
+      {"e2e_mean_ms", &LatencyFigures::e2e_mean},   {"e2e_p90_ms", &LatencyFigures::e2e_p90},
+      {"e2e_p99_ms", &LatencyFigures::e2e_p99}};
+  std::vector<int> c_metrics;
+  for (const auto& m : metrics)
+    c_metrics.push_back(f.col(m.first));
+
+  std::vector<GroundTruthRow> rows;
+  std::map<std::string, std::string> config_of;  // experiment -> its configuration
+  std::map<std::string, std::vector<int>> stages_of;
+  while (f.next()) {
+    GroundTruthRow r;
+    r.line = f.line();
+    r.experiment = std::string(trim(f.text(c_experiment)));
+    if (r.experiment.empty()) throw Error(path, f.line(), "experiment", "must not be empty");
+    const std::string stage(trim(f.text(c_stage)));
+    r.stage = stage == "all" ? -1 : int(f.integer(c_stage, 0, 1000));
+    r.gpu = std::string(trim(f.text(c_gpu)));
+    r.model = std::string(trim(f.text(c_model)));
+    if (c_workload >= 0) r.workload = std::string(trim(f.text(c_workload)));
+    r.tp = int(f.integer(c_tp, 1, 64));
+    r.system_prompt_tokens = f.integer(c_sys, 0, 1'000'000);
+    r.question_tokens = f.integer(c_question, 0, 1'000'000);
+    r.output_tokens = f.integer(c_output, 1, 1'000'000);
+    r.prompt_groups = f.integer(c_groups, 1, 1'000'000);
+    r.users_per_group = f.integer(c_users, 1, 1'000'000);
+    if (r.stage >= 0) {
+      r.rate_req_s = f.positive(c_rate);
+      r.duration_s = f.positive(c_duration);
+      if (r.rate_req_s > 1e6 || r.duration_s > 1e7 || r.rate_req_s * r.duration_s > 1e7) {
+        throw Error(path, f.line(), "rate_req_s",
+                    "rate x duration must be at most 10,000,000 requests (rate <= 1e6 req/s, "
+                    "duration <= 1e7 s)");
+      }
+    }
+    r.max_num_batched_tokens = f.integer(c_budget, 1, 1 << 24);
+    r.max_num_seqs = f.integer(c_seqs, 1, 1 << 20);
+    r.max_model_len = f.integer(c_len, 1, 1 << 30);
+    if (c_blocks >= 0 && !trim(f.text(c_blocks)).empty()) {
+      r.vllm_kv_blocks = f.integer(c_blocks, 1, int64_t(1) << 40);
+    }
+    r.prefix_caching = on_off(f, c_prefix, true);
+    r.chunked_prefill = on_off(f, c_chunked, true);
+    if (on_off(f, c_offload, false)) {
+      throw Error(path, f.line(), "cpu_kv_offload", "CPU KV offload is not modelled");
+    }
+    if (c_util >= 0 && !trim(f.text(c_util)).empty()) {
+      r.gpu_memory_utilization = f.number(c_util);
+      if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1)) {
+        throw Error(path, f.line(), "gpu_memory_utilization", "must be in (0, 1]");
+      }
+    }
+    for (size_t i = 0; i < c_metrics.size(); ++i) {
+      const double v = optional_number(f, c_metrics[i]);
+      if (!(std::isnan(v) || (v > 0 && v < 1e9))) {
+        throw Error(path, f.line(), metrics[i].first, "must be empty or in (0, 1e9) ms");
+      }
+      r.measured.*metrics[i].second = v;
+    }
+    const std::string config = configuration(r);
+    const auto [it, inserted] = config_of.emplace(r.experiment, config);
+    if (!inserted && it->second != config) {
+      throw Error(path, f.line(), "experiment",
+                  "'" + r.experiment + "': its rows disagree on the server or workload");
+    }
+    if (r.stage >= 0) {
+      std::vector<int>& stages = stages_of[r.experiment];
+      if (std::find(stages.begin(), stages.end(), r.stage) != stages.end()) {
+        throw Error(path, f.line(), "stage", "stage " + stage + " of '" + r.experiment + "' twice");
+      }
+      stages.push_back(r.stage);
+    }
+    rows.push_back(std::move(r));
+  }
+  if (rows.empty()) throw Error(path, 0, "", "no rows");
+  for (const GroundTruthRow& r : rows) {
+    std::vector<int> stages = stages_of[r.experiment];
+    std::sort(stages.begin(), stages.end());
+    if (stages.empty()) {
+      throw Error(path, int(r.line), "stage", "'" + r.experiment + "' has no stage rows");
+    }
+    for (size_t i = 0; i < stages.size(); ++i) {
+      if (stages[i] != int(i)) {
+        throw Error(path, int(r.line), "stage",
+                    "the stages of '" + r.experiment + "' must be numbered 0, 1, ...");
+      }
+    }
+  }
+  return rows;
+}
+
+std::string ground_truth_gpu(const std::string& gpu, std::string& reason) {
+  const std::string g = lowercase(gpu);
+  const auto has = [&](const char* s) { return g.find(s) != std::string::npos; };
+  if (has("h100") && has("pcie")) return "h100-pcie";
+  if (has("h100")) return "h100-sxm";
+  if (has("h200")) return "h200-sxm";
+  if (has("a100") && has("40")) return "a100-40g";
+  if (has("a100")) return "a100-80g";
+  if (has("b200")) return "b200";
+  if (has("l40s")) return "l40s";
+  if (has("mi300x")) return "mi300x";
+  reason = "GPU '" + gpu + "' is not in the catalogue";
+  return "";
+}
+
+double percent_error(double predicted, double measured) {
+  if (!(std::isfinite(predicted) && std::isfinite(measured) && measured != 0)) return NAN;
+  return (predicted - measured) / measured * 100.0;
+}
+
+namespace {
+
+struct Experiment {
+  std::vector<size_t> rows;    // indices into the rows, summary row included
+  std::vector<size_t> stages;  // stage rows, by stage number
+};
+
+// What the requests arriving in [FROM, TO) measure, as the study reports it.
+void measure(const RunResult& run, double from, double to, ValidateRow& row) {
+  std::vector<double> ttft, e2e;
+  double output = 0;
+  for (const RequestRecord& r : run.requests) {
+    if (r.arrival_s < from || r.arrival_s >= to) continue;
+    ++row.requests;
+    if (!r.finished()) {
+      ++row.rejected;
+      continue;
+    }
+    ttft.push_back(r.ttft_s() * 1e3);
+    e2e.push_back(r.e2e_s() * 1e3);
+    output += r.output_tokens;
+  }
+  if (ttft.empty()) return;
+  const Stats t = summarize(ttft), e = summarize(e2e);
+  LatencyFigures& p = row.predicted;
+  p.ttft_mean = t.mean;
+  p.ttft_p90 = t.p90;
+  p.ttft_p99 = t.p99;
+  p.e2e_mean = e.mean;
+  p.e2e_p90 = e.p90;
+  p.e2e_p99 = e.p99;
+  const double mean_output = output / double(ttft.size());
+  // The study's TPOT: (E2E mean - TTFT mean) / (mean output - 1).
+  if (mean_output > 1) p.tpot_mean = (e.mean - t.mean) / (mean_output - 1);
+}
+
+// The RunSpec of experiment row R: the base's cost model and seed, the row's server.
+RunSpec experiment_spec(const GroundTruthRow& r, const RunSpec& base, const std::string& gpu) {
+  RunSpec s = base;
+  s.model = r.model;
+  s.gpu = gpu;
+  s.tensor_parallel_size = r.tp;
+  s.tp = 0;
+  s.gpu_memory_utilization = r.gpu_memory_utilization;
+  s.max_model_len = r.max_model_len;
+  s.max_num_seqs = r.max_num_seqs;
+  s.scheduler = "vllm-v1:" + std::to_string(r.max_num_batched_tokens);
+  s.enable_prefix_caching = r.prefix_caching;
+  s.no_enable_prefix_caching = !r.prefix_caching;
+  s.given.insert("enable-prefix-caching");
+  return s;
+}
+
+void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experiment& x,
+                         const ValidateOptions& options, std::vector<ValidateRow>& out) {
+  const GroundTruthRow& first = rows[x.stages.front()];
+  std::string reason;
+  const std::string gpu = ground_truth_gpu(first.gpu, reason);
+  try {
+    if (gpu.empty()) throw Error("gpu", reason);
+    if (!first.chunked_prefill) {
+      throw Error("chunked_prefill", "vLLM V1 always chunks; off is not a V1 configuration");
+    }
+    const RunSpec spec = experiment_spec(first, options.base, gpu);
+    Inputs inputs;
+    check_flags(spec);
+    const SimConfig config = policy_config(base_config(spec, inputs), spec, spec.scheduler);
+    SharedPrefixOptions w;
+    w.num_groups = first.prompt_groups;
+    w.users_per_group = first.users_per_group;
+    w.system_prompt_len = first.system_prompt_tokens;
+    w.question_len = first.question_tokens;
+    w.output_len = first.output_tokens;
+    w.seed = uint64_t(options.base.seed);
+    w.stages.clear();
+    for (const size_t i : x.stages)
+      w.stages.push_back({rows[i].rate_req_s, rows[i].duration_s});
+    const Workload requests = generate_shared_prefix(w);
+    const RunResult run = simulate(config, requests);
+    double start = 0;
+    for (const size_t i : x.stages) {
+      measure(run, start, start + rows[i].duration_s, out[i]);
+      start += rows[i].duration_s;
+    }
+    for (const size_t i : x.rows) {
+      out[i].predicted_kv_blocks = run.memory.num_gpu_blocks;
+      if (rows[i].stage < 0) measure(run, 0, INFINITY, out[i]);
+    }
+  } catch (const Error& e) {
+    std::string why = e.what();
+    why = why.substr(0, why.find(" (known: "));  // the catalogue's list is for the command line
+    for (const size_t i : x.rows)
+      out[i].skipped = why;
+  }
+}
+
+}  // namespace
+
+std::vector<ValidateRow> validate_ground_truth(const std::vector<GroundTruthRow>& rows,
+                                               const ValidateOptions& options) {
+  std::vector<ValidateRow> out(rows.size());
+  std::vector<std::string> names;
+  std::map<std::string, Experiment> experiments;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out[i].truth = rows[i];
+    const std::string& name = rows[i].experiment;
+    if (!options.filter.empty() && name.find(options.filter) == std::string::npos) continue;
+    if (!experiments.count(name)) names.push_back(name);
+    Experiment& x = experiments[name];
+    x.rows.push_back(i);
+    if (rows[i].stage >= 0) {
+      if (x.stages.size() <= size_t(rows[i].stage)) x.stages.resize(size_t(rows[i].stage) + 1);
+      x.stages[size_t(rows[i].stage)] = i;
+    }
+  }
+  if (names.empty()) throw Error("experiment", "no experiment matches '" + options.filter + "'");
+  parallel_for(
+      names.size(), options.jobs, "experiments",
+      [&](size_t k) { simulate_experiment(rows, experiments.at(names[k]), options, out); },
+      [](size_t) {});
+  // Rows of experiments left out by the filter are dropped.
+  std::vector<ValidateRow> kept;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (experiments.count(rows[i].experiment)) kept.push_back(std::move(out[i]));
+  }
+  return kept;
+}
+
+const std::vector<std::string>& validate_metrics() {
+  static const std::vector<std::string> m = {"ttft_mean", "ttft_p90", "ttft_p99", "tpot_mean",
+                                             "e2e_mean",  "e2e_p90",  "e2e_p99",  "kv_blocks"};
+  return m;
+}
+
+namespace {
+
+// (predicted, measured) of METRIC in ROW.
+std::pair<double, double> metric_pair(const ValidateRow& row, const std::string& metric) {
+  if (metric == "kv_blocks") {
+    return {row.predicted_kv_blocks > 0 ? double(row.predicted_kv_blocks) : NAN,
+            row.truth.vllm_kv_blocks > 0 ? double(row.truth.vllm_kv_blocks) : NAN};
+  }
+  static const std::map<std::string, double LatencyFigures::*> fields = {
+      {"ttft_mean", &LatencyFigures::ttft_mean}, {"ttft_p90", &LatencyFigures::ttft_p90},
+      {"ttft_p99", &LatencyFigures::ttft_p99},   {"tpot_mean", &LatencyFigures::tpot_mean},
+      {"e2e_mean", &LatencyFigures::e2e_mean},   {"e2e_p90", &LatencyFigures::e2e_p90},
+      {"e2e_p99", &LatencyFigures::e2e_p99}};
+  const auto it = fields.find(metric);
+  if (it == fields.end()) throw Error("metric", "unknown metric '" + metric + "'");
+  return {row.predicted.*it->second, row.truth.measured.*it->second};
+}
+
+std::string row_name(const GroundTruthRow& r) {
+  return r.experiment + (r.stage < 0 ? "" : " stage " + std::to_string(r.stage));
+}
+
+}  // namespace
+
+ErrorSummary summarize_errors(const std::vector<ValidateRow>& rows, const std::string& metric,
+                              bool summary_rows) {
+  ErrorSummary s;
+  std::vector<double> ape;
+  for (const ValidateRow& row : rows) {
+    if ((row.truth.stage < 0) != summary_rows) continue;
+    const auto [p, m] = metric_pair(row, metric);
+    const double e = std::fabs(percent_error(p, m));
+    if (std::isnan(e)) continue;
+    ape.push_back(e);
+    if (!(e <= s.worst_ape)) {
+      s.worst_ape = e;
+      s.worst = row_name(row.truth);
+    }
+  }
+  s.rows = ape.size();
+  if (ape.empty()) return s;
+  const Stats st = summarize(ape);
+  s.median_ape = st.p50;
+  s.mape = st.mean;
+  return s;
+}
+
+void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows) {
+  out << format("%-44s %5s  %-23s %-23s %-25s %-25s %s\n", "experiment", "stage",
+                "TTFT mean ms meas/pred", "TPOT mean ms meas/pred", "E2E mean ms meas/pred",
+                "E2E p99 ms meas/pred", "KV blocks meas/pred");
+  const auto cell = [](double m, double p, const char* fmt) {
+    const double e = percent_error(p, m);
+    const std::string v = format(fmt, m, p);
+    return std::isnan(e) ? v : v + format(" %+4.0f%%", e);
+  };
+  for (const ValidateRow& row : rows) {
+    const GroundTruthRow& t = row.truth;
+    const std::string stage = t.stage < 0 ? "all" : std::to_string(t.stage);
+    std::string name = t.experiment.size() > 44 ? t.experiment.substr(0, 43) + "~" : t.experiment;
+    if (!row.skipped.empty()) {
+      out << format("%-44s %5s  skipped: %s\n", name.c_str(), stage.c_str(), row.skipped.c_str());
+      continue;
+    }
+    const LatencyFigures &m = t.measured, &p = row.predicted;
+    out << format(
+        "%-44s %5s  %-23s %-23s %-25s %-25s %s\n", name.c_str(), stage.c_str(),
+        cell(m.ttft_mean, p.ttft_mean, "%.1f/%.1f").c_str(),
+        cell(m.tpot_mean, p.tpot_mean, "%.2f/%.2f").c_str(),
+        cell(m.e2e_mean, p.e2e_mean, "%.0f/%.0f").c_str(),
+        cell(m.e2e_p99, p.e2e_p99, "%.0f/%.0f").c_str(),
+        cell(double(t.vllm_kv_blocks), double(row.predicted_kv_blocks), "%.0f/%.0f").c_str());
+  }
+  out << "\nabsolute percentage error      stage rows: median  mean   worst       experiments: "
+         "median  mean   worst (experiment)\n";
+  for (const std::string& metric : validate_metrics()) {
+    const ErrorSummary st = summarize_errors(rows, metric, false);
+    const ErrorSummary ex = summarize_errors(rows, metric, true);
+    out << format(
+        "  %-10s %2zu stage rows %19.1f%% %5.1f%% %6.1f%%   %2zu experiments %6.1f%% "
+        "%5.1f%% %6.1f%% (%s)\n",
+        metric.c_str(), st.rows, st.median_ape, st.mape, st.worst_ape, ex.rows, ex.median_ape,
+        ex.mape, ex.worst_ape, ex.worst.c_str());
+  }
+}
+
+void write_validation_csv(const std::string& path, const std::vector<ValidateRow>& rows) {
+  std::ofstream f(path);
+  if (!f) throw Error(path, 0, "", "cannot write");
+  f << "experiment,stage,requests,rejected";
+  for (const std::string& metric : validate_metrics())
+    f << ',' << metric << "_measured," << metric << "_predicted," << metric << "_error_pct";
+  f << ",skipped\n";
+  for (const ValidateRow& row : rows) {
+    f << row.truth.experiment << ','
+      << (row.truth.stage < 0 ? "all" : std::to_string(row.truth.stage)) << ',' << row.requests
+      << ',' << row.rejected;
+    for (const std::string& metric : validate_metrics()) {
+      const auto [p, m] = metric_pair(row, metric);
+      f << format(",%.6g,%.6g,%.3f", m, p, percent_error(p, m));
+    }
+    std::string why = row.skipped;
+    std::replace(why.begin(), why.end(), ',', ';');
+    std::replace(why.begin(), why.end(), '"', '\'');
+    f << ',' << why << '\n';
+  }
+  if (!f) throw Error(path, 0, "", "cannot write");
+}
+
+}  // namespace servesim

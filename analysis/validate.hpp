@@ -1,0 +1,93 @@
+// `servesim validate`: replays measured runs of real vLLM servers and compares what servesim
+// predicts with what was measured. The measurements come as a CSV in the format of
+// ../shared/groundtruth/vllm-0.15.1-h100.csv: one row per load stage of an experiment (`stage`
+// 0, 1, ...) and one summary row per experiment (`stage` = all), each with the server's
+// configuration, the inference-perf shared_prefix workload that drove it, the KV blocks vLLM
+// logged and the client-side latencies (TTFT, E2E: mean, p90, p99; TPOT mean, derived as
+// (E2E mean - TTFT mean) / (mean output - 1)).
+// Each experiment is simulated once, its stages back to back (stage 1 starts with stage 0's
+// queue and prefix cache), and each row is compared on the requests that arrived in its stage
+// (all of them for the summary row).
+// Promises: bad input is an Error naming the file, line and field; rows whose model or GPU
+// servesim does not know are kept, with the reason, and predict nothing.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/run_spec.hpp"
+
+namespace servesim {
+
+// The latencies compared, in milliseconds (NaN: not measured or not predicted).
+struct LatencyFigures {
+  double ttft_mean = NAN, ttft_p90 = NAN, ttft_p99 = NAN, tpot_mean = NAN, e2e_mean = NAN,
+         e2e_p90 = NAN, e2e_p99 = NAN;
+};
+
+// One row of a ground-truth CSV.
+struct GroundTruthRow {
+  int64_t line = 0;  // in the file
+  std::string experiment, gpu, model, workload;
+  int stage = -1;  // -1: the experiment's summary row (`all`)
+  int tp = 1;
+  int64_t system_prompt_tokens = 0, question_tokens = 0, output_tokens = 0, prompt_groups = 0,
+          users_per_group = 0;
+  double rate_req_s = NAN, duration_s = NAN;  // stage rows only
+  int64_t max_num_batched_tokens = 0, max_num_seqs = 0, max_model_len = 0;
+  int64_t vllm_kv_blocks = 0;  // 0 when not given
+  bool prefix_caching = true, chunked_prefill = true;
+  double gpu_memory_utilization = 0.9;
+  LatencyFigures measured;
+};
+
+// Reads PATH. Throws Error(path, line, field) on a missing column, a bad value, an experiment
+// whose rows disagree on its configuration, or one without stage rows.
+std::vector<GroundTruthRow> read_ground_truth(const std::string& path);
+
+// The catalogue names of a ground-truth row's GPU ("H100-80GB-SXM" is h100-sxm) and model (its
+// Hugging Face id as the catalogue knows it); "" with REASON when servesim has none.
+std::string ground_truth_gpu(const std::string& gpu, std::string& reason);
+
+struct ValidateOptions {
+  RunSpec base;        // cost model, calibration, seed; the rest comes from each row
+  int jobs = 1;        // experiments simulated at once
+  std::string filter;  // only experiments whose name contains this ("" = all)
+};
+
+struct ValidateRow {
+  GroundTruthRow truth;
+  LatencyFigures predicted;
+  int64_t predicted_kv_blocks = 0;
+  int64_t requests = 0, rejected = 0;  // of the predicted stage
+  std::string skipped;                 // why nothing was predicted ("" when predicted)
+};
+
+// Percentage error of PREDICTED against MEASURED, (p - m) / m x 100; NaN when either is.
+double percent_error(double predicted, double measured);
+
+// Simulates every experiment of ROWS and fills in the predictions, in the rows' order.
+std::vector<ValidateRow> validate_ground_truth(const std::vector<GroundTruthRow>& rows,
+                                               const ValidateOptions& options);
+
+// The errors of one metric over the rows that have it: median and mean absolute percentage
+// error, and the worst row.
+struct ErrorSummary {
+  size_t rows = 0;
+  double median_ape = NAN, mape = NAN, worst_ape = NAN;
+  std::string worst;  // experiment (and stage) of the worst row
+};
+// METRIC: ttft_mean, ttft_p90, ttft_p99, tpot_mean, e2e_mean, e2e_p90, e2e_p99 or kv_blocks.
+// SUMMARY_ROWS: the experiments' summary rows only (one per experiment), else the stage rows.
+ErrorSummary summarize_errors(const std::vector<ValidateRow>& rows, const std::string& metric,
+                              bool summary_rows);
+const std::vector<std::string>& validate_metrics();
+
+// The text report: a row per stage and per experiment, then each metric's errors.
+void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows);
+// Every measured and predicted figure, a line per row.
+void write_validation_csv(const std::string& path, const std::vector<ValidateRow>& rows);
+
+}  // namespace servesim

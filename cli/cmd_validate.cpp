@@ -1,0 +1,45 @@
+// `servesim validate FILE.csv`: replay measured vLLM runs and compare servesim's predictions.
+#include <ostream>
+
+#include "analysis/validate.hpp"
+#include "cli/commands.hpp"
+#include "cli/common.hpp"
+#include "util/error.hpp"
+#include "util/parallel.hpp"
+
+namespace servesim::cli {
+
+int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
+  std::string file, csv;
+  ValidateOptions o;
+  RunSpec& b = o.base;
+  po::options_description desc("servesim validate");
+  desc.add_options()("file", po::value(&file)->required(),
+                     "ground-truth CSV (also the positional argument), in the format of "
+                     "../shared/groundtruth/vllm-0.15.1-h100.csv")(
+      "experiment", po::value(&o.filter), "only experiments whose name contains this")(
+      "cost-model", po::value(&b.cost_model)->default_value(b.cost_model), "roofline | table")(
+      "calibration", po::value(&b.calibration), "roofline parameters from `servesim calibrate`")(
+      "profiles", po::value(&b.profiles), "Vidur profiles for --cost-model table")(
+      "seed", po::value(&b.seed)->default_value(b.seed), "seed of the generated workloads")(
+      "jobs,j", po::value(&o.jobs)->default_value(hardware_threads()),
+      "experiments simulated at once")("csv", po::value(&csv),
+                                       "write every measured and predicted figure to this CSV")(
+      "config", po::value<std::string>(), "read any of these flags from an INI file")(
+      "help,h", "show this help");
+  po::positional_options_description pos;
+  pos.add("file", 1);
+  po::variables_map vm;
+  if (!parse_command(argc, argv, desc, vm, out, "servesim validate FILE.csv [options]", &pos)) {
+    return 0;
+  }
+  if (o.jobs < 1 || o.jobs > 1024) throw Error("jobs", "must be in [1, 1024]");
+  if (b.seed < 0) throw Error("seed", "must be >= 0");
+  const std::vector<GroundTruthRow> rows = read_ground_truth(file);
+  const std::vector<ValidateRow> result = validate_ground_truth(rows, o);
+  print_validation(out, result);
+  if (!csv.empty()) write_validation_csv(csv, result);
+  return 0;
+}
+
+}  // namespace servesim::cli

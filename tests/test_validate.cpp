@@ -1,0 +1,186 @@
+// `servesim validate`: inference-perf's shared_prefix workload, the ground-truth CSV reader and
+// its hostile input, and whole replays on small hand-made rows.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+
+#include "analysis/validate.hpp"
+#include "cli_helpers.hpp"
+#include "shared_data.hpp"
+#include "trace_fixtures.hpp"
+#include "traces/datasets.hpp"
+#include "util/error.hpp"
+
+using namespace servesim;
+using servesim::test::fixture;
+
+namespace {
+
+const char* kHeader =
+    "experiment,stage,vllm_version,gpu,tp,model,workload,system_prompt_tokens,question_tokens,"
+    "output_tokens,prompt_groups,users_per_group,rate_req_s,duration_s,max_num_batched_tokens,"
+    "max_num_seqs,max_model_len,vllm_kv_blocks,prefix_caching,chunked_prefill,cpu_kv_offload,"
+    "gpu_memory_utilization,ttft_mean_ms,ttft_p90_ms,ttft_p99_ms,tpot_mean_ms,e2e_mean_ms,"
+    "e2e_p90_ms,e2e_p99_ms\n";
+
+// A row of experiment X at STAGE ("all" for its summary), rate RATE for DURATION seconds.
+std::string row(const std::string& x, const std::string& stage, const std::string& rate,
+                const std::string& duration,
+                const std::string& model = "meta-llama/Llama-2-7b-hf") {
+  return x + "," + stage + ",0.15.1,H100-80GB-SXM,1," + model + ",inference-perf,32,64,20,3,2," +
+         rate + "," + duration +
+         ",2048,128,4096,7463,on,on,,,25.0,28.0,45.0,9.0,200.0,230.0,260.0\n";
+}
+
+std::string error_at(const std::string& name, const std::string& body) {
+  try {
+    read_ground_truth(fixture(name, std::string(kHeader) + body));
+  } catch (const Error& e) {
+    return std::to_string(e.line()) + ":" + e.field();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("shared_prefix: prompts cycle every groups x users requests, stages back to back",
+          "[validate][workload]") {
+  SharedPrefixOptions o;
+  o.num_groups = 3;
+  o.users_per_group = 2;
+  o.system_prompt_len = 32;
+  o.question_len = 20;
+  o.output_len = 7;
+  o.stages = {{2.0, 10.0}, {5.0, 4.0}};
+  const Workload w = generate_shared_prefix(o);
+  REQUIRE(w.size() == 20 + 20);
+  std::set<std::pair<uint64_t, uint64_t>> prompts;
+  std::map<uint64_t, std::set<uint64_t>> questions_of_group;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const RequestSpec& r = w[i];
+    CHECK(r.id == i);
+    CHECK(r.input_tokens == 52);
+    CHECK(r.output_tokens == 7);
+    if (i > 0) CHECK(r.arrival_s >= w[i - 1].arrival_s);
+    // 20 requests in [0, 10), then 20 in [10, 14).
+    CHECK(r.arrival_s >= (i < 20 ? 0.0 : 10.0));
+    CHECK(r.arrival_s < (i < 20 ? 10.0 : 14.0));
+    REQUIRE(r.num_spans == 2);
+    const TokenSpan& sys = w.spans[r.first_span];
+    const TokenSpan& q = w.spans[r.first_span + 1];
+    CHECK((sys.prompt_pos == 0 && sys.tokens == 32 && sys.stream_pos == 0));
+    CHECK((q.prompt_pos == 32 && q.tokens == 20 && q.stream_pos == 0));
+    prompts.insert({sys.stream, q.stream});
+    questions_of_group[sys.stream].insert(q.stream);
+    // The same prompt comes back 6 requests later.
+    if (i >= 6) {
+      CHECK(w.spans[w[i - 6].first_span].stream == sys.stream);
+      CHECK(w.spans[w[i - 6].first_span + 1].stream == q.stream);
+    }
+  }
+  CHECK(prompts.size() == 6);
+  CHECK(questions_of_group.size() == 3);
+  for (const auto& [group, questions] : questions_of_group)
+    CHECK(questions.size() == 2);
+  // Seeded: the same options, the same workload; another seed, another order and times.
+  const Workload again = generate_shared_prefix(o);
+  CHECK(again[17].arrival_s == w[17].arrival_s);
+  o.seed = 1;
+  CHECK(generate_shared_prefix(o)[17].arrival_s != w[17].arrival_s);
+}
+
+TEST_CASE("ground truth: rows read by column name, stages and the summary row", "[validate]") {
+  const std::string path =
+      fixture("gt_ok.csv", std::string(kHeader) + row("x", "all", "2 req/s then 4", "") +
+                               row("x", "0", "2", "30") + row("x", "1", "4", "30"));
+  const std::vector<GroundTruthRow> rows = read_ground_truth(path);
+  REQUIRE(rows.size() == 3);
+  CHECK(rows[0].stage == -1);
+  CHECK(std::isnan(rows[0].rate_req_s));
+  CHECK(rows[2].stage == 1);
+  CHECK(rows[2].rate_req_s == 4);
+  CHECK(rows[2].duration_s == 30);
+  CHECK(rows[1].system_prompt_tokens == 32);
+  CHECK(rows[1].question_tokens == 64);
+  CHECK(rows[1].max_num_batched_tokens == 2048);
+  CHECK(rows[1].vllm_kv_blocks == 7463);
+  CHECK(rows[1].gpu_memory_utilization == 0.9);
+  CHECK(rows[1].prefix_caching);
+  CHECK(rows[1].measured.e2e_p99 == 260.0);
+  CHECK(rows[1].measured.tpot_mean == 9.0);
+}
+
+TEST_CASE("ground truth: hostile input names the line and field", "[validate][errors]") {
+  CHECK(error_at("gt_nostage.csv", row("x", "all", "", "")) == "2:stage");
+  CHECK(error_at("gt_twice.csv", row("x", "0", "2", "30") + row("x", "0", "2", "30")) == "3:stage");
+  CHECK(error_at("gt_gap.csv", row("x", "1", "2", "30")) == "2:stage");
+  CHECK(error_at("gt_rate.csv", row("x", "0", "fast", "30")) == "2:rate_req_s");
+  CHECK(error_at("gt_zero.csv", row("x", "0", "0", "30")) == "2:rate_req_s");
+  CHECK(error_at("gt_huge.csv", row("x", "0", "1e6", "1e6")) == "2:rate_req_s");
+  CHECK(error_at("gt_dur.csv", row("x", "0", "2", "-1")) == "2:duration_s");
+  CHECK(error_at("gt_nan.csv", row("x", "0", "2", "nan")) == "2:duration_s");
+  std::string other = row("x", "1", "2", "30");
+  other.replace(other.find(",32,"), 4, ",33,");
+  CHECK(error_at("gt_disagree.csv", row("x", "0", "2", "30") + other) == "3:experiment");
+  std::string offload = row("x", "0", "2", "30");
+  offload.replace(offload.find("on,on,,"), 7, "on,on,on,");
+  CHECK(error_at("gt_offload.csv", offload) == "2:cpu_kv_offload");
+  std::string neg = row("x", "0", "2", "30");
+  neg.replace(neg.find(",25.0,"), 6, ",-25.0,");
+  CHECK(error_at("gt_neg.csv", neg) == "2:ttft_mean_ms");
+  CHECK(error_at("gt_empty.csv", "") == "0:");
+  try {
+    read_ground_truth(fixture("gt_nocol.csv", "experiment,stage\nx,0\n"));
+    FAIL("a file without the columns was read");
+  } catch (const Error& e) {
+    CHECK(e.line() == 1);
+    CHECK(e.field() == "gpu");
+  }
+}
+
+TEST_CASE("validate: each stage is measured on its own requests, unknown models are kept",
+          "[validate]") {
+  const std::string path = fixture(
+      "gt_run.csv", std::string(kHeader) + row("x", "all", "", "") + row("x", "0", "2", "20") +
+                        row("x", "1", "6", "10") + row("y", "0", "2", "5", "acme/not-a-model"));
+  ValidateOptions o;
+  const std::vector<ValidateRow> v = validate_ground_truth(read_ground_truth(path), o);
+  REQUIRE(v.size() == 4);
+  CHECK(v[0].requests == 100);
+  CHECK(v[1].requests == 40);
+  CHECK(v[2].requests == 60);
+  for (size_t i = 0; i < 3; ++i) {
+    CHECK(v[i].skipped.empty());
+    CHECK(v[i].rejected == 0);
+    CHECK(v[i].predicted_kv_blocks > 0);
+    const LatencyFigures& p = v[i].predicted;
+    CHECK(p.ttft_mean > 0);
+    CHECK(p.ttft_p99 >= p.ttft_p90);
+    CHECK(p.e2e_mean > p.ttft_mean);
+    CHECK(p.e2e_p99 >= p.e2e_p90);
+    // 20 tokens: TPOT is (E2E - TTFT) / 19.
+    CHECK(p.tpot_mean == Approx((p.e2e_mean - p.ttft_mean) / 19.0));
+  }
+  // The summary row's mean lies between the stages'.
+  CHECK(v[0].predicted.e2e_mean >= std::min(v[1].predicted.e2e_mean, v[2].predicted.e2e_mean));
+  CHECK(v[0].predicted.e2e_mean <= std::max(v[1].predicted.e2e_mean, v[2].predicted.e2e_mean));
+  CHECK_THAT(v[3].skipped, Catch::Contains("acme/not-a-model"));
+  CHECK(std::isnan(v[3].predicted.e2e_mean));
+
+  const ErrorSummary e = summarize_errors(v, "e2e_mean", false);
+  CHECK(e.rows == 2);
+  CHECK(e.worst_ape >= e.median_ape);
+  CHECK(percent_error(110, 100) == Approx(10.0));
+  CHECK(std::isnan(percent_error(1, 0)));
+
+  // The command: a table and the error summary; a filter that matches nothing is an error.
+  const auto r = servesim::test::cli({"validate", path, "--experiment", "x", "--jobs", "1"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("e2e_mean") && Catch::Contains("kv_blocks") &&
+                        !Catch::Contains("not-a-model"));
+  const auto none = servesim::test::cli({"validate", path, "--experiment", "zzz"});
+  CHECK(none.code == 2);
+  CHECK_THAT(none.err, Catch::Contains("experiment"));
+}
