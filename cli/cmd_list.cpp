@@ -32,13 +32,13 @@ void list_gpus(std::ostream& out) {
 
 void list_models(std::ostream& out) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-16s %-30s %6s %6s %5s %4s %6s %6s %7s %8s %7s %8s %8s\n",
+  std::snprintf(buf, sizeof buf, "%-19s %-36s %6s %6s %5s %4s %6s %6s %7s %8s %7s %8s %8s\n",
                 "name", "hf_id", "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos",
                 "experts", "params", "active", "kv_KiB/tok");
   out << buf;
   for (const ModelSpec& m : model_catalogue()) {
     std::snprintf(buf, sizeof buf,
-                  "%-16s %-30s %6d %6d %5d %4d %6d %6d %7d %5d/%-2d %6.2fB %7.2fB %8.0f\n",
+                  "%-19s %-36s %6d %6d %5d %4d %6d %6d %7d %5d/%-2d %6.2fB %7.2fB %8.0f\n",
                   m.name.c_str(), m.hf_id.c_str(), m.num_layers, m.hidden_size, m.num_heads,
                   m.num_kv_heads, m.intermediate_size, m.vocab_size, m.max_position,
                   m.experts_per_token, m.num_experts, double(m.total_params()) / 1e9,

@@ -50,7 +50,14 @@ const std::vector<ModelSpec>& model_catalogue() {
       // Sliding-window attention (4096) is not modelled: attention spans the whole context.
       {"mistral-7b-v0.1", "mistralai/Mistral-7B-v0.1", 32, 4096, 32, 8, 128, 14336, 32000, 32768},
       {"qwen2.5-7b", "Qwen/Qwen2.5-7B", 28, 3584, 28, 4, 128, 18944, 152064, 131072, 1, 1, true},
+      // The Instruct fine-tune's config.json limits positions to 32768 (the base model: 131072).
+      {"qwen2.5-7b-instruct", "Qwen/Qwen2.5-7B-Instruct", 28, 3584, 28, 4, 128, 18944, 152064,
+       32768, 1, 1, true},
       {"qwen2.5-72b", "Qwen/Qwen2.5-72B", 80, 8192, 64, 8, 128, 29568, 152064, 131072, 1, 1, true},
+      // head_dim 128 while hidden / heads is 160.
+      {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Instruct-2407", 40, 5120, 32, 8, 128, 14336,
+       131072, 131072},
+      {"yi-34b", "01-ai/Yi-34B", 60, 7168, 56, 8, 128, 20480, 64000, 4096},
       {"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 128, 14336, 32000, 32768, 8,
        2},
   };
@@ -74,6 +81,10 @@ std::string hf_key(std::string_view id) {
 }  // namespace
 
 ModelSpec find_model(std::string_view name) {
+  // A Hugging Face id the catalogue holds as such, then the same architecture under another tag.
+  for (const ModelSpec& m : model_catalogue()) {
+    if (lowercase(name) == lowercase(m.hf_id)) return m;
+  }
   const std::string key = hf_key(name);
   for (const ModelSpec& m : model_catalogue()) {
     if (lowercase(name) != m.name && hf_key(m.hf_id) == key) return m;

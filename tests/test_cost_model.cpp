@@ -197,3 +197,18 @@ TEST_CASE("roofline: the all-reduce latency switches above a message size", "[co
   CHECK(m.allreduce_seconds(100) == Approx(1 + 0.1));
   CHECK(m.allreduce_seconds(200) == Approx(5 + 0.2));
 }
+
+TEST_CASE("catalogue: parameter counts equal the published safetensors counts", "[cost][models]") {
+  // Parameter totals of the Hugging Face checkpoints (safetensors metadata).
+  CHECK(find_model("mistralai/Mistral-Nemo-Instruct-2407").total_params() == 12'247'782'400);
+  CHECK(find_model("01-ai/Yi-34B").total_params() == 34'388'917'248);
+  CHECK(find_model("Qwen/Qwen2.5-7B-Instruct").total_params() == 7'615'616'512);
+  CHECK(find_model("meta-llama/Llama-3.1-70B-Instruct").total_params() == 70'553'706'496);
+  // Mistral-Nemo's heads are 128 wide while hidden / heads is 160.
+  CHECK(find_model("mistral-nemo-12b").head_dim == 128);
+  // An id the catalogue holds wins over the same architecture under another tag: the Instruct
+  // Qwen2.5-7B has its own 32K context, the base model 128K.
+  CHECK(find_model("Qwen/Qwen2.5-7B-Instruct").max_position == 32768);
+  CHECK(find_model("Qwen/Qwen2.5-7B").max_position == 131072);
+  CHECK(find_model("meta-llama/Llama-3.1-70B-Instruct").name == "llama-3.1-70b");
+}
