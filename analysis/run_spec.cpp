@@ -381,7 +381,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   c.scheduler.max_num_seqs = s.max_num_seqs;
   c.scheduler.block_size = s.block_size;
   c.memory.gpu_memory_utilization = s.gpu_memory_utilization;
-  c.memory.runtime_reserve_gib = s.runtime_reserve_gib;
+  c.memory.runtime_reserve_gib = s.has("runtime-reserve-gib") ? s.runtime_reserve_gib : NAN;
   c.memory.num_gpu_blocks_override = s.num_gpu_blocks;
   if (s.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
   c.cost_model = s.cost_model;

@@ -71,8 +71,9 @@ const std::vector<RunFlag>& run_flags() {
        "tokens per KV block"},
       {"max-model-len", G::kHardware, Plain<int64_t>{FIELD(max_model_len)}, kShowDefault,
        "context length in tokens (0 = the model's max_position_embeddings)"},
-      {"runtime-reserve-gib", G::kHardware, Plain<double>{FIELD(runtime_reserve_gib)}, kShowDefault,
-       "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache"},
+      {"runtime-reserve-gib", G::kHardware, Plain<double>{FIELD(runtime_reserve_gib)}, kNoDefault,
+       "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache (default: the "
+       "engine's, 0.5 for V0; 0.49 for V1, 0.64 with tensor parallelism)"},
       {"cost-model", G::kHardware, Plain<std::string>{FIELD(cost_model)}, kShowDefault,
        "roofline | table (measured op times; needs --profiles)"},
       {"calibration", G::kHardware, Plain<std::string>{FIELD(calibration)}, kNoDefault,

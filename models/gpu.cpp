@@ -18,7 +18,8 @@ const std::vector<GpuSpec>& gpu_catalogue() {
   static const std::vector<GpuSpec> gpus = {
       {"a100-40g", "NVIDIA A100 SXM4 40GB", 312, 40, 1555, 600},
       {"a100-80g", "NVIDIA A100 SXM4 80GB", 312, 80, 2039, 600},
-      {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989.4, 80, 3350, 900},
+      // CUDA reports 79.22 GiB of the 80 GiB of HBM3 (vLLM 0.15.1 logs on H100 SXM).
+      {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989.4, 79.22, 3350, 900},
       {"h100-pcie", "NVIDIA H100 PCIe 80GB", 756, 80, 2000, 600},
       {"h200-sxm", "NVIDIA H200 SXM 141GB", 989.4, 141, 4800, 900},
       // GDDR6 is sized in decimal GB: 48 GB and 24 GB are 45 and 22.5 GiB (nvidia-smi shows

@@ -15,6 +15,17 @@ double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int
   return double(num_tokens) * per_token * m.dtype_bytes + logits;
 }
 
+double v1_activation_peak_bytes(const ModelSpec& m, int64_t num_tokens, int64_t num_seqs) {
+  const double rows = double(std::min(num_tokens, num_seqs));
+  return 38.0 * rows * m.vocab_size + 4.0 * double(num_tokens) * m.hidden_size;
+}
+
+double runtime_reserve_gib(const MemoryPlanOptions& opt) {
+  if (!std::isnan(opt.runtime_reserve_gib)) return opt.runtime_reserve_gib;
+  if (!opt.v1_engine) return 0.5;
+  return opt.tp > 1 ? 0.64 : 0.49;
+}
+
 namespace {
 std::string gib(double bytes) {
   char buf[64];
@@ -32,9 +43,17 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
   MemoryPlan p;
   p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
   p.weight_bytes = double(model.total_params()) * model.dtype_bytes / opt.tp;
-  p.activation_bytes =
-      activation_peak_bytes(model, opt.tp, opt.max_num_batched_tokens, opt.max_num_seqs);
-  p.reserve_bytes = opt.runtime_reserve_gib * 1024.0 * 1024.0 * 1024.0;
+  if (opt.v1_engine) {
+    // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU.
+    p.usable_bytes = std::ceil(p.usable_bytes);
+    p.weight_bytes += double(model.max_position) * model.head_dim * model.dtype_bytes;
+    p.activation_bytes =
+        v1_activation_peak_bytes(model, opt.max_num_batched_tokens, opt.max_num_seqs);
+  } else {
+    p.activation_bytes =
+        activation_peak_bytes(model, opt.tp, opt.max_num_batched_tokens, opt.max_num_seqs);
+  }
+  p.reserve_bytes = runtime_reserve_gib(opt) * 1024.0 * 1024.0 * 1024.0;
   p.kv_cache_bytes = p.usable_bytes - p.weight_bytes - p.activation_bytes - p.reserve_bytes;
   p.kv_bytes_per_block = int64_t(opt.block_size) * model.kv_bytes_per_token_per_gpu(opt.tp);
   if (opt.num_gpu_blocks_override > 0) {

@@ -1,11 +1,26 @@
-// MemoryPlan: how one GPU's memory is split, the way vLLM V0 sizes its KV cache
-// (Worker.determine_num_available_blocks, v0.6-v0.8): the KV cache gets
+// MemoryPlan: how one GPU's memory is split, the way vLLM sizes its KV cache: the KV cache gets
 //   total x gpu_memory_utilization - weights/TP - activation peak - non-torch runtime memory,
-// where the activation peak is that of the profiling run, a step of max_num_batched_tokens tokens
-// spread over max_num_seqs sequences; num_gpu_blocks = KV bytes / (block_size x KV bytes per
-// token per GPU). Promises: num_gpu_blocks >= 1, or plan_memory throws an Error stating the bytes.
+// where total is the capacity CUDA reports and the activation peak is that of the profiling run,
+// a step of max_num_batched_tokens tokens spread over max_num_seqs sequences; num_gpu_blocks =
+// KV bytes / (block_size x KV bytes per token per GPU). The two engines differ:
+//  - V0 (Worker.determine_num_available_blocks, v0.6-v0.8): the peak of the hidden states and MLP
+//    activations of every token, and float32 logits; a runtime reserve of 0.5 GiB.
+//  - V1 (gpu_worker.py determine_available_memory and gpu_model_runner.profile_run, v0.15.1): the
+//    profile run skips attention and ends in _dummy_sampler_run, whose sort-based top-k/top-p
+//    over min(max_num_seqs, tokens) rows of logits is the peak (38 bytes per logit: float32
+//    logits, sorted values, int64 indices, masks and probabilities), with two bf16 hidden-state
+//    tensors of every token still held; weights include RoPE's cos/sin cache (max_position x
+//    head_dim, bf16); NCCL, the custom all-reduce and the CUDA context are created before the
+//    baseline snapshot, so only what grows during the profile counts: 0.49 GiB, 0.64 GiB under
+//    tensor parallelism. CUDA-graph memory is not subtracted in v0.15 (it comes out of the
+//    1 - gpu_memory_utilization headroom).
+// The V1 constants were read off the KV block counts vLLM 0.15.1 logged on H100
+// (../shared/groundtruth): 38 B/logit and 4 B/(token x hidden) from the sampler's tensors, the two
+// reserves fitted; every dense model of that file is then within 0.6% (README, "Memory plan").
+// Promises: num_gpu_blocks >= 1, or plan_memory throws an Error stating the bytes.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "models/gpu.hpp"
@@ -19,9 +34,11 @@ struct MemoryPlanOptions {
   int block_size = 16;
   int64_t max_num_batched_tokens = 2048;
   int64_t max_num_seqs = 256;
+  bool v1_engine = false;  // vLLM V1's profile run (vllm-v1), else V0's
   // Memory outside PyTorch's allocator that vLLM subtracts (CUDA context, cuBLAS workspace,
-  // NCCL buffers): vLLM >= 0.6.4 logs "non_torch_memory" of 0.2-0.6 GiB on one GPU.
-  double runtime_reserve_gib = 0.5;
+  // NCCL buffers): vLLM >= 0.6.4 logs "non_torch_memory" of 0.2-0.6 GiB on one GPU. NaN: the
+  // engine's default (V0 0.5 GiB; V1 0.49 GiB, 0.64 GiB with TP > 1).
+  double runtime_reserve_gib = NAN;
   int64_t num_gpu_blocks_override = 0;  // vLLM --num-gpu-blocks-override; 0 = computed
 };
 
@@ -39,6 +56,10 @@ struct MemoryPlan {
 // Activation peak of vLLM's profiling run: hidden states, the MLP's gate/up and activation
 // outputs for every token, and float32 logits and probabilities for one token per sequence.
 double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int64_t num_seqs);
+// V1's profile-run peak (see above).
+double v1_activation_peak_bytes(const ModelSpec& m, int64_t num_tokens, int64_t num_seqs);
+// The runtime reserve OPT asks for, or its engine's default, in GiB.
+double runtime_reserve_gib(const MemoryPlanOptions& opt);
 
 MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt);
 

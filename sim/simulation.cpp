@@ -83,7 +83,8 @@ void resolve_memory(SimConfig& c) {
   if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {
     throw Error("gpu-memory-utilization", "must be in (0, 1]");
   }
-  if (!(m.runtime_reserve_gib >= 0) || !std::isfinite(m.runtime_reserve_gib)) {
+  if (!std::isnan(m.runtime_reserve_gib) &&
+      (!(m.runtime_reserve_gib >= 0) || !std::isfinite(m.runtime_reserve_gib))) {
     throw Error("runtime-reserve-gib", "must be >= 0");
   }
   if (m.num_gpu_blocks_override < 0) throw Error("num-gpu-blocks", "must be >= 1");
@@ -91,6 +92,8 @@ void resolve_memory(SimConfig& c) {
   m.block_size = c.scheduler.block_size;
   m.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   m.max_num_seqs = c.scheduler.max_num_seqs;
+  m.v1_engine = v1_engine(c.scheduler.policy);
+  m.runtime_reserve_gib = runtime_reserve_gib(m);
 }
 
 }  // namespace

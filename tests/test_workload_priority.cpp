@@ -30,7 +30,7 @@ RunSpec random_spec() {
 
 }  // namespace
 
-TEST_CASE("--num-priorities draws each generated request's priority, leaving the rest unchanged",
+TEST_CASE("generated workloads: --num-priorities draws priorities, leaving the rest unchanged",
           "[workload][priority]") {
   Inputs inputs;
   const RunSpec plain = random_spec();
