@@ -212,3 +212,41 @@ TEST_CASE("catalogue: parameter counts equal the published safetensors counts", 
   CHECK(find_model("Qwen/Qwen2.5-7B").max_position == 131072);
   CHECK(find_model("meta-llama/Llama-3.1-70B-Instruct").name == "llama-3.1-70b");
 }
+
+TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them", "[cost][memory]") {
+  // Block counts vLLM 0.15.1 logged ("GPU KV cache size" / 16) with gpu_memory_utilization 0.9
+  // and max_num_seqs 128, from the public sim-to-real study behind ../shared/groundtruth.
+  struct Case {
+    const char* model;
+    int tp;
+    int64_t budget, logged;
+  };
+  for (const Case& c : {Case{"meta-llama/Llama-2-7b-hf", 1, 2048, 7463},
+                        Case{"meta-llama/Llama-3.1-70B-Instruct", 4, 8192, 30251},
+                        Case{"Qwen/Qwen2.5-7B-Instruct", 1, 1024, 65368},
+                        Case{"mistralai/Mistral-Nemo-Instruct-2407", 2, 1024, 48009}}) {
+    MemoryPlanOptions o;
+    o.v1_engine = true;
+    o.tp = c.tp;
+    o.max_num_batched_tokens = c.budget;
+    o.max_num_seqs = 128;
+    const MemoryPlan p = plan_memory(find_gpu("h100-sxm"), find_model(c.model), o);
+    INFO(c.model);
+    CHECK(std::abs(double(p.num_gpu_blocks) / double(c.logged) - 1) < 0.005);
+  }
+  // The V0 plan of the same server keeps its own, larger activation peak.
+  MemoryPlanOptions v0;
+  v0.max_num_batched_tokens = 2048;
+  v0.max_num_seqs = 128;
+  MemoryPlanOptions v1 = v0;
+  v1.v1_engine = true;
+  const ModelSpec m = find_model("llama-2-7b");
+  CHECK(plan_memory(find_gpu("h100-sxm"), m, v0).activation_bytes !=
+        plan_memory(find_gpu("h100-sxm"), m, v1).activation_bytes);
+  CHECK(runtime_reserve_gib(v0) == 0.5);
+  CHECK(runtime_reserve_gib(v1) == 0.49);
+  v1.tp = 2;
+  CHECK(runtime_reserve_gib(v1) == 0.64);
+  v1.runtime_reserve_gib = 1.5;
+  CHECK(runtime_reserve_gib(v1) == 1.5);
+}
