@@ -35,7 +35,7 @@ RooflineParams read_calibration(const std::string& path, std::string* source,
   std::string gpu, model, src;
   std::vector<IniField> fields = {{"gpu", &gpu}, {"model", &model}, {"source", &src}};
   for (const RooflineParamField& f : roofline_param_fields())
-    fields.push_back({f.name, &(p.*f.member), true});
+    fields.push_back({f.name, &(p.*f.member), !f.optional});
   load_ini_fields(path, fields);
   for (const RooflineParamField& f : roofline_param_fields()) {
     const double v = p.*f.member;

@@ -6,8 +6,8 @@
 namespace servesim {
 
 RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int tp,
-                                     const RooflineParams& params)
-    : gpu_(gpu), model_(m), tp_(tp), p_(params) {
+                                     const RooflineParams& params, bool v1_engine)
+    : gpu_(gpu), model_(m), tp_(tp), p_(params), v1_engine_(v1_engine) {
   inverse_knee_ = p_.knee_sharpness > 0 ? 1.0 / p_.knee_sharpness : 0;
   layers_ = m.num_layers;
   dtype_ = m.dtype_bytes;
@@ -36,6 +36,11 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
 double RooflineCostModel::allreduce_seconds(double bytes) const {
   if (tp_ <= 1) return 0;
   const double tp = tp_;
+  if (bytes < p_.custom_allreduce_max_bytes) {
+    return p_.custom_allreduce_latency_s +
+           2.0 * (tp - 1) / tp * bytes /
+               (gpu_.interconnect_bytes_per_s() * p_.custom_allreduce_efficiency);
+  }
   const double latency = p_.allreduce_switch_bytes > 0 && bytes > p_.allreduce_switch_bytes
                              ? p_.allreduce_large_latency_s
                              : p_.allreduce_latency_s;
@@ -91,6 +96,12 @@ const std::vector<RooflineParamField>& roofline_param_fields() {
       {"allreduce_large_latency_s", &P::allreduce_large_latency_s, 0, 0.1},
       {"cpu_overhead_s", &P::cpu_overhead_s, 0, 1},
       {"cpu_overhead_s_per_seq", &P::cpu_overhead_s_per_seq, 0, 0.1},
+      {"custom_allreduce_max_bytes", &P::custom_allreduce_max_bytes, 0, 1e12, true},
+      {"custom_allreduce_latency_s", &P::custom_allreduce_latency_s, 0, 0.1, true},
+      {"custom_allreduce_efficiency", &P::custom_allreduce_efficiency, 1e-3, 1, true},
+      {"v1_step_s", &P::v1_step_s, 0, 1, true},
+      {"v1_step_s_per_seq", &P::v1_step_s_per_seq, 0, 0.1, true},
+      {"frontend_latency_s", &P::frontend_latency_s, 0, 10, true},
   };
   return fields;
 }
@@ -229,11 +240,12 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   // Ring all-reduce of the hidden states after attention and after the MLP.
   c.allreduce_s = 2.0 * layers_ * allreduce_seconds(b.tokens * model_.hidden_size * dtype_);
   c.cpu_overhead_s = p_.cpu_overhead_s + p_.cpu_overhead_s_per_seq * double(batch.size());
+  if (v1_engine_) c.engine_s = p_.v1_step_s + p_.v1_step_s_per_seq * double(batch.size());
 
   c.flops = linear.flops + prefill.flops + decode.flops + lm.flops;
   c.bytes = linear.bytes + prefill.bytes + decode.bytes + elementwise_bytes + lm.bytes;
-  c.seconds =
-      c.linear_s + c.attention_s + c.elementwise_s + c.lm_head_s + c.allreduce_s + c.cpu_overhead_s;
+  c.seconds = c.linear_s + c.attention_s + c.elementwise_s + c.lm_head_s + c.allreduce_s +
+              c.engine_s + c.cpu_overhead_s;
   return c;
 }
 

@@ -67,6 +67,21 @@ struct RooflineParams {
   // 0.806 ms + 0.0375 ms per sequence (max residual 6%).
   double cpu_overhead_s = 0.806e-3;
   double cpu_overhead_s_per_seq = 0.0375e-3;
+  // vLLM's custom all-reduce (custom_all_reduce.py, v0.15): messages under this many bytes on a
+  // fully NVLink-connected node go through vLLM's own kernel, not NCCL (8 MiB; 0 = NCCL only).
+  double custom_allreduce_max_bytes = 0;
+  // Its per-call latency and its bus bandwidth as a fraction of the interconnect figure.
+  double custom_allreduce_latency_s = 0;
+  double custom_allreduce_efficiency = 1;
+  // vLLM V1 (vllm-v1): GPU-side work of each step outside the model's kernels that no CPU/GPU
+  // overlap hides (input and sampling-metadata copies, the sampler, the step's synchronisation),
+  // per step and per sequence. V1's CPU work itself (scheduling, preparing inputs, processing
+  // outputs) is cpu_overhead_s above, overlapped by async scheduling.
+  double v1_step_s = 0;
+  double v1_step_s_per_seq = 0;
+  // The API server's part of every request's latency (HTTP, tokenization, the IPC to the engine
+  // and back, detokenization): added to TTFT and end-to-end latency as the client measures them.
+  double frontend_latency_s = 0;
 };
 
 // The parameters fit_profiles() (models/calibration.hpp) finds on Vidur's A100-80GB profiles:
@@ -84,15 +99,20 @@ struct RooflineParamField {
   const char* name;
   double RooflineParams::*member;
   double min, max;  // the physical range a calibration file must respect
+  // A calibration file may leave it out (the struct default then holds): the engine parameters
+  // added after calibration files were first written.
+  bool optional = false;
 };
 const std::vector<RooflineParamField>& roofline_param_fields();
 
 class RooflineCostModel final : public CostModel {
  public:
+  // V1_ENGINE: a vLLM V1 step (adds v1_step_s and v1_step_s_per_seq).
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp,
-                    const RooflineParams& params = {});
+                    const RooflineParams& params = {}, bool v1_engine = false);
   StepCost cost(std::span<const SeqShape> batch) const override;
   std::string name() const override { return "roofline"; }
+  double frontend_latency_s() const override { return p_.frontend_latency_s; }
   const RooflineParams& params() const { return p_; }
   // One ring all-reduce of BYTES over this model's TP group, seconds (0 without TP).
   double allreduce_seconds(double bytes) const;
@@ -118,6 +138,7 @@ class RooflineCostModel final : public CostModel {
   ModelSpec model_;
   int tp_;
   RooflineParams p_;
+  bool v1_engine_ = false;
   double inverse_knee_ = 0;  // 1 / knee_sharpness
   // Per-model constants, precomputed once.
   double layers_;

@@ -6,11 +6,11 @@
 
 namespace servesim {
 
-bool Host::arrive(const RequestSpec& r) {
+bool Host::arrive(const RequestSpec& r, double sent_s) {
   const RejectReason why =
       scheduler_.add_request(r.id, r.input_tokens, r.output_tokens, r.priority, r.arrival_s);
   const bool admitted = why == RejectReason::kNone;
-  metrics_.on_arrival(r.id, loop_.now(), admitted);
+  metrics_.on_arrival(r.id, sent_s, admitted);
   if (!admitted) {
     if (listener_ != nullptr) listener_->on_request_done(r.id);
     return false;

@@ -33,10 +33,10 @@ class Host final : public EventLoop::Process {
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
-  // A request reaches this replica's front end now (its arrival time, from which its latencies
-  // count). Returns false when it was rejected.
+  // A request reaches this replica's engine now; the client sent it at SENT_S (<= now: the API
+  // server's latency apart), from which its latencies count. Returns false when it was rejected.
   // REQUIRES: R.id was not added before.
-  bool arrive(const RequestSpec& r);
+  bool arrive(const RequestSpec& r, double sent_s);
   // Requests waiting to start at this replica (its scheduler's `waiting`).
   size_t waiting() const { return scheduler_.num_waiting(); }
   void handle(EventLoop& loop, uint32_t tag) override;

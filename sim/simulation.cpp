@@ -115,20 +115,29 @@ namespace {
 // as the client measures them. It also reports progress.
 class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
  public:
-  ArrivalProcess(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics)
-      : w_(w), options_(o), metrics_(metrics) {}
+  // FRONTEND_S: the API server's latency: a request sent at t reaches the engine at t + it.
+  ArrivalProcess(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics,
+                 double frontend_s)
+      : w_(w), options_(o), metrics_(metrics), frontend_s_(frontend_s) {}
   void start(EventLoop& loop, Host& host) {
     host_ = &host;
-    if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, 0);
+    loop_ = &loop;
+    if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, kNext);
   }
-  void handle(EventLoop& loop, uint32_t) override {
+  void handle(EventLoop& loop, uint32_t tag) override {
+    if (tag == kDeliver) {  // one constant latency: requests reach the engine in sending order
+      const auto [i, sent_s] = in_transit_.front();
+      in_transit_.pop_front();
+      host_->arrive(w_[i], sent_s);
+      return;
+    }
     if (limited() && in_flight_ >= size_t(options_.max_concurrency)) {
       held_.push_back(next_);
     } else {
       send(next_);
     }
     metrics_.on_offered(loop.now(), host_->waiting() + held_.size());
-    if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, 0);
+    if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);
   }
   void on_request_done(uint32_t) override {
     if (options_.progress && ++done_ % kProgressEvery == 0) options_.progress(done_, w_.size());
@@ -142,18 +151,28 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
 
  private:
   static constexpr size_t kProgressEvery = 1 << 14;
+  static constexpr uint32_t kNext = 0, kDeliver = 1;
   bool limited() const { return options_.max_concurrency > 0; }
   void send(size_t i) {
     if (limited()) ++in_flight_;
-    host_->arrive(w_[i]);
+    const double now = loop_->now();
+    if (frontend_s_ <= 0) {
+      host_->arrive(w_[i], now);
+      return;
+    }
+    in_transit_.emplace_back(i, now);
+    loop_->schedule(now + frontend_s_, EventLoop::kArrival, this, kDeliver);
   }
 
   const Workload& w_;
   const SimulateOptions& options_;
   MetricsCollector& metrics_;
+  double frontend_s_;
   Host* host_ = nullptr;
+  EventLoop* loop_ = nullptr;
   size_t next_ = 0, in_flight_ = 0, done_ = 0;
   std::deque<size_t> held_;
+  std::deque<std::pair<size_t, double>> in_transit_;  // (request, sent at)
 };
 
 }  // namespace
@@ -189,7 +208,8 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
     if (c.cost_model == "table") {
       own = std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
     } else {
-      own = std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.roofline);
+      own = std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.roofline,
+                                                v1_engine(c.scheduler.policy));
     }
   }
   const CostModel& cost = cost_override ? *cost_override : *own;
@@ -200,7 +220,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size(), &hasher);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
-  ArrivalProcess arrivals(w, options, metrics);
+  ArrivalProcess arrivals(w, options, metrics, cost.frontend_latency_s());
   const bool listen = options.max_concurrency > 0 || bool(options.progress);
   Host host(loop, scheduler, cost, metrics, listen ? &arrivals : nullptr);
   arrivals.start(loop, host);
