@@ -207,6 +207,28 @@ void measure(const RunResult& run, double from, double to, ValidateRow& row) {
   if (mean_output > 1) p.tpot_mean = (e.mean - t.mean) / (mean_output - 1);
 }
 
+}  // namespace
+
+int64_t implied_output_tokens(const GroundTruthRow& r) {
+  const LatencyFigures& m = r.measured;
+  const double out = (m.e2e_mean - m.ttft_mean) / m.tpot_mean + 1;
+  if (!(std::isfinite(out) && out >= 1)) return 0;
+  return std::min<int64_t>(std::llround(out), r.output_tokens);
+}
+
+namespace {
+
+// Output tokens each request of experiment X generates: what its summary row implies (the
+// models stop before max_tokens at times), else the max_tokens asked for.
+int64_t replayed_output_tokens(const std::vector<GroundTruthRow>& rows, const Experiment& x) {
+  for (const size_t i : x.rows) {
+    if (rows[i].stage < 0 && implied_output_tokens(rows[i]) > 0) {
+      return implied_output_tokens(rows[i]);
+    }
+  }
+  return rows[x.stages.front()].output_tokens;
+}
+
 // The RunSpec of experiment row R: the base's cost model and seed, the row's server.
 RunSpec experiment_spec(const GroundTruthRow& r, const RunSpec& base, const std::string& gpu) {
   RunSpec s = base;
@@ -243,7 +265,7 @@ void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experime
     w.users_per_group = first.users_per_group;
     w.system_prompt_len = first.system_prompt_tokens;
     w.question_len = first.question_tokens;
-    w.output_len = first.output_tokens;
+    w.output_len = replayed_output_tokens(rows, x);
     w.seed = uint64_t(options.base.seed);
     w.stages.clear();
     for (const size_t i : x.stages)

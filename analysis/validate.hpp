@@ -5,6 +5,8 @@
 // configuration, the inference-perf shared_prefix workload that drove it, the KV blocks vLLM
 // logged and the client-side latencies (TTFT, E2E: mean, p90, p99; TPOT mean, derived as
 // (E2E mean - TTFT mean) / (mean output - 1)).
+// Every request generates the mean output length the summary row's figures imply (see
+// implied_output_tokens), or the max_tokens asked for when they do not say.
 // Each experiment is simulated once, its stages back to back (stage 1 starts with stage 0's
 // queue and prefix cache), and each row is compared on the requests that arrived in its stage
 // (all of them for the summary row).
@@ -64,6 +66,11 @@ struct ValidateRow {
   int64_t requests = 0, rejected = 0;  // of the predicted stage
   std::string skipped;                 // why nothing was predicted ("" when predicted)
 };
+
+// The mean output length R's measurements imply, (E2E mean - TTFT mean) / TPOT mean + 1 (the
+// study's TPOT definition inverted), rounded and at most the max_tokens asked for; 0 when R lacks
+// them. Real servers stop some answers early (Llama-2-7B, a base model, averages 195 of 247).
+int64_t implied_output_tokens(const GroundTruthRow& r);
 
 // Percentage error of PREDICTED against MEASURED, (p - m) / m x 100; NaN when either is.
 double percent_error(double predicted, double measured);

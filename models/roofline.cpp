@@ -9,6 +9,9 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
                                      const RooflineParams& params, bool v1_engine)
     : gpu_(gpu), model_(m), tp_(tp), p_(params), v1_engine_(v1_engine) {
   inverse_knee_ = p_.knee_sharpness > 0 ? 1.0 / p_.knee_sharpness : 0;
+  const double floors = v1_engine ? p_.v1_floor_fraction : 1.0;
+  elementwise_floor_s_ = p_.elementwise_floor_s_per_layer * floors * m.num_layers;
+  attention_floor_s_ = p_.attention_floor_s_per_layer * floors * m.num_layers;
   layers_ = m.num_layers;
   dtype_ = m.dtype_bytes;
   const double h = m.hidden_size, q = double(m.num_heads) * m.head_dim,
@@ -101,6 +104,7 @@ const std::vector<RooflineParamField>& roofline_param_fields() {
       {"custom_allreduce_efficiency", &P::custom_allreduce_efficiency, 1e-3, 1, true},
       {"v1_step_s", &P::v1_step_s, 0, 1, true},
       {"v1_step_s_per_seq", &P::v1_step_s_per_seq, 0, 0.1, true},
+      {"v1_floor_fraction", &P::v1_floor_fraction, 0, 1, true},
       {"frontend_latency_s", &P::frontend_latency_s, 0, 10, true},
   };
   return fields;
@@ -192,7 +196,7 @@ double RooflineCostModel::elementwise_gpu_bytes(double tokens) const {
 }
 
 double RooflineCostModel::elementwise_seconds(double gpu_bytes) const {
-  return std::max(layers_ * p_.elementwise_floor_s_per_layer,
+  return std::max(elementwise_floor_s_,
                   gpu_bytes / (gpu_.hbm_bytes_per_s() * p_.elementwise_memory_efficiency));
 }
 
@@ -219,7 +223,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   // decode kernels at small batches are latency plus transfer, not the larger of the two).
   const Work prefill = attention_work(b.prefill_pairs, b.prefill_kv_tokens, b.prefill_tokens);
   const Work decode = attention_work(b.decode_pairs, b.decode_pairs, b.tokens - b.prefill_tokens);
-  const double floor_attn = layers_ * p_.attention_floor_s_per_layer;
+  const double floor_attn = attention_floor_s_;
   if (b.prefill_tokens > 0) {
     c.attention_s += floor_attn + roof.seconds(prefill.flops, prefill.bytes, attention_eff);
   }

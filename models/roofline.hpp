@@ -79,6 +79,10 @@ struct RooflineParams {
   // outputs) is cpu_overhead_s above, overlapped by async scheduling.
   double v1_step_s = 0;
   double v1_step_s_per_seq = 0;
+  // vLLM V1 compiles the model (torch.compile fuses the norms, activations and residual adds)
+  // and replays it as CUDA graphs, so the per-layer kernel floors shrink to this fraction of the
+  // eager floors above (1 = as eager).
+  double v1_floor_fraction = 1;
   // The API server's part of every request's latency (HTTP, tokenization, the IPC to the engine
   // and back, detokenization): added to TTFT and end-to-end latency as the client measures them.
   double frontend_latency_s = 0;
@@ -139,7 +143,8 @@ class RooflineCostModel final : public CostModel {
   int tp_;
   RooflineParams p_;
   bool v1_engine_ = false;
-  double inverse_knee_ = 0;  // 1 / knee_sharpness
+  double elementwise_floor_s_ = 0, attention_floor_s_ = 0;  // all layers, this engine's
+  double inverse_knee_ = 0;                                 // 1 / knee_sharpness
   // Per-model constants, precomputed once.
   double layers_;
   double dtype_;
