@@ -27,6 +27,8 @@ void list_gpus(std::ostream& out) {
                   g.description.c_str(), g.bf16_tflops, g.hbm_gib, g.hbm_gb_per_s,
                   g.interconnect_gb_per_s, default_roofline_source(g).c_str());
     out << buf;
+    const std::string v1 = default_roofline_source(g, true);
+    if (v1 != default_roofline_source(g)) out << std::string(86, ' ') << "vllm-v1: " << v1 << "\n";
   }
 }
 

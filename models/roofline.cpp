@@ -71,13 +71,62 @@ RooflineParams a100_fitted_params() {
   return p;
 }
 
-RooflineParams default_roofline_params(const GpuSpec&) {
-  return a100_fitted_params();
+RooflineParams h100_params() {
+  RooflineParams p = a100_fitted_params();
+  // NCCL on H100 NVLink (../shared/profiles-h100 all_reduce.csv, 2 GPUs): 0.028 ms up to 1 MiB,
+  // a bus bandwidth of 207 GB/s at 64 MiB, 0.23 of the catalogue's 900 GB/s.
+  p.interconnect_efficiency = 0.23;
+  p.allreduce_latency_s = 28e-6;
+  // vLLM's custom all-reduce below 8 MiB (custom_all_reduce.py max_size): about 9 us per call
+  // and a bus bandwidth of 50-57 GB/s on H100 at TP2 and TP4 (published kernel timings, 512 B to
+  // 1 MB).
+  p.custom_allreduce_max_bytes = 8 * 1024 * 1024;
+  p.custom_allreduce_latency_s = 9e-6;
+  p.custom_allreduce_efficiency = 0.06;
+  // Fitted on vLLM 0.15.1's end-to-end TPOT, E2E and TTFT on H100 SXM (../shared/groundtruth,
+  // 9 experiments of 5 dense models at TP1-4; `servesim validate`, README "Validation"):
+  p.linear_memory_efficiency = 0.95;      // decode GEMMs under CUDA graphs: weights at 3.2 TB/s
+  p.attention_memory_efficiency = 0.466;  // paged decode attention: KV read at 1.6 TB/s
+  p.v1_floor_fraction = 0.325;            // compiled, graph-replayed kernels: a third of eager
+  p.v1_step_s = 0.5625e-3;                // per step: input copies, sampler, synchronisation
+  p.v1_step_s_per_seq = 1.5625e-6;
+  p.v1_cpu_s = 6.25e-3;  // the engine core's Python per step, hidden behind the GPU when async
+  p.v1_cpu_s_per_seq = 68.75e-6;
+  p.frontend_latency_s = 16.25e-3;  // the API server: HTTP, tokenization, IPC, detokenization
+  return p;
 }
 
-std::string default_roofline_source(const GpuSpec& gpu) {
+namespace {
+bool hopper_or_later(const GpuSpec& gpu) {
+  return gpu.name == "h100-sxm" || gpu.name == "h100-pcie" || gpu.name == "h200-sxm" ||
+         gpu.name == "b200";
+}
+}  // namespace
+
+RooflineParams default_roofline_params(const GpuSpec& gpu, bool v1_engine) {
+  if (!hopper_or_later(gpu)) return a100_fitted_params();
+  if (v1_engine) return h100_params();
+  // The V0 engine keeps the A100 fit; its API server costs what V1's does, so that the engines'
+  // client-side latencies compare.
+  RooflineParams p = a100_fitted_params();
+  p.frontend_latency_s = h100_params().frontend_latency_s;
+  return p;
+}
+
+std::string default_roofline_source(const GpuSpec& gpu, bool v1_engine) {
   if (gpu.name == "a100-80g") return "fitted on Vidur's A100-80GB profiles";
   if (gpu.name == "a100-40g") return "the A100-80GB fit (same chip), datasheet memory";
+  if (v1_engine && gpu.name == "h100-sxm") {
+    return "fitted on real vLLM 0.15.1 runs on H100 SXM and the H100 all-reduce profile, over "
+           "the A100 operator fit";
+  }
+  if (v1_engine && hopper_or_later(gpu)) {
+    return "the H100 SXM fit's efficiencies and engine costs against this GPU's datasheet peaks";
+  }
+  if (hopper_or_later(gpu)) {
+    return "datasheet only: the A100 fit's efficiencies against this GPU's datasheet peaks, with "
+           "the H100 fit's API-server latency";
+  }
   return "datasheet only: the A100 fit's efficiencies against this GPU's datasheet peaks";
 }
 
@@ -105,6 +154,8 @@ const std::vector<RooflineParamField>& roofline_param_fields() {
       {"v1_step_s", &P::v1_step_s, 0, 1, true},
       {"v1_step_s_per_seq", &P::v1_step_s_per_seq, 0, 0.1, true},
       {"v1_floor_fraction", &P::v1_floor_fraction, 0, 1, true},
+      {"v1_cpu_s", &P::v1_cpu_s, 0, 1, true},
+      {"v1_cpu_s_per_seq", &P::v1_cpu_s_per_seq, 0, 0.1, true},
       {"frontend_latency_s", &P::frontend_latency_s, 0, 10, true},
   };
   return fields;
@@ -243,8 +294,13 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
 
   // Ring all-reduce of the hidden states after attention and after the MLP.
   c.allreduce_s = 2.0 * layers_ * allreduce_seconds(b.tokens * model_.hidden_size * dtype_);
-  c.cpu_overhead_s = p_.cpu_overhead_s + p_.cpu_overhead_s_per_seq * double(batch.size());
-  if (v1_engine_) c.engine_s = p_.v1_step_s + p_.v1_step_s_per_seq * double(batch.size());
+  const double seqs = double(batch.size());
+  if (v1_engine_) {
+    c.cpu_overhead_s = p_.v1_cpu_s + p_.v1_cpu_s_per_seq * seqs;
+    c.engine_s = p_.v1_step_s + p_.v1_step_s_per_seq * seqs;
+  } else {
+    c.cpu_overhead_s = p_.cpu_overhead_s + p_.cpu_overhead_s_per_seq * seqs;
+  }
 
   c.flops = linear.flops + prefill.flops + decode.flops + lm.flops;
   c.bytes = linear.bytes + prefill.bytes + decode.bytes + elementwise_bytes + lm.bytes;

@@ -79,6 +79,10 @@ struct RooflineParams {
   // outputs) is cpu_overhead_s above, overlapped by async scheduling.
   double v1_step_s = 0;
   double v1_step_s_per_seq = 0;
+  // vLLM V1's CPU work of a step (schedule, prepare inputs, update from the outputs), per step and
+  // per sequence: overlapped with the GPU by async scheduling. The defaults are the V0 fit's.
+  double v1_cpu_s = 0.868045e-3;
+  double v1_cpu_s_per_seq = 3.61964e-05;
   // vLLM V1 compiles the model (torch.compile fuses the norms, activations and residual adds)
   // and replays it as CUDA graphs, so the per-layer kernel floors shrink to this fraction of the
   // eager floors above (1 = as eager).
@@ -91,12 +95,20 @@ struct RooflineParams {
 // The parameters fit_profiles() (models/calibration.hpp) finds on Vidur's A100-80GB profiles:
 // the default for a100-80g. A [shared] test refits them from ../shared/profiles.
 RooflineParams a100_fitted_params();
+// The H100 SXM defaults: the A100 fit, with the all-reduce of the H100 NVLink profile and vLLM's
+// custom all-reduce, and the decode efficiencies and vLLM V1 engine costs fitted on real vLLM
+// 0.15.1 runs (../shared/groundtruth). H100 PCIe, H200 and B200 take them against their own
+// datasheet peaks.
+RooflineParams h100_params();
 
 // What a GPU gets when no calibration file is given, and where it comes from: the A100 fit on
 // A100s; elsewhere the same efficiencies against the GPU's own datasheet peaks (efficiencies
 // are ratios to the peak), with the A100's latencies and CPU overheads.
-RooflineParams default_roofline_params(const GpuSpec& gpu);
-std::string default_roofline_source(const GpuSpec& gpu);
+// V1_ENGINE: for vllm-v1. On H100 SXM, H100 PCIe, H200 and B200, vllm-v1 gets h100_params(); the
+// V0 policies keep the A100 fit (the V0 engine was not measured on these GPUs here) with the
+// H100 fit's API-server latency.
+RooflineParams default_roofline_params(const GpuSpec& gpu, bool v1_engine = false);
+std::string default_roofline_source(const GpuSpec& gpu, bool v1_engine = false);
 
 // Every free parameter by name (INI keys, JSON keys, fit reports), in declaration order.
 struct RooflineParamField {

@@ -63,8 +63,8 @@ void resolve_scheduler(SimConfig& c) {
 // The roofline's parameters (the GPU's defaults unless given), or a table model's profiles.
 void resolve_cost_model(SimConfig& c) {
   if (!c.roofline) {
-    c.roofline = default_roofline_params(c.gpu);
-    c.roofline_source = default_roofline_source(c.gpu);
+    c.roofline = default_roofline_params(c.gpu, v1_engine(c.scheduler.policy));
+    c.roofline_source = default_roofline_source(c.gpu, v1_engine(c.scheduler.policy));
   } else if (c.roofline_source.empty()) {
     c.roofline_source = "given by the caller";
   }
