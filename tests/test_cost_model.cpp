@@ -250,3 +250,58 @@ TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them",
   v1.runtime_reserve_gib = 1.5;
   CHECK(runtime_reserve_gib(v1) == 1.5);
 }
+
+TEST_CASE("roofline: vLLM's custom all-reduce below its size limit, NCCL above", "[cost]") {
+  RooflineParams p = ideal();
+  p.allreduce_latency_s = 1;
+  p.custom_allreduce_max_bytes = 100;
+  p.custom_allreduce_latency_s = 0.25;
+  p.custom_allreduce_efficiency = 0.5;
+  const RooflineCostModel m(slow_gpu(), tiny(), 2, p);
+  // 2 (2-1)/2 x bytes / (1000 B/s x 0.5) on top of 0.25 s; at the limit NCCL's ring.
+  CHECK(m.allreduce_seconds(50) == Approx(0.25 + 0.1));
+  CHECK(m.allreduce_seconds(100) == Approx(1 + 0.1));
+  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).allreduce_seconds(50) == 0);
+}
+
+TEST_CASE("roofline: a vLLM V1 step's engine work, CPU time and compiled kernel floors", "[cost]") {
+  RooflineParams p = ideal();
+  p.elementwise_floor_s_per_layer = 10;
+  p.attention_floor_s_per_layer = 20;
+  p.cpu_overhead_s = 1;
+  p.cpu_overhead_s_per_seq = 0.5;
+  p.v1_cpu_s = 3;
+  p.v1_cpu_s_per_seq = 0.25;
+  p.v1_step_s = 2;
+  p.v1_step_s_per_seq = 0.125;
+  p.v1_floor_fraction = 0.5;
+  const SeqShape batch[] = {{1, 10, false, true}, {1, 3, false, true}};
+  const StepCost v0 = RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(batch);
+  const StepCost v1 = RooflineCostModel(slow_gpu(), tiny(), 1, p, true).cost(batch);
+  CHECK(v0.engine_s == 0);
+  CHECK(v0.cpu_overhead_s == Approx(1 + 2 * 0.5));
+  CHECK(v1.engine_s == Approx(2 + 2 * 0.125));
+  CHECK(v1.cpu_overhead_s == Approx(3 + 2 * 0.25));
+  // Floors at half: elementwise 2 layers x 10 x 0.5, one decode attention kernel 2 x 20 x 0.5.
+  CHECK(v0.elementwise_s == Approx(20));
+  CHECK(v1.elementwise_s == Approx(10));
+  CHECK(v0.attention_s - v1.attention_s == Approx(20));
+  CHECK(v1.seconds == Approx(v1.linear_s + v1.attention_s + v1.elementwise_s + v1.lm_head_s +
+                             v1.allreduce_s + v1.engine_s + v1.cpu_overhead_s));
+  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).frontend_latency_s() == 0);
+  p.frontend_latency_s = 0.02;
+  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).frontend_latency_s() == 0.02);
+}
+
+TEST_CASE("defaults: vllm-v1 on Hopper and Blackwell takes the H100 fit, V0 the A100 fit",
+          "[cost]") {
+  const GpuSpec h100 = find_gpu("h100-sxm"), a100 = find_gpu("a100-80g");
+  CHECK(default_roofline_params(h100, true).v1_cpu_s == h100_params().v1_cpu_s);
+  CHECK(default_roofline_params(find_gpu("b200"), true).custom_allreduce_max_bytes > 0);
+  CHECK(default_roofline_params(h100, false).linear_memory_efficiency ==
+        a100_fitted_params().linear_memory_efficiency);
+  CHECK(default_roofline_params(h100, false).frontend_latency_s ==
+        h100_params().frontend_latency_s);
+  CHECK(default_roofline_params(a100, true).frontend_latency_s == 0);
+  CHECK(default_roofline_source(h100, true) != default_roofline_source(h100, false));
+}

@@ -226,3 +226,47 @@ TEST_CASE("vllm-v1: async scheduling overlaps the CPU's step work with the GPU's
     CHECK(q.last_token_s == Approx(async ? 0.034 : 0.042));
   }
 }
+
+TEST_CASE("the API server's latency delays the engine but counts in the client's latencies",
+          "[sim]") {
+  // Steps of 10 ms; the front end takes 50 ms. Request 0 is sent at 0, reaches the engine at
+  // 50 ms and emits its 3 tokens at 60, 70 and 80 ms; request 1, sent at 55 ms (while 0 runs,
+  // as the client sees it), reaches an idle engine at 105 ms.
+  class Fronted final : public CostModel {
+   public:
+    explicit Fronted(double frontend_s) : frontend_s_(frontend_s) {}
+    StepCost cost(std::span<const SeqShape>) const override {
+      StepCost c;
+      c.seconds = 0.010;
+      return c;
+    }
+    std::string name() const override { return "fronted"; }
+    double frontend_latency_s() const override { return frontend_s_; }
+
+   private:
+    double frontend_s_;
+  };
+  SimConfig c;
+  c.model = find_model("llama-3.1-8b");
+  c.gpu = find_gpu("h100-sxm");
+  c.scheduler.policy = Policy::kVllmV1;
+  c.scheduler.async_scheduling = false;
+  c.memory.num_gpu_blocks_override = 100;
+  Workload w(2);
+  w[0] = {0, 0.0, 4, 3};
+  w[1] = {1, 0.055, 4, 1};
+  const Fronted instant(0);
+  const RunResult none = simulate(resolve(c), w, &instant);
+  const Fronted slow(0.050);
+  const RunResult r = simulate(resolve(c), w, &slow);
+  // Latencies count from the send; arrival times stay the client's.
+  CHECK(r.requests[0].arrival_s == 0);
+  CHECK(r.requests[1].arrival_s == Approx(0.055));
+  CHECK(r.requests[0].first_token_s == Approx(0.060));
+  CHECK(r.requests[0].ttft_s() == Approx(none.requests[0].ttft_s() + 0.050));
+  CHECK(r.requests[0].last_token_s == Approx(0.080));
+  CHECK(r.requests[1].first_token_s == Approx(0.115));
+  CHECK(r.requests[1].ttft_s() == Approx(0.060));
+  // Without the front end, 1 arrives at 55 ms, after 0 finished at 30 ms: 10 ms.
+  CHECK(none.requests[1].ttft_s() == Approx(0.010));
+}
