@@ -6,7 +6,24 @@
 
 namespace servesim {
 
-bool Host::arrive(const RequestSpec& r, double sent_s) {
+void Host::arrive(const RequestSpec& r, double sent_s) {
+  if (busy_ && scheduler_.config().async_scheduling) {
+    // vLLM V1 async scheduling keeps two steps in flight: the step after the running one was
+    // scheduled when the running one was launched, so a request arriving now can join the step
+    // after that (EngineCore.step_with_batch_queue, v0.15).
+    arrived_during_step_.emplace_back(&r, sent_s);
+    return;
+  }
+  admit(r, sent_s);
+}
+
+void Host::admit_deferred(std::vector<std::pair<const RequestSpec*, double>>& requests) {
+  for (const auto& [r, sent_s] : requests)
+    admit(*r, sent_s);
+  requests.clear();
+}
+
+bool Host::admit(const RequestSpec& r, double sent_s) {
   const RejectReason why =
       scheduler_.add_request(r.id, r.input_tokens, r.output_tokens, r.priority, r.arrival_s);
   const bool admitted = why == RejectReason::kNone;
@@ -44,6 +61,13 @@ double Host::step_seconds(const StepCost& cost, bool back_to_back) const {
 
 void Host::start_step(bool back_to_back) {
   const double now = loop_.now();
+  // Requests that arrived during the step before the one that just ended join now; those that
+  // arrived during the one that just ended wait a step, unless nothing else would run.
+  admit_deferred(arrived_before_step_);
+  arrived_before_step_.swap(arrived_during_step_);
+  if (scheduler_.running().empty() && scheduler_.num_waiting() == 0) {
+    admit_deferred(arrived_before_step_);
+  }
   const Batch& batch = scheduler_.schedule();
   if (batch.empty()) {
     busy_ = false;

@@ -7,6 +7,9 @@
 // is reported (std::logic_error), never looped on.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "models/cost_model.hpp"
 #include "scheduler/scheduler.hpp"
 #include "sim/event_loop.hpp"
@@ -34,9 +37,11 @@ class Host final : public EventLoop::Process {
   Host& operator=(const Host&) = delete;
 
   // A request reaches this replica's engine now; the client sent it at SENT_S (<= now: the API
-  // server's latency apart), from which its latencies count. Returns false when it was rejected.
+  // server's latency apart), from which its latencies count.
   // REQUIRES: R.id was not added before.
-  bool arrive(const RequestSpec& r, double sent_s);
+  // With async scheduling, a request arriving while a step runs reaches the scheduler a step
+  // later (see arrive()).
+  void arrive(const RequestSpec& r, double sent_s);
   // Requests waiting to start at this replica (its scheduler's `waiting`).
   size_t waiting() const { return scheduler_.num_waiting(); }
   void handle(EventLoop& loop, uint32_t tag) override;
@@ -47,6 +52,9 @@ class Host final : public EventLoop::Process {
   void start_step(bool back_to_back);
   double step_seconds(const StepCost& cost, bool back_to_back) const;
   void finish_step();
+  // Adds R to the scheduler (or rejects it) and wakes an idle host. Returns false when rejected.
+  bool admit(const RequestSpec& r, double sent_s);
+  void admit_deferred(std::vector<std::pair<const RequestSpec*, double>>& requests);
 
   EventLoop& loop_;
   Scheduler& scheduler_;
@@ -55,6 +63,9 @@ class Host final : public EventLoop::Process {
   Listener* listener_;
   bool busy_ = false;
   bool wake_pending_ = false;
+  // Async scheduling: requests (and when the client sent them) that arrived during the running
+  // step, and during the one before it.
+  std::vector<std::pair<const RequestSpec*, double>> arrived_during_step_, arrived_before_step_;
 };
 
 }  // namespace servesim

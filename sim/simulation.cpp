@@ -43,6 +43,7 @@ void resolve_model(SimConfig& c) {
 // _verify_args); servesim runs both, for sweeps (README, Schedulers).
 void resolve_scheduler(SimConfig& c) {
   SchedulerConfig& s = c.scheduler;
+  if (!v1_engine(s.policy)) s.async_scheduling = false;  // a V1 engine feature
   const bool large = v1_large_defaults(c.gpu.hbm_gib, c.gpu.name);
   if (s.max_num_batched_tokens == 0) {
     s.max_num_batched_tokens = default_max_num_batched_tokens(s.policy, s.max_model_len, large);

@@ -270,3 +270,30 @@ TEST_CASE("the API server's latency delays the engine but counts in the client's
   // Without the front end, 1 arrives at 55 ms, after 0 finished at 30 ms: 10 ms.
   CHECK(none.requests[1].ttft_s() == Approx(0.010));
 }
+
+TEST_CASE("vllm-v1: with async scheduling a request arriving mid-step joins a step later",
+          "[policy][vllm-v1][sim]") {
+  // Steps of 1 s. Request 0 arrives at 0, request 1 at 0.5, during step [0, 1). Synchronously
+  // step [1, 2) is decided at 1 and takes request 1. With async scheduling vLLM decided step
+  // [1, 2) when it launched step [0, 1), so request 1 joins step [2, 3).
+  const ConstantCost one_second(1.0);
+  for (const bool async : {false, true}) {
+    SimConfig c;
+    c.model = find_model("llama-3.1-8b");
+    c.gpu = find_gpu("h100-sxm");
+    c.scheduler.policy = Policy::kVllmV1;
+    c.scheduler.async_scheduling = async;
+    c.memory.num_gpu_blocks_override = 100;
+    Workload w(3);
+    w[0] = {0, 0.0, 4, 5};
+    w[1] = {1, 0.5, 4, 2};
+    w[2] = {2, 10.0, 4, 2};  // arrives to an idle engine: scheduled at once either way
+    const RunResult r = simulate(resolve(c), w, &one_second);
+    INFO("async " << async);
+    CHECK(r.requests[0].first_token_s == 1);
+    CHECK(r.requests[1].first_scheduled_s == (async ? 2 : 1));
+    CHECK(r.requests[1].first_token_s == (async ? 3 : 2));
+    CHECK(r.requests[2].first_token_s == 11);
+    CHECK(r.summary.completed == 3);
+  }
+}
