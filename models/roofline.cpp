@@ -87,12 +87,12 @@ RooflineParams h100_params() {
   // 9 experiments of 5 dense models at TP1-4; `servesim validate`, README "Validation"):
   p.linear_memory_efficiency = 0.95;      // decode GEMMs under CUDA graphs: weights at 3.2 TB/s
   p.attention_memory_efficiency = 0.466;  // paged decode attention: KV read at 1.6 TB/s
-  p.v1_floor_fraction = 0.325;            // compiled, graph-replayed kernels: a third of eager
-  p.v1_step_s = 0.5625e-3;                // per step: input copies, sampler, synchronisation
-  p.v1_step_s_per_seq = 1.5625e-6;
-  p.v1_cpu_s = 6.25e-3;  // the engine core's Python per step, hidden behind the GPU when async
-  p.v1_cpu_s_per_seq = 68.75e-6;
-  p.frontend_latency_s = 16.25e-3;  // the API server: HTTP, tokenization, IPC, detokenization
+  p.v1_floor_fraction = 0.3625;           // compiled, graph-replayed kernels: a third of eager
+  p.v1_step_s = 0.59375e-3;               // per step: input copies, sampler, synchronisation
+  p.v1_step_s_per_seq = 0;
+  p.v1_cpu_s = 5e-3;  // the engine core's Python per step, hidden behind the GPU when async
+  p.v1_cpu_s_per_seq = 175e-6;
+  p.frontend_latency_s = 5.625e-3;  // the API server: HTTP, tokenization, IPC, detokenization
   return p;
 }
 

@@ -7,8 +7,8 @@ ground-truth CSV of real vLLM runs, and reports leave-one-experiment-out errors.
 
 Each evaluation writes a calibration INI (the A100 fit, the H100 all-reduce, and the parameters
 being fitted) and runs `servesim validate --calibration INI --csv OUT`. The loss is the mean
-absolute percentage error of E2E mean plus that of TPOT mean plus half that of TTFT mean, over
-the experiments' summary rows; the search is a coordinate descent with halving steps within
+absolute percentage error of E2E mean plus that of TPOT mean plus half that of TTFT mean plus half
+the worst E2E error, over the experiments' summary rows; the search is a coordinate descent with halving steps within
 physical bounds. Python 3 standard library only.
 """
 import argparse
@@ -32,8 +32,8 @@ FIXED = dict(knee_sharpness=1.36004, linear_tile_tokens=64, linear_compute_effic
              custom_allreduce_max_bytes=8388608, custom_allreduce_latency_s=9e-6,
              custom_allreduce_efficiency=0.06)
 # name: (start, low, high, first step)
-FREE = dict(linear_memory_efficiency=(0.9375, 0.5, 0.95, 0.05),
-            attention_memory_efficiency=(0.466, 0.2, 1.0, 0.1),
+FREE = dict(linear_memory_efficiency=(0.95, 0.5, 0.95, 0.05),
+            attention_memory_efficiency=(0.441, 0.2, 1.0, 0.1),
             v1_step_s=(0.5e-3, 0, 0.01, 0.5e-3),
             v1_step_s_per_seq=(5e-6, 0, 1e-4, 5e-6),
             frontend_latency_s=(0.015, 0, 0.1, 0.005),
@@ -71,6 +71,8 @@ def loss(errors, exclude):
     for metric, weight in (("e2e_mean", 1), ("tpot_mean", 1), ("ttft_mean", 0.5)):
         a = [abs(e[metric]) for x, e in errors.items() if x != exclude]
         total += weight * sum(a) / len(a)
+        if metric == "e2e_mean":  # the target bounds the worst experiment too
+            total += 0.5 * max(a)
     return total
 
 
