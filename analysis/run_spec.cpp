@@ -34,8 +34,8 @@ std::shared_ptr<const Trace> Inputs::trace(const std::string& path, const Import
                 [&] { return import_trace(path, options); });
 }
 
-std::shared_ptr<const ProfileSet> Inputs::profiles(const std::string& dir) {
-  return cached(profiles_, dir, [&] { return load_profiles(dir); });
+std::shared_ptr<const ProfileSet> Inputs::profiles(const std::string& dir, const std::string& gpu) {
+  return cached(profiles_, dir + '\n' + gpu, [&] { return load_profiles(dir, gpu); });
 }
 
 std::shared_ptr<const Inputs::Calibration> Inputs::calibration(const std::string& path) {
@@ -397,7 +397,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   }
   if (!s.profiles.empty()) {
     if (s.cost_model != "table") throw Error("profiles", "only --cost-model table reads profiles");
-    c.profiles = inputs.profiles(s.profiles);
+    c.profiles = inputs.profiles(s.profiles, c.gpu.name);
   }
   return c;
 }

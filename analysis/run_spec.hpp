@@ -117,7 +117,8 @@ class Inputs {
   Inputs& operator=(const Inputs&) = delete;
 
   std::shared_ptr<const Trace> trace(const std::string& path, const ImportOptions& options);
-  std::shared_ptr<const ProfileSet> profiles(const std::string& dir);
+  // The profiles under DIR of GPU's family (load_profiles).
+  std::shared_ptr<const ProfileSet> profiles(const std::string& dir, const std::string& gpu);
   std::shared_ptr<const Calibration> calibration(const std::string& path);
   // --gpu NAME / --gpu-file FILE and --model NAME / --model-file FILE: the file when given, else
   // the catalogue entry.

@@ -77,7 +77,7 @@ int cmd_calibrate(int argc, const char* const* argv, std::ostream& out) {
   const CalibrationResult r =
       t.profiles.empty()
           ? calibrate_from_step_log(read_step_log(step_log), gpu, model, t.tp, folds)
-          : calibrate_from_profiles(load_profiles(t.profiles), gpu, model, t.tp, folds);
+          : calibrate_from_profiles(load_profiles(t.profiles, gpu.name), gpu, model, t.tp, folds);
   print_calibration(out, r);
   write_calibration(output, gpu, model, r);
   out << "wrote " << output << " (use it with --calibration " << output << ")\n";
@@ -102,7 +102,7 @@ int cmd_fidelity(int argc, const char* const* argv, std::ostream& out) {
   if (t.profiles.empty()) throw Error("profiles", "fidelity needs --profiles DIR");
   const GpuSpec gpu = target_gpu(t);
   const ModelSpec model = target_model(t);
-  const ProfileSet profiles = load_profiles(t.profiles);
+  const ProfileSet profiles = load_profiles(t.profiles, gpu.name);
   const TableCostModel measured(profiles, gpu, model, t.tp);
   const std::vector<StepPoint> grid = fidelity_grid();
   std::vector<std::pair<std::string, RooflineParams>> predictors = {

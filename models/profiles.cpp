@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 
+#include "models/gpu.hpp"
 #include "util/csv_file.hpp"
 #include "util/error.hpp"
+#include "util/lookup.hpp"
 #include "util/text_input.hpp"
 
 namespace servesim {
@@ -221,18 +224,51 @@ CpuProfile read_cpu_profile(const std::string& path) {
   return p;
 }
 
-ProfileSet load_profiles(const std::string& dir) {
+std::string gpu_family(const std::string& gpu) {
+  std::string f = lowercase(gpu);
+  return f.substr(0, f.find_first_of("-_ "));
+}
+
+std::string profile_path_family(const std::string& relative_path) {
+  std::set<std::string> families;
+  for (const GpuSpec& g : gpu_catalogue())
+    families.insert(gpu_family(g.name));
+  const fs::path p(relative_path);
+  for (const fs::path& part : p.parent_path()) {
+    const std::string name = lowercase(part.string());
+    const std::string lead =
+        name.substr(0, name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789"));
+    if (families.count(lead) > 0) return lead;
+  }
+  return "";
+}
+
+ProfileSet load_profiles(const std::string& dir, const std::string& gpu) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw Error(dir, 0, "", "not a directory of profiles");
   ProfileSet set;
   set.dir = dir;
+  const std::string family = gpu.empty() ? "" : gpu_family(gpu);
+  std::set<std::string> other_families;
   std::vector<std::string> mlp, attention, allreduce, cpu;
-  fs::recursive_directory_iterator it(dir, fs::directory_options::skip_permission_denied, ec);
+  fs::recursive_directory_iterator it(dir,
+                                      fs::directory_options::skip_permission_denied |
+                                          fs::directory_options::follow_directory_symlink,
+                                      ec);
   for (; !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     const fs::directory_entry& e = *it;
     std::error_code file_ec;
     if (!e.is_regular_file(file_ec)) continue;
     const std::string name = e.path().filename().string();
+    if (name != "mlp.csv" && name != "attention.csv" && name != "all_reduce.csv" &&
+        name != "cpu_overheads.csv") {
+      continue;
+    }
+    const std::string of = profile_path_family(fs::relative(e.path(), dir, file_ec).string());
+    if (!family.empty() && !of.empty() && of != family) {
+      other_families.insert(of);
+      continue;
+    }
     if (name == "mlp.csv") mlp.push_back(e.path().string());
     if (name == "attention.csv") attention.push_back(e.path().string());
     if (name == "all_reduce.csv") allreduce.push_back(e.path().string());
@@ -251,6 +287,14 @@ ProfileSet load_profiles(const std::string& dir) {
     set.allreduce = read_allreduce_profile(dgx != allreduce.end() ? *dgx : allreduce.front());
   }
   if (!cpu.empty()) set.cpu = read_cpu_profile(cpu.front());
+  if (set.mlp.empty() && !set.attention && !set.allreduce && !set.cpu && !other_families.empty()) {
+    std::string found;
+    for (const std::string& f : other_families)
+      found += (found.empty() ? "" : ", ") + f;
+    throw Error(
+        dir, 0, "",
+        "no profile of " + gpu + " (" + family + ") under this directory, only of " + found);
+  }
   if (set.mlp.empty() && !set.attention && !set.allreduce && !set.cpu) {
     throw Error(dir, 0, "",
                 "no Vidur profile (mlp.csv, attention.csv, all_reduce.csv, "

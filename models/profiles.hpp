@@ -93,7 +93,16 @@ CpuProfile read_cpu_profile(const std::string& path);
 
 // Every profile file under DIR (searched recursively). Where several all_reduce.csv exist, one
 // measured on an NVSwitch (DGX) node is preferred. Throws Error if DIR has none.
-ProfileSet load_profiles(const std::string& dir);
+// With GPU (a catalogue name, e.g. "h100-sxm"), only the files of that GPU's family are read:
+// a file whose path under DIR has a directory named for a catalogue GPU family ("a100",
+// "h100_pairwise_nvlink") belongs to that family; a path naming none belongs to every GPU.
+// Error when DIR holds profiles of other GPUs only.
+ProfileSet load_profiles(const std::string& dir, const std::string& gpu = "");
+
+// The family of a catalogue GPU name ("h100" for "h100-sxm"), and the family a profile path
+// names under its root ("" when none).
+std::string gpu_family(const std::string& gpu);
+std::string profile_path_family(const std::string& relative_path);
 
 // A step measured on a real deployment: what it ran and how long it took.
 struct StepLogRow {

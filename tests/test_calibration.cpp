@@ -425,3 +425,30 @@ TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
   CHECK(cli({"fidelity", "--model", "llama-2-7b"}).code == 2);
   CHECK(cli({"calibrate", "-o", cal}).code == 2);  // neither --profiles nor --step-log
 }
+
+TEST_CASE("profiles: a directory of several GPUs gives the one asked for", "[calibration]") {
+  CHECK(gpu_family("h100-sxm") == "h100");
+  CHECK(gpu_family("a100-80g") == "a100");
+  CHECK(profile_path_family("compute/h100/meta-llama/Llama-2-7b-hf/mlp.csv") == "h100");
+  CHECK(profile_path_family("network/a100_pairwise_nvlink/all_reduce.csv") == "a100");
+  CHECK(profile_path_family("legacy/attention.csv").empty());
+  CHECK(profile_path_family("h100.csv").empty());  // only directories name a GPU
+  const fs::path dir = fs::temp_directory_path() / "servesim_profiles_two_gpus";
+  fs::remove_all(dir);
+  for (const char* gpu : {"a100", "h100"}) {
+    fs::create_directories(dir / "compute" / gpu / "m");
+    const double scale = std::string(gpu) == "a100" ? 1 : 0.5;
+    fixture("../servesim_profiles_two_gpus/compute/" + std::string(gpu) + "/m/mlp.csv",
+            mlp_header() + mlp_row(1, 1, 0.01 * scale) + mlp_row(64, 1, 0.04 * scale));
+  }
+  const ProfileSet both = load_profiles(dir.string());
+  CHECK(both.mlp.size() == 2);
+  const ProfileSet a100 = load_profiles(dir.string(), "a100-80g");
+  const ProfileSet h100 = load_profiles(dir.string(), "h100-sxm");
+  REQUIRE(a100.mlp.size() == 1);
+  REQUIRE(h100.mlp.size() == 1);
+  CHECK(h100.mlp[0].ops.at(1).at("attn_pre_proj").ys()[1] ==
+        Approx(0.5 * a100.mlp[0].ops.at(1).at("attn_pre_proj").ys()[1]));
+  CHECK_THROWS_WITH(load_profiles(dir.string(), "l4"),
+                    Catch::Contains("no profile of l4") && Catch::Contains("a100, h100"));
+}
