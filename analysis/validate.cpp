@@ -19,6 +19,17 @@ namespace servesim {
 
 namespace {
 
+// The latencies a row carries: the metric's name (its CSV column adds "_ms") and its field.
+struct LatencyField {
+  const char* name;
+  double LatencyFigures::*member;
+};
+constexpr LatencyField kLatencyFields[] = {
+    {"ttft_mean", &LatencyFigures::ttft_mean}, {"ttft_p90", &LatencyFigures::ttft_p90},
+    {"ttft_p99", &LatencyFigures::ttft_p99},   {"tpot_mean", &LatencyFigures::tpot_mean},
+    {"e2e_mean", &LatencyFigures::e2e_mean},   {"e2e_p90", &LatencyFigures::e2e_p90},
+    {"e2e_p99", &LatencyFigures::e2e_p99}};
+
 // NaN for an empty field, else the number.
 double optional_number(const CsvFile& f, int c) {
   return c < 0 || trim(f.text(c)).empty() ? NAN : f.number(c);
@@ -58,14 +69,9 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
             c_blocks = f.col("vllm_kv_blocks", false), c_prefix = f.col("prefix_caching", false),
             c_chunked = f.col("chunked_prefill", false), c_offload = f.col("cpu_kv_offload", false),
             c_util = f.col("gpu_memory_utilization", false);
-  const std::pair<const char*, double LatencyFigures::*> metrics[] = {
-      {"ttft_mean_ms", &LatencyFigures::ttft_mean}, {"ttft_p90_ms", &LatencyFigures::ttft_p90},
-      {"ttft_p99_ms", &LatencyFigures::ttft_p99},   {"tpot_mean_ms", &LatencyFigures::tpot_mean},
-      {"e2e_mean_ms", &LatencyFigures::e2e_mean},   {"e2e_p90_ms", &LatencyFigures::e2e_p90},
-      {"e2e_p99_ms", &LatencyFigures::e2e_p99}};
   std::vector<int> c_metrics;
-  for (const auto& m : metrics)
-    c_metrics.push_back(f.col(m.first));
+  for (const LatencyField& m : kLatencyFields)
+    c_metrics.push_back(f.col(std::string(m.name) + "_ms"));
 
   std::vector<GroundTruthRow> rows;
   std::map<std::string, std::string> config_of;  // experiment -> its configuration
@@ -115,9 +121,10 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
     for (size_t i = 0; i < c_metrics.size(); ++i) {
       const double v = optional_number(f, c_metrics[i]);
       if (!(std::isnan(v) || (v > 0 && v < 1e9))) {
-        throw Error(path, f.line(), metrics[i].first, "must be empty or in (0, 1e9) ms");
+        throw Error(path, f.line(), std::string(kLatencyFields[i].name) + "_ms",
+                    "must be empty or in (0, 1e9) ms");
       }
-      r.measured.*metrics[i].second = v;
+      r.measured.*kLatencyFields[i].member = v;
     }
     const std::string config = configuration(r);
     const auto [it, inserted] = config_of.emplace(r.experiment, config);
@@ -322,8 +329,13 @@ std::vector<ValidateRow> validate_ground_truth(const std::vector<GroundTruthRow>
 }
 
 const std::vector<std::string>& validate_metrics() {
-  static const std::vector<std::string> m = {"ttft_mean", "ttft_p90", "ttft_p99", "tpot_mean",
-                                             "e2e_mean",  "e2e_p90",  "e2e_p99",  "kv_blocks"};
+  static const std::vector<std::string> m = [] {
+    std::vector<std::string> names;
+    for (const LatencyField& f : kLatencyFields)
+      names.emplace_back(f.name);
+    names.emplace_back("kv_blocks");
+    return names;
+  }();
   return m;
 }
 
@@ -335,14 +347,10 @@ std::pair<double, double> metric_pair(const ValidateRow& row, const std::string&
     return {row.predicted_kv_blocks > 0 ? double(row.predicted_kv_blocks) : NAN,
             row.truth.vllm_kv_blocks > 0 ? double(row.truth.vllm_kv_blocks) : NAN};
   }
-  static const std::map<std::string, double LatencyFigures::*> fields = {
-      {"ttft_mean", &LatencyFigures::ttft_mean}, {"ttft_p90", &LatencyFigures::ttft_p90},
-      {"ttft_p99", &LatencyFigures::ttft_p99},   {"tpot_mean", &LatencyFigures::tpot_mean},
-      {"e2e_mean", &LatencyFigures::e2e_mean},   {"e2e_p90", &LatencyFigures::e2e_p90},
-      {"e2e_p99", &LatencyFigures::e2e_p99}};
-  const auto it = fields.find(metric);
-  if (it == fields.end()) throw Error("metric", "unknown metric '" + metric + "'");
-  return {row.predicted.*it->second, row.truth.measured.*it->second};
+  for (const LatencyField& f : kLatencyFields) {
+    if (metric == f.name) return {row.predicted.*f.member, row.truth.measured.*f.member};
+  }
+  throw Error("metric", "unknown metric '" + metric + "'");
 }
 
 std::string row_name(const GroundTruthRow& r) {

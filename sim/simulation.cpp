@@ -119,17 +119,17 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
   // FRONTEND_S: the API server's latency: a request sent at t reaches the engine at t + it.
   ArrivalProcess(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics,
                  double frontend_s)
-      : w_(w), options_(o), metrics_(metrics), frontend_s_(frontend_s) {}
+      : w_(w), options_(o), metrics_(metrics), frontend_s_(frontend_s) {
+    if (frontend_s_ > 0) sent_s_.resize(w.size());
+  }
   void start(EventLoop& loop, Host& host) {
     host_ = &host;
     loop_ = &loop;
     if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, kNext);
   }
   void handle(EventLoop& loop, uint32_t tag) override {
-    if (tag == kDeliver) {  // one constant latency: requests reach the engine in sending order
-      const auto [i, sent_s] = in_transit_.front();
-      in_transit_.pop_front();
-      host_->arrive(w_[i], sent_s);
+    if (tag != kNext) {  // request tag - 1 reaches the engine
+      host_->arrive(w_[tag - 1], sent_s_[tag - 1]);
       return;
     }
     if (limited() && in_flight_ >= size_t(options_.max_concurrency)) {
@@ -152,7 +152,7 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
 
  private:
   static constexpr size_t kProgressEvery = 1 << 14;
-  static constexpr uint32_t kNext = 0, kDeliver = 1;
+  static constexpr uint32_t kNext = 0;  // else 1 + the request reaching the engine
   bool limited() const { return options_.max_concurrency > 0; }
   void send(size_t i) {
     if (limited()) ++in_flight_;
@@ -161,8 +161,8 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
       host_->arrive(w_[i], now);
       return;
     }
-    in_transit_.emplace_back(i, now);
-    loop_->schedule(now + frontend_s_, EventLoop::kArrival, this, kDeliver);
+    sent_s_[i] = now;
+    loop_->schedule(now + frontend_s_, EventLoop::kArrival, this, uint32_t(i + 1));
   }
 
   const Workload& w_;
@@ -173,7 +173,7 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
   EventLoop* loop_ = nullptr;
   size_t next_ = 0, in_flight_ = 0, done_ = 0;
   std::deque<size_t> held_;
-  std::deque<std::pair<size_t, double>> in_transit_;  // (request, sent at)
+  std::vector<double> sent_s_;  // when each request was sent, with a front-end latency
 };
 
 }  // namespace

@@ -9,9 +9,21 @@
 #include "models/cost_model.hpp"
 #include "scheduler/block_hasher.hpp"
 #include "scheduler/scheduler.hpp"
+#include "util/error.hpp"
 #include "util/hash.hpp"
 
 namespace servesim::test {
+
+// The field of the Error F throws; "" when it throws none.
+template <class F>
+std::string error_field(F f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.field();
+  }
+  return "";
+}
 
 inline SchedulerConfig config(const std::string& policy, int64_t budget, int64_t max_num_seqs = 8,
                               int64_t max_model_len = 1000, int block_size = 16) {

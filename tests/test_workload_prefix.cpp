@@ -14,6 +14,7 @@
 
 #include "analysis/run_spec.hpp"
 #include "cli_helpers.hpp"
+#include "helpers.hpp"
 #include "trace_fixtures.hpp"
 #include "traces/datasets.hpp"
 #include "traces/import.hpp"
@@ -24,6 +25,7 @@
 #include "util/hash.hpp"
 
 using namespace servesim;
+using servesim::test::error_field;
 using servesim::test::fixture;
 using servesim::test::span_tuples;
 using Spans = std::vector<std::tuple<uint64_t, int32_t, int32_t, int32_t>>;
@@ -41,17 +43,6 @@ uint64_t session(uint64_t s) {
 Spans spans_of(const Workload& w, size_t i) {
   const auto first = w.spans.begin() + std::ptrdiff_t(w[i].first_span);
   return span_tuples(std::vector<TokenSpan>(first, first + std::ptrdiff_t(w[i].num_spans)));
-}
-
-// The field of the Error F throws; "" when it throws none.
-template <class F>
-std::string error_field(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.field();
-  }
-  return "";
 }
 
 // Everything a Workload says, for comparing two.

@@ -4,22 +4,13 @@
 #include <string>
 
 #include "analysis/run_spec.hpp"
+#include "helpers.hpp"
 #include "util/error.hpp"
 
 using namespace servesim;
+using servesim::test::error_field;
 
 namespace {
-
-// The field of the Error F throws; "" when it throws none.
-template <class F>
-std::string error_field(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.field();
-  }
-  return "";
-}
 
 RunSpec random_spec() {
   RunSpec s;
