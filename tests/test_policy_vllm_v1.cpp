@@ -18,6 +18,18 @@ SchedulerConfig v1(int64_t budget, int64_t max_num_seqs = 8, int block_size = 4,
   return c;
 }
 
+// Llama-3.1-8B on an H100 under vllm-v1 with 100 KV blocks, resolved, for whole runs with a
+// hand-made cost model.
+SimConfig v1_run_config(bool async_scheduling) {
+  SimConfig c;
+  c.model = find_model("llama-3.1-8b");
+  c.gpu = find_gpu("h100-sxm");
+  c.scheduler.policy = Policy::kVllmV1;
+  c.scheduler.async_scheduling = async_scheduling;
+  c.memory.num_gpu_blocks_override = 100;
+  return resolve(c);
+}
+
 }  // namespace
 
 TEST_CASE("vllm-v1: running first in admission order, then waiting, in one token budget",
@@ -211,16 +223,11 @@ TEST_CASE("vllm-v1: async scheduling overlaps the CPU's step work with the GPU's
     std::string name() const override { return "gpu+cpu"; }
   } cost;
   for (const bool async : {false, true}) {
-    SimConfig c;
-    c.model = find_model("llama-3.1-8b");
-    c.gpu = find_gpu("h100-sxm");
-    c.scheduler.policy = Policy::kVllmV1;
-    c.scheduler.async_scheduling = async;
-    c.memory.num_gpu_blocks_override = 100;
+    const SimConfig c = v1_run_config(async);
     Workload w(1);
     w[0].input_tokens = 4;
     w[0].output_tokens = 3;
-    const RunResult r = simulate(resolve(c), w, &cost);
+    const RunResult r = simulate(c, w, &cost);
     const RequestRecord& q = r.requests[0];
     CHECK(q.first_token_s == Approx(0.014));
     CHECK(q.last_token_s == Approx(async ? 0.034 : 0.042));
@@ -246,19 +253,14 @@ TEST_CASE("the API server's latency delays the engine but counts in the client's
    private:
     double frontend_s_;
   };
-  SimConfig c;
-  c.model = find_model("llama-3.1-8b");
-  c.gpu = find_gpu("h100-sxm");
-  c.scheduler.policy = Policy::kVllmV1;
-  c.scheduler.async_scheduling = false;
-  c.memory.num_gpu_blocks_override = 100;
+  const SimConfig c = v1_run_config(false);
   Workload w(2);
   w[0] = {0, 0.0, 4, 3};
   w[1] = {1, 0.055, 4, 1};
   const Fronted instant(0);
-  const RunResult none = simulate(resolve(c), w, &instant);
+  const RunResult none = simulate(c, w, &instant);
   const Fronted slow(0.050);
-  const RunResult r = simulate(resolve(c), w, &slow);
+  const RunResult r = simulate(c, w, &slow);
   // Latencies count from the send; arrival times stay the client's.
   CHECK(r.requests[0].arrival_s == 0);
   CHECK(r.requests[1].arrival_s == Approx(0.055));
@@ -278,17 +280,12 @@ TEST_CASE("vllm-v1: with async scheduling a request arriving mid-step joins a st
   // [1, 2) when it launched step [0, 1), so request 1 joins step [2, 3).
   const ConstantCost one_second(1.0);
   for (const bool async : {false, true}) {
-    SimConfig c;
-    c.model = find_model("llama-3.1-8b");
-    c.gpu = find_gpu("h100-sxm");
-    c.scheduler.policy = Policy::kVllmV1;
-    c.scheduler.async_scheduling = async;
-    c.memory.num_gpu_blocks_override = 100;
+    const SimConfig c = v1_run_config(async);
     Workload w(3);
     w[0] = {0, 0.0, 4, 5};
     w[1] = {1, 0.5, 4, 2};
     w[2] = {2, 10.0, 4, 2};  // arrives to an idle engine: scheduled at once either way
-    const RunResult r = simulate(resolve(c), w, &one_second);
+    const RunResult r = simulate(c, w, &one_second);
     INFO("async " << async);
     CHECK(r.requests[0].first_token_s == 1);
     CHECK(r.requests[1].first_scheduled_s == (async ? 2 : 1));
