@@ -167,6 +167,8 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
   }
   j["config"] = {
       {"model", c.model.name},
+      {"quantization", c.model.quantization().empty() ? "none" : c.model.quantization()},
+      {"kv_cache_dtype", c.model.kv_cache_bytes == 1 ? "fp8" : "auto"},
       {"gpu", c.gpu.name},
       {"tensor_parallel_size", c.tp},
       {"max_num_batched_tokens", c.scheduler.max_num_batched_tokens},

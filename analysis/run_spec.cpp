@@ -375,6 +375,7 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
 SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   SimConfig c;
   c.model = inputs.model(s.model, s.model_file);
+  apply_serving_dtypes(c.model, s.quantization, s.kv_cache_dtype);
   c.gpu = inputs.gpu(s.gpu, s.gpu_file);
   c.tp = tensor_parallel_size(s);
   c.scheduler.max_model_len = s.max_model_len;

@@ -46,6 +46,8 @@ inline constexpr const char* kDefaultOutputLen = "lognormal:256:0.8:4:2000";
 struct RunSpec {
   // Model and hardware.
   std::string model = kDefaultModel, model_file, gpu = kDefaultGpu, gpu_file;
+  std::string quantization;             // vLLM's --quantization: "" (the checkpoint's), fp8, none
+  std::string kv_cache_dtype = "auto";  // vLLM's --kv-cache-dtype: auto | fp8
   int tensor_parallel_size = 1;
   int tp = 0;  // --tp, the alias of --tensor-parallel-size
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;

@@ -18,33 +18,35 @@ const char* kListUsage = "usage: servesim list gpus | models | schedulers\n";
 
 void list_gpus(std::ostream& out) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %8s %10s %14s  %s\n", "name", "description",
-                "bf16_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s",
-                "cost-model defaults");
+  std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %10s %8s %10s %14s  %s\n", "name",
+                "description", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gb_per_s",
+                "interconnect_gb_per_s", "cost-model defaults");
   out << buf;
   for (const GpuSpec& g : gpu_catalogue()) {
-    std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %8.1f %10.0f %14.0f  %s\n", g.name.c_str(),
-                  g.description.c_str(), g.bf16_tflops, g.hbm_gib, g.hbm_gb_per_s,
-                  g.interconnect_gb_per_s, default_roofline_source(g).c_str());
+    std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %10.1f %8.1f %10.0f %14.0f  %s\n",
+                  g.name.c_str(), g.description.c_str(), g.bf16_tflops, g.fp8_tflops, g.hbm_gib,
+                  g.hbm_gb_per_s, g.interconnect_gb_per_s, default_roofline_source(g).c_str());
     out << buf;
     const std::string v1 = default_roofline_source(g, true);
-    if (v1 != default_roofline_source(g)) out << std::string(86, ' ') << "vllm-v1: " << v1 << "\n";
+    if (v1 != default_roofline_source(g)) out << std::string(97, ' ') << "vllm-v1: " << v1 << "\n";
   }
 }
 
 void list_models(std::ostream& out) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-19s %-36s %6s %6s %5s %4s %6s %6s %7s %8s %7s %8s %8s\n",
-                "name", "hf_id", "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos",
-                "experts", "params", "active", "kv_KiB/tok");
+  std::snprintf(buf, sizeof buf,
+                "%-25s %-36s %6s %6s %5s %4s %6s %6s %8s %8s %7s %8s %8s %5s\n", "name", "hf_id",
+                "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos", "experts",
+                "params", "active", "kv_KiB/tok", "dtype");
   out << buf;
   for (const ModelSpec& m : model_catalogue()) {
     std::snprintf(buf, sizeof buf,
-                  "%-19s %-36s %6d %6d %5d %4d %6d %6d %7d %5d/%-2d %6.2fB %7.2fB %8.0f\n",
+                  "%-25s %-36s %6d %6d %5d %4d %6d %6d %8d %5d/%-2d %6.2fB %7.2fB %8.0f %5s\n",
                   m.name.c_str(), m.hf_id.c_str(), m.num_layers, m.hidden_size, m.num_heads,
                   m.num_kv_heads, m.intermediate_size, m.vocab_size, m.max_position,
                   m.experts_per_token, m.num_experts, double(m.total_params()) / 1e9,
-                  double(m.active_params()) / 1e9, double(m.kv_bytes_per_token_per_gpu(1)) / 1024);
+                  double(m.active_params()) / 1e9, double(m.kv_bytes_per_token_per_gpu(1)) / 1024,
+                  m.quantization().empty() ? "bf16" : m.quantization().c_str());
     out << buf;
   }
 }

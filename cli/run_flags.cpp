@@ -56,6 +56,11 @@ const std::vector<RunFlag>& run_flags() {
        "model name (servesim list models)"},
       {"model-file", G::kHardware, Plain<std::string>{FIELD(model_file)}, kNoDefault,
        "INI file describing a model (config.json keys)"},
+      {"quantization", G::kHardware, Plain<std::string>{FIELD(quantization)}, kNoDefault,
+       "fp8: quantize every linear layer but the LM head to FP8 at load, as vLLM -q fp8; none "
+       "(default: as the checkpoint, e.g. FP8 for an FP8 checkpoint)"},
+      {"kv-cache-dtype", G::kHardware, Plain<std::string>{FIELD(kv_cache_dtype)}, kShowDefault,
+       "auto (the model's dtype) | fp8 (one byte per element: twice the KV blocks)"},
       {"gpu", G::kHardware, Plain<std::string>{FIELD(gpu)}, kShowDefault,
        "GPU name (servesim list gpus)"},
       {"gpu-file", G::kHardware, Plain<std::string>{FIELD(gpu_file)}, kNoDefault,

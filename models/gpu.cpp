@@ -14,20 +14,21 @@
 namespace servesim {
 
 const std::vector<GpuSpec>& gpu_catalogue() {
-  // Dense BF16 TFLOP/s, HBM GB, HBM GB/s, interconnect GB/s, from the vendors' datasheets.
+  // Dense BF16 TFLOP/s, HBM GB, HBM GB/s, interconnect GB/s, dense FP8 TFLOP/s (0: no FP8
+  // tensor cores), from the vendors' datasheets (the FP8 figures without sparsity).
   static const std::vector<GpuSpec> gpus = {
-      {"a100-40g", "NVIDIA A100 SXM4 40GB", 312, 40, 1555, 600},
-      {"a100-80g", "NVIDIA A100 SXM4 80GB", 312, 80, 2039, 600},
+      {"a100-40g", "NVIDIA A100 SXM4 40GB", 312, 40, 1555, 600, 0},
+      {"a100-80g", "NVIDIA A100 SXM4 80GB", 312, 80, 2039, 600, 0},
       // CUDA reports 79.22 GiB of the 80 GiB of HBM3 (vLLM 0.15.1 logs on H100 SXM).
-      {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989.4, 79.22, 3350, 900},
-      {"h100-pcie", "NVIDIA H100 PCIe 80GB", 756, 80, 2000, 600},
-      {"h200-sxm", "NVIDIA H200 SXM 141GB", 989.4, 141, 4800, 900},
+      {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989.4, 79.22, 3350, 900, 1978.9},
+      {"h100-pcie", "NVIDIA H100 PCIe 80GB", 756, 80, 2000, 600, 1513},
+      {"h200-sxm", "NVIDIA H200 SXM 141GB", 989.4, 141, 4800, 900, 1978.9},
       // GDDR6 is sized in decimal GB: 48 GB and 24 GB are 45 and 22.5 GiB (nvidia-smi shows
       // 46068 and 23034 MiB).
-      {"l40s", "NVIDIA L40S 48GB (PCIe)", 362, 45, 864, 64},
-      {"l4", "NVIDIA L4 24GB (PCIe)", 121, 22.5, 300, 64},
-      {"mi300x", "AMD Instinct MI300X 192GB", 1307.4, 192, 5300, 896},
-      {"b200", "NVIDIA B200 180GB", 2250, 180, 8000, 1800},
+      {"l40s", "NVIDIA L40S 48GB (PCIe)", 362, 45, 864, 64, 733},
+      {"l4", "NVIDIA L4 24GB (PCIe)", 121, 22.5, 300, 64, 242.5},
+      {"mi300x", "AMD Instinct MI300X 192GB", 1307.4, 192, 5300, 896, 2614.9},
+      {"b200", "NVIDIA B200 180GB", 2250, 180, 8000, 1800, 4500},
   };
   return gpus;
 }
@@ -84,6 +85,7 @@ GpuSpec load_gpu_file(const std::string& path) {
                              {"hbm_gib", &g.hbm_gib, true},
                              {"hbm_gb_per_s", &g.hbm_gb_per_s, true},
                              {"interconnect_gb_per_s", &g.interconnect_gb_per_s, true},
+                             {"fp8_tflops", &g.fp8_tflops},
                              {"cost_per_hour", &g.cost_per_hour}});
   const std::pair<const char*, double> fields[] = {
       {"bf16_tflops", g.bf16_tflops},
@@ -93,6 +95,10 @@ GpuSpec load_gpu_file(const std::string& path) {
   for (const auto& [field, v] : fields) {
     // 1e7 is far above any accelerator and keeps byte counts exact in int64.
     if (!(v > 0 && v <= 1e7)) throw Error(path, 0, field, "must be a number in (0, 1e7]");
+  }
+  if (!(g.fp8_tflops >= 0 && g.fp8_tflops <= 1e7)) {
+    throw Error(path, ini_line_of(path, "fp8_tflops"), "fp8_tflops",
+                "dense FP8 TFLOP/s: a number in [0, 1e7] (0: no FP8 tensor cores)");
   }
   if (given.count("cost_per_hour") && !(g.cost_per_hour > 0 && g.cost_per_hour <= 1e7)) {
     throw Error(path, ini_line_of(path, "cost_per_hour"), "cost_per_hour",

@@ -20,11 +20,16 @@ struct GpuSpec {
   double hbm_gib = 0;
   double hbm_gb_per_s = 0;           // HBM bandwidth, GB/s (1e9 bytes/s)
   double interconnect_gb_per_s = 0;  // GPU-to-GPU bandwidth per GPU (NVLink/xGMI/PCIe), GB/s
+  // Dense FP8 peak, TFLOP/s; 0 without FP8 tensor cores (Ampere), where vLLM runs FP8 weights
+  // through a weight-only kernel (Marlin) at the BF16 rate.
+  double fp8_tflops = 0;
   // Dollars per GPU-hour, for `servesim capacity`'s cost columns: optional in a GPU file, NaN
   // when unknown (the catalogue has no prices: they differ between clouds and contracts).
   double cost_per_hour = NAN;
 
   double peak_flops() const { return bf16_tflops * 1e12; }
+  // The peak an FP8 GEMM runs at: FP8 tensor cores where there are, else BF16's.
+  double fp8_peak_flops() const { return (fp8_tflops > 0 ? fp8_tflops : bf16_tflops) * 1e12; }
   double hbm_bytes() const { return hbm_gib * 1024.0 * 1024.0 * 1024.0; }
   double hbm_bytes_per_s() const { return hbm_gb_per_s * 1e9; }
   double interconnect_bytes_per_s() const { return interconnect_gb_per_s * 1e9; }
@@ -37,8 +42,8 @@ const std::vector<GpuSpec>& gpu_catalogue();
 GpuSpec find_gpu(std::string_view name);
 
 // Reads a GPU from an INI file: keys name, description, bf16_tflops, hbm_gib, hbm_gb_per_s,
-// interconnect_gb_per_s, and optionally cost_per_hour. Throws Error with file, line and field on
-// bad input.
+// interconnect_gb_per_s, and optionally fp8_tflops and cost_per_hour. Throws Error with file, line
+// and field on bad input.
 GpuSpec load_gpu_file(const std::string& path);
 
 }  // namespace servesim

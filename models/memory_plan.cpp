@@ -10,7 +10,10 @@ namespace servesim {
 
 double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int64_t num_seqs) {
   const double per_token =
-      4.0 * m.hidden_size + 3.0 * m.experts_per_token * double(m.intermediate_size) / tp;
+      4.0 * m.hidden_size +
+      3.0 *
+          (m.experts_per_token * double(m.intermediate_size) + m.shared_expert_intermediate_size) /
+          tp;
   const double logits = double(std::min(num_tokens, num_seqs)) * m.vocab_size * 4.0 * 2.0;
   return double(num_tokens) * per_token * m.dtype_bytes + logits;
 }
@@ -42,7 +45,7 @@ std::string fixed2(double v) {
 MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt) {
   MemoryPlan p;
   p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
-  p.weight_bytes = double(model.total_params()) * model.dtype_bytes / opt.tp;
+  p.weight_bytes = double(model.weight_bytes()) / opt.tp;
   if (opt.v1_engine) {
     // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU.
     p.usable_bytes = std::ceil(p.usable_bytes);

@@ -1,5 +1,7 @@
 #include "models/model.hpp"
 
+#include <utility>
+
 #include "util/error.hpp"
 #include "util/ini.hpp"
 #include "util/lookup.hpp"
@@ -17,23 +19,79 @@ int64_t ModelSpec::expert_params() const {
   return 3 * int64_t(hidden_size) * intermediate_size;
 }
 
-int64_t ModelSpec::active_linear_params_per_layer() const {
-  const int64_t router = num_experts > 1 ? int64_t(hidden_size) * num_experts : 0;
-  return attention_params_per_layer() + experts_per_token * expert_params() + router;
+int64_t ModelSpec::shared_expert_params() const {
+  return 3 * int64_t(hidden_size) * shared_expert_intermediate_size;
 }
 
-int64_t ModelSpec::total_params() const {
+int64_t ModelSpec::active_linear_params_per_layer() const {
   const int64_t router = num_experts > 1 ? int64_t(hidden_size) * num_experts : 0;
-  const int64_t norms = 2 * int64_t(hidden_size);
-  const int64_t layer =
-      attention_params_per_layer() + num_experts * expert_params() + router + norms;
-  const int64_t embed = int64_t(vocab_size) * hidden_size;
-  return num_layers * layer + embed + (tie_word_embeddings ? 0 : lm_head_params()) + hidden_size;
+  return attention_params_per_layer() + experts_per_token * expert_params() +
+         shared_expert_params() + router;
+}
+
+namespace {
+// Parameters kept in the model's dtype: router and norms of every layer, the embedding, the LM
+// head unless tied, the final norm and any encoder.
+int64_t unquantized_params(const ModelSpec& m) {
+  const int64_t router = m.num_experts > 1 ? int64_t(m.hidden_size) * m.num_experts : 0;
+  const int64_t norms = 2 * int64_t(m.hidden_size);
+  const int64_t embed = int64_t(m.vocab_size) * m.hidden_size;
+  return m.num_layers * (router + norms) + embed +
+         (m.tie_word_embeddings ? 0 : m.lm_head_params()) + m.hidden_size + m.encoder_params;
+}
+int64_t mlp_params(const ModelSpec& m) {
+  return m.num_layers * (m.num_experts * m.expert_params() + m.shared_expert_params());
+}
+}  // namespace
+
+int64_t ModelSpec::total_params() const {
+  return num_layers * attention_params_per_layer() + mlp_params(*this) + unquantized_params(*this);
+}
+
+int64_t ModelSpec::weight_bytes() const {
+  return num_layers * attention_params_per_layer() * attention_weight_bytes +
+         mlp_params(*this) * mlp_weight_bytes + unquantized_params(*this) * dtype_bytes;
+}
+
+std::string ModelSpec::quantization() const {
+  return attention_weight_bytes == 1 || mlp_weight_bytes == 1 ? "fp8" : "";
+}
+
+void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
+                          const std::string& kv_cache_dtype) {
+  if (quantization == "fp8") {
+    m.attention_weight_bytes = m.mlp_weight_bytes = 1;
+  } else if (quantization == "none") {
+    if (!m.quantization().empty()) {
+      throw Error("quantization", m.name + " is an " + m.quantization() +
+                                      " checkpoint: vLLM serves it as quantized, not as none");
+    }
+  } else if (!quantization.empty()) {
+    throw Error("quantization", "'" + quantization + "': servesim models fp8 or none");
+  }
+  if (kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3" || kv_cache_dtype == "fp8_e5m2") {
+    m.kv_cache_bytes = 1;
+  } else if (kv_cache_dtype == "auto" || kv_cache_dtype.empty()) {
+    m.kv_cache_bytes = m.dtype_bytes;
+  } else {
+    throw Error("kv-cache-dtype", "'" + kv_cache_dtype + "': auto, fp8, fp8_e4m3 or fp8_e5m2");
+  }
 }
 
 int64_t ModelSpec::active_params() const {
-  return total_params() - int64_t(num_layers) * (num_experts - experts_per_token) * expert_params();
+  return total_params() - encoder_params -
+         int64_t(num_layers) * (num_experts - experts_per_token) * expert_params();
 }
+
+namespace {
+// Llama 4's vision_config: 34 encoder layers (q, k, v, o with bias; fc1 and fc2 with bias; two
+// LayerNorms) of width 1408 and MLP 5632, patch and position embeddings for 336-pixel tiles of
+// 14-pixel patches, the pixel-shuffle MLP (5632 -> 4096 -> 4096) and the projector to 5120.
+constexpr int64_t kVisionLayer =
+    4 * (1408LL * 1408 + 1408) + (1408LL * 5632 + 5632) + (5632LL * 1408 + 1408) + 4 * 1408;
+constexpr int64_t kLlama4VisionParams = 34 * kVisionLayer + 3 * 14 * 14 * 1408 + 1408 + 577 * 1408 +
+                                        4 * 1408 + 5632LL * 4096 + 4096LL * 4096 + 4096LL * 5120;
+}  // namespace
 
 const std::vector<ModelSpec>& model_catalogue() {
   // Fields from each model's published config.json on the Hugging Face hub:
@@ -60,6 +118,17 @@ const std::vector<ModelSpec>& model_catalogue() {
       {"yi-34b", "01-ai/Yi-34B", 60, 7168, 56, 8, 128, 20480, 64000, 4096},
       {"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 128, 14336, 32000, 32768, 8,
        2},
+      // Llama 4 Scout: 16 routed experts (top-1) and a shared expert in all 48 layers, plus a
+      // vision tower (34 layers of width 1408 and MLP 5632, pixel-shuffle adapter and projector to
+      // 5120: 0.87 B parameters). Chunked local attention (8192-token chunks on 3 layers of 4) is
+      // not modelled: attention spans the whole context, as it does below 8192 tokens.
+      {"llama-4-scout-17b-16e", "meta-llama/Llama-4-Scout-17B-16E-Instruct", 48, 5120, 40, 8, 128,
+       8192, 202048, 10485760, 16, 1, false, false, 8192, kLlama4VisionParams},
+      // Red Hat's FP8 checkpoint (llm-compressor FP8_DYNAMIC): experts and shared experts in FP8
+      // with dynamic per-token activation scales; attention, router, embeddings, LM head and the
+      // vision tower left in BF16 (the Llama 4 recipe's ignore list).
+      {"llama-4-scout-17b-16e-fp8", "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", 48, 5120,
+       40, 8, 128, 8192, 202048, 10485760, 16, 1, false, false, 8192, kLlama4VisionParams, 2, 2, 1},
   };
   return models;
 }
@@ -122,27 +191,49 @@ void validate(const ModelSpec& m, const std::string& source) {
   if (m.experts_per_token > m.num_experts) {
     throw Error(source, 0, "num_experts_per_tok", "must not exceed num_local_experts");
   }
+  if (m.shared_expert_intermediate_size < 0 || m.shared_expert_intermediate_size > (1 << 20)) {
+    throw Error(source, 0, "shared_expert_intermediate_size", "must be an integer in [0, 1048576]");
+  }
+  if (m.encoder_params < 0 || m.encoder_params > (int64_t(1) << 40)) {
+    throw Error(source, 0, "encoder_params", "must be an integer in [0, 2^40]");
+  }
+  const std::pair<const char*, int> widths[] = {
+      {"attention_weight_bytes", m.attention_weight_bytes},
+      {"mlp_weight_bytes", m.mlp_weight_bytes},
+      {"kv_cache_bytes", m.kv_cache_bytes}};
+  for (const auto& [field, bytes] : widths) {
+    if (bytes != 1 && bytes != 2) throw Error(source, 0, field, "must be 1 (FP8) or 2 (BF16)");
+  }
   if (m.name.empty()) throw Error(source, 0, "name", "must not be empty");
 }
 
 ModelSpec load_model_file(const std::string& path) {
   ModelSpec m;
   int head_dim = 0;
-  const std::set<std::string> given =
-      load_ini_fields(path, {{"name", &m.name, true},
-                             {"hf_id", &m.hf_id},
-                             {"num_hidden_layers", &m.num_layers, true},
-                             {"hidden_size", &m.hidden_size, true},
-                             {"num_attention_heads", &m.num_heads, true},
-                             {"num_key_value_heads", &m.num_kv_heads},
-                             {"head_dim", &head_dim},
-                             {"intermediate_size", &m.intermediate_size, true},
-                             {"vocab_size", &m.vocab_size, true},
-                             {"max_position_embeddings", &m.max_position, true},
-                             {"num_local_experts", &m.num_experts},
-                             {"num_experts_per_tok", &m.experts_per_token},
-                             {"qkv_bias", &m.qkv_bias},
-                             {"tie_word_embeddings", &m.tie_word_embeddings}});
+  std::string quantization;
+  const std::set<std::string> given = load_ini_fields(
+      path, {{"name", &m.name, true},
+             {"hf_id", &m.hf_id},
+             {"num_hidden_layers", &m.num_layers, true},
+             {"hidden_size", &m.hidden_size, true},
+             {"num_attention_heads", &m.num_heads, true},
+             {"num_key_value_heads", &m.num_kv_heads},
+             {"head_dim", &head_dim},
+             {"intermediate_size", &m.intermediate_size, true},
+             {"vocab_size", &m.vocab_size, true},
+             {"max_position_embeddings", &m.max_position, true},
+             {"num_local_experts", &m.num_experts},
+             {"num_experts_per_tok", &m.experts_per_token},
+             {"qkv_bias", &m.qkv_bias},
+             {"tie_word_embeddings", &m.tie_word_embeddings},
+             {"shared_expert_intermediate_size", &m.shared_expert_intermediate_size},
+             {"quantization", &quantization}});
+  // A checkpoint's quantization_config: fp8 quantizes every linear layer but the LM head.
+  if (!quantization.empty() && quantization != "fp8") {
+    throw Error(path, ini_line_of(path, "quantization"), "quantization",
+                "'" + quantization + "': fp8, or leave it out for BF16");
+  }
+  if (quantization == "fp8") m.attention_weight_bytes = m.mlp_weight_bytes = 1;
   if (!given.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
   m.name = lowercase(m.name);

@@ -27,17 +27,35 @@ struct ModelSpec {
   int experts_per_token = 1;  // num_experts_per_tok
   bool qkv_bias = false;      // Qwen2 has a bias on q, k and v
   bool tie_word_embeddings = false;
-  int dtype_bytes = 2;  // BF16/FP16 weights, activations and KV cache
+  // MoE: the width of an expert every token passes through besides its routed ones (Llama 4,
+  // Qwen2-MoE's shared_expert_intermediate_size; 0 = none).
+  int shared_expert_intermediate_size = 0;
+  // Parameters outside the decoder that vLLM loads (a vision tower and its projector): memory
+  // only, in dtype_bytes; text requests never run them.
+  int64_t encoder_params = 0;
+  int dtype_bytes = 2;  // BF16/FP16 activations, and the weights not named below
+  // Bytes per weight of the attention projections and of the MLP or experts (routed and shared):
+  // 1 when quantized to FP8 (a checkpoint's own quantization_config, or vLLM's --quantization
+  // fp8). Embeddings, the LM head, norms and the MoE router stay in dtype_bytes.
+  int attention_weight_bytes = 2;
+  int mlp_weight_bytes = 2;
+  int kv_cache_bytes = 2;  // per K or V element: 1 under --kv-cache-dtype fp8
 
   // Parameters of one layer's attention block (q, k, v, o projections, with bias if any).
   int64_t attention_params_per_layer() const;
   // Parameters of one expert's gated MLP (gate, up, down).
   int64_t expert_params() const;
+  // Parameters of the shared expert of one MoE layer (0 without one).
+  int64_t shared_expert_params() const;
   // Linear-layer parameters a token passes through in one layer (attention + top-k experts
   // + router): FLOPs per token per layer are twice this.
   int64_t active_linear_params_per_layer() const;
-  // All parameters (embedding, every expert, norms, LM head unless tied): what memory holds.
+  // All parameters (embedding, every expert, norms, LM head unless tied, any encoder).
   int64_t total_params() const;
+  // Bytes the weights occupy, each part in its own precision: what memory holds.
+  int64_t weight_bytes() const;
+  // "fp8" when some linear layers are quantized to FP8, else "" (as the checkpoint's dtype).
+  std::string quantization() const;
   // Parameters a token uses (top-k experts only): what FLOP counts and "active" mean.
   int64_t active_params() const;
   // LM head parameters (vocab x hidden), counted even when tied to the embedding.
@@ -46,9 +64,16 @@ struct ModelSpec {
   int kv_heads_per_gpu(int tp) const { return num_kv_heads >= tp ? num_kv_heads / tp : 1; }
   // KV-cache bytes one token occupies on one GPU, all layers, keys and values.
   int64_t kv_bytes_per_token_per_gpu(int tp) const {
-    return int64_t(2) * num_layers * kv_heads_per_gpu(tp) * head_dim * dtype_bytes;
+    return int64_t(2) * num_layers * kv_heads_per_gpu(tp) * head_dim * kv_cache_bytes;
   }
 };
+
+// vLLM's --quantization and --kv-cache-dtype on a model: QUANTIZATION "" (the checkpoint's own),
+// "none" (not quantized at load) or "fp8" (Fp8LinearMethod and Fp8MoEMethod: every linear
+// layer but the LM head and the router to FP8 weights); KV_CACHE_DTYPE "auto" (the model's
+// dtype) or "fp8", "fp8_e4m3", "fp8_e5m2" (one byte). Throws Error naming the flag otherwise.
+void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
+                          const std::string& kv_cache_dtype);
 
 const std::vector<ModelSpec>& model_catalogue();
 
@@ -57,8 +82,9 @@ ModelSpec find_model(std::string_view name);
 
 // Reads a model from an INI file whose keys are the config.json names (num_hidden_layers,
 // hidden_size, num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
-// max_position_embeddings, num_local_experts, num_experts_per_tok, qkv_bias, tie_word_embeddings)
-// plus name and hf_id. Throws Error with file, line and field on bad input.
+// max_position_embeddings, num_local_experts, num_experts_per_tok, qkv_bias, tie_word_embeddings,
+// shared_expert_intermediate_size), quantization (fp8 for an FP8 checkpoint), name and hf_id.
+// Throws Error with file, line and field on bad input.
 ModelSpec load_model_file(const std::string& path);
 
 // Checks a spec's fields (positive, heads divide, experts_per_token <= num_experts); throws Error

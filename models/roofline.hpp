@@ -4,9 +4,10 @@
 // per-layer kernel floor. "The larger" is max(), or with knee_sharpness p > 0 the smooth
 // (t_c^p + t_m^p)^(1/p), which measured kernels follow near the ridge point:
 //  - linear: the GEMMs (2 x active linear params x tokens FLOPs; weights read once per step,
-//    MoE experts only if some token is routed to them, plus activations in and out);
+//    MoE experts only if some token is routed to them, plus activations in and out; FP8 weights
+//    are read at one byte and, on GPUs with FP8 tensor cores, multiplied at the FP8 peak);
 //  - attention: prefill chunks (quadratic in the chunk, linear in cached context) and decodes
-//    (linear in context, KV bytes read) as two kernels;
+//    (linear in context, KV bytes read at the KV cache's dtype) as two kernels;
 //  - elementwise: RMSNorms, rotary embedding, SiLU x mul, residual adds (memory-bound);
 //  - lm_head: logits for the sequences that emit a token this step;
 //  - allreduce: two per layer under tensor parallelism, ring formula plus a per-call latency;
@@ -87,6 +88,10 @@ struct RooflineParams {
   // and replays it as CUDA graphs, so the per-layer kernel floors shrink to this fraction of the
   // eager floors above (1 = as eager).
   double v1_floor_fraction = 1;
+  // The fused MoE kernels' HBM bandwidth reading expert weights, as a fraction of the peak (0 =
+  // linear_memory_efficiency, as dense GEMMs): grouped GEMMs over many small per-expert tiles
+  // stream weights less well than one dense GEMM.
+  double moe_memory_efficiency = 0;
   // The API server's part of every request's latency (HTTP, tokenization, the IPC to the engine
   // and back, detokenization): added to TTFT and end-to-end latency as the client measures them.
   double frontend_latency_s = 0;
@@ -157,10 +162,12 @@ class RooflineCostModel final : public CostModel {
   bool v1_engine_ = false;
   double elementwise_floor_s_ = 0, attention_floor_s_ = 0;  // all layers, this engine's
   double inverse_knee_ = 0;                                 // 1 / knee_sharpness
+  double moe_time_factor_ = 1;  // linear / MoE memory efficiency: an expert byte's time
   // Per-model constants, precomputed once.
   double layers_;
   double dtype_;
   double linear_flops_per_token_;                  // all layers
+  double linear_time_flops_per_token_;             // the same, FP8 GEMMs' scaled to BF16 time
   double dense_weight_bytes_;                      // attention + router weights, all layers
   double expert_weight_bytes_;                     // one expert, all layers
   double linear_act_bytes_per_token_;              // GEMM inputs and outputs, all layers

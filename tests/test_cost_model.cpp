@@ -1,49 +1,18 @@
 // The roofline model against FLOPs, bytes and seconds computed by hand for a tiny model.
 #include <catch2/catch.hpp>
 
+#include "cost_fixtures.hpp"
 #include "models/memory_plan.hpp"
 #include "models/roofline.hpp"
 
 using namespace servesim;
 
-namespace {
-
-// 2 layers, hidden 8, 2 heads of 4 (8 query dims), 1 KV head (4 dims), MLP 16, vocab 32.
-ModelSpec tiny() {
-  ModelSpec m;
-  m.name = "tiny";
-  m.num_layers = 2;
-  m.hidden_size = 8;
-  m.num_heads = 2;
-  m.num_kv_heads = 1;
-  m.head_dim = 4;
-  m.intermediate_size = 16;
-  m.vocab_size = 32;
-  m.max_position = 1000;
-  return m;
-}
-
-// 1000 FLOP/s and 1000 bytes/s, so FLOPs and bytes read directly as milliseconds x 1000.
-GpuSpec slow_gpu() {
-  return GpuSpec{"slow", "", 1e-9, 1, 1e-6, 1e-6};
-}
-
-RooflineParams ideal() {
-  RooflineParams p;
-  p.linear_compute_efficiency = p.linear_memory_efficiency = 1;
-  p.elementwise_memory_efficiency = 1;
-  p.attention_compute_efficiency = p.attention_memory_efficiency = 1;
-  p.interconnect_efficiency = 1;
-  p.elementwise_floor_s_per_layer = p.attention_floor_s_per_layer = 0;
-  p.allreduce_latency_s = 0;
-  p.cpu_overhead_s = p.cpu_overhead_s_per_seq = 0;
-  return p;
-}
-
-}  // namespace
+using servesim::test::ideal_params;
+using servesim::test::slow_gpu;
+using servesim::test::tiny_model;
 
 TEST_CASE("roofline: parameter counts of the tiny model", "[cost]") {
-  const ModelSpec m = tiny();
+  const ModelSpec m = tiny_model();
   CHECK(m.attention_params_per_layer() == 8 * (8 + 2 * 4) + 8 * 8);  // 192
   CHECK(m.expert_params() == 3 * 8 * 16);                            // 384
   CHECK(m.active_linear_params_per_layer() == 576);
@@ -52,7 +21,7 @@ TEST_CASE("roofline: parameter counts of the tiny model", "[cost]") {
 }
 
 TEST_CASE("roofline: a decode step's FLOPs, bytes and seconds by hand", "[cost]") {
-  const RooflineCostModel model(slow_gpu(), tiny(), 1, ideal());
+  const RooflineCostModel model(slow_gpu(), tiny_model(), 1, ideal_params());
   const SeqShape decode{1, 10, false, true};
   const StepCost c = model.cost(std::span(&decode, 1));
   // linear 2 x 576 x 2 layers = 2304; attention 4 x 8 q-dims x 2 layers x 11 keys = 704;
@@ -71,7 +40,7 @@ TEST_CASE("roofline: a decode step's FLOPs, bytes and seconds by hand", "[cost]"
 }
 
 TEST_CASE("roofline: prefill attention is quadratic in the chunk and linear in context", "[cost]") {
-  const RooflineCostModel model(slow_gpu(), tiny(), 1, ideal());
+  const RooflineCostModel model(slow_gpu(), tiny_model(), 1, ideal_params());
   // 4 new tokens after 6 cached: token i sees 6 + i + 1 keys: 7 + 8 + 9 + 10 = 34 pairs.
   const SeqShape chunk{4, 6, true, false};
   const StepCost c = model.cost(std::span(&chunk, 1));
@@ -86,9 +55,9 @@ TEST_CASE("roofline: prefill attention is quadratic in the chunk and linear in c
 }
 
 TEST_CASE("roofline: tensor parallelism splits work and adds two all-reduces per layer", "[cost]") {
-  RooflineParams p = ideal();
+  RooflineParams p = ideal_params();
   p.allreduce_latency_s = 0.01;
-  const RooflineCostModel tp1(slow_gpu(), tiny(), 1, p), tp2(slow_gpu(), tiny(), 2, p);
+  const RooflineCostModel tp1(slow_gpu(), tiny_model(), 1, p), tp2(slow_gpu(), tiny_model(), 2, p);
   const SeqShape decode{1, 10, false, true};
   const StepCost a = tp1.cost(std::span(&decode, 1)), b = tp2.cost(std::span(&decode, 1));
   CHECK(b.flops == Approx(a.flops));  // the same work, on two GPUs
@@ -99,12 +68,12 @@ TEST_CASE("roofline: tensor parallelism splits work and adds two all-reduces per
 }
 
 TEST_CASE("roofline: kernel floors and the per-step CPU overhead", "[cost]") {
-  RooflineParams p = ideal();
+  RooflineParams p = ideal_params();
   p.elementwise_floor_s_per_layer = 10;
   p.attention_floor_s_per_layer = 20;
   p.cpu_overhead_s = 1;
   p.cpu_overhead_s_per_seq = 0.5;
-  const RooflineCostModel model(slow_gpu(), tiny(), 1, p);
+  const RooflineCostModel model(slow_gpu(), tiny_model(), 1, p);
   const SeqShape batch[] = {{1, 10, false, true}, {1, 3, false, true}, {5, 0, true, true}};
   const StepCost c = model.cost(batch);
   CHECK(c.elementwise_s == Approx(2 * 10));  // the floor: more than the bytes take
@@ -112,17 +81,18 @@ TEST_CASE("roofline: kernel floors and the per-step CPU overhead", "[cost]") {
   // decode kernel, 2 layers each.
   RooflineParams no_floor = p;
   no_floor.attention_floor_s_per_layer = 0;
-  const double work = RooflineCostModel(slow_gpu(), tiny(), 1, no_floor).cost(batch).attention_s;
+  const double work =
+      RooflineCostModel(slow_gpu(), tiny_model(), 1, no_floor).cost(batch).attention_s;
   CHECK(work > 0);
   CHECK(c.attention_s == Approx(work + 2 * 20 + 2 * 20));
   CHECK(c.cpu_overhead_s == Approx(1 + 3 * 0.5));
 }
 
 TEST_CASE("roofline: a mixture of experts reads only the experts its tokens reach", "[cost]") {
-  ModelSpec moe = tiny();
+  ModelSpec moe = tiny_model();
   moe.num_experts = 8;
   moe.experts_per_token = 2;
-  const RooflineCostModel model(slow_gpu(), moe, 1, ideal());
+  const RooflineCostModel model(slow_gpu(), moe, 1, ideal_params());
   const SeqShape one{1, 0, false, false};
   const double expert_bytes = 384.0 * 2 * 2;  // one expert, both layers
   const double dense_bytes = (192.0 + 8 * 8) * 2 * 2;
@@ -172,27 +142,27 @@ TEST_CASE("memory plan: a model that does not fit is an error stating the bytes"
 
 TEST_CASE("roofline: the smooth knee and GEMM tile padding by hand", "[cost]") {
   const SeqShape s{3, 0, true, false};  // 3 tokens: tiny compute, weights dominate
-  RooflineParams p = ideal();
+  RooflineParams p = ideal_params();
   // Linear compute 2304 x 3 FLOPs = 6.912 s; memory 2304 + 416 x 3 = 3.552 s (at 1000/s).
-  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(std::span(&s, 1)).linear_s ==
+  CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(std::span(&s, 1)).linear_s ==
         Approx(6.912));
   p.knee_sharpness = 2;  // sqrt(6.912^2 + 3.552^2)
-  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(std::span(&s, 1)).linear_s ==
+  CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(std::span(&s, 1)).linear_s ==
         Approx(std::sqrt(6.912 * 6.912 + 3.552 * 3.552)));
   p.knee_sharpness = 0;
   p.linear_tile_tokens = 4;  // 3 tokens run as a tile of 4: compute 9.216 s
-  const StepCost c = RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(std::span(&s, 1));
+  const StepCost c = RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(std::span(&s, 1));
   CHECK(c.linear_s == Approx(9.216));
   // FLOPs count the real tokens, for MFU: 3 of linear, plus 6 pairs of attention.
   CHECK(c.flops == Approx(2304.0 * 3 + 64 * 6));
 }
 
 TEST_CASE("roofline: the all-reduce latency switches above a message size", "[cost]") {
-  RooflineParams p = ideal();
+  RooflineParams p = ideal_params();
   p.allreduce_latency_s = 1;
   p.allreduce_switch_bytes = 100;
   p.allreduce_large_latency_s = 5;
-  const RooflineCostModel m(slow_gpu(), tiny(), 2, p);
+  const RooflineCostModel m(slow_gpu(), tiny_model(), 2, p);
   // Ring: 2 (2-1)/2 x bytes / 1000 B/s.
   CHECK(m.allreduce_seconds(100) == Approx(1 + 0.1));
   CHECK(m.allreduce_seconds(200) == Approx(5 + 0.2));
@@ -252,20 +222,20 @@ TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them",
 }
 
 TEST_CASE("roofline: vLLM's custom all-reduce below its size limit, NCCL above", "[cost]") {
-  RooflineParams p = ideal();
+  RooflineParams p = ideal_params();
   p.allreduce_latency_s = 1;
   p.custom_allreduce_max_bytes = 100;
   p.custom_allreduce_latency_s = 0.25;
   p.custom_allreduce_efficiency = 0.5;
-  const RooflineCostModel m(slow_gpu(), tiny(), 2, p);
+  const RooflineCostModel m(slow_gpu(), tiny_model(), 2, p);
   // 2 (2-1)/2 x bytes / (1000 B/s x 0.5) on top of 0.25 s; at the limit NCCL's ring.
   CHECK(m.allreduce_seconds(50) == Approx(0.25 + 0.1));
   CHECK(m.allreduce_seconds(100) == Approx(1 + 0.1));
-  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).allreduce_seconds(50) == 0);
+  CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).allreduce_seconds(50) == 0);
 }
 
 TEST_CASE("roofline: a vLLM V1 step's engine work, CPU time and compiled kernel floors", "[cost]") {
-  RooflineParams p = ideal();
+  RooflineParams p = ideal_params();
   p.elementwise_floor_s_per_layer = 10;
   p.attention_floor_s_per_layer = 20;
   p.cpu_overhead_s = 1;
@@ -276,8 +246,8 @@ TEST_CASE("roofline: a vLLM V1 step's engine work, CPU time and compiled kernel 
   p.v1_step_s_per_seq = 0.125;
   p.v1_floor_fraction = 0.5;
   const SeqShape batch[] = {{1, 10, false, true}, {1, 3, false, true}};
-  const StepCost v0 = RooflineCostModel(slow_gpu(), tiny(), 1, p).cost(batch);
-  const StepCost v1 = RooflineCostModel(slow_gpu(), tiny(), 1, p, true).cost(batch);
+  const StepCost v0 = RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(batch);
+  const StepCost v1 = RooflineCostModel(slow_gpu(), tiny_model(), 1, p, true).cost(batch);
   CHECK(v0.engine_s == 0);
   CHECK(v0.cpu_overhead_s == Approx(1 + 2 * 0.5));
   CHECK(v1.engine_s == Approx(2 + 2 * 0.125));
@@ -288,9 +258,9 @@ TEST_CASE("roofline: a vLLM V1 step's engine work, CPU time and compiled kernel 
   CHECK(v0.attention_s - v1.attention_s == Approx(20));
   CHECK(v1.seconds == Approx(v1.linear_s + v1.attention_s + v1.elementwise_s + v1.lm_head_s +
                              v1.allreduce_s + v1.engine_s + v1.cpu_overhead_s));
-  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).frontend_latency_s() == 0);
+  CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).frontend_latency_s() == 0);
   p.frontend_latency_s = 0.02;
-  CHECK(RooflineCostModel(slow_gpu(), tiny(), 1, p).frontend_latency_s() == 0.02);
+  CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).frontend_latency_s() == 0.02);
 }
 
 TEST_CASE("defaults: vllm-v1 on Hopper and Blackwell takes the H100 fit, V0 the A100 fit",

@@ -189,29 +189,26 @@ TEST_CASE("validate [shared]: real vLLM 0.15.1 on H100 within the issue's target
           "[shared][validate]") {
   // ../shared/groundtruth: 34 measured rows of vLLM 0.15.1 on H100. The issue's targets, on the
   // experiments' summary rows: E2E mean median error <= 5% and no experiment worse than 15%,
-  // TTFT mean median <= 10%, TPOT mean median <= 5%, every KV block count within 2%. (The FP8
-  // MoE rows, which the catalogue cannot describe yet, are skipped.)
+  // TTFT mean median <= 10%, TPOT mean median <= 5%, KV block counts within 2%. The FP8 MoE
+  // (Llama-4-Scout) misses the KV target: its plan leaves 1.75 GiB per GPU more for the KV cache
+  // than vLLM found (+14%), which is asserted as it stands so that it cannot grow unseen.
   if (!servesim::test::have_shared("groundtruth/vllm-0.15.1-h100.csv")) return;
   const std::string path = servesim::test::shared_path("groundtruth/vllm-0.15.1-h100.csv").string();
   ValidateOptions o;
   o.jobs = 2;
   const std::vector<ValidateRow> rows = validate_ground_truth(read_ground_truth(path), o);
   REQUIRE(rows.size() == 34);
-  size_t predicted = 0;
   for (const ValidateRow& r : rows) {
-    if (!r.skipped.empty()) {
-      CHECK_THAT(r.skipped, Catch::Contains("Llama-4-Scout"));
-      continue;
-    }
-    ++predicted;
     INFO(r.truth.experiment << " stage " << r.truth.stage);
-    CHECK(std::abs(percent_error(double(r.predicted_kv_blocks), double(r.truth.vllm_kv_blocks))) <=
-          2.0);
+    CHECK(r.skipped.empty());
+    const double kv_error =
+        percent_error(double(r.predicted_kv_blocks), double(r.truth.vllm_kv_blocks));
+    const bool moe = r.truth.model.find("Llama-4-Scout") != std::string::npos;
+    CHECK(std::abs(kv_error) <= (moe ? 15.0 : 2.0));
   }
-  CHECK(predicted == 24);  // 9 experiments of 5 dense models
   const ErrorSummary e2e = summarize_errors(rows, "e2e_mean", true);
   const ErrorSummary tpot = summarize_errors(rows, "tpot_mean", true);
-  CHECK(e2e.rows == 9);
+  CHECK(e2e.rows == 13);  // 13 experiments of 6 models, the FP8 MoE included
   CHECK(e2e.median_ape <= 5.0);
   CHECK(e2e.worst_ape <= 15.0);
   CHECK(tpot.median_ape <= 5.0);
