@@ -33,13 +33,14 @@ FIXED = dict(knee_sharpness=1.36004, linear_tile_tokens=64, linear_compute_effic
              custom_allreduce_efficiency=0.06)
 # name: (start, low, high, first step)
 FREE = dict(linear_memory_efficiency=(0.95, 0.5, 0.95, 0.05),
-            attention_memory_efficiency=(0.441, 0.2, 1.0, 0.1),
-            v1_step_s=(0.5e-3, 0, 0.01, 0.5e-3),
-            v1_step_s_per_seq=(5e-6, 0, 1e-4, 5e-6),
-            frontend_latency_s=(0.015, 0, 0.1, 0.005),
-            v1_floor_fraction=(0.3, 0, 1, 0.2),
-            v1_cpu_s=(3e-3, 0, 0.02, 2e-3),
-            v1_cpu_s_per_seq=(1e-4, 0, 1e-3, 1e-4))
+            attention_memory_efficiency=(0.466, 0.2, 1.0, 0.1),
+            v1_step_s=(0.59375e-3, 0, 0.01, 0.5e-3),
+            v1_step_s_per_seq=(0, 0, 1e-4, 5e-6),
+            frontend_latency_s=(5.625e-3, 0, 0.1, 0.005),
+            v1_floor_fraction=(0.3625, 0, 1, 0.2),
+            v1_cpu_s=(5e-3, 0, 0.02, 2e-3),
+            v1_cpu_s_per_seq=(175e-6, 0, 1e-3, 1e-4),
+            moe_memory_efficiency=(0.77, 0.3, 0.95, 0.05))
 
 
 class Evaluator:
