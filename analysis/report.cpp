@@ -194,6 +194,29 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
       {"cost_model", cost_json},
       {"workload", workload},
   };
+  const FleetSummary& f = r.fleet;
+  if (f.num_replicas > 1) {
+    j["config"]["num_replicas"] = f.num_replicas;
+    j["config"]["router"] = f.router;
+    ordered_json replicas = ordered_json::array();
+    for (size_t i = 0; i < f.replicas.size(); ++i) {
+      const RunSummary& q = f.replicas[i];
+      replicas.push_back({{"replica", i},
+                          {"requests", f.routed[i]},
+                          {"completed", q.completed},
+                          {"ttft_ms", stats_json(q.ttft_ms)},
+                          {"itl_ms", stats_json(q.itl_ms)},
+                          {"step_time_fraction", q.step_time_fraction},
+                          {"kv_usage_mean", q.kv_usage_mean},
+                          {"queue_len_mean", number(q.queue_len.mean)},
+                          {"prefix_cache_hit_rate", number(q.prefix_cache.hit_rate())}});
+    }
+    j["fleet"] = {{"num_replicas", f.num_replicas},
+                  {"router", f.router},
+                  {"busy_imbalance", number(f.busy_imbalance)},
+                  {"queue_imbalance", number(f.queue_imbalance)},
+                  {"replicas", replicas}};
+  }
   return j;
 }
 

@@ -33,8 +33,11 @@ std::string reasons_text(const RunSummary& s) {
 void print_header(std::ostream& out, const RunResult& r, const std::string& workload) {
   const SimConfig& c = r.config;
   const RunSummary& s = r.summary;
-  out << "servesim run: " << c.model.name << " on " << c.gpu.name << " x" << c.tp << ", "
-      << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
+  out << "servesim run: " << c.model.name << " on " << c.gpu.name << " x" << c.tp;
+  if (r.fleet.num_replicas > 1) {
+    out << ", " << r.fleet.num_replicas << " replicas (" << r.fleet.router << ")";
+  }
+  out << ", " << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
       << c.scheduler.max_num_batched_tokens << ", max_num_seqs " << c.scheduler.max_num_seqs
       << ", max_model_len " << c.scheduler.max_model_len << ")\n";
   out << format(
@@ -153,10 +156,27 @@ bool comparable(const RunResult& r) {
          r.summary.completed > 0;
 }
 
+// A fleet's routing: imbalance, then one line per replica.
+void print_fleet(std::ostream& out, const FleetSummary& f) {
+  out << format("\nfleet: %d replicas behind %s; load imbalance (max/mean) busy %.2f, queue %.2f\n",
+                f.num_replicas, f.router.c_str(), f.busy_imbalance, f.queue_imbalance);
+  out << format("%-8s %8s %9s %9s %8s %6s %7s %8s %8s\n", "replica", "requests", "TTFT p50",
+                "TTFT p99", "ITL p50", "step%", "KV%", "queue", "prefix%");
+  for (size_t i = 0; i < f.replicas.size(); ++i) {
+    const RunSummary& q = f.replicas[i];
+    out << format("%-8zu %8llu", i, static_cast<unsigned long long>(f.routed[i])) << " "
+        << cell(q.ttft_ms.p50, 9, 1) << " " << cell(q.ttft_ms.p99, 9, 1) << " "
+        << cell(q.itl_ms.p50, 8, 1) << " " << cell(q.step_time_fraction * 100, 6, 1) << " "
+        << cell(q.kv_usage_mean * 100, 7, 1) << " " << cell(q.queue_len.mean, 8, 1) << " "
+        << cell(q.prefix_cache.hit_rate() * 100, 8, 1) << "\n";
+  }
+}
+
 void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload) {
   print_header(out, r, workload);
   print_stats_table(out, r.summary);
   print_use(out, r.summary);
+  if (r.fleet.num_replicas > 1) print_fleet(out, r.fleet);
   for (const std::string& w : run_warnings(r))
     out << "WARNING: " << w << "\n";
 }

@@ -116,6 +116,7 @@ void check_dataset_flags(const RunSpec& s) {
 
 void check_flags(const RunSpec& s) {
   tensor_parallel_size(s);
+  simulate_options(s);  // the fleet's flags
   num_requests(s);
   scheduler_spec(s);
   if (s.seed < 0) throw Error("seed", "must be >= 0");
@@ -166,6 +167,24 @@ SimulateOptions simulate_options(const RunSpec& s) {
   o.metrics.percentiles = s.metric_percentiles;
   o.metrics.goodput = s.goodput;
   o.max_concurrency = s.max_concurrency;
+  if (s.has("num-replicas") && s.has("data-parallel-size") &&
+      s.num_replicas != s.data_parallel_size) {
+    throw Error("data-parallel-size", "contradicts --num-replicas");
+  }
+  o.fleet.num_replicas = s.has("data-parallel-size") ? s.data_parallel_size : s.num_replicas;
+  if (o.fleet.num_replicas < 1 || o.fleet.num_replicas > kMaxReplicas) {
+    throw Error(s.has("data-parallel-size") ? "data-parallel-size" : "num-replicas",
+                "must be in [1, " + std::to_string(kMaxReplicas) + "]");
+  }
+  o.fleet.router.kind = parse_router(s.router);
+  o.fleet.router.signal_delay_s = s.router_signal_delay_s;
+  if (!(s.router_signal_delay_s >= 0) || !std::isfinite(s.router_signal_delay_s)) {
+    throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
+  }
+  if (o.fleet.num_replicas == 1 && (s.has("router") || s.has("router-signal-delay-s"))) {
+    throw Error(s.has("router") ? "router" : "router-signal-delay-s",
+                "routes between replicas: give --num-replicas N > 1");
+  }
   return o;
 }
 

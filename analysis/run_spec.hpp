@@ -50,6 +50,10 @@ struct RunSpec {
   std::string kv_cache_dtype = "auto";  // vLLM's --kv-cache-dtype: auto | fp8
   int tensor_parallel_size = 1;
   int tp = 0;  // --tp, the alias of --tensor-parallel-size
+  // A fleet: replicas behind a router (vLLM's --data-parallel-size is the alias).
+  int num_replicas = 1, data_parallel_size = 0;
+  std::string router = "round-robin";
+  double router_signal_delay_s = 0;
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
   int64_t num_gpu_blocks = 0, max_model_len = 0;
   int block_size = 16;

@@ -184,6 +184,19 @@ int64_t KvCacheManager::get_computed_blocks(uint32_t id, const SeqState& s) {
   return hit_tokens;
 }
 
+int64_t KvCacheManager::cached_prefix_blocks(uint32_t id, int64_t num_tokens) const {
+  if (!caching_) return 0;
+  const int64_t max_blocks = num_tokens / block_size_;
+  uint64_t parent = 0;
+  int64_t k = 0;
+  for (; k < max_blocks; ++k) {
+    const uint64_t h = hasher_->block_hash(id, k, parent);
+    if (lookup(h) < 0) break;
+    parent = h;
+  }
+  return k;
+}
+
 int64_t KvCacheManager::num_evictable_hits() const {
   // A hit block nobody holds sits in the free queue: touching it takes it out, so it counts
   // against the free blocks (get_num_blocks_to_allocate, num_evictable_blocks).

@@ -28,6 +28,7 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
       scheduler_.add_request(r.id, r.input_tokens, r.output_tokens, r.priority, r.arrival_s);
   const bool admitted = why == RejectReason::kNone;
   metrics_.on_arrival(r.id, sent_s, admitted);
+  if (fleet_ != nullptr) fleet_->on_arrival(r.id, sent_s, admitted);
   if (!admitted) {
     if (listener_ != nullptr) listener_->on_request_done(r.id);
     return false;
@@ -82,12 +83,18 @@ void Host::start_step(bool back_to_back) {
   }
   busy_ = true;
   const StepCost cost = cost_.cost(batch.shapes());
-  for (uint32_t id : scheduler_.new_prefills())  // a request is first scheduled as one
+  for (uint32_t id : scheduler_.new_prefills()) {  // a request is first scheduled as one
     metrics_.on_scheduled(id, now);
+    if (fleet_ != nullptr) fleet_->on_scheduled(id, now);
+  }
   StepCost run = cost;
   run.seconds = step_seconds(cost, back_to_back);
   metrics_.on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
                    scheduler_.step_cached_tokens());
+  if (fleet_ != nullptr) {
+    fleet_->on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
+                    scheduler_.step_cached_tokens());
+  }
   loop_.schedule(now + run.seconds, EventLoop::kStepDone, this, kStepDone);
 }
 
@@ -95,6 +102,7 @@ void Host::finish_step() {
   const double now = loop_.now();
   scheduler_.update_from_output([&](uint32_t id, bool first, bool finished) {
     metrics_.on_token(id, now, first);
+    if (fleet_ != nullptr) fleet_->on_token(id, now, first);
     if (finished && listener_ != nullptr) listener_->on_request_done(id);
   });
 }

@@ -29,10 +29,16 @@ class Host final : public EventLoop::Process {
     ~Listener() = default;
   };
 
-  // LISTENER may be null.
+  // LISTENER may be null. FLEET, when given, is told everything METRICS is: the fleet's
+  // collector, over every replica.
   Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics,
-       Listener* listener = nullptr)
-      : loop_(loop), scheduler_(scheduler), cost_(cost), metrics_(metrics), listener_(listener) {}
+       Listener* listener = nullptr, MetricsCollector* fleet = nullptr)
+      : loop_(loop),
+        scheduler_(scheduler),
+        cost_(cost),
+        metrics_(metrics),
+        listener_(listener),
+        fleet_(fleet) {}
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
@@ -44,6 +50,7 @@ class Host final : public EventLoop::Process {
   void arrive(const RequestSpec& r, double sent_s);
   // Requests waiting to start at this replica (its scheduler's `waiting`).
   size_t waiting() const { return scheduler_.num_waiting(); }
+  const Scheduler& scheduler() const { return scheduler_; }
   void handle(EventLoop& loop, uint32_t tag) override;
 
  private:
@@ -61,6 +68,7 @@ class Host final : public EventLoop::Process {
   const CostModel& cost_;
   MetricsCollector& metrics_;
   Listener* listener_;
+  MetricsCollector* fleet_;
   bool busy_ = false;
   bool wake_pending_ = false;
   // Async scheduling: requests (and when the client sent them) that arrived during the running

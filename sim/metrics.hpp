@@ -170,6 +170,8 @@ class MetricsCollector {
   // The run's requests: SEQS (the scheduler's states, by id) with their times.
   // REQUIRES: SEQS has one state per request of the workload.
   std::vector<RequestRecord> records(std::span<const SeqState> seqs) const;
+  // One request's record: its scheduler state SEQ with its times.
+  RequestRecord record(uint32_t id, const SeqState& seq) const { return {seq, times_[id]}; }
 
   // Summarises the finished run of REQUESTS (records()) on a replica with TP_PEAK_FLOPS and
   // TP_PEAK_BYTES_PER_S (the whole TP group) and TOTAL_KV_BLOCKS.

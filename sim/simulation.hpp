@@ -21,6 +21,7 @@
 #include "models/roofline.hpp"
 #include "scheduler/scheduler.hpp"
 #include "sim/metrics.hpp"
+#include "sim/router.hpp"
 #include "traces/request.hpp"
 
 namespace servesim {
@@ -42,6 +43,18 @@ struct SimConfig {
 // Fills in vLLM's defaults and checks the configuration; throws Error naming the flag.
 SimConfig resolve(SimConfig c);
 
+// A fleet run's replicas (simulate_fleet).
+struct FleetSummary {
+  int num_replicas = 1;
+  std::string router;                // its name
+  std::vector<RunSummary> replicas;  // each replica's own requests and steps
+  std::vector<uint32_t> replica_of;  // each request's replica, by id
+  std::vector<uint64_t> routed;      // requests routed to each replica
+  // Load imbalance: the most loaded replica over the mean, of busy time (steps in flight) and of
+  // the time-weighted mean waiting queue; 1 = perfectly even, NaN when all are zero.
+  double busy_imbalance = NAN, queue_imbalance = NAN;
+};
+
 struct RunResult {
   SimConfig config;  // resolved
   MemoryPlan memory;
@@ -50,6 +63,16 @@ struct RunResult {
   std::vector<StepRecord> steps;  // empty unless simulate() was asked to keep them
   std::vector<std::pair<double, uint64_t>> itl_histogram_ms;  // (bucket upper bound, count)
   int64_t discarded_tokens = 0;  // computed, then thrown away by preemption
+  FleetSummary fleet;            // empty for one replica
+};
+
+// A fleet: NUM_REPLICAS copies of one configuration (vLLM's data parallelism, or as many servers
+// behind a gateway), each a Host with its own scheduler and KV cache, driven by one event loop; a
+// Router picks each request's replica when the client sends it.
+inline constexpr int kMaxReplicas = 4096;
+struct FleetOptions {
+  int num_replicas = 1;
+  RouterOptions router;
 };
 
 struct SimulateOptions {
@@ -62,11 +85,21 @@ struct SimulateOptions {
   // Called every 16,384 requests finished or rejected with (done, total), from the simulating
   // thread: for progress lines.
   std::function<void(size_t, size_t)> progress;
+  FleetOptions fleet;  // more than one replica: simulate() runs simulate_fleet()
 };
 
 // Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with its cost model
-// (config.cost_model), or with COST when given.
+// (config.cost_model), or with COST when given (one replica only).
 RunResult simulate(const SimConfig& resolved, const Workload& w, const CostModel* cost = nullptr,
                    const SimulateOptions& options = {});
+
+// Promises what simulate() does, for the fleet: deterministic; every request ends finished or
+// rejected, once, on one replica.
+// The fleet's RunResult is the fleet as one run: every request on the replica that served it,
+// throughput and MFU over all GPUs, the step share, KV usage and queue length per replica
+// (time-weighted means over the replicas), the prefix cache summed; `fleet` holds each replica's
+// own summary, the routing and the imbalance.
+RunResult simulate_fleet(const SimConfig& resolved, const Workload& w,
+                         const SimulateOptions& options);
 
 }  // namespace servesim

@@ -1,0 +1,127 @@
+#include "sim/router.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/error.hpp"
+
+namespace servesim {
+
+namespace {
+struct Named {
+  RouterKind kind;
+  const char* name;
+};
+constexpr Named kRouters[] = {{RouterKind::kRoundRobin, "round-robin"},
+                              {RouterKind::kLeastRequests, "least-requests"},
+                              {RouterKind::kLeastKv, "least-kv"},
+                              {RouterKind::kPrefixAware, "prefix-aware"},
+                              {RouterKind::kSession, "session"}};
+}  // namespace
+
+const char* router_names() {
+  return "round-robin | least-requests | least-kv | prefix-aware | session";
+}
+
+RouterKind parse_router(std::string_view name) {
+  for (const Named& r : kRouters) {
+    if (name == r.name) return r.kind;
+  }
+  throw Error("router", "'" + std::string(name) + "': expected " + router_names());
+}
+
+const char* router_name(RouterKind kind) {
+  for (const Named& r : kRouters) {
+    if (kind == r.kind) return r.name;
+  }
+  return "?";
+}
+
+Router::Router(const RouterOptions& options, const Fleet& fleet, const Workload& workload)
+    : options_(options), fleet_(fleet), workload_(workload) {
+  seen_.resize(fleet.size());
+  scores_.resize(fleet.size());
+  last_ = fleet.size() - 1;  // the first pick among equals is replica 0
+}
+
+void Router::refresh(double now) {
+  if (options_.signal_delay_s > 0 && now < next_refresh_s_) return;
+  for (size_t i = 0; i < seen_.size(); ++i)
+    seen_[i] = fleet_.load(i);
+  if (options_.signal_delay_s > 0) {
+    next_refresh_s_ = (std::floor(now / options_.signal_delay_s) + 1) * options_.signal_delay_s;
+  }
+}
+
+size_t Router::best_score() {
+  const size_t n = scores_.size();
+  size_t best = (last_ + 1) % n;
+  for (size_t k = 1; k < n; ++k) {
+    const size_t i = (last_ + 1 + k) % n;
+    if (scores_[i] > scores_[best]) best = i;
+  }
+  return best;
+}
+
+size_t Router::least(double (*key)(const ReplicaLoad&)) {
+  for (size_t i = 0; i < seen_.size(); ++i)
+    scores_[i] = -key(seen_[i]);
+  return best_score();
+}
+
+size_t Router::prefix_aware(const RequestSpec& r) {
+  int64_t qmin = seen_[0].waiting, qmax = seen_[0].waiting;
+  for (const ReplicaLoad& l : seen_) {
+    qmin = std::min(qmin, l.waiting);
+    qmax = std::max(qmax, l.waiting);
+  }
+  const int64_t blocks = r.input_tokens / fleet_.block_size();
+  for (size_t i = 0; i < seen_.size(); ++i) {
+    const double prefix =
+        blocks > 0 ? double(fleet_.cached_prompt_blocks(i, r)) / double(blocks) : 0.0;
+    // llm-d's queue scorer: (max - q) / (max - min), 1 for all when the queues are equal.
+    const double queue = qmax > qmin ? double(qmax - seen_[i].waiting) / double(qmax - qmin) : 1.0;
+    scores_[i] = options_.prefix_weight * prefix + options_.queue_weight * queue +
+                 options_.kv_weight * (1.0 - seen_[i].kv_usage);
+  }
+  return best_score();
+}
+
+size_t Router::session(const RequestSpec& r) {
+  auto fewest = [](const ReplicaLoad& l) { return double(l.outstanding); };
+  if (r.num_spans == 0 || !r.output_continues) return least(fewest);
+  const uint64_t key = workload_.spans[r.first_span + r.num_spans - 1].stream;
+  const auto it = sessions_.find(key);
+  if (it != sessions_.end()) return it->second;
+  const size_t chosen = least(fewest);
+  sessions_.emplace(key, uint32_t(chosen));
+  return chosen;
+}
+
+size_t Router::route(const RequestSpec& r, double now) {
+  const size_t n = seen_.size();
+  size_t chosen = 0;
+  if (options_.kind == RouterKind::kRoundRobin) {
+    chosen = (last_ + 1) % n;
+  } else {
+    refresh(now);
+    switch (options_.kind) {
+      case RouterKind::kLeastRequests:
+        chosen = least([](const ReplicaLoad& l) { return double(l.outstanding); });
+        break;
+      case RouterKind::kLeastKv:
+        chosen = least([](const ReplicaLoad& l) { return l.kv_usage; });
+        break;
+      case RouterKind::kPrefixAware:
+        chosen = prefix_aware(r);
+        break;
+      default:
+        chosen = session(r);
+        break;
+    }
+  }
+  last_ = chosen;
+  return chosen;
+}
+
+}  // namespace servesim

@@ -1,0 +1,93 @@
+// Router: picks the replica of a fleet that serves each request, from what it sees of the
+// replicas' live state, as a serving gateway does (llm-d's endpoint picker, Vidur's global
+// scheduler, BLIS's routing policies):
+//  - round-robin: replicas in turn;
+//  - least-requests: the fewest outstanding requests (routed there and not yet finished);
+//  - least-kv: the lowest KV cache usage;
+//  - prefix-aware: llm-d's scorers, weighted and summed: the share of the prompt's full blocks
+//    the replica's prefix cache holds (precise prefix-cache scorer), the queue scorer (1 for the
+//    shortest waiting queue, 0 for the longest, linear between) and the KV-utilisation scorer
+//    (1 - usage), with llm-d's inference-scheduling weights 3, 2 and 2 by default;
+//  - session: sticky by session: a turn of a conversation (a request whose answer continues its
+//    prompt's last stream: multi_turn, or a trace's session ids) goes where the conversation's
+//    first turn went; that first turn, and any request of no session (a Mooncake row names
+//    blocks, not sessions), goes to the replica with the fewest outstanding requests.
+// Load signals (outstanding, waiting, KV usage) can be stale: with a signal delay d > 0 the router
+// sees a snapshot taken at the first decision at or after each multiple of d, deterministically.
+// The prefix cache is asked live (KV events arrive within a step). Ties go to the first replica
+// after the one chosen last, so an idle fleet is filled evenly and every run repeats exactly.
+// Cost per decision: O(1) for round-robin and a known session; O(replicas) for the others (and
+// O(replicas x cached blocks of the prompt) for prefix-aware).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "traces/request.hpp"
+
+namespace servesim {
+
+enum class RouterKind { kRoundRobin, kLeastRequests, kLeastKv, kPrefixAware, kSession };
+
+// Throws Error naming --router and the routers when NAME is none of them.
+RouterKind parse_router(std::string_view name);
+const char* router_name(RouterKind kind);
+const char* router_names();  // "round-robin | least-requests | ..."
+
+struct RouterOptions {
+  RouterKind kind = RouterKind::kRoundRobin;
+  double signal_delay_s = 0;  // staleness of the load signals, seconds
+  // prefix-aware's scorer weights (llm-d inference-scheduling defaults).
+  double prefix_weight = 3, queue_weight = 2, kv_weight = 2;
+};
+
+// What a replica's gateway-visible state is.
+struct ReplicaLoad {
+  int64_t outstanding = 0;  // routed and not yet finished or rejected
+  int64_t waiting = 0;      // waiting to start at the replica
+  double kv_usage = 0;      // KV blocks in use over usable blocks
+};
+
+class Router {
+ public:
+  // The fleet as the router may query it.
+  class Fleet {
+   public:
+    virtual size_t size() const = 0;
+    virtual ReplicaLoad load(size_t replica) const = 0;
+    // Leading full blocks of request R's prompt that REPLICA's prefix cache holds now.
+    virtual int64_t cached_prompt_blocks(size_t replica, const RequestSpec& r) const = 0;
+    virtual int block_size() const = 0;
+
+   protected:
+    ~Fleet() = default;
+  };
+
+  // FLEET and WORKLOAD (for session keys) outlive the router.
+  Router(const RouterOptions& options, const Fleet& fleet, const Workload& workload);
+  // The replica for R, sent at NOW (non-decreasing across calls).
+  size_t route(const RequestSpec& r, double now);
+  const RouterOptions& options() const { return options_; }
+
+ private:
+  void refresh(double now);
+  size_t least(double (*key)(const ReplicaLoad&));
+  size_t prefix_aware(const RequestSpec& r);
+  size_t session(const RequestSpec& r);
+  // The best of SCORES_ (highest), ties to the first after the last pick.
+  size_t best_score();
+
+  RouterOptions options_;
+  const Fleet& fleet_;
+  const Workload& workload_;
+  std::vector<ReplicaLoad> seen_;
+  std::vector<double> scores_;
+  double next_refresh_s_ = -1;
+  size_t last_ = 0;
+  std::unordered_map<uint64_t, uint32_t> sessions_;
+};
+
+}  // namespace servesim

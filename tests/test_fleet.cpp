@@ -1,0 +1,250 @@
+// Fleets: the routers' choices on hand-worked cases, conservation across replicas, determinism,
+// and the fleet flags.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "analysis/report.hpp"
+#include "cli_helpers.hpp"
+#include "helpers.hpp"
+#include "scheduler/policy.hpp"
+#include "sim/router.hpp"
+#include "sim/simulation.hpp"
+#include "traces/datasets.hpp"
+#include "traces/synthetic.hpp"
+
+using namespace servesim;
+using servesim::test::cli;
+using servesim::test::error_field;
+
+namespace {
+
+// A fleet whose state the test sets by hand.
+struct FakeFleet final : Router::Fleet {
+  std::vector<ReplicaLoad> loads;
+  std::vector<int64_t> cached;  // leading cached blocks of any prompt, per replica
+  size_t size() const override { return loads.size(); }
+  ReplicaLoad load(size_t i) const override { return loads[i]; }
+  int64_t cached_prompt_blocks(size_t i, const RequestSpec&) const override { return cached[i]; }
+  int block_size() const override { return 16; }
+};
+
+RequestSpec request(uint32_t id, int32_t input = 64, uint32_t first_span = 0,
+                    uint32_t num_spans = 0) {
+  RequestSpec r;
+  r.id = id;
+  r.input_tokens = input;
+  r.output_tokens = 8;
+  r.first_span = first_span;
+  r.num_spans = num_spans;
+  r.output_continues = num_spans > 0;  // a turn of a conversation
+  return r;
+}
+
+RouterOptions kind(RouterKind k) {
+  RouterOptions o;
+  o.kind = k;
+  return o;
+}
+
+SimConfig v1_config() {
+  SimConfig c;
+  c.model = find_model("llama-3.1-8b");
+  c.gpu = find_gpu("h100-sxm");
+  c.scheduler.policy = Policy::kVllmV1;
+  c.scheduler.enable_prefix_caching = true;
+  return resolve(c);
+}
+
+SimulateOptions fleet_of(int n, RouterKind k) {
+  SimulateOptions o;
+  o.fleet.num_replicas = n;
+  o.fleet.router.kind = k;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("router: round-robin, least-requests and least-kv by hand", "[fleet]") {
+  FakeFleet f;
+  f.loads = {{3, 0, 0.5}, {1, 0, 0.2}, {1, 0, 0.2}};
+  f.cached = {0, 0, 0};
+  const Workload w;
+  Router rr(kind(RouterKind::kRoundRobin), f, w);
+  CHECK(rr.route(request(0), 0) == 0);
+  CHECK(rr.route(request(1), 0) == 1);
+  CHECK(rr.route(request(2), 0) == 2);
+  CHECK(rr.route(request(3), 0) == 0);
+
+  Router least(kind(RouterKind::kLeastRequests), f, w);
+  CHECK(least.route(request(0), 0) == 1);  // 1 and 2 tie at one request: the first, 1
+  CHECK(least.route(request(1), 0) == 2);  // still tied: the first after the last pick
+  f.loads[2].outstanding = 5;
+  CHECK(least.route(request(2), 0) == 1);
+
+  Router kv(kind(RouterKind::kLeastKv), f, w);
+  f.loads[1].kv_usage = 0.3;
+  CHECK(kv.route(request(0), 0) == 2);
+  f.loads[0].kv_usage = 0.1;
+  CHECK(kv.route(request(1), 0) == 0);
+}
+
+TEST_CASE("router: prefix-aware weighs cached blocks against the queue and KV usage", "[fleet]") {
+  FakeFleet f;
+  // Replica 0 holds 3 of the prompt's 4 full blocks but has the longest queue (4) and KV 50%;
+  // replica 1 holds nothing, queue 0, KV 10%; replica 2 holds 1 block, queue 2, KV 0%.
+  f.loads = {{4, 4, 0.5}, {0, 0, 0.1}, {2, 2, 0.0}};
+  f.cached = {3, 0, 1};
+  const Workload w;
+  Router r(kind(RouterKind::kPrefixAware), f, w);
+  // Scores 3 x prefix + 2 x queue + 2 x (1 - KV):
+  //   0: 3 x 0.75 + 2 x 0 + 2 x 0.5 = 3.25; 1: 0 + 2 + 1.8 = 3.8; 2: 0.75 + 1 + 2 = 3.75.
+  CHECK(r.route(request(0, 64), 0) == 1);
+  f.cached = {4, 0, 1};  // the whole prompt cached: 0 scores 4.0
+  CHECK(r.route(request(1, 64), 0) == 0);
+  RouterOptions prefix_only = kind(RouterKind::kPrefixAware);
+  prefix_only.queue_weight = prefix_only.kv_weight = 0;
+  f.cached = {3, 0, 1};
+  CHECK(Router(prefix_only, f, w).route(request(2, 64), 0) == 0);
+}
+
+TEST_CASE("router: session sticks to a conversation's replica", "[fleet]") {
+  FakeFleet f;
+  f.loads = {{2, 0, 0}, {0, 0, 0}, {1, 0, 0}};
+  f.cached = {0, 0, 0};
+  Workload w;
+  w.spans = {{stream_id(StreamKind::kSession, 7), 0, 0, 32},
+             {stream_id(StreamKind::kSession, 8), 0, 0, 32},
+             {stream_id(StreamKind::kSession, 7), 0, 0, 64}};
+  Router r(kind(RouterKind::kSession), f, w);
+  CHECK(r.route(request(0, 64, 0, 1), 0) == 1);  // session 7's first turn: fewest requests
+  f.loads[1].outstanding = 9;
+  CHECK(r.route(request(1, 64, 1, 1), 0) == 2);  // session 8's first turn
+  CHECK(r.route(request(2, 96, 2, 1), 0) == 1);  // session 7 again: sticky despite its load
+  CHECK(r.route(request(3, 96), 0) == 2);        // no span: fewest requests
+  RequestSpec shared = request(4, 64, 0, 1);     // session 7's stream, but not a turn of it
+  shared.output_continues = false;               // (a shared prefix): fewest requests
+  CHECK(r.route(shared, 0) == 2);
+}
+
+TEST_CASE("router: a signal delay shows the load of the last refresh", "[fleet]") {
+  FakeFleet f;
+  f.loads = {{0, 0, 0}, {5, 0, 0}};
+  f.cached = {0, 0};
+  const Workload w;
+  RouterOptions o = kind(RouterKind::kLeastRequests);
+  o.signal_delay_s = 1.0;
+  Router r(o, f, w);
+  CHECK(r.route(request(0), 0.0) == 0);  // refreshed at 0: replica 0 is idle
+  f.loads[0].outstanding = 10;
+  CHECK(r.route(request(1), 0.5) == 0);  // still the snapshot of t = 0
+  CHECK(r.route(request(2), 0.99) == 0);
+  CHECK(r.route(request(3), 1.0) == 1);  // refreshed at 1 s
+  o.signal_delay_s = 0;                  // live
+  CHECK(Router(o, f, w).route(request(4), 0.5) == 1);
+  CHECK(error_field([] { parse_router("random"); }) == "router");
+  CHECK(parse_router("prefix-aware") == RouterKind::kPrefixAware);
+}
+
+TEST_CASE("fleet: every request ends once, on one replica, and the replicas add up to the fleet",
+          "[fleet][invariants]") {
+  SyntheticOptions o;
+  o.num_requests = 1500;
+  o.request_rate = 40;
+  o.input_len = LengthDist::parse("lognormal:600:0.8:16:6000", "input-len");
+  o.output_len = LengthDist::parse("lognormal:150:0.8:2:1500", "output-len");
+  o.seed = 3;
+  Workload w = generate_synthetic(o);
+  w[7].input_tokens = 200000;  // longer than the context: rejected, on its replica
+  const SimConfig c = v1_config();
+  for (RouterKind k : {RouterKind::kRoundRobin, RouterKind::kLeastRequests, RouterKind::kLeastKv,
+                       RouterKind::kPrefixAware, RouterKind::kSession}) {
+    INFO(router_name(k));
+    const RunResult r = simulate(c, w, nullptr, fleet_of(4, k));
+    const FleetSummary& f = r.fleet;
+    REQUIRE(f.replicas.size() == 4);
+    REQUIRE(f.replica_of.size() == w.size());
+    CHECK(r.summary.completed + r.summary.rejected == w.size());
+    CHECK(r.summary.rejected == 1);
+    uint64_t routed = 0, completed = 0, rejected = 0;
+    int64_t output = 0;
+    for (size_t i = 0; i < 4; ++i) {
+      routed += f.routed[i];
+      completed += f.replicas[i].completed;
+      rejected += f.replicas[i].rejected;
+      output += f.replicas[i].output_tokens;
+      CHECK(f.replicas[i].total == f.routed[i]);
+      CHECK(f.routed[i] > 0);
+    }
+    CHECK(routed == w.size());
+    CHECK(completed == r.summary.completed);
+    CHECK(rejected == r.summary.rejected);
+    CHECK(output == r.summary.output_tokens);
+    REQUIRE(r.requests.size() == w.size());
+    for (size_t id = 0; id < w.size(); ++id) {
+      const RequestRecord& q = r.requests[id];
+      CHECK((q.finished() || q.status == SeqStatus::kRejected));
+      CHECK(f.replica_of[id] < 4);
+      if (q.finished()) CHECK(q.output_tokens == w[id].output_tokens);
+    }
+    int64_t expected_output = 0;
+    for (const RequestSpec& q : w)
+      expected_output += q.id == 7 ? 0 : q.output_tokens;
+    CHECK(r.summary.output_tokens == expected_output);
+  }
+}
+
+TEST_CASE("fleet: the same inputs give the same fleet, byte for byte", "[fleet][invariants]") {
+  PrefixRepetitionOptions o;
+  o.num_requests = 600;
+  o.request_rate = 30;
+  o.prefix_len = 512;
+  o.suffix_len = 64;
+  o.num_prefixes = 6;
+  o.output_len = 32;
+  const Workload w = generate_prefix_repetition(o);
+  const SimConfig c = v1_config();
+  SimulateOptions opt = fleet_of(3, RouterKind::kPrefixAware);
+  opt.fleet.router.signal_delay_s = 0.05;
+  const std::string a = summary_json(simulate(c, w, nullptr, opt), {}).dump();
+  const std::string b = summary_json(simulate(c, w, nullptr, opt), {}).dump();
+  CHECK(a == b);
+  // Prefix-aware routing finds more of the shared prefixes cached than round-robin does.
+  const RunResult aware = simulate(c, w, nullptr, fleet_of(3, RouterKind::kPrefixAware));
+  const RunResult rr = simulate(c, w, nullptr, fleet_of(3, RouterKind::kRoundRobin));
+  CHECK(aware.summary.prefix_cache.hit_rate() > rr.summary.prefix_cache.hit_rate());
+}
+
+TEST_CASE("fleet: two idle replicas serve two simultaneous requests as one serves one", "[fleet]") {
+  Workload one = {request(0, 512)}, two = {request(0, 512), request(1, 512)};
+  one[0].output_tokens = two[0].output_tokens = two[1].output_tokens = 20;
+  const SimConfig c = v1_config();
+  const RunResult alone = simulate(c, one);
+  const RunResult pair = simulate(c, two, nullptr, fleet_of(2, RouterKind::kRoundRobin));
+  CHECK(pair.fleet.replica_of == std::vector<uint32_t>{0, 1});
+  for (const RequestRecord& r : pair.requests) {
+    CHECK(r.first_token_s == alone.requests[0].first_token_s);
+    CHECK(r.last_token_s == alone.requests[0].last_token_s);
+  }
+}
+
+TEST_CASE("fleet: the flags", "[fleet][cli]") {
+  const auto ok = cli({"run", "--num-replicas", "3", "--router", "least-kv", "--num-requests", "60",
+                       "--input-len", "fixed:100", "--output-len", "fixed:10"});
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("3 replicas (least-kv)"));
+  CHECK_THAT(ok.out, Catch::Contains("fleet: 3 replicas behind least-kv"));
+  auto e = cli({"run", "--num-replicas", "2", "--router", "random"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("field 'router'"));
+  e = cli({"run", "--router", "session"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("--num-replicas"));
+  e = cli({"run", "--num-replicas", "2", "--data-parallel-size", "3"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("field 'data-parallel-size'"));
+  e = cli({"run", "--num-replicas", "0"});
+  CHECK(e.code == 2);
+  e = cli({"run", "--num-replicas", "2", "--router-signal-delay-s", "-1"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("router-signal-delay-s"));
+}
