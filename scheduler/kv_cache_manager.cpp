@@ -184,13 +184,14 @@ int64_t KvCacheManager::get_computed_blocks(uint32_t id, const SeqState& s) {
   return hit_tokens;
 }
 
-int64_t KvCacheManager::cached_prefix_blocks(uint32_t id, int64_t num_tokens) const {
+int64_t KvCacheManager::cached_prefix_blocks(const BlockHasher& hasher, uint32_t id,
+                                             int64_t num_tokens) const {
   if (!caching_) return 0;
   const int64_t max_blocks = num_tokens / block_size_;
   uint64_t parent = 0;
   int64_t k = 0;
   for (; k < max_blocks; ++k) {
-    const uint64_t h = hasher_->block_hash(id, k, parent);
+    const uint64_t h = hasher.block_hash(id, k, parent);
     if (lookup(h) < 0) break;
     parent = h;
   }

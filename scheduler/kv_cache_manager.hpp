@@ -56,10 +56,14 @@ class KvCacheManager {
   // Frees request ID's blocks, tail first (vLLM free(): reversed order).
   void free(uint32_t id);
 
-  // The leading full blocks of request ID's first NUM_TOKENS tokens that this cache holds now,
-  // changing nothing (no statistics, no touch): what a prefix-aware router asks each replica
-  // (llm-d's precise prefix-cache scorer, fed by vLLM's KV events). 0 when caching is off.
-  int64_t cached_prefix_blocks(uint32_t id, int64_t num_tokens) const;
+  // Room for one more request id (num_requests + 1).
+  void add_request_slot() { table_of_.push_back(-1); }
+  void reserve(size_t num_requests) { table_of_.reserve(num_requests); }
+  // The leading full blocks of the first NUM_TOKENS tokens of the request HASHER names ID that
+  // this cache holds now, changing nothing (no statistics, no touch): what a prefix-aware router
+  // asks each replica (llm-d's precise prefix-cache scorer, fed by vLLM's KV events). 0 when
+  // caching is off.
+  int64_t cached_prefix_blocks(const BlockHasher& hasher, uint32_t id, int64_t num_tokens) const;
   int64_t usable_blocks() const { return usable_; }
   int64_t free_blocks() const { return num_free_; }
   int64_t used_blocks() const { return usable_ - num_free_; }

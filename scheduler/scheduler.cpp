@@ -16,14 +16,21 @@ Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size
                                            config_.enable_prefix_caching, config_.max_model_len,
                                            hasher, num_requests);
     if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
-      waiting_heap_.reserve(std::min<size_t>(num_requests, 1 << 16));
+      waiting_heap_.reserve(std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16));
     }
   }
-  const size_t per_step = std::min<size_t>(size_t(config_.max_num_seqs), num_requests) + 1;
+  // A scheduler that grows (num_requests 0, a fleet's replica) may run up to max_num_seqs.
+  const size_t most = num_requests > 0 ? num_requests : size_t(1) << 16;
+  const size_t per_step = std::min<size_t>(size_t(config_.max_num_seqs), most) + 1;
   batch_.reserve(per_step);
   for (auto* v : {&out_.decodes, &out_.prefills, &out_.new_prefills, &out_.preempted}) {
     v->reserve(per_step);
   }
+}
+
+void Scheduler::reserve(size_t num_requests) {
+  seqs_.reserve(num_requests);
+  if (kv_) kv_->reserve(num_requests);
 }
 
 int64_t Scheduler::prompt_limit() const {
@@ -33,6 +40,10 @@ int64_t Scheduler::prompt_limit() const {
 
 RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
                                     int32_t priority, double arrival_s) {
+  if (id == seqs_.size()) {  // a replica's next request: grow (amortised, once per request)
+    seqs_.emplace_back();
+    if (kv_) kv_->add_request_slot();
+  }
   SeqState& s = seqs_[id];
   assert(s.status == SeqStatus::kPending && input_tokens >= 1 && output_tokens >= 1);
   s.input_tokens = input_tokens;

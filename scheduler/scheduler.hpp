@@ -93,12 +93,15 @@ class Scheduler {
             const BlockHasher* hasher = nullptr);
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
+  // Room for NUM_REQUESTS requests in all, for a scheduler that grows (built with none).
+  void reserve(size_t num_requests);
 
   // The front end's checks, then `waiting` (vLLM add_seq_group). Returns why the request was
   // rejected, or kNone.
   // ARRIVAL_S orders requests of equal priority under the priority policy (vLLM compares
   // (priority, arrival_time)); a negative value stands for the id, i.e. distinct times in id order.
-  // REQUIRES: ID < num_requests, not added before; input_tokens >= 1, output_tokens >= 1.
+  // REQUIRES: ID < num_requests (or == it: the scheduler grows, for a fleet's replica, which
+  // numbers its requests as they come), not added before; input_tokens >= 1, output_tokens >= 1.
   RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
                            int32_t priority = 0, double arrival_s = -1);
 

@@ -24,10 +24,15 @@ void Host::admit_deferred(std::vector<std::pair<const RequestSpec*, double>>& re
 }
 
 bool Host::admit(const RequestSpec& r, double sent_s) {
+  uint32_t id = r.id;
+  if (global_of_ != nullptr) {  // the replica's next number
+    id = uint32_t(global_of_->size());
+    global_of_->push_back(r.id);
+  }
   const RejectReason why =
-      scheduler_.add_request(r.id, r.input_tokens, r.output_tokens, r.priority, r.arrival_s);
+      scheduler_.add_request(id, r.input_tokens, r.output_tokens, r.priority, r.arrival_s);
   const bool admitted = why == RejectReason::kNone;
-  metrics_.on_arrival(r.id, sent_s, admitted);
+  metrics_.on_arrival(id, sent_s, admitted);
   if (fleet_ != nullptr) fleet_->on_arrival(r.id, sent_s, admitted);
   if (!admitted) {
     if (listener_ != nullptr) listener_->on_request_done(r.id);
@@ -85,7 +90,7 @@ void Host::start_step(bool back_to_back) {
   const StepCost cost = cost_.cost(batch.shapes());
   for (uint32_t id : scheduler_.new_prefills()) {  // a request is first scheduled as one
     metrics_.on_scheduled(id, now);
-    if (fleet_ != nullptr) fleet_->on_scheduled(id, now);
+    if (fleet_ != nullptr) fleet_->on_scheduled(global(id), now);
   }
   StepCost run = cost;
   run.seconds = step_seconds(cost, back_to_back);
@@ -102,8 +107,8 @@ void Host::finish_step() {
   const double now = loop_.now();
   scheduler_.update_from_output([&](uint32_t id, bool first, bool finished) {
     metrics_.on_token(id, now, first);
-    if (fleet_ != nullptr) fleet_->on_token(id, now, first);
-    if (finished && listener_ != nullptr) listener_->on_request_done(id);
+    if (fleet_ != nullptr) fleet_->on_token(global(id), now, first);
+    if (finished && listener_ != nullptr) listener_->on_request_done(global(id));
   });
 }
 

@@ -29,16 +29,20 @@ class Host final : public EventLoop::Process {
     ~Listener() = default;
   };
 
-  // LISTENER may be null. FLEET, when given, is told everything METRICS is: the fleet's
-  // collector, over every replica.
+  // LISTENER may be null. In a fleet, FLEET (the fleet's collector, over every replica) is told
+  // everything METRICS is, by workload id, while the scheduler and METRICS number the replica's
+  // requests 0, 1, ... as they reach it; GLOBAL_OF (kept up to date here) maps those numbers to
+  // workload ids. The listener hears workload ids.
   Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics,
-       Listener* listener = nullptr, MetricsCollector* fleet = nullptr)
+       Listener* listener = nullptr, MetricsCollector* fleet = nullptr,
+       std::vector<uint32_t>* global_of = nullptr)
       : loop_(loop),
         scheduler_(scheduler),
         cost_(cost),
         metrics_(metrics),
         listener_(listener),
-        fleet_(fleet) {}
+        fleet_(fleet),
+        global_of_(global_of) {}
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
@@ -69,6 +73,9 @@ class Host final : public EventLoop::Process {
   MetricsCollector& metrics_;
   Listener* listener_;
   MetricsCollector* fleet_;
+  std::vector<uint32_t>* global_of_;
+  // The workload id of the scheduler's request ID.
+  uint32_t global(uint32_t id) const { return global_of_ ? (*global_of_)[id] : id; }
   bool busy_ = false;
   bool wake_pending_ = false;
   // Async scheduling: requests (and when the client sent them) that arrived during the running

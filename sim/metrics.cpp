@@ -20,6 +20,11 @@ MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps, const Met
   end_s_ = first_arrival_s_;
 }
 
+MetricsCollector::MetricsCollector(double first_arrival_s, size_t expected_requests)
+    : first_arrival_s_(first_arrival_s), end_s_(first_arrival_s) {
+  times_.reserve(expected_requests);
+}
+
 std::vector<RequestRecord> MetricsCollector::records(std::span<const SeqState> seqs) const {
   assert(seqs.size() == times_.size());
   std::vector<RequestRecord> out;
@@ -38,6 +43,7 @@ void MetricsCollector::on_offered(double t, size_t waiting) {
 }
 
 void MetricsCollector::on_arrival(uint32_t id, double t, bool admitted) {
+  if (id == times_.size()) times_.emplace_back();  // a replica's next request
   times_[id].arrival_s = t;
   end_s_ = std::max(end_s_, t);
   admitted_ += admitted;

@@ -137,6 +137,9 @@ class MetricsCollector {
   // KEEP_STEPS: record every step (memory grows with steps; off for sweeps).
   explicit MetricsCollector(const Workload& w, bool keep_steps = false,
                             const MetricOptions& options = {});
+  // A fleet replica's collector: its requests are numbered as they reach it (on_arrival with the
+  // next id grows it, once per request) and its run starts at FIRST_ARRIVAL_S.
+  MetricsCollector(double first_arrival_s, size_t expected_requests);
   MetricsCollector(const MetricsCollector&) = delete;
   MetricsCollector& operator=(const MetricsCollector&) = delete;
 

@@ -124,9 +124,16 @@ class ArrivalProcess final : public EventLoop::Process,
  public:
   // FRONTEND_S: the API server's latency: a request sent at t reaches the engine at t + it.
   // ROUTER: null for one replica.
+  // HASHER: the workload's, by workload id (for the prefix-aware router).
   ArrivalProcess(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics,
-                 double frontend_s, const RouterOptions* router, int block_size)
-      : w_(w), options_(o), metrics_(metrics), frontend_s_(frontend_s), block_size_(block_size) {
+                 double frontend_s, const RouterOptions* router, int block_size,
+                 const BlockHasher* hasher)
+      : w_(w),
+        options_(o),
+        metrics_(metrics),
+        frontend_s_(frontend_s),
+        block_size_(block_size),
+        hasher_(hasher) {
     if (frontend_s_ > 0) sent_s_.resize(w.size());
     if (router != nullptr) {
       router_options_ = *router;
@@ -176,7 +183,7 @@ class ArrivalProcess final : public EventLoop::Process,
   }
   int64_t cached_prompt_blocks(size_t i, const RequestSpec& r) const override {
     const KvCacheManager* kv = hosts_[i]->scheduler().kv_cache_manager();
-    return kv != nullptr ? kv->cached_prefix_blocks(r.id, r.input_tokens) : 0;
+    return kv != nullptr ? kv->cached_prefix_blocks(*hasher_, r.id, r.input_tokens) : 0;
   }
   int block_size() const override { return block_size_; }
 
@@ -208,6 +215,7 @@ class ArrivalProcess final : public EventLoop::Process,
   MetricsCollector& metrics_;
   double frontend_s_;
   int block_size_;
+  const BlockHasher* hasher_;
   std::vector<Host*> hosts_;
   RouterOptions router_options_;
   std::optional<Router> router_;
@@ -284,7 +292,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
   ArrivalProcess arrivals(w, options, metrics, cost.frontend_latency_s(), nullptr,
-                          c.scheduler.block_size);
+                          c.scheduler.block_size, &hasher);
   const bool listen = options.max_concurrency > 0 || bool(options.progress);
   Host host(loop, scheduler, cost, metrics, listen ? &arrivals : nullptr);
   arrivals.start(loop, {&host});
@@ -302,13 +310,36 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
 
 namespace {
 
+// A replica's view of the workload's block hasher: the replica numbers its requests as they
+// come, the workload by its ids.
+class ReplicaHasher final : public BlockHasher {
+ public:
+  ReplicaHasher(const BlockHasher& workload, const std::vector<uint32_t>& global_of)
+      : workload_(workload), global_of_(global_of) {}
+  uint64_t block_hash(uint32_t id, int64_t index, uint64_t parent) const override {
+    return workload_.block_hash(global_of_[id], index, parent);
+  }
+
+ private:
+  const BlockHasher& workload_;
+  const std::vector<uint32_t>& global_of_;
+};
+
 // One replica of a fleet: its scheduler (and KV cache), its own measurements, its engine loop.
+// Sized for EXPECTED requests, it grows past them as they come.
 struct Replica {
-  Replica(const SimConfig& c, const MemoryPlan& m, const Workload& w, const BlockHasher& hasher,
-          EventLoop& loop, const CostModel& cost, Host::Listener& listener, MetricsCollector& fleet)
-      : scheduler(c.scheduler, m.num_gpu_blocks, w.size(), &hasher),
-        metrics(w),
-        host(loop, scheduler, cost, metrics, &listener, &fleet) {}
+  Replica(const SimConfig& c, const MemoryPlan& m, const Workload& w, size_t expected,
+          const BlockHasher& hasher, EventLoop& loop, const CostModel& cost,
+          Host::Listener& listener, MetricsCollector& fleet)
+      : local_hasher(hasher, global_of),
+        scheduler(c.scheduler, m.num_gpu_blocks, 0, &local_hasher),
+        metrics(w.empty() ? 0.0 : w.front().arrival_s, expected),
+        host(loop, scheduler, cost, metrics, &listener, &fleet, &global_of) {
+    global_of.reserve(expected);
+    scheduler.reserve(expected);
+  }
+  std::vector<uint32_t> global_of;  // the workload id of each of its requests
+  ReplicaHasher local_hasher;
   Scheduler scheduler;
   MetricsCollector metrics;
   Host host;
@@ -357,12 +388,13 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
   ArrivalProcess arrivals(w, options, metrics, cost->frontend_latency_s(), &fleet.router,
-                          c.scheduler.block_size);
+                          c.scheduler.block_size, &hasher);
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<Host*> hosts;
+  const size_t expected = w.size() / n + 1;
   for (size_t i = 0; i < n; ++i) {
-    replicas.push_back(
-        std::make_unique<Replica>(c, result.memory, w, hasher, loop, *cost, arrivals, metrics));
+    replicas.push_back(std::make_unique<Replica>(c, result.memory, w, expected, hasher, loop, *cost,
+                                                 arrivals, metrics));
     hosts.push_back(&replicas.back()->host);
   }
   arrivals.start(loop, hosts);
@@ -370,10 +402,15 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
 
   out.replica_of = arrivals.take_replica_of();
   // The fleet's records: each request's state on the replica that served it.
+  std::vector<uint32_t> local_of(w.size());
+  for (const auto& r : replicas) {
+    for (size_t local = 0; local < r->global_of.size(); ++local)
+      local_of[r->global_of[local]] = uint32_t(local);
+  }
   result.requests.reserve(w.size());
   for (size_t id = 0; id < w.size(); ++id) {
     const Replica& r = *replicas[out.replica_of[id]];
-    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler.seqs()[id]));
+    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler.seqs()[local_of[id]]));
   }
   const double peak_flops = c.gpu.peak_flops() * c.tp * double(n);
   const double peak_bytes = c.gpu.hbm_bytes_per_s() * c.tp * double(n);
@@ -387,12 +424,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     ++out.routed[r];
   for (size_t i = 0; i < n; ++i) {
     const Replica& r = *replicas[i];
-    std::vector<RequestRecord> mine;
-    mine.reserve(out.routed[i]);
-    for (size_t id = 0; id < w.size(); ++id) {
-      if (out.replica_of[id] == i)
-        mine.push_back(r.metrics.record(uint32_t(id), r.scheduler.seqs()[id]));
-    }
+    const std::vector<RequestRecord> mine = r.metrics.records(r.scheduler.seqs());
     RunSummary s = r.metrics.summary(mine, c.gpu.peak_flops() * c.tp,
                                      c.gpu.hbm_bytes_per_s() * c.tp, r.scheduler.usable_blocks());
     s.prefix_cache = prefix_cache_summary(r.scheduler, mine);
