@@ -277,9 +277,46 @@ class Searcher {
 
 }  // namespace
 
+RunSpec one_replica(const RunSpec& base) {
+  RunSpec s = base;
+  if (!s.has("num-replicas") && !s.has("data-parallel-size")) {
+    s.given.erase("router");
+    s.given.erase("router-signal-delay-s");
+  }
+  return s;
+}
+
 CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
                       const ProbeHook& on_probe) {
-  return Searcher(base, spec, inputs, on_probe).run();
+  return Searcher(one_replica(base), spec, inputs, on_probe).run();
+}
+
+void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
+                Inputs& inputs) {
+  const int64_t ideal = replicas_for(target, c);
+  if (ideal <= 0) return;
+  c.router = base.router;
+  auto meets = [&](int64_t k) {
+    RunSpec s = base;
+    s.num_replicas = int(k);
+    s.data_parallel_size = 0;
+    s.given.erase("data-parallel-size");
+    s.given.insert("num-replicas");
+    ++c.iterations;
+    return probe_at(s, spec, target, inputs).ok;
+  };
+  const int64_t limit = std::min<int64_t>(4 * ideal + 8, kMaxReplicas);
+  int64_t k = ideal;
+  if (meets(k)) {
+    while (k > 1 && meets(k - 1))
+      --k;
+  } else {
+    do {
+      ++k;
+    } while (k <= limit && !meets(k));
+    if (k > limit) k = -1;
+  }
+  c.fleet_replicas = k;
 }
 
 namespace {
@@ -332,7 +369,7 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
                           const std::string& slo_text) {
   SweepTable t;
   t.text_columns = {"label", "gpu", "model", "policy", "note", "binding"};
-  t.int_columns = {"tp", "max_num_batched_tokens", "replicas", "iterations"};
+  t.int_columns = {"tp", "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations"};
   t.real_columns = {"capacity_req_s", "attainment", "gpu_hour_cost",
                     "cost_per_million_output_tokens", "fleet_cost_per_hour"};
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
@@ -344,7 +381,7 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
     SweepRow row;
     row.point = int64_t(i);
     row.text = {c.label, c.gpu, c.model, c.policy, capacity_note(c), c.binding};
-    row.ints = {c.tp, c.budget, replicas_for(target, c), c.iterations};
+    row.ints = {c.tp, c.budget, replicas_for(target, c), c.fleet_replicas, c.iterations};
     row.reals = {c.capacity, c.at.attained, c.gpu_hour_cost, cost_per_million_output_tokens(c),
                  fleet_cost_per_hour(target, c)};
     for (const auto& [name, v] : summary_metrics(c.at.summary))

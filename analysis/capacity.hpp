@@ -95,12 +95,20 @@ struct CapacityResult {
   std::string binding;         // the binding term ("" when none)
   double gpu_hour_cost = NAN;  // dollars per GPU-hour, NaN when unknown
   Probe at;                    // the probe at the capacity (the highest rate that met the SLO)
+  // With --target-rate: the fewest replicas that met the SLO at the target when simulated as a
+  // fleet behind the router (0: not sized; -1: none up to the search's limit), and the router.
+  int64_t fleet_replicas = 0;
+  std::string router;
 };
 
 // Called after each probe, from the searching thread (progress lines).
 using ProbeHook = std::function<void(const Probe&)>;
 
-// The capacity of BASE (whose request rate is what the search sets).
+// BASE as one replica's run when it asks for no replicas: --router and --router-signal-delay-s
+// then serve the fleet sizing (size_fleet) only.
+RunSpec one_replica(const RunSpec& base);
+
+// The capacity of BASE (whose request rate is what the search sets), as one_replica(BASE).
 CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
                       const ProbeHook& on_probe = {});
 
@@ -110,6 +118,13 @@ std::string capacity_note(const CapacityResult& c);
 // Replicas that serve TARGET req/s at capacity C under ideal spreading; 0 without a target or
 // a capacity.
 int64_t replicas_for(double target, const CapacityResult& c);
+
+// The fleet behind BASE's router that serves TARGET req/s: from the ideal-spreading count, the
+// fewest replicas whose fleet meets SPEC when simulated at TARGET (down while it still meets it,
+// up until it does, at most 4 x ideal + 8). Sets C.fleet_replicas and C.router; adds its probes
+// to C.iterations. Nothing without a target or a capacity.
+void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
+                Inputs& inputs);
 
 // Dollars per million output tokens at the capacity; NaN without a capacity or a price.
 double cost_per_million_output_tokens(const CapacityResult& c);

@@ -171,7 +171,7 @@ std::vector<Configuration> configurations(const SplitArgs& s, Inputs& inputs) {
   }
   for (Configuration& c : out) {
     c.spec = spec_from_flags(c.flags);
-    check_point(c.spec, inputs);
+    check_point(one_replica(c.spec), inputs);
   }
   return out;
 }
@@ -319,6 +319,9 @@ std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) 
   if (shown.cost) r.push_back(cell(cost_per_million_output_tokens(c)));
   if (shown.target > 0) {
     r.push_back(c.capacity > 0 ? std::to_string(replicas_for(shown.target, c)) : "n/a");
+    r.push_back(c.fleet_replicas > 0   ? std::to_string(c.fleet_replicas)
+                : c.fleet_replicas < 0 ? "none"
+                                       : "n/a");
     if (shown.cost) r.push_back(cell(fleet_cost_per_hour(shown.target, c)));
   }
   return r;
@@ -332,7 +335,10 @@ TextTable capacity_text_table(const std::vector<CapacityResult>& results, const 
     t.header.push_back(term + " ");
   t.header.push_back("probes");
   if (shown.cost) t.header.push_back("usd_per_Mtok");
-  if (shown.target > 0) t.header.push_back("replicas");
+  if (shown.target > 0) {
+    t.header.push_back("replicas");
+    t.header.push_back("fleet_replicas");
+  }
   if (shown.target > 0 && shown.cost) t.header.push_back("fleet_usd_per_h");
   for (const CapacityResult& c : results) {
     t.rows.push_back(table_row(c, shown));
@@ -359,7 +365,11 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
     out << "replicas serve --target-rate " << shown.target
         << " req/s assuming ideal spreading: each replica sees target/replicas req/s with the "
            "same arrival pattern (no router imbalance)"
-        << (shown.cost ? "; fleet_usd_per_h = replicas * tp * $/GPU-hour" : "") << ".\n";
+        << (shown.cost ? "; fleet_usd_per_h = replicas * tp * $/GPU-hour" : "") << ".\n"
+        << "fleet_replicas: the fewest replicas meeting the SLO at the target when simulated as "
+           "one fleet behind --router "
+        << (results.empty() ? std::string("round-robin") : results.front().router)
+        << " (none: not within 4 x replicas + 8).\n";
   }
 }
 
@@ -394,10 +404,23 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   double target = 0;
   const CapacitySpec spec = capacity_spec(s.own, target);
   const int jobs = get_jobs(s.own);
+  for (const auto& [flag, value] : s.run) {
+    const bool fleet = flag == "num-replicas" || flag == "data-parallel-size";
+    if (fleet) break;
+    if ((flag == "router" || flag == "router-signal-delay-s") && target <= 0) {
+      throw Error(flag, "routes a fleet: give --target-rate R (or --num-replicas N)");
+    }
+  }
   Inputs inputs;
   const std::vector<Configuration> configs = configurations(s, inputs);
   check_prices(spec.cost, configs, inputs);
-  const std::vector<CapacityResult> results = search_all(configs, spec, jobs, inputs);
+  std::vector<CapacityResult> results = search_all(configs, spec, jobs, inputs);
+  if (target > 0) {
+    parallel_for(
+        configs.size(), jobs, "capacity",
+        [&](size_t i) { size_fleet(configs[i].spec, spec, target, results[i], inputs); },
+        [](size_t) {}, [] { return std::string("sizing the fleets"); });
+  }
   const std::string slo = slo_text(s.own, spec);
   print_capacity(out, results, spec, target, slo);
   const SweepTable t = capacity_table(results, target, slo);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -241,4 +242,40 @@ TEST_CASE("capacity: cost per million output tokens from --gpu-hour-cost or the 
       exec({"capacity", "--gpu-file", (dir / "bad.ini").string(), "--slo", "ttft_p99_ms=2000"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("bad.ini:6") && Catch::Contains("cost_per_hour"));
+}
+
+TEST_CASE("capacity: --target-rate sizes the fleet behind its router by simulating it",
+          "[capacity][cli][fleet]") {
+  const fs::path dir = servesim::test::scratch("capacity_fleet");
+  const std::vector<std::string> common = {
+      "--num-requests", "300",          "--input-len", "fixed:2000", "--output-len",
+      "fixed:50",       "--burstiness", "0.3",         "--slo",      "ttft_p99_ms=1000"};
+  std::vector<std::string> args = {
+      "capacity", "--target-rate",         "40", "--router", "least-requests",
+      "--csv",    (dir / "c.csv").string()};
+  args.insert(args.end(), common.begin(), common.end());
+  const auto r = exec(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto row = read_csv(dir / "c.csv")[0];
+  const int k = int(num(row, "fleet_replicas"));
+  REQUIRE(k >= 1);
+  CHECK_THAT(r.out, Catch::Contains("fleet_replicas"));
+  CHECK_THAT(r.out, Catch::Contains("behind --router least-requests"));
+  // Its definition: the fleet of k meets the SLO at the target, the fleet of k - 1 does not.
+  auto p99 = [&](int replicas) {
+    std::vector<std::string> run = {
+        "run",      "--request-rate", "40",     "--num-replicas",         std::to_string(replicas),
+        "--router", "least-requests", "--json", (dir / "r.json").string()};
+    run.insert(run.end(), common.begin(), common.end() - 2);  // without --slo
+    REQUIRE(exec(run).code == 0);
+    return nlohmann::json::parse(slurp(dir / "r.json"))["ttft_ms"]["p99"].get<double>();
+  };
+  CHECK(p99(k) <= 1000);
+  if (k > 1) CHECK(p99(k - 1) > 1000);
+  // The router needs a fleet to route.
+  const auto e = exec(
+      {"capacity", "--num-requests", "20", "--slo", "ttft_p99_ms=2000", "--router", "least-kv"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("--target-rate"));
 }
