@@ -202,6 +202,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
     for (size_t i = 0; i < f.replicas.size(); ++i) {
       const RunSummary& q = f.replicas[i];
       replicas.push_back({{"replica", i},
+                          {"pool", i < f.pool.size() ? f.pool[i] : ""},
                           {"requests", f.routed[i]},
                           {"completed", q.completed},
                           {"ttft_ms", stats_json(q.ttft_ms)},
@@ -215,6 +216,10 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                   {"router", f.router},
                   {"busy_imbalance", number(f.busy_imbalance)},
                   {"queue_imbalance", number(f.queue_imbalance)},
+                  {"kv_transfers", f.kv_transfers},
+                  {"kv_transfer_s_mean",
+                   number(f.kv_transfers ? f.kv_transfer_s / double(f.kv_transfers) : NAN)},
+                  {"kv_transfer_bytes_per_gpu", f.kv_transfer_bytes},
                   {"replicas", replicas}};
   }
   return j;

@@ -160,15 +160,26 @@ bool comparable(const RunResult& r) {
 void print_fleet(std::ostream& out, const FleetSummary& f) {
   out << format("\nfleet: %d replicas behind %s; load imbalance (max/mean) busy %.2f, queue %.2f\n",
                 f.num_replicas, f.router.c_str(), f.busy_imbalance, f.queue_imbalance);
-  out << format("%-8s %8s %9s %9s %8s %6s %7s %8s %8s\n", "replica", "requests", "TTFT p50",
-                "TTFT p99", "ITL p50", "step%", "KV%", "queue", "prefix%");
+  if (f.kv_transfers > 0) {
+    out << format("KV transfers: %llu, mean %.2f ms and %.1f MB per GPU each\n",
+                  static_cast<unsigned long long>(f.kv_transfers),
+                  f.kv_transfer_s / double(f.kv_transfers) * 1e3,
+                  f.kv_transfer_bytes / double(f.kv_transfers) / 1e6);
+  }
+  out << format("%-8s %-18s %8s %9s %9s %8s %6s %7s %8s %8s\n", "replica", "pool", "requests",
+                "TTFT p50", "TTFT p99", "ITL p50", "step%", "KV%", "queue", "prefix%");
   for (size_t i = 0; i < f.replicas.size(); ++i) {
     const RunSummary& q = f.replicas[i];
-    out << format("%-8zu %8llu", i, static_cast<unsigned long long>(f.routed[i])) << " "
-        << cell(q.ttft_ms.p50, 9, 1) << " " << cell(q.ttft_ms.p99, 9, 1) << " "
+    out << format("%-8zu %-18s %8llu", i, i < f.pool.size() ? f.pool[i].c_str() : "",
+                  static_cast<unsigned long long>(f.routed[i]))
+        << " " << cell(q.ttft_ms.p50, 9, 1) << " " << cell(q.ttft_ms.p99, 9, 1) << " "
         << cell(q.itl_ms.p50, 8, 1) << " " << cell(q.step_time_fraction * 100, 6, 1) << " "
         << cell(q.kv_usage_mean * 100, 7, 1) << " " << cell(q.queue_len.mean, 8, 1) << " "
         << cell(q.prefix_cache.hit_rate() * 100, 8, 1) << "\n";
+  }
+  if (f.kv_transfers > 0) {
+    out << "(a prefill replica's TTFT is until its prompt is computed; a decode replica's counts "
+           "from the KV's arrival)\n";
   }
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <sstream>
 
 #include "analysis/workload_report.hpp"
@@ -181,11 +182,92 @@ SimulateOptions simulate_options(const RunSpec& s) {
   if (!(s.router_signal_delay_s >= 0) || !std::isfinite(s.router_signal_delay_s)) {
     throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
   }
-  if (o.fleet.num_replicas == 1 && (s.has("router") || s.has("router-signal-delay-s"))) {
+  const bool pools = s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
+  if (o.fleet.num_replicas == 1 && !pools && (s.has("router") || s.has("router-signal-delay-s"))) {
     throw Error(s.has("router") ? "router" : "router-signal-delay-s",
                 "routes between replicas: give --num-replicas N > 1");
   }
   return o;
+}
+
+namespace {
+
+// One pool of the fleet: S on GPU and TP (as given when empty or 0), resolved for SCHEDULER.
+ReplicaGroup fleet_group(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+                         const std::string& gpu, int tp, int count, ReplicaRole role) {
+  RunSpec g = s;
+  if (!gpu.empty()) {
+    g.gpu = gpu;
+    g.gpu_file.clear();
+  }
+  if (tp > 0) {
+    g.tensor_parallel_size = tp;
+    g.tp = 0;
+  }
+  return {policy_config(base_config(g, inputs), g, scheduler), count, role};
+}
+
+}  // namespace
+
+void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+                      SimulateOptions& o) {
+  const bool disaggregated = s.prefill_replicas > 0 || s.decode_replicas > 0;
+  if (disaggregated) {
+    if (s.prefill_replicas < 1 || s.decode_replicas < 1) {
+      throw Error(s.prefill_replicas < 1 ? "prefill-replicas" : "decode-replicas",
+                  "a disaggregated fleet needs both pools: >= 1 each");
+    }
+    if (s.has("num-replicas") || s.has("data-parallel-size") || !s.replica_gpus.empty()) {
+      throw Error("prefill-replicas",
+                  "sizes the fleet itself: drop --num-replicas and "
+                  "--replica-gpus");
+    }
+    if (s.prefill_tp < 0 || s.decode_tp < 0) {
+      throw Error(s.prefill_tp < 0 ? "prefill-tp" : "decode-tp", "must be >= 1 (0: --tp)");
+    }
+    o.fleet.groups = {fleet_group(s, scheduler, inputs, s.prefill_gpu, s.prefill_tp,
+                                  s.prefill_replicas, ReplicaRole::kPrefill),
+                      fleet_group(s, scheduler, inputs, s.decode_gpu, s.decode_tp,
+                                  s.decode_replicas, ReplicaRole::kDecode)};
+  } else if (!s.replica_gpus.empty()) {
+    if (s.has("num-replicas") || s.has("data-parallel-size")) {
+      throw Error("replica-gpus", "sizes the fleet itself: drop --num-replicas");
+    }
+    std::istringstream items(s.replica_gpus);
+    for (std::string item; std::getline(items, item, ',');) {
+      const size_t colon = item.rfind(':');
+      char* end = nullptr;
+      const long count =
+          colon == std::string::npos ? 0 : std::strtol(item.c_str() + colon + 1, &end, 10);
+      if (colon == std::string::npos || colon == 0 || *end != '\0' || count < 1 ||
+          count > kMaxReplicas) {
+        throw Error("replica-gpus", "'" + item + "': expected GPU:COUNT, e.g. h100-sxm:4");
+      }
+      o.fleet.groups.push_back(fleet_group(s, scheduler, inputs, item.substr(0, colon), 0,
+                                           int(count), ReplicaRole::kColocated));
+    }
+  } else {
+    if (s.has("prefill-gpu") || s.has("decode-gpu") || s.has("prefill-tp") || s.has("decode-tp") ||
+        s.has("kv-transfer-gbps") || s.has("kv-transfer-latency-s")) {
+      throw Error("prefill-replicas",
+                  "the prefill and decode flags need --prefill-replicas and "
+                  "--decode-replicas");
+    }
+    return;
+  }
+  if (!o.fleet.groups.empty() && o.fleet.groups.size() == 1 && s.prefill_replicas == 0 &&
+      o.fleet.groups[0].count == 1) {
+    o.fleet.groups.clear();  // one replica: a plain run
+    return;
+  }
+  o.fleet.kv_transfer_gb_per_s = s.kv_transfer_gbps / 8;  // Gb/s to GB/s
+  o.fleet.kv_transfer_latency_s = s.kv_transfer_latency_s;
+  if (!(s.kv_transfer_gbps >= 0) || !std::isfinite(s.kv_transfer_gbps)) {
+    throw Error("kv-transfer-gbps", "must be a number >= 0 (0: the GPU's interconnect)");
+  }
+  if (!(s.kv_transfer_latency_s >= 0) || !std::isfinite(s.kv_transfer_latency_s)) {
+    throw Error("kv-transfer-latency-s", "must be a number of seconds >= 0");
+  }
 }
 
 RunSpec with_seed(const RunSpec& s, int64_t k) {
@@ -487,6 +569,7 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
   if (s.trace.empty() || s.has("request-rate")) p.request_rate = s.request_rate;
   const SimConfig c = policy_config(base_config(s, inputs), s, scheduler_spec(s));
   SimulateOptions o = simulate_options(s);
+  add_fleet_groups(s, scheduler_spec(s), inputs, o);
   o.keep_steps = keep.keep_steps;
   o.keep_histogram = keep.keep_histogram;
   o.progress = keep.progress;
@@ -499,7 +582,9 @@ void check_point(const RunSpec& s, Inputs& inputs) {
   check_flags(s);
   if (!s.scheduler.empty()) parse_scheduler(s.scheduler);
   base_config(s, inputs);  // model, GPU, calibration and profile files
-  RunSpec one = s;         // the workload's flags, on one generated request
+  SimulateOptions fleet = simulate_options(s);
+  add_fleet_groups(s, scheduler_spec(s), inputs, fleet);  // the pools' GPUs and flags
+  RunSpec one = s;  // the workload's flags, on one generated request
   one.num_requests = one.num_prompts = std::min<int64_t>(num_requests(s), 1);
   // prefix_repetition needs a request per prefix (vLLM refuses fewer).
   if (s.dataset_name == "prefix_repetition") {

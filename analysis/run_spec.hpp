@@ -54,6 +54,13 @@ struct RunSpec {
   int num_replicas = 1, data_parallel_size = 0;
   std::string router = "round-robin";
   double router_signal_delay_s = 0;
+  // Disaggregated prefill: pools of prefill and decode replicas, each with its GPU and TP degree
+  // ("" / 0: --gpu / --tp), and the link their KV crosses (Gb/s; 0: the GPU's interconnect).
+  int prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0, decode_tp = 0;
+  std::string prefill_gpu, decode_gpu;
+  double kv_transfer_gbps = 0, kv_transfer_latency_s = 1e-3;
+  // Mixed pools: colocated replicas of several GPUs, "h100-sxm:4,a100-80g:2".
+  std::string replica_gpus;
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
   int64_t num_gpu_blocks = 0, max_model_len = 0;
   int block_size = 16;
@@ -154,6 +161,11 @@ int64_t num_requests(const RunSpec& s);
 std::string scheduler_spec(const RunSpec& s);
 // The simulation options the flags ask for (percentiles, goodput, concurrency).
 SimulateOptions simulate_options(const RunSpec& s);
+// The fleet of S for the policy SCHEDULER: disaggregated pools (--prefill-replicas,
+// --decode-replicas) or mixed ones (--replica-gpus), each resolved as base_config and
+// policy_config resolve the run, into O.fleet.groups. Nothing for a plain fleet.
+void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+                      SimulateOptions& o);
 // S with its seed shifted by K (replicate K of --num-seeds).
 RunSpec with_seed(const RunSpec& s, int64_t k);
 

@@ -125,15 +125,20 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   keep.keep_histogram = !a.out.empty();
   const SimConfig base = base_config(a.spec, inputs);
   std::vector<SimConfig> configs;
-  for (const std::string& spec : specs)
+  std::vector<SimulateOptions> options;
+  for (const std::string& spec : specs) {
     configs.push_back(policy_config(base, a.spec, spec));
+    options.push_back(keep);
+    add_fleet_groups(a.spec, spec, inputs, options.back());
+  }
   std::vector<RunResult> runs;
-  for (const SimConfig& c : configs) {
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const SimConfig& c = configs[i];
     const std::string label = std::string(policy_name(c.scheduler.policy)) + ":" +
                               std::to_string(c.scheduler.max_num_batched_tokens);
     Progress progress(label.c_str(), w.size(), /*delay_s=*/1);
-    keep.progress = [&progress](size_t done, size_t) { progress.show(done); };
-    runs.push_back(simulate(c, w, nullptr, keep));
+    options[i].progress = [&progress](size_t done, size_t) { progress.show(done); };
+    runs.push_back(simulate(c, w, nullptr, options[i]));
   }
   return runs;
 }

@@ -39,7 +39,7 @@ int64_t Scheduler::prompt_limit() const {
 }
 
 RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
-                                    int32_t priority, double arrival_s) {
+                                    int32_t priority, double arrival_s, int32_t external_tokens) {
   if (id == seqs_.size()) {  // a replica's next request: grow (amortised, once per request)
     seqs_.emplace_back();
     if (kv_) kv_->add_request_slot();
@@ -50,6 +50,8 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
   s.output_tokens = output_tokens;
   s.priority = priority;
   s.arrival_time = arrival_s < 0 ? double(id) : arrival_s;
+  assert(external_tokens == 0 || (kv_ && external_tokens < input_tokens));
+  s.external_tokens = external_tokens;
   // vLLM OpenAI server (serving_engine._validate_input): prompt + max_tokens > max_model_len is a
   // 400 error before the request reaches the engine.
   RejectReason why = RejectReason::kNone;

@@ -102,8 +102,12 @@ class Scheduler {
   // (priority, arrival_time)); a negative value stands for the id, i.e. distinct times in id order.
   // REQUIRES: ID < num_requests (or == it: the scheduler grows, for a fleet's replica, which
   // numbers its requests as they come), not added before; input_tokens >= 1, output_tokens >= 1.
+  // EXTERNAL_TOKENS (vllm-v1 only, < input_tokens): leading prompt tokens whose KV arrived from
+  // a prefill instance: allocated at the first scheduling but not computed, as vLLM V1 does with
+  // a KV connector's matched tokens (the first hit of the local prefix cache counts first).
   RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
-                           int32_t priority = 0, double arrival_s = -1);
+                           int32_t priority = 0, double arrival_s = -1,
+                           int32_t external_tokens = 0);
 
   // Decides the next step (vLLM Scheduler.schedule()).
   const Batch& schedule();

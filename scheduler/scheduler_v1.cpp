@@ -148,18 +148,22 @@ void Scheduler::schedule_v1_waiting(int64_t& token_budget) {
     // A waiting request has computed nothing (a preempted one restarts from 0): look up the
     // prefix cache.
     const int64_t hit = kv_->get_computed_blocks(id, s);
-    int64_t n = s.num_tokens() - hit;
+    // A KV connector's tokens beyond the local hit: allocated now, never computed here
+    // (Scheduler.schedule, vLLM v0.15: num_computed_tokens = local + external).
+    const int64_t external = std::max<int64_t>(0, int64_t(s.external_tokens) - hit);
+    int64_t n = s.num_tokens() - hit - external;
     const int64_t threshold = config_.long_prefill_token_threshold;
     if (0 < threshold && threshold < n) n = threshold;
     n = std::min(n, token_budget);
     assert(n > 0);
-    if (!kv_->allocate_slots(id, s, n, hit, config_.reserve_full_isl)) break;
+    if (!kv_->allocate_slots(id, s, external + n, hit, config_.reserve_full_isl)) break;
     waiting_pop_front();
     s.blocks = static_cast<int32_t>(kv_->blocks_held(id));
     running_.push_back(id);
     s.status = SeqStatus::kRunning;
     s.prefill_stage = true;
-    s.num_computed_tokens = static_cast<int32_t>(hit);
+    s.num_computed_tokens = static_cast<int32_t>(hit + external);
+    s.external_tokens = 0;  // once: after a preemption the request recomputes here
     // vLLM's num_cached_tokens is set once, at the first scheduling.
     if (s.cached_tokens < 0) s.cached_tokens = static_cast<int32_t>(hit);
     step_cached_tokens_ += hit;

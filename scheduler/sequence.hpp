@@ -62,7 +62,10 @@ struct SeqState {
   int32_t preemptions = 0;
   int32_t cached_tokens = -1;  // prompt tokens the prefix cache held at first scheduling
   int32_t priority = 0;        // vLLM's request priority: lower runs first
-  double arrival_time = 0;     // vLLM's arrival_time (s): breaks priority ties
+  // Prompt tokens whose KV another instance computed and sent (disaggregated prefill: vLLM's KV
+  // connector, get_num_new_matched_tokens), taken at the first scheduling only.
+  int32_t external_tokens = 0;
+  double arrival_time = 0;  // vLLM's arrival_time (s): breaks priority ties
   SeqStatus status = SeqStatus::kPending;
   RejectReason reject = RejectReason::kNone;
   bool prefill_stage = true;  // vLLM SequenceStage.PREFILL until every known token is computed

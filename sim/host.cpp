@@ -29,11 +29,16 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
     id = uint32_t(global_of_->size());
     global_of_->push_back(r.id);
   }
+  // A prefill instance answers max_tokens 1; a decode instance receives all but the last prompt
+  // token's KV (it recomputes that one for its logits, as vLLM's KV connectors do).
+  const int32_t output = role_ == ReplicaRole::kPrefill ? 1 : r.output_tokens;
+  const int32_t external = role_ == ReplicaRole::kDecode ? r.input_tokens - 1 : 0;
   const RejectReason why =
-      scheduler_.add_request(id, r.input_tokens, r.output_tokens, r.priority, r.arrival_s);
+      scheduler_.add_request(id, r.input_tokens, output, r.priority, r.arrival_s, external);
   const bool admitted = why == RejectReason::kNone;
   metrics_.on_arrival(id, sent_s, admitted);
-  if (fleet_ != nullptr) fleet_->on_arrival(r.id, sent_s, admitted);
+  if (fleet_ != nullptr && role_ != ReplicaRole::kDecode)
+    fleet_->on_arrival(r.id, sent_s, admitted);
   if (!admitted) {
     if (listener_ != nullptr) listener_->on_request_done(r.id);
     return false;
@@ -107,6 +112,10 @@ void Host::finish_step() {
   const double now = loop_.now();
   scheduler_.update_from_output([&](uint32_t id, bool first, bool finished) {
     metrics_.on_token(id, now, first);
+    if (role_ == ReplicaRole::kPrefill) {
+      if (finished && listener_ != nullptr) listener_->on_prefill_done(global(id));
+      return;
+    }
     if (fleet_ != nullptr) fleet_->on_token(global(id), now, first);
     if (finished && listener_ != nullptr) listener_->on_request_done(global(id));
   });

@@ -18,12 +18,19 @@
 
 namespace servesim {
 
+// What a replica does for the requests routed to it: all of each (colocated), only the prompt
+// and first token (a disaggregated prefill instance: vLLM's proxy sends it with max_tokens 1),
+// or the rest once the prompt's KV has arrived (a decode instance).
+enum class ReplicaRole : uint8_t { kColocated, kPrefill, kDecode };
+
 class Host final : public EventLoop::Process {
  public:
   // Told when a request leaves the replica: finished (its last token) or rejected on arrival.
   class Listener {
    public:
     virtual void on_request_done(uint32_t id) = 0;
+    // A prefill instance computed request ID's prompt (its KV is ready to send).
+    virtual void on_prefill_done(uint32_t id) { on_request_done(id); }
 
    protected:
     ~Listener() = default;
@@ -33,16 +40,20 @@ class Host final : public EventLoop::Process {
   // everything METRICS is, by workload id, while the scheduler and METRICS number the replica's
   // requests 0, 1, ... as they reach it; GLOBAL_OF (kept up to date here) maps those numbers to
   // workload ids. The listener hears workload ids.
+  // ROLE: a prefill instance tells FLEET of arrivals and steps but not of tokens (the client's
+  // tokens come from the decode instance), a decode instance of tokens and steps but not of
+  // arrivals (the client sent the request to the prefill instance).
   Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics,
        Listener* listener = nullptr, MetricsCollector* fleet = nullptr,
-       std::vector<uint32_t>* global_of = nullptr)
+       std::vector<uint32_t>* global_of = nullptr, ReplicaRole role = ReplicaRole::kColocated)
       : loop_(loop),
         scheduler_(scheduler),
         cost_(cost),
         metrics_(metrics),
         listener_(listener),
         fleet_(fleet),
-        global_of_(global_of) {}
+        global_of_(global_of),
+        role_(role) {}
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
@@ -74,6 +85,7 @@ class Host final : public EventLoop::Process {
   Listener* listener_;
   MetricsCollector* fleet_;
   std::vector<uint32_t>* global_of_;
+  ReplicaRole role_;
   // The workload id of the scheduler's request ID.
   uint32_t global(uint32_t id) const { return global_of_ ? (*global_of_)[id] : id; }
   bool busy_ = false;

@@ -1,16 +1,13 @@
 #include "sim/simulation.hpp"
 
-#include <algorithm>
 #include <cmath>
-#include <deque>
-#include <optional>
 
 #include "models/table_model.hpp"
 #include "scheduler/policy.hpp"
+#include "sim/arrivals.hpp"
 #include "sim/block_content.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/host.hpp"
-#include "sim/router.hpp"
 #include "util/error.hpp"
 
 namespace servesim {
@@ -110,174 +107,9 @@ SimConfig resolve(SimConfig c) {
   return c;
 }
 
-namespace {
-
-// Feeds the workload's arrivals to the replicas one at a time: one pending arrival event,
-// whatever the workload's size. With several replicas a Router picks each request's replica when
-// the client sends it. With a concurrency limit it is vLLM benchmark_serving.py's client with
-// --max-concurrency N: a request whose time has come waits (client side, FIFO) while N are in
-// flight, and is sent when one finishes or is rejected; its latencies count from when it is sent,
-// as the client measures them. It also reports progress, and shows the router the fleet.
-class ArrivalProcess final : public EventLoop::Process,
-                             public Host::Listener,
-                             public Router::Fleet {
- public:
-  // FRONTEND_S: the API server's latency: a request sent at t reaches the engine at t + it.
-  // ROUTER: null for one replica.
-  // HASHER: the workload's, by workload id (for the prefix-aware router).
-  ArrivalProcess(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics,
-                 double frontend_s, const RouterOptions* router, int block_size,
-                 const BlockHasher* hasher)
-      : w_(w),
-        options_(o),
-        metrics_(metrics),
-        frontend_s_(frontend_s),
-        block_size_(block_size),
-        hasher_(hasher) {
-    if (frontend_s_ > 0) sent_s_.resize(w.size());
-    if (router != nullptr) {
-      router_options_ = *router;
-      replica_of_.resize(w.size());
-    }
-  }
-  void start(EventLoop& loop, std::vector<Host*> hosts) {
-    hosts_ = std::move(hosts);
-    outstanding_.assign(hosts_.size(), 0);
-    if (!replica_of_.empty()) router_.emplace(router_options_, *this, w_);
-    loop_ = &loop;
-    if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, kNext);
-  }
-  void handle(EventLoop& loop, uint32_t tag) override {
-    if (tag != kNext) {  // request tag - 1 reaches the engine
-      host_of(tag - 1).arrive(w_[tag - 1], sent_s_[tag - 1]);
-      return;
-    }
-    if (limited() && in_flight_ >= size_t(options_.max_concurrency)) {
-      held_.push_back(next_);
-    } else {
-      send(next_);
-    }
-    size_t waiting = held_.size();
-    for (const Host* h : hosts_)
-      waiting += h->waiting();
-    metrics_.on_offered(loop.now(), waiting);
-    if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);
-  }
-  void on_request_done(uint32_t id) override {
-    if (router_) --outstanding_[replica_of_[id]];
-    if (options_.progress && ++done_ % kProgressEvery == 0) options_.progress(done_, w_.size());
-    if (!limited()) return;
-    --in_flight_;
-    if (held_.empty() || in_flight_ >= size_t(options_.max_concurrency)) return;
-    const size_t i = held_.front();
-    held_.pop_front();
-    send(i);
-  }
-
-  // Router::Fleet.
-  size_t size() const override { return hosts_.size(); }
-  ReplicaLoad load(size_t i) const override {
-    const Scheduler& s = hosts_[i]->scheduler();
-    return {outstanding_[i], int64_t(s.num_waiting()),
-            double(s.used_blocks()) / double(std::max<int64_t>(1, s.usable_blocks()))};
-  }
-  int64_t cached_prompt_blocks(size_t i, const RequestSpec& r) const override {
-    const KvCacheManager* kv = hosts_[i]->scheduler().kv_cache_manager();
-    return kv != nullptr ? kv->cached_prefix_blocks(*hasher_, r.id, r.input_tokens) : 0;
-  }
-  int block_size() const override { return block_size_; }
-
-  std::vector<uint32_t> take_replica_of() { return std::move(replica_of_); }
-
- private:
-  static constexpr size_t kProgressEvery = 1 << 14;
-  static constexpr uint32_t kNext = 0;  // else 1 + the request reaching the engine
-  bool limited() const { return options_.max_concurrency > 0; }
-  Host& host_of(size_t i) { return *hosts_[router_ ? replica_of_[i] : 0]; }
-  void send(size_t i) {
-    if (limited()) ++in_flight_;
-    const double now = loop_->now();
-    if (router_) {
-      const size_t r = router_->route(w_[i], now);
-      replica_of_[i] = uint32_t(r);
-      ++outstanding_[r];
-    }
-    if (frontend_s_ <= 0) {
-      host_of(i).arrive(w_[i], now);
-      return;
-    }
-    sent_s_[i] = now;
-    loop_->schedule(now + frontend_s_, EventLoop::kArrival, this, uint32_t(i + 1));
-  }
-
-  const Workload& w_;
-  const SimulateOptions& options_;
-  MetricsCollector& metrics_;
-  double frontend_s_;
-  int block_size_;
-  const BlockHasher* hasher_;
-  std::vector<Host*> hosts_;
-  RouterOptions router_options_;
-  std::optional<Router> router_;
-  std::vector<uint32_t> replica_of_;  // with a router: each request's replica
-  std::vector<int64_t> outstanding_;  // per replica: routed, not yet done
-  EventLoop* loop_ = nullptr;
-  size_t next_ = 0, in_flight_ = 0, done_ = 0;
-  std::deque<size_t> held_;
-  std::vector<double> sent_s_;  // when each request was sent, with a front-end latency
-};
-
-}  // namespace
-
-namespace {
-
-PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
-                                        const std::vector<RequestRecord>& requests) {
-  PrefixCacheSummary p;
-  const KvCacheManager* kv = scheduler.kv_cache_manager();
-  if (kv == nullptr || !kv->caching()) return p;
-  p.enabled = true;
-  const KvCacheManager::Stats& s = kv->stats();
-  p.queries = s.queries;
-  p.hits = s.hits;
-  p.preempted_queries = s.preempted_queries;
-  p.preempted_hits = s.preempted_hits;
-  p.evictions = s.evictions;
-  for (const RequestRecord& r : requests)
-    p.cached_prompt_tokens += std::max(r.cached_tokens, 0);
-  return p;
-}
-
-}  // namespace
-
-namespace {
-
-std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
-  if (c.cost_model == "table") {
-    return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
-  }
-  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.roofline,
-                                             v1_engine(c.scheduler.policy));
-}
-
-MemoryPlan checked_memory_plan(const SimConfig& c) {
-  MemoryPlan m = plan_memory(c.gpu, c.model, c.memory);
-  if (v1_engine(c.scheduler.policy) && m.num_gpu_blocks < 2) {
-    throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
-  }
-  return m;
-}
-
-void keep_histogram(const MetricsCollector& metrics, RunResult& result) {
-  metrics.itl_s().for_each_bucket(
-      [&](double upper_s, uint64_t n) { result.itl_histogram_ms.emplace_back(upper_s * 1e3, n); });
-}
-
-}  // namespace
-
 RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override,
                    const SimulateOptions& options) {
-  if (options.fleet.num_replicas != 1) {
+  if (options.fleet.num_replicas != 1 || !options.fleet.groups.empty()) {
     if (cost_override != nullptr) throw Error("num-replicas", "a fleet takes its own cost model");
     return simulate_fleet(c, w, options);
   }
@@ -295,7 +127,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
                           c.scheduler.block_size, &hasher);
   const bool listen = options.max_concurrency > 0 || bool(options.progress);
   Host host(loop, scheduler, cost, metrics, listen ? &arrivals : nullptr);
-  arrivals.start(loop, {&host});
+  arrivals.start(loop, {ReplicaLink{&host}});
   loop.run();
 
   result.requests = metrics.records(scheduler.seqs());
@@ -305,141 +137,6 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);
   result.discarded_tokens = scheduler.discarded_tokens();
-  return result;
-}
-
-namespace {
-
-// A replica's view of the workload's block hasher: the replica numbers its requests as they
-// come, the workload by its ids.
-class ReplicaHasher final : public BlockHasher {
- public:
-  ReplicaHasher(const BlockHasher& workload, const std::vector<uint32_t>& global_of)
-      : workload_(workload), global_of_(global_of) {}
-  uint64_t block_hash(uint32_t id, int64_t index, uint64_t parent) const override {
-    return workload_.block_hash(global_of_[id], index, parent);
-  }
-
- private:
-  const BlockHasher& workload_;
-  const std::vector<uint32_t>& global_of_;
-};
-
-// One replica of a fleet: its scheduler (and KV cache), its own measurements, its engine loop.
-// Sized for EXPECTED requests, it grows past them as they come.
-struct Replica {
-  Replica(const SimConfig& c, const MemoryPlan& m, const Workload& w, size_t expected,
-          const BlockHasher& hasher, EventLoop& loop, const CostModel& cost,
-          Host::Listener& listener, MetricsCollector& fleet)
-      : local_hasher(hasher, global_of),
-        scheduler(c.scheduler, m.num_gpu_blocks, 0, &local_hasher),
-        metrics(w.empty() ? 0.0 : w.front().arrival_s, expected),
-        host(loop, scheduler, cost, metrics, &listener, &fleet, &global_of) {
-    global_of.reserve(expected);
-    scheduler.reserve(expected);
-  }
-  std::vector<uint32_t> global_of;  // the workload id of each of its requests
-  ReplicaHasher local_hasher;
-  Scheduler scheduler;
-  MetricsCollector metrics;
-  Host host;
-};
-
-// The fleet's prefix cache: every replica's counters summed.
-void add_prefix_cache(const Scheduler& s, PrefixCacheSummary& p) {
-  const KvCacheManager* kv = s.kv_cache_manager();
-  if (kv == nullptr || !kv->caching()) return;
-  p.enabled = true;
-  p.queries += kv->stats().queries;
-  p.hits += kv->stats().hits;
-  p.preempted_queries += kv->stats().preempted_queries;
-  p.preempted_hits += kv->stats().preempted_hits;
-  p.evictions += kv->stats().evictions;
-}
-
-double max_over_mean(const std::vector<double>& v) {
-  double sum = 0, mx = 0;
-  for (double x : v) {
-    sum += x;
-    mx = std::max(mx, x);
-  }
-  return sum > 0 ? mx / (sum / double(v.size())) : NAN;
-}
-
-}  // namespace
-
-RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOptions& options) {
-  const FleetOptions& fleet = options.fleet;
-  if (fleet.num_replicas < 1 || fleet.num_replicas > kMaxReplicas) {
-    throw Error("num-replicas", "must be in [1, " + std::to_string(kMaxReplicas) + "]");
-  }
-  if (!(fleet.router.signal_delay_s >= 0) || !std::isfinite(fleet.router.signal_delay_s)) {
-    throw Error("router-signal-delay-s", "must be a number >= 0");
-  }
-  const size_t n = size_t(fleet.num_replicas);
-  RunResult result;
-  FleetSummary& out = result.fleet;
-  out.num_replicas = fleet.num_replicas;
-  out.router = router_name(fleet.router.kind);
-  result.config = c;
-  result.memory = checked_memory_plan(c);
-  const std::unique_ptr<CostModel> cost = make_cost_model(c);
-  const WorkloadBlockHasher hasher(w, c.scheduler.block_size);
-  MetricsCollector metrics(w, options.keep_steps, options.metrics);
-  EventLoop loop;
-  ArrivalProcess arrivals(w, options, metrics, cost->frontend_latency_s(), &fleet.router,
-                          c.scheduler.block_size, &hasher);
-  std::vector<std::unique_ptr<Replica>> replicas;
-  std::vector<Host*> hosts;
-  const size_t expected = w.size() / n + 1;
-  for (size_t i = 0; i < n; ++i) {
-    replicas.push_back(std::make_unique<Replica>(c, result.memory, w, expected, hasher, loop, *cost,
-                                                 arrivals, metrics));
-    hosts.push_back(&replicas.back()->host);
-  }
-  arrivals.start(loop, hosts);
-  loop.run();
-
-  out.replica_of = arrivals.take_replica_of();
-  // The fleet's records: each request's state on the replica that served it.
-  std::vector<uint32_t> local_of(w.size());
-  for (const auto& r : replicas) {
-    for (size_t local = 0; local < r->global_of.size(); ++local)
-      local_of[r->global_of[local]] = uint32_t(local);
-  }
-  result.requests.reserve(w.size());
-  for (size_t id = 0; id < w.size(); ++id) {
-    const Replica& r = *replicas[out.replica_of[id]];
-    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler.seqs()[local_of[id]]));
-  }
-  const double peak_flops = c.gpu.peak_flops() * c.tp * double(n);
-  const double peak_bytes = c.gpu.hbm_bytes_per_s() * c.tp * double(n);
-  // KV usage over one replica's blocks: the fleet's figures are per replica, time-weighted.
-  const int64_t blocks = replicas[0]->scheduler.usable_blocks();
-  result.summary = metrics.summary(result.requests, peak_flops, peak_bytes, blocks);
-  result.summary.step_time_fraction /= double(n);  // busy time summed over the replicas
-  std::vector<double> busy(n), queue(n);
-  out.routed.assign(n, 0);
-  for (uint32_t r : out.replica_of)
-    ++out.routed[r];
-  for (size_t i = 0; i < n; ++i) {
-    const Replica& r = *replicas[i];
-    const std::vector<RequestRecord> mine = r.metrics.records(r.scheduler.seqs());
-    RunSummary s = r.metrics.summary(mine, c.gpu.peak_flops() * c.tp,
-                                     c.gpu.hbm_bytes_per_s() * c.tp, r.scheduler.usable_blocks());
-    s.prefix_cache = prefix_cache_summary(r.scheduler, mine);
-    add_prefix_cache(r.scheduler, result.summary.prefix_cache);
-    result.discarded_tokens += r.scheduler.discarded_tokens();
-    busy[i] = s.busy_s;
-    queue[i] = s.queue_len.mean;
-    out.replicas.push_back(std::move(s));
-  }
-  for (const RequestRecord& r : result.requests)
-    result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
-  out.busy_imbalance = max_over_mean(busy);
-  out.queue_imbalance = max_over_mean(queue);
-  result.steps = metrics.take_steps();
-  if (options.keep_histogram) keep_histogram(metrics, result);
   return result;
 }
 

@@ -20,6 +20,7 @@
 #include "models/profiles.hpp"
 #include "models/roofline.hpp"
 #include "scheduler/scheduler.hpp"
+#include "sim/host.hpp"
 #include "sim/metrics.hpp"
 #include "sim/router.hpp"
 #include "traces/request.hpp"
@@ -48,8 +49,12 @@ struct FleetSummary {
   int num_replicas = 1;
   std::string router;                // its name
   std::vector<RunSummary> replicas;  // each replica's own requests and steps
-  std::vector<uint32_t> replica_of;  // each request's replica, by id
-  std::vector<uint64_t> routed;      // requests routed to each replica
+  std::vector<uint32_t> replica_of;  // each request's (first) replica, by id
+  std::vector<uint32_t> decode_of;   // disaggregated: each request's decode replica (or UINT32_MAX)
+  std::vector<uint64_t> routed;      // requests routed to each replica (prefill and decode)
+  std::vector<std::string> pool;     // each replica's pool: "", or "prefill" / "decode", and GPU
+  uint64_t kv_transfers = 0;         // disaggregated: prompts' KV sent, bytes per GPU, seconds
+  double kv_transfer_bytes = 0, kv_transfer_s = 0;
   // Load imbalance: the most loaded replica over the mean, of busy time (steps in flight) and of
   // the time-weighted mean waiting queue; 1 = perfectly even, NaN when all are zero.
   double busy_imbalance = NAN, queue_imbalance = NAN;
@@ -70,9 +75,26 @@ struct RunResult {
 // behind a gateway), each a Host with its own scheduler and KV cache, driven by one event loop; a
 // Router picks each request's replica when the client sends it.
 inline constexpr int kMaxReplicas = 4096;
+
+// Replicas of one configuration and role (sim/host.hpp's ReplicaRole: colocated, prefill,
+// decode), for mixed and disaggregated fleets.
+struct ReplicaGroup {
+  SimConfig config;  // resolved
+  int count = 1;
+  ReplicaRole role = ReplicaRole::kColocated;
+};
+
 struct FleetOptions {
-  int num_replicas = 1;
-  RouterOptions router;
+  int num_replicas = 1;  // replicas of the run's configuration (when GROUPS is empty)
+  RouterOptions router;  // one router per pool: the colocated or prefill replicas; the decode ones
+  // A fleet of these groups instead: colocated replicas of several GPUs (mixed pools), or prefill
+  // and decode pools (disaggregated prefill, vllm-v1 only: vLLM's KV connectors are V1's).
+  std::vector<ReplicaGroup> groups;
+  // The link a prefill instance sends a prompt's KV over, per GPU of its TP group (each sends its
+  // shard): bandwidth in GB/s (0: the prefill GPU's interconnect from the catalogue) and a
+  // latency per transfer.
+  double kv_transfer_gb_per_s = 0;
+  double kv_transfer_latency_s = 1e-3;
 };
 
 struct SimulateOptions {

@@ -6,6 +6,7 @@
 #include "analysis/report.hpp"
 #include "cli_helpers.hpp"
 #include "helpers.hpp"
+#include "models/roofline.hpp"
 #include "scheduler/policy.hpp"
 #include "sim/router.hpp"
 #include "sim/simulation.hpp"
@@ -53,6 +54,19 @@ SimConfig v1_config() {
   c.scheduler.policy = Policy::kVllmV1;
   c.scheduler.enable_prefix_caching = true;
   return resolve(c);
+}
+
+// N requests at RATE with lognormal lengths of these medians, as the default scenario draws them.
+Workload conversations(int64_t n, double rate, int input_median, int output_median, uint64_t seed) {
+  SyntheticOptions o;
+  o.num_requests = n;
+  o.request_rate = rate;
+  o.input_len =
+      LengthDist::parse("lognormal:" + std::to_string(input_median) + ":0.8:16:6000", "input-len");
+  o.output_len =
+      LengthDist::parse("lognormal:" + std::to_string(output_median) + ":0.8:2:1500", "output-len");
+  o.seed = seed;
+  return generate_synthetic(o);
 }
 
 SimulateOptions fleet_of(int n, RouterKind k) {
@@ -147,13 +161,7 @@ TEST_CASE("router: a signal delay shows the load of the last refresh", "[fleet]"
 
 TEST_CASE("fleet: every request ends once, on one replica, and the replicas add up to the fleet",
           "[fleet][invariants]") {
-  SyntheticOptions o;
-  o.num_requests = 1500;
-  o.request_rate = 40;
-  o.input_len = LengthDist::parse("lognormal:600:0.8:16:6000", "input-len");
-  o.output_len = LengthDist::parse("lognormal:150:0.8:2:1500", "output-len");
-  o.seed = 3;
-  Workload w = generate_synthetic(o);
+  Workload w = conversations(1500, 40, 600, 150, 3);
   w[7].input_tokens = 200000;  // longer than the context: rejected, on its replica
   const SimConfig c = v1_config();
   for (RouterKind k : {RouterKind::kRoundRobin, RouterKind::kLeastRequests, RouterKind::kLeastKv,
@@ -247,4 +255,109 @@ TEST_CASE("fleet: the flags", "[fleet][cli]") {
   e = cli({"run", "--num-replicas", "2", "--router-signal-delay-s", "-1"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("router-signal-delay-s"));
+}
+
+TEST_CASE("fleet: disaggregated TTFT is the prefill, the KV transfer and the decode's first step",
+          "[fleet][disaggregated]") {
+  const SimConfig c = v1_config();
+  SimulateOptions o;
+  o.fleet.groups = {ReplicaGroup{c, 1, ReplicaRole::kPrefill},
+                    ReplicaGroup{c, 1, ReplicaRole::kDecode}};
+  o.fleet.kv_transfer_gb_per_s = 12.5;  // 100 Gb/s
+  o.fleet.kv_transfer_latency_s = 0.002;
+  Workload w = {request(0, 1000)};
+  w[0].output_tokens = 5;
+  const RunResult r = simulate(c, w, nullptr, o);
+  REQUIRE(r.requests.size() == 1);
+  const RequestRecord& q = r.requests[0];
+  REQUIRE(q.finished());
+  CHECK(q.output_tokens == 5);
+  // By hand: the API server's latency; the prefill instance's one step over the whole prompt
+  // (from idle, so nothing overlaps it); the transfer of 1000 tokens' KV at 12.5 GB/s after its
+  // latency; the decode instance's first step, which recomputes the last prompt token over the
+  // 999 received.
+  const RooflineCostModel cost(c.gpu, c.model, c.tp, *c.roofline, true);
+  const SeqShape prefill{1000, 0, true, true}, last{1, 999, true, true};
+  const double transfer = 0.002 + 1000.0 * double(c.model.kv_bytes_per_token_per_gpu(1)) / 12.5e9;
+  const double expected = cost.frontend_latency_s() + cost.cost(std::span(&prefill, 1)).seconds +
+                          transfer + cost.cost(std::span(&last, 1)).seconds;
+  CHECK(q.ttft_s() == Approx(expected).epsilon(1e-12));
+  CHECK(r.fleet.kv_transfers == 1);
+  CHECK(r.fleet.kv_transfer_s == Approx(transfer));
+  CHECK(r.fleet.decode_of == std::vector<uint32_t>{1});
+  CHECK(r.fleet.routed == std::vector<uint64_t>{1, 1});
+  // The decode instance computed 1 prompt token and 4 decode tokens; the prefill instance 1000.
+  CHECK(r.fleet.replicas[0].prefill_tokens == 1000);
+  CHECK(r.fleet.replicas[1].prefill_tokens == 1);
+  CHECK(r.fleet.replicas[1].decode_tokens == 4);
+}
+
+TEST_CASE("fleet: a disaggregated fleet ends every request once and moves every prompt's KV",
+          "[fleet][disaggregated][invariants]") {
+  Workload w = conversations(1200, 25, 800, 120, 5);
+  w[3].input_tokens = 200000;  // rejected by the prefill instance
+  const SimConfig c = v1_config();
+  SimulateOptions opt;
+  opt.fleet.router.kind = RouterKind::kLeastRequests;
+  opt.fleet.groups = {ReplicaGroup{c, 2, ReplicaRole::kPrefill},
+                      ReplicaGroup{c, 3, ReplicaRole::kDecode}};
+  const RunResult r = simulate(c, w, nullptr, opt);
+  CHECK(r.summary.completed + r.summary.rejected == w.size());
+  CHECK(r.summary.rejected == 1);
+  CHECK(r.fleet.kv_transfers == w.size() - 1);
+  int64_t expected_output = 0;
+  for (const RequestSpec& q : w)
+    expected_output += q.id == 3 ? 0 : q.output_tokens;
+  CHECK(r.summary.output_tokens == expected_output);
+  uint64_t decoded = 0;
+  for (size_t i = 2; i < 5; ++i)
+    decoded += r.fleet.replicas[i].completed;
+  CHECK(decoded == r.summary.completed);
+  for (size_t id = 0; id < w.size(); ++id) {
+    if (id == 3) continue;
+    CHECK(r.fleet.replica_of[id] < 2);
+    CHECK(r.fleet.decode_of[id] >= 2);
+    CHECK(r.requests[id].ttft_s() > 0);
+  }
+  // Same inputs, same fleet.
+  CHECK(summary_json(r, {}).dump() == summary_json(simulate(c, w, nullptr, opt), {}).dump());
+}
+
+TEST_CASE("fleet: the pool flags", "[fleet][disaggregated][cli]") {
+  const std::vector<std::string> small = {"--num-requests", "40",           "--input-len",
+                                          "fixed:300",      "--output-len", "fixed:8"};
+  auto run = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "run");
+    args.insert(args.end(), small.begin(), small.end());
+    return cli(args);
+  };
+  auto r = run({"--scheduler", "vllm-v1", "--prefill-replicas", "1", "--decode-replicas", "2",
+                "--decode-gpu", "a100-80g", "--kv-transfer-gbps", "400"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("prefill h100-sxm"));
+  CHECK_THAT(r.out, Catch::Contains("decode a100-80g"));
+  CHECK_THAT(r.out, Catch::Contains("KV transfers: 40"));
+  r = run({"--replica-gpus", "h100-sxm:2,a100-80g:1"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("3 replicas"));
+  CHECK_THAT(r.out, Catch::Contains("a100-80g"));
+  const std::pair<std::vector<std::string>, const char*> bad[] = {
+      {{"--scheduler", "chunked", "--prefill-replicas", "1", "--decode-replicas", "1"},
+       "field 'scheduler'"},
+      {{"--scheduler", "vllm-v1", "--prefill-replicas", "1"}, "field 'decode-replicas'"},
+      {{"--decode-gpu", "a100-80g"}, "field 'prefill-replicas'"},
+      {{"--replica-gpus", "h100-sxm"}, "field 'replica-gpus'"},
+      {{"--replica-gpus", "h100-sxm:0"}, "field 'replica-gpus'"},
+      {{"--replica-gpus", "h100-sxm:2", "--num-replicas", "3"}, "field 'replica-gpus'"},
+      {{"--scheduler", "vllm-v1", "--prefill-replicas", "1", "--decode-replicas", "1",
+        "--kv-transfer-gbps", "-4"},
+       "field 'kv-transfer-gbps'"},
+  };
+  for (const auto& [args, field] : bad) {
+    const auto e = run(args);
+    INFO(field);
+    CHECK(e.code == 2);
+    CHECK_THAT(e.err, Catch::Contains(field));
+  }
 }

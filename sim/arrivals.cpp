@@ -1,0 +1,184 @@
+#include "sim/arrivals.hpp"
+
+#include <algorithm>
+
+#include "models/roofline.hpp"
+#include "models/table_model.hpp"
+#include "scheduler/policy.hpp"
+#include "util/error.hpp"
+
+namespace servesim {
+
+// The replicas of one role, as its router sees them.
+class ArrivalProcess::Pool final : public Router::Fleet {
+ public:
+  Pool(ArrivalProcess& a, std::vector<uint32_t> members) : a_(a), members_(std::move(members)) {}
+  void make_router(const RouterOptions& o) { router_.emplace(o, *this, a_.w_); }
+  // The replica (fleet index) for request I at NOW.
+  uint32_t route(size_t i, double now) {
+    return members_[router_ ? router_->route(a_.w_[i], now) : 0];
+  }
+  bool empty() const { return members_.empty(); }
+
+  size_t size() const override { return members_.size(); }
+  ReplicaLoad load(size_t i) const override {
+    const uint32_t r = members_[i];
+    const Scheduler& s = a_.replicas_[r].host->scheduler();
+    return {a_.outstanding_[r], int64_t(s.num_waiting()),
+            double(s.used_blocks()) / double(std::max<int64_t>(1, s.usable_blocks()))};
+  }
+  int64_t cached_prompt_blocks(size_t i, const RequestSpec& r) const override {
+    const KvCacheManager* kv = a_.replicas_[members_[i]].host->scheduler().kv_cache_manager();
+    return kv != nullptr ? kv->cached_prefix_blocks(*a_.hasher_, r.id, r.input_tokens) : 0;
+  }
+  int block_size() const override { return a_.block_size_; }
+
+ private:
+  ArrivalProcess& a_;
+  std::vector<uint32_t> members_;
+  std::optional<Router> router_;
+};
+
+ArrivalProcess::ArrivalProcess(const Workload& w, const SimulateOptions& o,
+                               MetricsCollector& metrics, double frontend_s,
+                               const RouterOptions* router, int block_size,
+                               const BlockHasher* hasher)
+    : w_(w),
+      options_(o),
+      metrics_(metrics),
+      frontend_s_(frontend_s),
+      block_size_(block_size),
+      hasher_(hasher) {
+  if (frontend_s_ > 0) sent_s_.resize(w.size());
+  if (router != nullptr) {
+    router_options_ = *router;
+    replica_of_.resize(w.size());
+  }
+}
+
+ArrivalProcess::~ArrivalProcess() = default;
+
+void ArrivalProcess::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
+  replicas_ = std::move(replicas);
+  outstanding_.assign(replicas_.size(), 0);
+  std::vector<uint32_t> entry, decode;
+  for (uint32_t i = 0; i < replicas_.size(); ++i)
+    (replicas_[i].role == ReplicaRole::kDecode ? decode : entry).push_back(i);
+  entry_ = std::make_unique<Pool>(*this, std::move(entry));
+  decode_ = std::make_unique<Pool>(*this, std::move(decode));
+  if (router_options_) {
+    entry_->make_router(*router_options_);
+    decode_->make_router(*router_options_);
+  }
+  if (!decode_->empty()) decode_of_.assign(w_.size(), kNone);
+  loop_ = &loop;
+  if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, kNext);
+}
+
+void ArrivalProcess::handle(EventLoop& loop, uint32_t tag) {
+  if (tag >= kLanded) {  // a prompt's KV reached its decode replica
+    const size_t i = tag - kLanded;
+    replicas_[decode_of_[i]].host->arrive(w_[i], loop.now());
+    return;
+  }
+  if (tag != kNext) {  // request tag - 1 reaches its first engine
+    host_of(tag - 1).arrive(w_[tag - 1], sent_s_[tag - 1]);
+    return;
+  }
+  if (limited() && in_flight_ >= size_t(options_.max_concurrency)) {
+    held_.push_back(next_);
+  } else {
+    send(next_);
+  }
+  size_t waiting = held_.size();
+  for (const ReplicaLink& r : replicas_)
+    waiting += r.host->waiting();
+  metrics_.on_offered(loop.now(), waiting);
+  if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);
+}
+
+void ArrivalProcess::on_prefill_done(uint32_t id) {
+  --outstanding_[replica_of_[id]];
+  const double now = loop_->now();
+  const uint32_t d = decode_->route(id, now);
+  decode_of_[id] = d;
+  ++outstanding_[d];
+  // Every GPU of the prefill instance sends its shard of the prompt's KV over its own link.
+  const ReplicaLink& p = replicas_[replica_of_[id]];
+  const double bytes = p.kv_bytes_per_token * w_[id].input_tokens;
+  const double seconds = p.link_latency_s + bytes / p.link_bytes_per_s;
+  ++transfers_;
+  transfer_bytes_ += bytes;
+  transfer_s_ += seconds;
+  loop_->schedule(now + seconds, EventLoop::kArrival, this, kLanded + id);
+}
+
+void ArrivalProcess::on_request_done(uint32_t id) {
+  if (!replica_of_.empty()) {
+    const bool decoded = !decode_of_.empty() && decode_of_[id] != kNone;
+    --outstanding_[decoded ? decode_of_[id] : replica_of_[id]];
+  }
+  if (options_.progress && ++done_ % kProgressEvery == 0) options_.progress(done_, w_.size());
+  if (!limited()) return;
+  --in_flight_;
+  if (held_.empty() || in_flight_ >= size_t(options_.max_concurrency)) return;
+  const size_t i = held_.front();
+  held_.pop_front();
+  send(i);
+}
+
+void ArrivalProcess::send(size_t i) {
+  if (limited()) ++in_flight_;
+  const double now = loop_->now();
+  if (!replica_of_.empty()) {
+    const uint32_t r = entry_->route(i, now);
+    replica_of_[i] = r;
+    ++outstanding_[r];
+  }
+  if (frontend_s_ <= 0) {
+    host_of(i).arrive(w_[i], now);
+    return;
+  }
+  sent_s_[i] = now;
+  loop_->schedule(now + frontend_s_, EventLoop::kArrival, this, uint32_t(i + 1));
+}
+
+std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
+  if (c.cost_model == "table") {
+    return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
+  }
+  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.roofline,
+                                             v1_engine(c.scheduler.policy));
+}
+
+MemoryPlan checked_memory_plan(const SimConfig& c) {
+  MemoryPlan m = plan_memory(c.gpu, c.model, c.memory);
+  if (v1_engine(c.scheduler.policy) && m.num_gpu_blocks < 2) {
+    throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
+  }
+  return m;
+}
+
+void keep_histogram(const MetricsCollector& metrics, RunResult& result) {
+  metrics.itl_s().for_each_bucket(
+      [&](double upper_s, uint64_t n) { result.itl_histogram_ms.emplace_back(upper_s * 1e3, n); });
+}
+
+PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
+                                        const std::vector<RequestRecord>& requests) {
+  PrefixCacheSummary p;
+  const KvCacheManager* kv = scheduler.kv_cache_manager();
+  if (kv == nullptr || !kv->caching()) return p;
+  p.enabled = true;
+  const KvCacheManager::Stats& s = kv->stats();
+  p.queries = s.queries;
+  p.hits = s.hits;
+  p.preempted_queries = s.preempted_queries;
+  p.preempted_hits = s.preempted_hits;
+  p.evictions = s.evictions;
+  for (const RequestRecord& r : requests)
+    p.cached_prompt_tokens += std::max(r.cached_tokens, 0);
+  return p;
+}
+
+}  // namespace servesim

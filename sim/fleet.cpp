@@ -1,0 +1,241 @@
+// simulate_fleet(): replicas of one or several configurations, colocated or disaggregated into
+// prefill and decode pools, behind routers, under one event loop.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "scheduler/policy.hpp"
+#include "sim/arrivals.hpp"
+#include "sim/block_content.hpp"
+#include "sim/simulation.hpp"
+#include "util/error.hpp"
+
+namespace servesim {
+
+namespace {
+
+// A replica's view of the workload's block hasher: the replica numbers its requests as they
+// come, the workload by its ids.
+class ReplicaHasher final : public BlockHasher {
+ public:
+  ReplicaHasher(const BlockHasher& workload, const std::vector<uint32_t>& global_of)
+      : workload_(workload), global_of_(global_of) {}
+  uint64_t block_hash(uint32_t id, int64_t index, uint64_t parent) const override {
+    return workload_.block_hash(global_of_[id], index, parent);
+  }
+
+ private:
+  const BlockHasher& workload_;
+  const std::vector<uint32_t>& global_of_;
+};
+
+// The parts one group's replicas share: configuration, memory plan, cost model.
+struct GroupParts {
+  const ReplicaGroup* group;
+  MemoryPlan memory;
+  std::unique_ptr<CostModel> cost;
+};
+
+// One replica of a fleet: its scheduler (and KV cache), its own measurements, its engine loop.
+// Sized for EXPECTED requests, it grows past them as they come.
+struct Replica {
+  Replica(const GroupParts& g, const Workload& w, size_t expected, const BlockHasher& hasher,
+          EventLoop& loop, Host::Listener& listener, MetricsCollector& fleet)
+      : parts(g),
+        local_hasher(hasher, global_of),
+        scheduler(g.group->config.scheduler, g.memory.num_gpu_blocks, 0, &local_hasher),
+        metrics(w.empty() ? 0.0 : w.front().arrival_s, expected),
+        host(loop, scheduler, *g.cost, metrics, &listener, &fleet, &global_of, g.group->role) {
+    global_of.reserve(expected);
+    scheduler.reserve(expected);
+  }
+  const GroupParts& parts;
+  std::vector<uint32_t> global_of;  // the workload id of each of its requests
+  ReplicaHasher local_hasher;
+  Scheduler scheduler;
+  MetricsCollector metrics;
+  Host host;
+};
+
+// The fleet's prefix cache: every replica's counters summed.
+void add_prefix_cache(const Scheduler& s, PrefixCacheSummary& p) {
+  const KvCacheManager* kv = s.kv_cache_manager();
+  if (kv == nullptr || !kv->caching()) return;
+  p.enabled = true;
+  p.queries += kv->stats().queries;
+  p.hits += kv->stats().hits;
+  p.preempted_queries += kv->stats().preempted_queries;
+  p.preempted_hits += kv->stats().preempted_hits;
+  p.evictions += kv->stats().evictions;
+}
+
+double max_over_mean(const std::vector<double>& v) {
+  double sum = 0, mx = 0;
+  for (double x : v) {
+    sum += x;
+    mx = std::max(mx, x);
+  }
+  return sum > 0 ? mx / (sum / double(v.size())) : NAN;
+}
+
+// The groups of OPTIONS, or NUM_REPLICAS colocated copies of C; checked.
+std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o) {
+  if (!(o.router.signal_delay_s >= 0) || !std::isfinite(o.router.signal_delay_s)) {
+    throw Error("router-signal-delay-s", "must be a number >= 0");
+  }
+  if (o.groups.empty()) {
+    if (o.num_replicas < 1 || o.num_replicas > kMaxReplicas) {
+      throw Error("num-replicas", "must be in [1, " + std::to_string(kMaxReplicas) + "]");
+    }
+    return {ReplicaGroup{c, o.num_replicas, ReplicaRole::kColocated}};
+  }
+  int total = 0, prefill = 0, decode = 0, colocated = 0;
+  for (const ReplicaGroup& g : o.groups) {
+    if (g.count < 1) throw Error("num-replicas", "every pool needs at least one replica");
+    total += g.count;
+    (g.role == ReplicaRole::kPrefill  ? prefill
+     : g.role == ReplicaRole::kDecode ? decode
+                                      : colocated) += g.count;
+    if (g.role != ReplicaRole::kColocated && !v1_engine(g.config.scheduler.policy)) {
+      throw Error("scheduler",
+                  "disaggregated prefill is modelled for vllm-v1 (vLLM's KV "
+                  "connectors are V1's)");
+    }
+    if (g.config.scheduler.block_size != o.groups[0].config.scheduler.block_size) {
+      throw Error("block-size", "every replica of a fleet must use the same block size");
+    }
+  }
+  if (total > kMaxReplicas) {
+    throw Error("num-replicas", "at most " + std::to_string(kMaxReplicas) + " replicas in all");
+  }
+  if ((prefill > 0) != (decode > 0) || (prefill > 0 && colocated > 0)) {
+    throw Error("prefill-replicas",
+                "a disaggregated fleet has prefill and decode replicas, and no colocated ones");
+  }
+  if (!(o.kv_transfer_gb_per_s >= 0) || !std::isfinite(o.kv_transfer_gb_per_s)) {
+    throw Error("kv-transfer-gbps", "must be a number >= 0");
+  }
+  if (!(o.kv_transfer_latency_s >= 0) || !std::isfinite(o.kv_transfer_latency_s)) {
+    throw Error("kv-transfer-latency-s", "must be a number of seconds >= 0");
+  }
+  return o.groups;
+}
+
+const char* role_name(ReplicaRole r) {
+  return r == ReplicaRole::kPrefill ? "prefill" : r == ReplicaRole::kDecode ? "decode" : "";
+}
+
+}  // namespace
+
+RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOptions& options) {
+  const FleetOptions& fleet = options.fleet;
+  const std::vector<ReplicaGroup> groups = fleet_groups(c, fleet);
+  std::vector<GroupParts> parts;
+  for (const ReplicaGroup& g : groups)
+    parts.push_back({&g, checked_memory_plan(g.config), make_cost_model(g.config)});
+  size_t n = 0;
+  for (const ReplicaGroup& g : groups)
+    n += size_t(g.count);
+
+  RunResult result;
+  FleetSummary& out = result.fleet;
+  out.num_replicas = int(n);
+  out.router = router_name(fleet.router.kind);
+  result.config = groups[0].config;
+  result.memory = parts[0].memory;
+  const int block_size = groups[0].config.scheduler.block_size;
+  const WorkloadBlockHasher hasher(w, block_size);
+  MetricsCollector metrics(w, options.keep_steps, options.metrics);
+  EventLoop loop;
+  ArrivalProcess arrivals(w, options, metrics, parts[0].cost->frontend_latency_s(), &fleet.router,
+                          block_size, &hasher);
+  std::vector<std::unique_ptr<Replica>> replicas;
+  std::vector<ReplicaLink> links;
+  const size_t expected = w.size() / n + 1;
+  double peak_flops = 0, peak_bytes = 0;
+  for (const GroupParts& g : parts) {
+    const SimConfig& gc = g.group->config;
+    for (int k = 0; k < g.group->count; ++k) {
+      replicas.push_back(
+          std::make_unique<Replica>(g, w, expected, hasher, loop, arrivals, metrics));
+      ReplicaLink link{&replicas.back()->host, g.group->role};
+      link.kv_bytes_per_token = double(gc.model.kv_bytes_per_token_per_gpu(gc.tp));
+      link.link_bytes_per_s = (fleet.kv_transfer_gb_per_s > 0 ? fleet.kv_transfer_gb_per_s
+                                                              : gc.gpu.interconnect_gb_per_s) *
+                              1e9;
+      link.link_latency_s = fleet.kv_transfer_latency_s;
+      links.push_back(link);
+      peak_flops += gc.gpu.peak_flops() * gc.tp;
+      peak_bytes += gc.gpu.hbm_bytes_per_s() * gc.tp;
+      out.pool.push_back(std::string(role_name(g.group->role)) +
+                         (*role_name(g.group->role) ? " " : "") + gc.gpu.name);
+    }
+  }
+  arrivals.start(loop, links);
+  loop.run();
+
+  out.replica_of = arrivals.take_replica_of();
+  out.decode_of = arrivals.take_decode_of();
+  out.kv_transfers = arrivals.transfers();
+  out.kv_transfer_bytes = arrivals.transfer_bytes();
+  out.kv_transfer_s = arrivals.transfer_s();
+  // The fleet's records: each request's state on the replica that finished it (its decode
+  // replica, when it reached one).
+  std::vector<uint32_t> local_of(w.size());
+  auto finisher = [&](size_t id) {
+    const bool decoded = !out.decode_of.empty() && out.decode_of[id] != ArrivalProcess::kNone;
+    return decoded ? out.decode_of[id] : out.replica_of[id];
+  };
+  out.routed.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<uint32_t>& g = replicas[i]->global_of;
+    out.routed[i] = g.size();
+    for (size_t local = 0; local < g.size(); ++local) {
+      if (finisher(g[local]) == i) local_of[g[local]] = uint32_t(local);
+    }
+  }
+  result.requests.reserve(w.size());
+  for (size_t id = 0; id < w.size(); ++id) {
+    const Replica& r = *replicas[finisher(id)];
+    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler.seqs()[local_of[id]]));
+  }
+  const bool uniform = groups.size() == 1;
+  // KV usage over one replica's blocks: with one configuration the fleet's figures are per
+  // replica, time-weighted.
+  result.summary = metrics.summary(result.requests, peak_flops, peak_bytes,
+                                   replicas[0]->scheduler.usable_blocks());
+  result.summary.step_time_fraction /= double(n);  // busy time summed over the replicas
+  std::vector<double> busy(n), queue(n);
+  double kv_weighted = 0, kv_max = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Replica& r = *replicas[i];
+    const SimConfig& rc = r.parts.group->config;
+    const std::vector<RequestRecord> mine = r.metrics.records(r.scheduler.seqs());
+    RunSummary s = r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp,
+                                     rc.gpu.hbm_bytes_per_s() * rc.tp, r.scheduler.usable_blocks());
+    s.prefix_cache = prefix_cache_summary(r.scheduler, mine);
+    add_prefix_cache(r.scheduler, result.summary.prefix_cache);
+    result.discarded_tokens += r.scheduler.discarded_tokens();
+    busy[i] = s.busy_s;
+    queue[i] = s.queue_len.mean;
+    kv_weighted += s.kv_usage_mean * s.busy_s;
+    kv_max = std::max(kv_max, s.kv_usage_max);
+    out.replicas.push_back(std::move(s));
+  }
+  if (!uniform) {  // replicas of different sizes: busy-weighted mean and max of their usage
+    const double total_busy = std::accumulate(busy.begin(), busy.end(), 0.0);
+    result.summary.kv_usage_mean = total_busy > 0 ? kv_weighted / total_busy : 0;
+    result.summary.kv_usage_max = kv_max;
+    result.summary.kv_usage_p50 = result.summary.kv_usage_p99 = NAN;
+  }
+  for (const RequestRecord& r : result.requests)
+    result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
+  out.busy_imbalance = max_over_mean(busy);
+  out.queue_imbalance = max_over_mean(queue);
+  result.steps = metrics.take_steps();
+  if (options.keep_histogram) keep_histogram(metrics, result);
+  return result;
+}
+
+}  // namespace servesim
