@@ -11,6 +11,7 @@
 #include "analysis/report.hpp"
 #include "analysis/results.hpp"
 #include "analysis/run_spec.hpp"
+#include "analysis/timeline.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/run_flags.hpp"
@@ -30,7 +31,7 @@ const std::vector<std::string> kDefaultCompare = {"vllm-v0", "chunked:512", "chu
 struct RunArgs {
   RunSpec spec;
   std::vector<std::string> schedulers;
-  std::string json, requests_csv, config, out;
+  std::string json, requests_csv, config, out, timeline, timeline_window = "0:60";
   double period_s = 300;
   bool no_steps = false;
 };
@@ -59,6 +60,11 @@ po::options_description options(RunArgs& a, bool compare) {
       "no-steps", po::bool_switch(&a.no_steps), "leave the per-step table out of --out");
   if (!compare) {
     out.add_options()("requests-csv", po::value(&a.requests_csv), "write per-request CSV to FILE");
+    out.add_options()("timeline", po::value(&a.timeline),
+                      "write a Chrome/Perfetto trace FILE.json of the steps, requests and KV "
+                      "transfers (ui.perfetto.dev)")(
+        "timeline-window", po::value(&a.timeline_window)->default_value("0:60"),
+        "the timeline's window of simulated time, START:END in seconds");
   }
   out.add_options()("config", po::value(&a.config), "read any of these flags from an INI file")(
       "help,h", "show this help");
@@ -91,10 +97,17 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
   if (compare && a.spec.has("enable-chunked-prefill")) {
     throw Error("enable-chunked-prefill", "compare takes its policies from --scheduler");
   }
+  if (!compare && !vm["timeline-window"].defaulted() && a.timeline.empty()) {
+    throw Error("timeline-window", "has no effect without --timeline");
+  }
+  if (!a.timeline.empty()) parse_timeline_window(a.timeline_window);
   for (const char* flag : {"period-s", "no-steps"}) {
     if (!vm[flag].defaulted() && a.out.empty()) {
       throw Error(flag, "has no effect without --out: it shapes the results file");
     }
+  }
+  if (a.spec.num_seeds > 1 && !a.timeline.empty()) {
+    throw Error("timeline", "writes one run: drop --num-seeds");
   }
   if (a.spec.num_seeds > 1 && (!a.out.empty() || !a.requests_csv.empty())) {
     throw Error(a.out.empty() ? "requests-csv" : "out",
@@ -121,7 +134,7 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
                                     const Workload& w, Inputs& inputs) {
   if (!(a.period_s > 0) || !std::isfinite(a.period_s)) throw Error("period-s", "must be > 0");
   SimulateOptions keep = simulate_options(a.spec);
-  keep.keep_steps = !a.out.empty() && !a.no_steps;
+  keep.keep_steps = (!a.out.empty() && !a.no_steps) || !a.timeline.empty();
   keep.keep_histogram = !a.out.empty();
   const SimConfig base = base_config(a.spec, inputs);
   std::vector<SimConfig> configs;
@@ -239,6 +252,10 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   print_run_summary(out, r, w.text);
   if (!a.json.empty()) write_file(a.json, summary_json(r, w.json).dump(2) + "\n");
   write_results(a, runs, w.json);
+  if (!a.timeline.empty()) {
+    const auto [from, to] = parse_timeline_window(a.timeline_window);
+    write_file(a.timeline, timeline_json(r, from, to).dump() + "\n");
+  }
   if (!a.requests_csv.empty()) {
     std::ostringstream csv;
     write_requests_csv(csv, r);

@@ -1,6 +1,7 @@
 #include "sim/arrivals.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "models/roofline.hpp"
 #include "models/table_model.hpp"
@@ -70,7 +71,11 @@ void ArrivalProcess::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
     entry_->make_router(*router_options_);
     decode_->make_router(*router_options_);
   }
-  if (!decode_->empty()) decode_of_.assign(w_.size(), kNone);
+  if (!decode_->empty()) {
+    decode_of_.assign(w_.size(), kNone);
+    kv_sent_s_.assign(w_.size(), NAN);
+    kv_landed_s_.assign(w_.size(), NAN);
+  }
   loop_ = &loop;
   if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, kNext);
 }
@@ -110,6 +115,8 @@ void ArrivalProcess::on_prefill_done(uint32_t id) {
   ++transfers_;
   transfer_bytes_ += bytes;
   transfer_s_ += seconds;
+  kv_sent_s_[id] = now;
+  kv_landed_s_[id] = now + seconds;
   loop_->schedule(now + seconds, EventLoop::kArrival, this, kLanded + id);
 }
 

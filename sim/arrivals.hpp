@@ -57,6 +57,8 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
   uint64_t transfers() const { return transfers_; }
   double transfer_bytes() const { return transfer_bytes_; }
   double transfer_s() const { return transfer_s_; }
+  std::vector<double> take_kv_sent_s() { return std::move(kv_sent_s_); }
+  std::vector<double> take_kv_landed_s() { return std::move(kv_landed_s_); }
 
  private:
   class Pool;
@@ -83,7 +85,8 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
   EventLoop* loop_ = nullptr;
   size_t next_ = 0, in_flight_ = 0, done_ = 0;
   std::deque<size_t> held_;
-  std::vector<double> sent_s_;  // when each request was sent
+  std::vector<double> sent_s_;                   // when each request was sent
+  std::vector<double> kv_sent_s_, kv_landed_s_;  // disaggregated: each request's transfer
   uint64_t transfers_ = 0;
   double transfer_bytes_ = 0, transfer_s_ = 0;
 };

@@ -41,12 +41,13 @@ struct GroupParts {
 // Sized for EXPECTED requests, it grows past them as they come.
 struct Replica {
   Replica(const GroupParts& g, const Workload& w, size_t expected, const BlockHasher& hasher,
-          EventLoop& loop, Host::Listener& listener, MetricsCollector& fleet)
+          EventLoop& loop, Host::Listener& listener, MetricsCollector& fleet, uint32_t index)
       : parts(g),
         local_hasher(hasher, global_of),
         scheduler(g.group->config.scheduler, g.memory.num_gpu_blocks, 0, &local_hasher),
         metrics(w.empty() ? 0.0 : w.front().arrival_s, expected),
-        host(loop, scheduler, *g.cost, metrics, &listener, &fleet, &global_of, g.group->role) {
+        host(loop, scheduler, *g.cost, metrics, &listener, &fleet, &global_of, g.group->role,
+             index) {
     global_of.reserve(expected);
     scheduler.reserve(expected);
   }
@@ -157,8 +158,8 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   for (const GroupParts& g : parts) {
     const SimConfig& gc = g.group->config;
     for (int k = 0; k < g.group->count; ++k) {
-      replicas.push_back(
-          std::make_unique<Replica>(g, w, expected, hasher, loop, arrivals, metrics));
+      replicas.push_back(std::make_unique<Replica>(g, w, expected, hasher, loop, arrivals, metrics,
+                                                   uint32_t(replicas.size())));
       ReplicaLink link{&replicas.back()->host, g.group->role};
       link.kv_bytes_per_token = double(gc.model.kv_bytes_per_token_per_gpu(gc.tp));
       link.link_bytes_per_s = (fleet.kv_transfer_gb_per_s > 0 ? fleet.kv_transfer_gb_per_s
@@ -180,6 +181,8 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   out.kv_transfers = arrivals.transfers();
   out.kv_transfer_bytes = arrivals.transfer_bytes();
   out.kv_transfer_s = arrivals.transfer_s();
+  out.kv_sent_s = arrivals.take_kv_sent_s();
+  out.kv_landed_s = arrivals.take_kv_landed_s();
   // The fleet's records: each request's state on the replica that finished it (its decode
   // replica, when it reached one).
   std::vector<uint32_t> local_of(w.size());

@@ -103,7 +103,7 @@ void Host::start_step(bool back_to_back) {
                    scheduler_.step_cached_tokens());
   if (fleet_ != nullptr) {
     fleet_->on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
-                    scheduler_.step_cached_tokens());
+                    scheduler_.step_cached_tokens(), index_);
   }
   loop_.schedule(now + run.seconds, EventLoop::kStepDone, this, kStepDone);
 }

@@ -45,7 +45,8 @@ class Host final : public EventLoop::Process {
   // arrivals (the client sent the request to the prefill instance).
   Host(EventLoop& loop, Scheduler& scheduler, const CostModel& cost, MetricsCollector& metrics,
        Listener* listener = nullptr, MetricsCollector* fleet = nullptr,
-       std::vector<uint32_t>* global_of = nullptr, ReplicaRole role = ReplicaRole::kColocated)
+       std::vector<uint32_t>* global_of = nullptr, ReplicaRole role = ReplicaRole::kColocated,
+       uint32_t index = 0)
       : loop_(loop),
         scheduler_(scheduler),
         cost_(cost),
@@ -53,7 +54,8 @@ class Host final : public EventLoop::Process {
         listener_(listener),
         fleet_(fleet),
         global_of_(global_of),
-        role_(role) {}
+        role_(role),
+        index_(index) {}
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
@@ -86,6 +88,7 @@ class Host final : public EventLoop::Process {
   MetricsCollector* fleet_;
   std::vector<uint32_t>* global_of_;
   ReplicaRole role_;
+  uint32_t index_;  // the replica's number in its fleet
   // The workload id of the scheduler's request ID.
   uint32_t global(uint32_t id) const { return global_of_ ? (*global_of_)[id] : id; }
   bool busy_ = false;

@@ -50,7 +50,8 @@ void MetricsCollector::on_arrival(uint32_t id, double t, bool admitted) {
 }
 
 void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batch,
-                               int64_t kv_used_blocks, size_t waiting, int64_t cached_tokens) {
+                               int64_t kv_used_blocks, size_t waiting, int64_t cached_tokens,
+                               uint32_t replica) {
   ++steps_;
   waiting_.add(double(waiting), cost.seconds);
   kv_blocks_.add(double(kv_used_blocks), cost.seconds);
@@ -73,7 +74,7 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
   if (keep_steps_) {
     step_records_.push_back({t, cost.seconds, batch.prefill_tokens(), batch.decode_tokens(),
                              int64_t(batch.size()), kv_used_blocks, cached_tokens, cost.flops,
-                             cost.bytes});
+                             cost.bytes, replica});
   }
 }
 

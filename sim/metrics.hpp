@@ -61,6 +61,7 @@ struct StepRecord {
   int64_t prefill_tokens = 0, decode_tokens = 0, batch_size = 0, kv_blocks_used = 0;
   int64_t cached_tokens = 0;  // prompt tokens this step's new requests found in the prefix cache
   double flops = 0, bytes = 0;
+  uint32_t replica = 0;  // in a fleet, the replica that ran it
 };
 
 // The prefix cache as vLLM reports it (vllm/v1/metrics/stats.py PrefixCacheStats): tokens queried
@@ -168,7 +169,7 @@ class MetricsCollector {
   }
   // A step of BATCH starts at T while KV_USED_BLOCKS are in use and WAITING requests wait.
   void on_step(double t, const StepCost& cost, const Batch& batch, int64_t kv_used_blocks,
-               size_t waiting, int64_t cached_tokens = 0);
+               size_t waiting, int64_t cached_tokens = 0, uint32_t replica = 0);
 
   // The run's requests: SEQS (the scheduler's states, by id) with their times.
   // REQUIRES: SEQS has one state per request of the workload.

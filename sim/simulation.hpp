@@ -55,6 +55,7 @@ struct FleetSummary {
   std::vector<std::string> pool;     // each replica's pool: "", or "prefill" / "decode", and GPU
   uint64_t kv_transfers = 0;         // disaggregated: prompts' KV sent, bytes per GPU, seconds
   double kv_transfer_bytes = 0, kv_transfer_s = 0;
+  std::vector<double> kv_sent_s, kv_landed_s;  // disaggregated: each request's transfer, by id
   // Load imbalance: the most loaded replica over the mean, of busy time (steps in flight) and of
   // the time-weighted mean waiting queue; 1 = perfectly even, NaN when all are zero.
   double busy_imbalance = NAN, queue_imbalance = NAN;

@@ -1,0 +1,100 @@
+// The Perfetto timeline: what it holds for a window, on a hand-worked disaggregated request and
+// on a fleet, and its flags.
+#include <catch2/catch.hpp>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "analysis/timeline.hpp"
+#include "cli_helpers.hpp"
+#include "helpers.hpp"
+#include "scheduler/policy.hpp"
+#include "traces/synthetic.hpp"
+
+using namespace servesim;
+using servesim::test::error_field;
+
+namespace {
+
+SimConfig v1() {
+  SimConfig c;
+  c.model = find_model("llama-3.1-8b");
+  c.gpu = find_gpu("h100-sxm");
+  c.scheduler.policy = Policy::kVllmV1;
+  return resolve(c);
+}
+
+}  // namespace
+
+TEST_CASE("timeline: one disaggregated request's phases, transfer and steps", "[timeline]") {
+  const SimConfig c = v1();
+  SimulateOptions o;
+  o.keep_steps = true;
+  o.fleet.groups = {ReplicaGroup{c, 1, ReplicaRole::kPrefill},
+                    ReplicaGroup{c, 1, ReplicaRole::kDecode}};
+  Workload w(1);
+  w[0].input_tokens = 600;
+  w[0].output_tokens = 4;
+  const RunResult r = simulate(c, w, nullptr, o);
+  const auto j = timeline_json(r, 0, 10);
+  std::map<std::string, int> begins, ends;
+  int steps = 0, transfers = 0;
+  for (const auto& e : j["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "b") ++begins[e["name"].get<std::string>()];
+    if (ph == "e") ++ends[e["name"].get<std::string>()];
+    if (ph == "X" && e["cat"] == "step") {
+      ++steps;
+      CHECK(e["pid"].get<int>() < 2);
+    }
+    if (ph == "X" && e["cat"] == "transfer") {
+      ++transfers;
+      CHECK(e["pid"] == 1);  // shown on the decode replica that receives it
+      CHECK(e["ts"].get<double>() == Approx(r.fleet.kv_sent_s[0] * 1e6));
+      CHECK(e["dur"].get<double>() ==
+            Approx((r.fleet.kv_landed_s[0] - r.fleet.kv_sent_s[0]) * 1e6));
+    }
+  }
+  // Queued, prefill (prefill replica), first token (decode replica), decode: each opened once,
+  // closed once.
+  for (const char* p : {"queued", "prefill", "first token", "decode"}) {
+    INFO(p);
+    CHECK(begins[p] == 1);
+    CHECK(ends[p] == 1);
+  }
+  CHECK(transfers == 1);
+  CHECK(steps == int(r.steps.size()));  // 1 prefill step, then 4 on the decode replica
+  CHECK(steps == 5);
+  // A window after the run holds only the replicas' names.
+  for (const auto& e : timeline_json(r, 100, 200)["traceEvents"])
+    CHECK(e["ph"] == "M");
+}
+
+TEST_CASE("timeline: a fleet's window and the flags", "[timeline][cli]") {
+  const auto dir = servesim::test::scratch("timeline");
+  const auto path = (dir / "t.json").string();
+  const auto r = servesim::test::cli({"run", "--num-replicas", "3", "--router", "least-requests",
+                                      "--num-requests", "200", "--request-rate", "20", "--timeline",
+                                      path, "--timeline-window", "1:2"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto j = nlohmann::json::parse(servesim::test::slurp(path));
+  int names = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M") {
+      names += e["name"] == "process_name";
+      continue;
+    }
+    CHECK(e["pid"].get<int>() < 3);
+    if (e["ph"] == "X") {  // a step overlapping [1 s, 2 s]
+      CHECK(e["ts"].get<double>() <= 2e6);
+      CHECK(e["ts"].get<double>() + e["dur"].get<double>() >= 1e6);
+    }
+  }
+  CHECK(names == 3);
+  CHECK(error_field([] { parse_timeline_window("2:1"); }) == "timeline-window");
+  CHECK(error_field([] { parse_timeline_window("x"); }) == "timeline-window");
+  CHECK(error_field([] { parse_timeline_window("1:2x"); }) == "timeline-window");
+  const auto e = servesim::test::cli({"run", "--timeline-window", "0:5"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("--timeline"));
+}
