@@ -10,6 +10,7 @@
 #include "models/calibration.hpp"
 #include "scheduler/policy.hpp"
 #include "traces/datasets.hpp"
+#include "traces/servegen.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
 #include "util/text_input.hpp"
@@ -69,14 +70,18 @@ const std::pair<const char*, const char*> kImportFlags[] = {
     {"col-priority", "csv"}};
 
 // vLLM bench's --dataset-name values, and the flags that shape only one of them.
-const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn"};
+const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn", "servegen"};
 const std::pair<const char*, const char*> kDatasetFlags[] = {
     {"prefix-repetition-prefix-len", "prefix_repetition"},
     {"prefix-repetition-suffix-len", "prefix_repetition"},
     {"prefix-repetition-num-prefixes", "prefix_repetition"},
     {"prefix-repetition-output-len", "prefix_repetition"},
     {"num-turns", "multi_turn"},
-    {"think-time-s", "multi_turn"}};
+    {"think-time-s", "multi_turn"},
+    {"servegen", "servegen"},
+    {"servegen-start-s", "servegen"},
+    {"servegen-duration-s", "servegen"},
+    {"servegen-rate-scale", "servegen"}};
 
 // --dataset-name and the flags of one dataset: Error when one would do nothing.
 void check_dataset_flags(const RunSpec& s) {
@@ -89,12 +94,23 @@ void check_dataset_flags(const RunSpec& s) {
   const std::string& d = s.dataset_name;
   if (std::find(std::begin(kDatasets), std::end(kDatasets), d) == std::end(kDatasets)) {
     throw Error("dataset-name",
-                "expected random, prefix_repetition or multi_turn, got '" + d + "'");
+                "expected random, prefix_repetition, multi_turn or servegen, got '" + d + "'");
   }
   for (const auto& [flag, dataset] : kDatasetFlags) {
     if (s.has(flag) && (!s.trace.empty() || d != dataset)) {
       throw Error(flag, std::string("has no effect without --dataset-name ") + dataset +
                             (s.trace.empty() ? "" : " (and --trace gives the requests)"));
+    }
+  }
+  if (s.trace.empty() && d == "servegen") {
+    if (s.servegen.empty()) throw Error("servegen", "name the clients' chunk-N-trace.csv files");
+    for (const char* flag :
+         {"input-len", "output-len", "num-requests", "num-prompts", "burstiness"}) {
+      if (s.has(flag)) {
+        throw Error(flag,
+                    "has no effect with --dataset-name servegen: the clients' windows give "
+                    "the arrivals and lengths");
+      }
     }
   }
   if (!s.trace.empty() || d != "prefix_repetition") return;
@@ -438,8 +454,42 @@ LoadedWorkload multi_turn_workload(const RunSpec& s, const SyntheticOptions& w) 
   return {generate_multi_turn(o), std::move(j), std::move(text)};
 }
 
+// --dataset-name servegen: the clients' windows over the span; --request-rate, when given, is
+// the mean rate over the span (ServeGen's rate function, one factor for every window).
+LoadedWorkload servegen_workload(const RunSpec& s) {
+  std::vector<ServeGenClient> clients;
+  std::istringstream files(s.servegen);
+  for (std::string f; std::getline(files, f, ',');)
+    clients.push_back(load_servegen_client(f));
+  ServeGenOptions o;
+  o.start_s = s.servegen_start_s;
+  o.duration_s = s.servegen_duration_s;
+  o.rate_scale = s.servegen_rate_scale;
+  o.seed = uint64_t(s.seed);
+  if (s.has("request-rate")) {
+    if (s.has("servegen-rate-scale")) {
+      throw Error("servegen-rate-scale", "contradicts --request-rate (which sets the scale)");
+    }
+    o.rate_scale = 1;
+    const double natural = double(generate_servegen(clients, o).size()) / o.duration_s;
+    if (!(natural > 0)) throw Error("request-rate", "the clients send nothing in the span");
+    if (!std::isfinite(s.request_rate)) throw Error("request-rate", "must be finite for servegen");
+    o.rate_scale = s.request_rate / natural;
+  }
+  Workload w = generate_servegen(clients, o);
+  ordered_json j = {{"kind", "generated"},        {"dataset_name", "servegen"},
+                    {"clients", s.servegen},      {"start_s", o.start_s},
+                    {"duration_s", o.duration_s}, {"rate_scale", o.rate_scale},
+                    {"requests", w.size()},       {"seed", s.seed}};
+  std::string text =
+      format("servegen, %zu clients, %zu requests over %g s from t=%g s (rate x%.3g)",
+             clients.size(), w.size(), o.duration_s, o.start_s, o.rate_scale);
+  return {std::move(w), std::move(j), std::move(text)};
+}
+
 // The generator --dataset-name names.
 LoadedWorkload generate_dataset(const RunSpec& s) {
+  if (s.dataset_name == "servegen") return servegen_workload(s);
   SyntheticOptions w;
   w.num_requests = num_requests(s);
   w.request_rate = s.request_rate;

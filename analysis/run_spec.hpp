@@ -59,6 +59,9 @@ struct RunSpec {
   int prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0, decode_tp = 0;
   std::string prefill_gpu, decode_gpu;
   double kv_transfer_gbps = 0, kv_transfer_latency_s = 1e-3;
+  // --dataset-name servegen: client files (chunk-N-trace.csv, comma-separated) and the span.
+  std::string servegen;
+  double servegen_start_s = 0, servegen_duration_s = 3600, servegen_rate_scale = 1;
   // Mixed pools: colocated replicas of several GPUs, "h100-sxm:4,a100-80g:2".
   std::string replica_gpus;
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;

@@ -165,7 +165,8 @@ const std::vector<RunFlag>& run_flags() {
       {"dataset-name", G::kWorkload, Plain<std::string>{FIELD(dataset_name)}, kShowDefault,
        "random (--input-len, --output-len) | prefix_repetition (num-prefixes shared prefixes, "
        "num-requests / num-prefixes prompts each, shuffled; vLLM's PrefixRepetitionRandomDataset) "
-       "| multi_turn (sessions whose every turn resends the conversation so far)"},
+       "| multi_turn (sessions whose every turn resends the conversation so far) | servegen "
+       "(ServeGen clients' windows: --servegen)"},
       {"prefix-repetition-prefix-len", G::kWorkload,
        Plain<int64_t>{FIELD(prefix_repetition_prefix_len)}, kShowDefault,
        "prefix_repetition: tokens of each shared prefix"},
@@ -182,6 +183,15 @@ const std::vector<RunFlag>& run_flags() {
       {"num-priorities", G::kWorkload, Plain<int64_t>{FIELD(num_priorities)}, kShowDefault,
        "generated workloads: each request's priority drawn uniformly from 0..N-1 (for "
        "--scheduling-policy priority; lower runs first)"},
+      {"servegen", G::kWorkload, Plain<std::string>{FIELD(servegen)}, kNoDefault,
+       "servegen: ServeGen client files chunk-N-trace.csv (the dataset .json beside each), "
+       "comma-separated: a mixture of clients"},
+      {"servegen-start-s", G::kWorkload, Plain<double>{FIELD(servegen_start_s)}, kShowDefault,
+       "servegen: where in the clients' timeline to start, seconds"},
+      {"servegen-duration-s", G::kWorkload, Plain<double>{FIELD(servegen_duration_s)}, kShowDefault,
+       "servegen: how long to replay, seconds"},
+      {"servegen-rate-scale", G::kWorkload, Plain<double>{FIELD(servegen_rate_scale)}, kShowDefault,
+       "servegen: every window's rate times this (or set --request-rate)"},
       {"num-turns", G::kWorkload, Plain<int64_t>{FIELD(num_turns)}, kShowDefault,
        "multi_turn: turns per session; sessions start at --request-rate / turns per second, "
        "and turn t+1's prompt is turn t's prompt and answer plus --input-len new tokens"},

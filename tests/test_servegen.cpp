@@ -1,0 +1,184 @@
+// ServeGen clients: reading their two files (and refusing bad ones, naming file, line and field),
+// generating their requests window by window as ServeGen's generator does, mixtures of clients,
+// and the real Alibaba sample in ../shared.
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "cli_helpers.hpp"
+#include "shared_data.hpp"
+#include "traces/servegen.hpp"
+#include "util/error.hpp"
+
+using namespace servesim;
+namespace fs = std::filesystem;
+using servesim::test::write;
+
+namespace {
+
+// A client in DIR named NAME: windows of 600 s (busy, idle, busy) and one dataset window.
+std::string client(const fs::path& dir, const std::string& name, const std::string& rows,
+                   const std::string& dataset = R"({"0": {"input_tokens": "{100: 0.5, 200: 0.5}",)"
+                                                R"( "output_tokens": "{10: 1.0}"}})") {
+  const fs::path trace = dir / (name + "-trace.csv");
+  write(trace, rows);
+  write(dir / (name + "-dataset.json"), dataset);
+  return trace.string();
+}
+
+const char* kRows = "0,1,1,Gamma,1,1\r\n600,0,0,,0,0\r\n1200,0.5,2,Weibull,0.5,1\r\n";
+
+// The Error a load throws, as text ("" when none).
+std::string load_error(const std::string& path) {
+  try {
+    load_servegen_client(path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("servegen: windows become arrivals filling each busy window, lengths from its PMFs",
+          "[servegen]") {
+  const fs::path dir = servesim::test::scratch("servegen");
+  const ServeGenClient c = load_servegen_client(client(dir, "chunk-0", kRows));
+  REQUIRE(c.windows.size() == 3);
+  CHECK(c.window_s == 600);
+  CHECK(c.windows[1].dist.empty());
+  ServeGenOptions o;
+  o.duration_s = 1800;
+  o.seed = 7;
+  const Workload w = generate_servegen({c}, o);
+  // ceil(1 x 600) and ceil(0.5 x 600) gaps, scaled to fill their windows: the last lands on the
+  // window's end or just before it.
+  CHECK(w.size() >= 898);
+  CHECK(w.size() <= 900);
+  size_t first = 0, second = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    CHECK(w[i].id == i);
+    if (i > 0) CHECK(w[i].arrival_s >= w[i - 1].arrival_s);
+    CHECK((w[i].arrival_s < 600 || (w[i].arrival_s >= 1200 && w[i].arrival_s < 1800)));
+    (w[i].arrival_s < 600 ? first : second) += 1;
+    CHECK((w[i].input_tokens == 100 || w[i].input_tokens == 200));
+    CHECK(w[i].output_tokens == 10);
+  }
+  CHECK(first >= 599);
+  CHECK(second >= 299);
+  // The same seed, the same requests; another seed, others.
+  const Workload again = generate_servegen({c}, o);
+  REQUIRE(again.size() == w.size());
+  CHECK(again[100].arrival_s == w[100].arrival_s);
+  o.seed = 8;
+  CHECK(generate_servegen({c}, o)[100].arrival_s != w[100].arrival_s);
+  // A span: the busy second window only, shifted to start at 0; twice the rate, twice the count.
+  o.start_s = 1200;
+  o.duration_s = 600;
+  const Workload later = generate_servegen({c}, o);
+  CHECK(later.size() >= 299);
+  CHECK(later.front().arrival_s >= 0);
+  CHECK(later.back().arrival_s < 600);
+  o.rate_scale = 2;
+  CHECK(generate_servegen({c}, o).size() >= 599);
+  // A mixture: both clients' requests, in time order.
+  const ServeGenClient other = load_servegen_client(client(dir, "chunk-1", "0,0.1,1,Gamma,1,1\n"));
+  o = ServeGenOptions{};
+  o.duration_s = 600;
+  const size_t alone = generate_servegen({c}, o).size(),
+               mixed = generate_servegen({c, other}, o).size();
+  CHECK(mixed >= alone + 59);  // ceil(0.1 x 600) more, the last maybe on the window's end
+  CHECK(mixed <= alone + 60);
+}
+
+TEST_CASE("servegen: bad files are errors naming the file, line and field", "[servegen]") {
+  const fs::path dir = servesim::test::scratch("servegen_bad");
+  const std::pair<std::string, std::string> rows[] = {
+      {"0,1,1,Gamma,1\n", "chunk-0-trace.csv:1: expected 6 fields"},
+      {"0,-1,1,Gamma,1,1\n", "chunk-0-trace.csv:1: field 'rate'"},
+      {"0,1,1,Lognormal,1,1\n", "chunk-0-trace.csv:1: field 'iat_dist'"},
+      {"0,0,0,Gamma,1,1\n", "chunk-0-trace.csv:1: field 'iat_dist'"},
+      {"0,1,1,Gamma,0,1\n", "chunk-0-trace.csv:1: field 'arg1'"},
+      {"0,1,1,Gamma,1,x\n", "chunk-0-trace.csv:1: field 'arg2'"},
+      {"600,1,1,Gamma,1,1\n0,1,1,Gamma,1,1\n", "chunk-0-trace.csv:2: field 'window_start_s'"},
+      {"", "chunk-0-trace.csv: no windows"},
+  };
+  for (const auto& [text, expected] : rows) {
+    INFO(text);
+    CHECK_THAT(load_error(client(dir, "chunk-0", text)), Catch::Contains(expected));
+  }
+  const std::pair<std::string, std::string> datasets[] = {
+      {"[1, 2]", "expected an object"},
+      {"{\"x\": {}}", "field 'x'"},
+      {R"({"0": {"input_tokens": "{a: 1.0}", "output_tokens": "{1: 1.0}"}})",
+       "field '0.input_tokens'"},
+      {R"({"0": {"input_tokens": "{1: 1.0}", "output_tokens": "{1: 2.0}"}})",
+       "field '0.output_tokens'"},
+      {R"({"0": {"input_tokens": "{1: 0.5", "output_tokens": "{1: 1.0}"}})", "unterminated"},
+      {R"({"0": {"input_tokens": "{1: 0.1}", "output_tokens": "{1: 1.0}"}})", "sum to"},
+      {R"({"0": {"input_tokens": 3, "output_tokens": "{1: 1.0}"}})", "a string"},
+      {"{\"0\": ", "not JSON"},
+  };
+  for (const auto& [text, expected] : datasets) {
+    INFO(text);
+    const std::string e = load_error(client(dir, "chunk-0", "0,1,1,Gamma,1,1\n", text));
+    CHECK_THAT(e, Catch::Contains("chunk-0-dataset.json"));
+    CHECK_THAT(e, Catch::Contains(expected));
+  }
+  write(dir / "lonely-trace.csv", "0,1,1,Gamma,1,1\n");
+  CHECK_THAT(load_error((dir / "lonely-trace.csv").string()), Catch::Contains("cannot read"));
+  CHECK_THAT(load_error((dir / "x.csv").string()), Catch::Contains("chunk-N-trace.csv"));
+  // A busy window before any dataset window cannot be generated.
+  const ServeGenClient early = load_servegen_client(
+      client(dir, "chunk-2", "0,1,1,Gamma,1,1\n",
+             R"({"600": {"input_tokens": "{5: 1.0}", "output_tokens": "{5: 1.0}"}})"));
+  CHECK_THROWS_WITH(generate_servegen({early}, {}), Catch::Contains("no dataset window"));
+  ServeGenOptions bad;
+  bad.duration_s = 0;
+  CHECK_THROWS_WITH(generate_servegen({early}, bad), Catch::Contains("servegen-duration-s"));
+}
+
+TEST_CASE("servegen: the command line's --dataset-name servegen", "[servegen][cli]") {
+  const fs::path dir = servesim::test::scratch("servegen_cli");
+  const std::string a = client(dir, "chunk-0", kRows);
+  const std::string b = client(dir, "chunk-1", "0,0.1,1,Gamma,1,1\n");
+  const auto r = servesim::test::cli({"run", "--dataset-name", "servegen", "--servegen",
+                                      a + "," + b, "--servegen-duration-s", "600"});
+  INFO(r.err);
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("servegen, 2 clients"));
+  // --request-rate sets the mean rate over the span: 2 req/s over 600 s.
+  const auto q = servesim::test::cli({"run", "--dataset-name", "servegen", "--servegen", a,
+                                      "--servegen-duration-s", "600", "--request-rate", "2"});
+  CHECK(q.code == 0);
+  CHECK_THAT(q.out, Catch::Contains("1200 requests"));
+  const auto e = servesim::test::cli({"run", "--dataset-name", "servegen"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("field 'servegen'"));
+  const auto f = servesim::test::cli(
+      {"run", "--dataset-name", "servegen", "--servegen", a, "--input-len", "fixed:5"});
+  CHECK(f.code == 2);
+  CHECK_THAT(f.err, Catch::Contains("field 'input-len'"));
+}
+
+TEST_CASE("servegen [shared]: the Alibaba m-large client's first two hours", "[servegen][shared]") {
+  const std::string sub = "traces/servegen/language/m-large/chunk-0-trace.csv";
+  if (!servesim::test::have_shared(sub)) return;
+  const ServeGenClient c = load_servegen_client(servesim::test::shared_path(sub).string());
+  CHECK(c.windows.size() == 2016);  // 14 days of 600-s windows
+  CHECK(c.window_s == 600);
+  CHECK(c.input_cdf.size() == 56);  // a dataset window every 21,600 s
+  ServeGenOptions o;
+  o.duration_s = 7200;
+  const Workload w = generate_servegen({c}, o);
+  // The windows' rates over the two hours, each ceil(rate x 600), less the last of a window.
+  double expected = 0;
+  for (const ServeGenWindow& x : c.windows) {
+    if (x.start_s < 7200) expected += std::ceil(x.rate * 600);
+  }
+  CHECK(double(w.size()) <= expected);
+  CHECK(double(w.size()) >= expected - 12);
+  std::set<int32_t> outputs;
+  for (const RequestSpec& r : w)
+    outputs.insert(r.output_tokens);
+  CHECK(outputs.size() > 50);  // lengths drawn from the PMF, not one value
+}

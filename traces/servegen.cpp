@@ -1,0 +1,257 @@
+#include "traces/servegen.hpp"
+
+#include <algorithm>
+#include <boost/random/gamma_distribution.hpp>
+#include <boost/random/mersenne_twister.hpp>
+#include <boost/random/uniform_01.hpp>
+#include <boost/random/weibull_distribution.hpp>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "util/error.hpp"
+#include "util/hash.hpp"
+#include "util/text_input.hpp"
+
+namespace servesim {
+
+namespace {
+
+constexpr int64_t kMaxTokens = 1 << 24;  // a PMF's largest token count (far above any context)
+constexpr double kMaxRate = 1e6;         // requests per second in a window
+
+void skip_spaces(const std::string& t, size_t& i) {
+  while (i < t.size() && std::isspace(static_cast<unsigned char>(t[i])))
+    ++i;
+}
+
+// The window rows of a trace CSV.
+std::vector<ServeGenWindow> read_windows(const std::string& path) {
+  LineReader in(path);
+  CsvSplitter split;
+  std::vector<std::string_view> f;
+  std::vector<ServeGenWindow> out;
+  std::string reason;
+  const char* names[] = {"window_start_s", "rate", "cv", "iat_dist", "arg1", "arg2"};
+  for (std::string_view line; in.next(line);) {
+    const int n = int(in.line_number());
+    if (line.empty()) continue;
+    if (!split.split(line, f, reason)) throw Error(path, n, "", reason);
+    if (f.size() != 6) {
+      throw Error(path, n, "",
+                  "expected 6 fields (window_start_s,rate,cv,iat_dist,arg1,arg2), "
+                  "got " +
+                      std::to_string(f.size()));
+    }
+    ServeGenWindow w;
+    double* numbers[] = {&w.start_s, &w.rate, &w.cv, nullptr, &w.shape, &w.scale};
+    for (int k = 0; k < 6; ++k) {
+      if (k == 3) continue;
+      if (!parse_double(f[k], *numbers[k]) || *numbers[k] < 0) {
+        throw Error(path, n, names[k], "'" + std::string(f[k]) + "' is not a number >= 0");
+      }
+    }
+    w.dist = std::string(f[3]);
+    if (w.rate > kMaxRate) throw Error(path, n, "rate", "above 1e6 requests per second");
+    if (w.dist.empty() != (w.rate == 0)) {
+      throw Error(path, n, "iat_dist", "empty exactly when the window is idle (rate 0)");
+    }
+    if (!w.dist.empty()) {
+      if (w.dist != "Gamma" && w.dist != "Weibull") {
+        throw Error(path, n, "iat_dist", "'" + w.dist + "': expected Gamma, Weibull or empty");
+      }
+      if (!(w.shape > 0)) throw Error(path, n, "arg1", "the shape must be > 0");
+      if (!(w.scale > 0)) throw Error(path, n, "arg2", "the scale must be > 0");
+    }
+    if (!out.empty() && !(w.start_s > out.back().start_s)) {
+      throw Error(path, n, "window_start_s", "windows must be in increasing order");
+    }
+    out.push_back(w);
+  }
+  if (out.empty()) throw Error(path, 0, "", "no windows");
+  return out;
+}
+
+std::string dataset_path(const std::string& trace_csv) {
+  const std::string tail = "-trace.csv";
+  if (trace_csv.size() < tail.size() ||
+      trace_csv.compare(trace_csv.size() - tail.size(), tail.size(), tail) != 0) {
+    throw Error(trace_csv, 0, "",
+                "a ServeGen client is chunk-N-trace.csv, with chunk-N-dataset.json beside it");
+  }
+  return trace_csv.substr(0, trace_csv.size() - tail.size()) + "-dataset.json";
+}
+
+}  // namespace
+
+std::vector<double> parse_pmf_literal(const std::string& text, const std::string& file,
+                                      const std::string& field) {
+  auto bad = [&](const std::string& why) { return Error(file, 0, field, why); };
+  size_t i = 0;
+  skip_spaces(text, i);
+  if (i >= text.size() || text[i] != '{') throw bad("expected a dict literal '{token: p, ...}'");
+  ++i;
+  std::vector<std::pair<int64_t, double>> pairs;
+  for (;;) {
+    skip_spaces(text, i);
+    if (i < text.size() && text[i] == '}' && pairs.empty()) break;
+    size_t key_end = text.find(':', i);
+    if (key_end == std::string::npos) throw bad("expected 'token: p'");
+    int64_t token = 0;
+    if (!parse_int(std::string_view(text).substr(i, key_end - i), token) || token < 0 ||
+        token > kMaxTokens) {
+      throw bad("'" + text.substr(i, key_end - i) + "' is not a token count in [0, 2^24]");
+    }
+    i = key_end + 1;
+    const size_t value_end = text.find_first_of(",}", i);
+    if (value_end == std::string::npos) throw bad("unterminated dict literal");
+    double p = 0;
+    if (!parse_double(std::string_view(text).substr(i, value_end - i), p) || p < 0 || p > 1) {
+      throw bad("'" + text.substr(i, value_end - i) + "' is not a probability in [0, 1]");
+    }
+    pairs.emplace_back(token, p);
+    i = value_end + 1;
+    if (text[value_end] == '}') break;
+  }
+  skip_spaces(text, i);
+  if (i != text.size()) throw bad("text after the dict literal");
+  std::vector<double> cdf;
+  if (pairs.empty()) return cdf;
+  int64_t max = 0;
+  double total = 0;
+  for (const auto& [t, p] : pairs) {
+    max = std::max(max, t);
+    total += p;
+  }
+  if (!(total > 0.5 && total < 1.5)) throw bad("the probabilities sum to " + std::to_string(total));
+  cdf.assign(size_t(max) + 1, 0.0);
+  for (const auto& [t, p] : pairs)
+    cdf[size_t(t)] += p / total;
+  for (size_t k = 1; k < cdf.size(); ++k)
+    cdf[k] += cdf[k - 1];
+  cdf.back() = 1.0;
+  return cdf;
+}
+
+ServeGenClient load_servegen_client(const std::string& trace_csv) {
+  ServeGenClient c;
+  c.name = trace_csv;
+  const std::string json_path = dataset_path(trace_csv);
+  c.windows = read_windows(trace_csv);
+  if (c.windows.size() > 1) c.window_s = c.windows[1].start_s - c.windows[0].start_s;
+  std::ifstream in(json_path);
+  if (!in) throw Error(json_path, 0, "", "cannot read (the dataset beside " + trace_csv + ")");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(json_path, 0, "", std::string("not JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw Error(json_path, 0, "", "expected an object keyed by window start");
+  for (const auto& [key, fields] : j.items()) {
+    int64_t start = 0;
+    if (!parse_int(key, start) || start < 0) {
+      throw Error(json_path, 0, key, "a window start must be an integer number of seconds");
+    }
+    if (!fields.is_object()) throw Error(json_path, 0, key, "expected an object of fields");
+    for (const char* field : {"input_tokens", "output_tokens"}) {
+      const std::string where = key + "." + field;
+      if (!fields.contains(field) || !fields[field].is_string()) {
+        throw Error(json_path, 0, where, "expected a string holding a dict literal");
+      }
+      auto& cdfs = std::string(field) == "input_tokens" ? c.input_cdf : c.output_cdf;
+      cdfs[start] = parse_pmf_literal(fields[field].get<std::string>(), json_path, where);
+    }
+  }
+  return c;
+}
+
+namespace {
+
+// The CDF of the latest dataset window at or before T with data; null when there is none.
+const std::vector<double>* cdf_at(const std::map<int64_t, std::vector<double>>& cdfs, double t) {
+  auto it = cdfs.upper_bound(int64_t(std::floor(t)));
+  while (it != cdfs.begin()) {
+    --it;
+    if (!it->second.empty()) return &it->second;
+  }
+  return nullptr;
+}
+
+int32_t draw_tokens(const std::vector<double>& cdf, double u) {
+  const size_t k = size_t(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+  return int32_t(std::max<size_t>(1, std::min(k, cdf.size() - 1)));
+}
+
+}  // namespace
+
+Workload generate_servegen(const std::vector<ServeGenClient>& clients, const ServeGenOptions& o) {
+  if (!(o.start_s >= 0) || !std::isfinite(o.start_s)) {
+    throw Error("servegen-start-s", "must be a number of seconds >= 0");
+  }
+  if (!(o.duration_s > 0) || !std::isfinite(o.duration_s)) {
+    throw Error("servegen-duration-s", "must be a number of seconds > 0");
+  }
+  if (!(o.rate_scale > 0) || !(o.rate_scale <= 1e6)) {
+    throw Error("servegen-rate-scale", "must be a number in (0, 1e6]");
+  }
+  if (clients.empty()) throw Error("servegen", "give at least one client");
+  struct Arrival {
+    double t;
+    int32_t in, out;
+  };
+  std::vector<Arrival> all;
+  const double end = o.start_s + o.duration_s;
+  for (size_t k = 0; k < clients.size(); ++k) {
+    const ServeGenClient& c = clients[k];
+    boost::random::mt19937_64 rng(hash_combine(o.seed, k));
+    boost::random::uniform_01<double> unit;
+    for (const ServeGenWindow& w : c.windows) {
+      const double w_end = w.start_s + c.window_s;
+      if (w.rate <= 0 || w_end <= o.start_s || w.start_s >= end) continue;
+      const std::vector<double>* in_cdf = cdf_at(c.input_cdf, w.start_s);
+      const std::vector<double>* out_cdf = cdf_at(c.output_cdf, w.start_s);
+      if (in_cdf == nullptr || out_cdf == nullptr) {
+        throw Error(c.name, 0, "window_start_s",
+                    "window " + std::to_string(int64_t(w.start_s)) +
+                        " has no dataset window at or before it");
+      }
+      const double expected = w.rate * o.rate_scale * c.window_s;
+      if (expected > 1e8) throw Error("servegen-rate-scale", "over 1e8 requests in a window");
+      const size_t n = size_t(std::ceil(expected));
+      std::vector<double> gaps(n);
+      double sum = 0;
+      for (double& g : gaps) {
+        g = w.dist == "Gamma" ? boost::random::gamma_distribution<double>(w.shape, w.scale)(rng)
+                              : boost::random::weibull_distribution<double>(w.shape, w.scale)(rng);
+        sum += g;
+      }
+      const double factor = sum > 0 ? c.window_s / sum : 0;  // the gaps fill the window
+      double t = w.start_s;
+      for (double g : gaps) {
+        t += g * factor;
+        if (!(t < w_end)) break;
+        if (t < o.start_s || t >= end) continue;
+        all.push_back(
+            {t - o.start_s, draw_tokens(*in_cdf, unit(rng)), draw_tokens(*out_cdf, unit(rng))});
+      }
+    }
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Arrival& a, const Arrival& b) { return a.t < b.t; });
+  if (all.size() > UINT32_MAX / 2) throw Error("servegen-duration-s", "too many requests");
+  Workload out(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    RequestSpec& r = out[i];
+    r.id = uint32_t(i);
+    r.arrival_s = all[i].t;
+    r.input_tokens = all[i].in;
+    r.output_tokens = all[i].out;
+  }
+  return out;
+}
+
+}  // namespace servesim
