@@ -70,7 +70,8 @@ const std::pair<const char*, const char*> kImportFlags[] = {
     {"col-priority", "csv"}};
 
 // vLLM bench's --dataset-name values, and the flags that shape only one of them.
-const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn", "servegen"};
+const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn", "servegen",
+                                 "mixture"};
 const std::pair<const char*, const char*> kDatasetFlags[] = {
     {"prefix-repetition-prefix-len", "prefix_repetition"},
     {"prefix-repetition-suffix-len", "prefix_repetition"},
@@ -81,7 +82,8 @@ const std::pair<const char*, const char*> kDatasetFlags[] = {
     {"servegen", "servegen"},
     {"servegen-start-s", "servegen"},
     {"servegen-duration-s", "servegen"},
-    {"servegen-rate-scale", "servegen"}};
+    {"servegen-rate-scale", "servegen"},
+    {"client-mix", "mixture"}};
 
 // --dataset-name and the flags of one dataset: Error when one would do nothing.
 void check_dataset_flags(const RunSpec& s) {
@@ -93,8 +95,9 @@ void check_dataset_flags(const RunSpec& s) {
   }
   const std::string& d = s.dataset_name;
   if (std::find(std::begin(kDatasets), std::end(kDatasets), d) == std::end(kDatasets)) {
-    throw Error("dataset-name",
-                "expected random, prefix_repetition, multi_turn or servegen, got '" + d + "'");
+    throw Error(
+        "dataset-name",
+        "expected random, prefix_repetition, multi_turn, servegen or mixture, got '" + d + "'");
   }
   for (const auto& [flag, dataset] : kDatasetFlags) {
     if (s.has(flag) && (!s.trace.empty() || d != dataset)) {
@@ -110,6 +113,16 @@ void check_dataset_flags(const RunSpec& s) {
         throw Error(flag,
                     "has no effect with --dataset-name servegen: the clients' windows give "
                     "the arrivals and lengths");
+      }
+    }
+  }
+  if (s.trace.empty() && d == "mixture") {
+    if (s.client_mix.empty()) throw Error("client-mix", "name the client classes of the mixture");
+    for (const char* flag : {"input-len", "output-len", "burstiness"}) {
+      if (s.has(flag)) {
+        throw Error(flag,
+                    "has no effect with --dataset-name mixture: each class of --client-mix "
+                    "sets its own");
       }
     }
   }
@@ -487,9 +500,26 @@ LoadedWorkload servegen_workload(const RunSpec& s) {
   return {std::move(w), std::move(j), std::move(text)};
 }
 
+// --dataset-name mixture: the classes at their own rates, or scaled to --request-rate in all.
+LoadedWorkload mixture_workload(const RunSpec& s) {
+  const std::vector<ClientClass> classes = parse_client_mix(s.client_mix);
+  double total = 0;
+  for (const ClientClass& c : classes)
+    total += c.rate;
+  const double scale = s.has("request-rate") ? s.request_rate / total : 1.0;
+  Workload w = generate_client_mixture(classes, num_requests(s), scale, uint64_t(s.seed));
+  ordered_json j = {{"kind", "generated"},        {"dataset_name", "mixture"},
+                    {"client_mix", s.client_mix}, {"rate_scale", scale},
+                    {"requests", w.size()},       {"seed", s.seed}};
+  std::string text = format("mixture of %zu client classes, %zu requests at %.3g req/s in all",
+                            classes.size(), w.size(), total * scale);
+  return {std::move(w), std::move(j), std::move(text)};
+}
+
 // The generator --dataset-name names.
 LoadedWorkload generate_dataset(const RunSpec& s) {
   if (s.dataset_name == "servegen") return servegen_workload(s);
+  if (s.dataset_name == "mixture") return mixture_workload(s);
   SyntheticOptions w;
   w.num_requests = num_requests(s);
   w.request_rate = s.request_rate;

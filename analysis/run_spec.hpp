@@ -59,6 +59,7 @@ struct RunSpec {
   int prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0, decode_tp = 0;
   std::string prefill_gpu, decode_gpu;
   double kv_transfer_gbps = 0, kv_transfer_latency_s = 1e-3;
+  std::string client_mix;  // --dataset-name mixture: the client classes (parse_client_mix)
   // --dataset-name servegen: client files (chunk-N-trace.csv, comma-separated) and the span.
   std::string servegen;
   double servegen_start_s = 0, servegen_duration_s = 3600, servegen_rate_scale = 1;

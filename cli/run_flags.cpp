@@ -166,7 +166,7 @@ const std::vector<RunFlag>& run_flags() {
        "random (--input-len, --output-len) | prefix_repetition (num-prefixes shared prefixes, "
        "num-requests / num-prefixes prompts each, shuffled; vLLM's PrefixRepetitionRandomDataset) "
        "| multi_turn (sessions whose every turn resends the conversation so far) | servegen "
-       "(ServeGen clients' windows: --servegen)"},
+       "(ServeGen clients' windows: --servegen) | mixture (client classes: --client-mix)"},
       {"prefix-repetition-prefix-len", G::kWorkload,
        Plain<int64_t>{FIELD(prefix_repetition_prefix_len)}, kShowDefault,
        "prefix_repetition: tokens of each shared prefix"},
@@ -183,6 +183,9 @@ const std::vector<RunFlag>& run_flags() {
       {"num-priorities", G::kWorkload, Plain<int64_t>{FIELD(num_priorities)}, kShowDefault,
        "generated workloads: each request's priority drawn uniformly from 0..N-1 (for "
        "--scheduling-policy priority; lower runs first)"},
+      {"client-mix", G::kWorkload, Plain<std::string>{FIELD(client_mix)}, kNoDefault,
+       "mixture: client classes 'rate=R,burstiness=B,input=DIST,output=DIST;rate=...' (req/s; "
+       "--request-rate rescales them to that total)"},
       {"servegen", G::kWorkload, Plain<std::string>{FIELD(servegen)}, kNoDefault,
        "servegen: ServeGen client files chunk-N-trace.csv (the dataset .json beside each), "
        "comma-separated: a mixture of clients"},

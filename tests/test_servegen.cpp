@@ -6,6 +6,7 @@
 
 #include "cli_helpers.hpp"
 #include "shared_data.hpp"
+#include "traces/datasets.hpp"
 #include "traces/servegen.hpp"
 #include "util/error.hpp"
 
@@ -181,4 +182,45 @@ TEST_CASE("servegen [shared]: the Alibaba m-large client's first two hours", "[s
   for (const RequestSpec& r : w)
     outputs.insert(r.output_tokens);
   CHECK(outputs.size() > 50);  // lengths drawn from the PMF, not one value
+}
+
+TEST_CASE("mixture: client classes each with their own rate, burstiness and lengths",
+          "[servegen][mixture]") {
+  const std::vector<ClientClass> classes = parse_client_mix(
+      "rate=1,burstiness=0.5,input=fixed:1000,output=fixed:10;rate=3,input=fixed:50,output=fixed:"
+      "200");
+  REQUIRE(classes.size() == 2);
+  CHECK(classes[0].burstiness == 0.5);
+  CHECK(classes[1].burstiness == 1);
+  const Workload w = generate_client_mixture(classes, 400, 1.0, 9);
+  REQUIRE(w.size() == 400);  // 100 and 300, by their rates
+  size_t long_prompts = 0;
+  double last_long = 0, last_short = 0;
+  for (size_t i = 0; i < w.size(); ++i) {
+    CHECK(w[i].id == i);
+    if (i > 0) CHECK(w[i].arrival_s >= w[i - 1].arrival_s);
+    const bool is_long = w[i].input_tokens == 1000;
+    CHECK(w[i].output_tokens == (is_long ? 10 : 200));
+    long_prompts += is_long;
+    (is_long ? last_long : last_short) = w[i].arrival_s;
+  }
+  CHECK(long_prompts == 100);
+  // Both classes span about the same time: 100 at 1 req/s and 300 at 3 req/s.
+  CHECK(last_long == Approx(last_short).epsilon(0.4));
+  // Doubling every rate halves the span.
+  const Workload fast = generate_client_mixture(classes, 400, 2.0, 9);
+  CHECK(fast.back().arrival_s == Approx(w.back().arrival_s / 2).epsilon(1e-9));
+  for (const char* bad :
+       {"", "burstiness=2", "rate=0", "rate=x", "rate=1,color=red", "rate=1,input=zipf:3"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_client_mix(bad), Catch::Contains("client-mix"));
+  }
+  const auto r =
+      servesim::test::cli({"run", "--dataset-name", "mixture", "--client-mix", "rate=1;rate=2",
+                           "--num-requests", "30", "--request-rate", "6"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("6 req/s in all"));
+  const auto e = servesim::test::cli({"run", "--client-mix", "rate=1"});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("--dataset-name mixture"));
 }

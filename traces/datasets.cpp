@@ -5,6 +5,8 @@
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <cmath>
+#include <cstdlib>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -226,6 +228,76 @@ Workload generate_multi_turn(const MultiTurnOptions& opt) {
     w.spans.push_back({stream_id(StreamKind::kSession, session), 0, 0, r.input_tokens});
   }
   return w;
+}
+
+std::vector<ClientClass> parse_client_mix(const std::string& text) {
+  std::vector<ClientClass> out;
+  std::istringstream classes(text);
+  for (std::string item; std::getline(classes, item, ';');) {
+    ClientClass c;
+    bool has_rate = false;
+    std::istringstream fields(item);
+    for (std::string kv; std::getline(fields, kv, ',');) {
+      const size_t eq = kv.find('=');
+      const std::string key = kv.substr(0, eq),
+                        value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      auto number = [&](double& v) {
+        char* end = nullptr;
+        v = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0)) {
+          throw Error("client-mix", "'" + kv + "': " + key + " must be a number > 0");
+        }
+      };
+      if (key == "rate") {
+        number(c.rate);
+        has_rate = true;
+      } else if (key == "burstiness") {
+        number(c.burstiness);
+      } else if (key == "input") {
+        c.input_len = LengthDist::parse(value, "client-mix");
+      } else if (key == "output") {
+        c.output_len = LengthDist::parse(value, "client-mix");
+      } else {
+        throw Error("client-mix", "'" + kv + "': expected rate=, burstiness=, input= or output=");
+      }
+    }
+    if (!has_rate) throw Error("client-mix", "'" + item + "': every class needs rate=R (req/s)");
+    out.push_back(c);
+  }
+  if (out.empty()) throw Error("client-mix", "give at least one class: rate=R,...;rate=R,...");
+  return out;
+}
+
+Workload generate_client_mixture(const std::vector<ClientClass>& classes, int64_t num_requests,
+                                 double rate_scale, uint64_t seed) {
+  if (!(rate_scale > 0) || !std::isfinite(rate_scale)) {
+    throw Error("request-rate", "must be a finite number > 0 for a client mixture");
+  }
+  double total = 0;
+  for (const ClientClass& c : classes)
+    total += c.rate;
+  std::vector<RequestSpec> all;
+  for (size_t k = 0; k < classes.size(); ++k) {
+    const ClientClass& c = classes[k];
+    SyntheticOptions o;
+    o.num_requests = std::max<int64_t>(1, std::llround(double(num_requests) * c.rate / total));
+    o.request_rate = c.rate * rate_scale;
+    o.burstiness = c.burstiness;
+    o.input_len = c.input_len;
+    o.output_len = c.output_len;
+    o.seed = hash_combine(seed, k);
+    const Workload w = generate_synthetic(o);
+    all.insert(all.end(), w.begin(), w.end());
+  }
+  std::stable_sort(all.begin(), all.end(), [](const RequestSpec& a, const RequestSpec& b) {
+    return a.arrival_s < b.arrival_s;
+  });
+  Workload out(all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    out[i] = all[i];
+    out[i].id = uint32_t(i);
+  }
+  return out;
 }
 
 }  // namespace servesim

@@ -80,4 +80,22 @@ struct MultiTurnOptions {
 // Throws Error naming the flag when an option is out of range or a prompt outgrows int32.
 Workload generate_multi_turn(const MultiTurnOptions& opt);
 
+// A client mixture, in the spirit of ServeGen's client pools: several classes of clients, each
+// with its own arrival process (Gamma gaps of its rate and burstiness, as generate_arrivals) and
+// its own length distributions, over the same span. NUM_REQUESTS is split between the classes in
+// proportion to their rates; RATE_SCALE multiplies every rate.
+struct ClientClass {
+  double rate = 1, burstiness = 1;
+  LengthDist input_len = LengthDist::parse("fixed:512", "client-mix");
+  LengthDist output_len = LengthDist::parse("fixed:128", "client-mix");
+};
+// "rate=2,burstiness=0.5,input=lognormal:1024:0.8,output=fixed:128;rate=5,input=fixed:200"
+// (classes separated by ';'; rate required; burstiness 1, input fixed:512 and output fixed:128 by
+// default): Error naming --client-mix on a bad class.
+std::vector<ClientClass> parse_client_mix(const std::string& text);
+// Requests sorted by arrival with ids 0..N-1; each class from its own engines (seed mixed with
+// its index), so adding a class leaves the others' requests as they were.
+Workload generate_client_mixture(const std::vector<ClientClass>& classes, int64_t num_requests,
+                                 double rate_scale, uint64_t seed);
+
 }  // namespace servesim
