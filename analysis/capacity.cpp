@@ -279,7 +279,9 @@ class Searcher {
 
 RunSpec one_replica(const RunSpec& base) {
   RunSpec s = base;
-  if (!s.has("num-replicas") && !s.has("data-parallel-size")) {
+  const bool fleet = s.has("num-replicas") || s.has("data-parallel-size") ||
+                     s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
+  if (!fleet) {
     s.given.erase("router");
     s.given.erase("router-signal-delay-s");
   }
@@ -291,11 +293,54 @@ CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inp
   return Searcher(one_replica(base), spec, inputs, on_probe).run();
 }
 
+namespace {
+
+// The cheapest split of the fewest disaggregated replicas meeting SPEC at TARGET (size_fleet).
+void size_split(const RunSpec& base, const CapacitySpec& spec, double target, int64_t ideal,
+                CapacityResult& c, Inputs& inputs) {
+  auto gpu_cost = [&](const std::string& name, int tp) {
+    const GpuSpec g = inputs.gpu(name.empty() ? base.gpu : name, name.empty() ? base.gpu_file : "");
+    const double price = spec.cost.of(g.name, g.cost_per_hour);
+    return double(tp) * (std::isnan(price) ? 1.0 : price);
+  };
+  const int tp = tensor_parallel_size(base);
+  const double p_cost = gpu_cost(base.prefill_gpu, base.prefill_tp > 0 ? base.prefill_tp : tp);
+  const double d_cost = gpu_cost(base.decode_gpu, base.decode_tp > 0 ? base.decode_tp : tp);
+  const int64_t limit =
+      std::min<int64_t>(2 * ideal * (base.prefill_replicas + base.decode_replicas) + 8, 64);
+  for (int64_t n = 2; n <= limit; ++n) {
+    double best = INFINITY;
+    for (int64_t p = 1; p < n; ++p) {
+      RunSpec s = base;
+      s.prefill_replicas = int(p);
+      s.decode_replicas = int(n - p);
+      ++c.iterations;
+      if (!probe_at(s, spec, target, inputs).ok) continue;
+      const double cost = double(p) * p_cost + double(n - p) * d_cost;
+      if (cost < best) {
+        best = cost;
+        c.fleet_split = std::to_string(p) + "+" + std::to_string(n - p);
+      }
+    }
+    if (!c.fleet_split.empty()) {
+      c.fleet_replicas = n;
+      return;
+    }
+  }
+  c.fleet_replicas = -1;
+}
+
+}  // namespace
+
 void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
                 Inputs& inputs) {
   const int64_t ideal = replicas_for(target, c);
   if (ideal <= 0) return;
   c.router = base.router;
+  if (base.prefill_replicas > 0 || base.decode_replicas > 0) {
+    size_split(base, spec, target, ideal, c, inputs);
+    return;
+  }
   auto meets = [&](int64_t k) {
     RunSpec s = base;
     s.num_replicas = int(k);
@@ -368,7 +413,7 @@ double fleet_cost_per_hour(double target, const CapacityResult& c) {
 SweepTable capacity_table(const std::vector<CapacityResult>& results, double target,
                           const std::string& slo_text) {
   SweepTable t;
-  t.text_columns = {"label", "gpu", "model", "policy", "note", "binding"};
+  t.text_columns = {"label", "gpu", "model", "policy", "note", "binding", "fleet_split"};
   t.int_columns = {"tp", "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations"};
   t.real_columns = {"capacity_req_s", "attainment", "gpu_hour_cost",
                     "cost_per_million_output_tokens", "fleet_cost_per_hour"};
@@ -380,7 +425,7 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
     const CapacityResult& c = results[i];
     SweepRow row;
     row.point = int64_t(i);
-    row.text = {c.label, c.gpu, c.model, c.policy, capacity_note(c), c.binding};
+    row.text = {c.label, c.gpu, c.model, c.policy, capacity_note(c), c.binding, c.fleet_split};
     row.ints = {c.tp, c.budget, replicas_for(target, c), c.fleet_replicas, c.iterations};
     row.reals = {c.capacity, c.at.attained, c.gpu_hour_cost, cost_per_million_output_tokens(c),
                  fleet_cost_per_hour(target, c)};

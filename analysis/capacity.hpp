@@ -99,6 +99,7 @@ struct CapacityResult {
   // fleet behind the router (0: not sized; -1: none up to the search's limit), and the router.
   int64_t fleet_replicas = 0;
   std::string router;
+  std::string fleet_split;  // disaggregated: the cheapest "P+D" among the fewest that met it
 };
 
 // Called after each probe, from the searching thread (progress lines).
@@ -122,7 +123,10 @@ int64_t replicas_for(double target, const CapacityResult& c);
 // The fleet behind BASE's router that serves TARGET req/s: from the ideal-spreading count, the
 // fewest replicas whose fleet meets SPEC when simulated at TARGET (down while it still meets it,
 // up until it does, at most 4 x ideal + 8). Sets C.fleet_replicas and C.router; adds its probes
-// to C.iterations. Nothing without a target or a capacity.
+// to C.iterations. Nothing without a target or a capacity. A disaggregated BASE is sized by its
+// P:D split instead: the fewest replicas in all for which some split meets SPEC at TARGET (every
+// split of each total tried, from 2 up to twice the ideal count of BASE's fleets + 8, at most
+// 64), and among those splits the cheapest (GPU-hours by --gpu-hour-cost, else GPUs).
 void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
                 Inputs& inputs);
 

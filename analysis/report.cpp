@@ -212,7 +212,17 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                           {"queue_len_mean", number(q.queue_len.mean)},
                           {"prefix_cache_hit_rate", number(q.prefix_cache.hit_rate())}});
     }
+    ordered_json pools = ordered_json::array();
+    for (const PoolSummary& p : f.pools) {
+      pools.push_back({{"pool", p.name},
+                       {"replicas", p.replicas},
+                       {"requests", p.requests},
+                       {"ttft_ms", stats_json(p.ttft_ms)},
+                       {"itl_ms", stats_json(p.itl_ms)},
+                       {"step_time_fraction", p.step_time_fraction}});
+    }
     j["fleet"] = {{"num_replicas", f.num_replicas},
+                  {"pools", pools},
                   {"router", f.router},
                   {"busy_imbalance", number(f.busy_imbalance)},
                   {"queue_imbalance", number(f.queue_imbalance)},

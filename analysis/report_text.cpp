@@ -166,6 +166,17 @@ void print_fleet(std::ostream& out, const FleetSummary& f) {
                   f.kv_transfer_s / double(f.kv_transfers) * 1e3,
                   f.kv_transfer_bytes / double(f.kv_transfers) / 1e6);
   }
+  if (!f.pools.empty()) {
+    out << format("%-18s %8s %8s %9s %9s %8s %8s %6s\n", "pool", "replicas", "requests", "TTFT p50",
+                  "TTFT p99", "ITL p50", "ITL p99", "step%");
+    for (const PoolSummary& p : f.pools) {
+      out << format("%-18s %8d %8llu", p.name.c_str(), p.replicas,
+                    static_cast<unsigned long long>(p.requests))
+          << " " << cell(p.ttft_ms.p50, 9, 1) << " " << cell(p.ttft_ms.p99, 9, 1) << " "
+          << cell(p.itl_ms.p50, 8, 1) << " " << cell(p.itl_ms.p99, 8, 1) << " "
+          << cell(p.step_time_fraction * 100, 6, 1) << "\n";
+    }
+  }
   out << format("%-8s %-18s %8s %9s %9s %8s %6s %7s %8s %8s\n", "replica", "pool", "requests",
                 "TTFT p50", "TTFT p99", "ITL p50", "step%", "KV%", "queue", "prefix%");
   for (size_t i = 0; i < f.replicas.size(); ++i) {

@@ -10,6 +10,7 @@
 //    requests generated and simulated): points per second, what bounds `servesim sweep`.
 //  - BM_ResultsFile: writing W1's HDF5 results file (requests, steps, 5-minute windows, ITL
 //    histogram).
+//  - BM_Router: one routing decision over 64 replicas, per router.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "scheduler/scheduler.hpp"
 #include "sim/block_content.hpp"
 #include "sim/event_loop.hpp"
+#include "sim/router.hpp"
 #include "sim/simulation.hpp"
 #include "traces/import.hpp"
 #include "traces/synthetic.hpp"
@@ -195,6 +197,39 @@ void BM_ImportAzure2024(benchmark::State& state) {
   state.SetLabel(write ? "import + HDF5" : "import");
 }
 BENCHMARK(BM_ImportAzure2024)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// One routing decision over 64 replicas of changing load, per router (Arg: RouterKind); the
+// prefix-aware router asks each replica for a prompt of 64 blocks found nowhere (one probe each).
+class BenchFleet final : public Router::Fleet {
+ public:
+  size_t size() const override { return loads.size(); }
+  ReplicaLoad load(size_t i) const override { return loads[i]; }
+  int64_t cached_prompt_blocks(size_t, const RequestSpec&) const override { return 0; }
+  int block_size() const override { return 16; }
+  std::vector<ReplicaLoad> loads = std::vector<ReplicaLoad>(64);
+};
+
+void BM_Router(benchmark::State& state) {
+  BenchFleet fleet;
+  const Workload w;
+  RouterOptions o;
+  o.kind = RouterKind(state.range(0));
+  Router router(o, fleet, w);
+  RequestSpec r;
+  r.input_tokens = 1024;
+  double now = 0;
+  uint64_t n = 0;
+  for (auto _ : state) {
+    const size_t chosen = router.route(r, now += 1e-3);
+    ReplicaLoad& l = fleet.loads[chosen];
+    ++l.outstanding;
+    l.kv_usage = double(++n % 97) / 97;
+    fleet.loads[n % 64].outstanding /= 2;  // others finish
+    benchmark::DoNotOptimize(chosen);
+  }
+  state.SetLabel(router_name(o.kind));
+}
+BENCHMARK(BM_Router)->DenseRange(0, 4);
 
 }  // namespace
 

@@ -319,9 +319,11 @@ std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) 
   if (shown.cost) r.push_back(cell(cost_per_million_output_tokens(c)));
   if (shown.target > 0) {
     r.push_back(c.capacity > 0 ? std::to_string(replicas_for(shown.target, c)) : "n/a");
-    r.push_back(c.fleet_replicas > 0   ? std::to_string(c.fleet_replicas)
-                : c.fleet_replicas < 0 ? "none"
-                                       : "n/a");
+    std::string fleet = c.fleet_replicas > 0   ? std::to_string(c.fleet_replicas)
+                        : c.fleet_replicas < 0 ? "none"
+                                               : "n/a";
+    if (!c.fleet_split.empty()) fleet += " (" + c.fleet_split + ")";
+    r.push_back(fleet);
     if (shown.cost) r.push_back(cell(fleet_cost_per_hour(shown.target, c)));
   }
   return r;
@@ -369,7 +371,8 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
         << "fleet_replicas: the fewest replicas meeting the SLO at the target when simulated as "
            "one fleet behind --router "
         << (results.empty() ? std::string("round-robin") : results.front().router)
-        << " (none: not within 4 x replicas + 8).\n";
+        << " (none: not within 4 x replicas + 8); disaggregated, the fewest replicas in all with "
+           "the cheapest prefill+decode split that meets it.\n";
   }
 }
 
@@ -404,10 +407,13 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   double target = 0;
   const CapacitySpec spec = capacity_spec(s.own, target);
   const int jobs = get_jobs(s.own);
+  bool fleet = target > 0;
   for (const auto& [flag, value] : s.run) {
-    const bool fleet = flag == "num-replicas" || flag == "data-parallel-size";
-    if (fleet) break;
-    if ((flag == "router" || flag == "router-signal-delay-s") && target <= 0) {
+    fleet = fleet || flag == "num-replicas" || flag == "data-parallel-size" ||
+            flag == "prefill-replicas" || flag == "decode-replicas" || flag == "replica-gpus";
+  }
+  for (const auto& [flag, value] : s.run) {
+    if (!fleet && (flag == "router" || flag == "router-signal-delay-s")) {
       throw Error(flag, "routes a fleet: give --target-rate R (or --num-replicas N)");
     }
   }

@@ -123,6 +123,39 @@ std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o
   return o.groups;
 }
 
+// Each pool's requests, TTFT and ITL over its replicas, in the order the pools first appear.
+std::vector<PoolSummary> pool_summaries(const std::vector<std::unique_ptr<Replica>>& replicas,
+                                        const FleetSummary& f) {
+  std::vector<PoolSummary> pools;
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (std::none_of(pools.begin(), pools.end(),
+                     [&](const PoolSummary& p) { return p.name == f.pool[i]; })) {
+      PoolSummary p;
+      p.name = f.pool[i];
+      pools.push_back(p);
+    }
+  }
+  for (PoolSummary& p : pools) {
+    std::vector<double> ttft;
+    LogHistogram itl;
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (f.pool[i] != p.name) continue;
+      const Replica& r = *replicas[i];
+      ++p.replicas;
+      p.requests += f.routed[i];
+      p.step_time_fraction += f.replicas[i].step_time_fraction;
+      itl.merge(r.metrics.itl_s());
+      for (const RequestRecord& q : r.metrics.records(r.scheduler.seqs())) {
+        if (q.finished()) ttft.push_back(q.ttft_s() * 1e3);
+      }
+    }
+    p.step_time_fraction /= double(p.replicas);
+    p.ttft_ms = summarize(ttft);
+    p.itl_ms = scaled(summarize(itl), 1e3);
+  }
+  return pools;
+}
+
 const char* role_name(ReplicaRole r) {
   return r == ReplicaRole::kPrefill ? "prefill" : r == ReplicaRole::kDecode ? "decode" : "";
 }
@@ -232,6 +265,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     result.summary.kv_usage_max = kv_max;
     result.summary.kv_usage_p50 = result.summary.kv_usage_p99 = NAN;
   }
+  if (!uniform) out.pools = pool_summaries(replicas, out);
   for (const RequestRecord& r : result.requests)
     result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
   out.busy_imbalance = max_over_mean(busy);

@@ -44,6 +44,17 @@ struct SimConfig {
 // Fills in vLLM's defaults and checks the configuration; throws Error naming the flag.
 SimConfig resolve(SimConfig c);
 
+// The replicas of one pool of a fleet (the prefill or decode pool, or one GPU of a mixed fleet):
+// their requests, TTFT and ITL pooled over their requests (a prefill replica's TTFT runs until
+// its prompt is computed, a decode replica's from the KV's arrival), and their mean step share.
+struct PoolSummary {
+  std::string name;
+  int replicas = 0;
+  uint64_t requests = 0;
+  Stats ttft_ms, itl_ms;
+  double step_time_fraction = 0;
+};
+
 // A fleet run's replicas (simulate_fleet).
 struct FleetSummary {
   int num_replicas = 1;
@@ -53,6 +64,7 @@ struct FleetSummary {
   std::vector<uint32_t> decode_of;   // disaggregated: each request's decode replica (or UINT32_MAX)
   std::vector<uint64_t> routed;      // requests routed to each replica (prefill and decode)
   std::vector<std::string> pool;     // each replica's pool: "", or "prefill" / "decode", and GPU
+  std::vector<PoolSummary> pools;    // with more than one pool
   uint64_t kv_transfers = 0;         // disaggregated: prompts' KV sent, bytes per GPU, seconds
   double kv_transfer_bytes = 0, kv_transfer_s = 0;
   std::vector<double> kv_sent_s, kv_landed_s;  // disaggregated: each request's transfer, by id

@@ -279,3 +279,42 @@ TEST_CASE("capacity: --target-rate sizes the fleet behind its router by simulati
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("--target-rate"));
 }
+
+TEST_CASE("capacity: --target-rate on a disaggregated fleet finds its cheapest P:D split",
+          "[capacity][cli][fleet]") {
+  const fs::path dir = servesim::test::scratch("capacity_split");
+  const std::vector<std::string> common = {
+      "--scheduler", "vllm-v1",      "--num-requests", "200",   "--input-len",
+      "fixed:3000",  "--output-len", "fixed:20",       "--slo", "ttft_p99_ms=600"};
+  std::vector<std::string> args = {
+      "capacity", "--prefill-replicas",    "1", "--decode-replicas", "1", "--target-rate", "12",
+      "--csv",    (dir / "c.csv").string()};
+  args.insert(args.end(), common.begin(), common.end());
+  const auto r = exec(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto row = read_csv(dir / "c.csv")[0];
+  const std::string split = row.at("fleet_split");
+  REQUIRE(split.find('+') != std::string::npos);
+  const int p = std::stoi(split.substr(0, split.find('+')));
+  const int d = std::stoi(split.substr(split.find('+') + 1));
+  CHECK(p + d == int(num(row, "fleet_replicas")));
+  CHECK_THAT(r.out, Catch::Contains("(" + split + ")"));
+  // The split meets the SLO at the target when run; long prompts make prefill the bottleneck.
+  auto p99 = [&](int prefill, int decode) {
+    std::vector<std::string> run = {"run",
+                                    "--request-rate",
+                                    "12",
+                                    "--prefill-replicas",
+                                    std::to_string(prefill),
+                                    "--decode-replicas",
+                                    std::to_string(decode),
+                                    "--json",
+                                    (dir / "r.json").string()};
+    run.insert(run.end(), common.begin(), common.end() - 2);
+    REQUIRE(exec(run).code == 0);
+    return nlohmann::json::parse(slurp(dir / "r.json"))["ttft_ms"]["p99"].get<double>();
+  };
+  CHECK(p99(p, d) <= 600);
+  CHECK(p >= d);
+}

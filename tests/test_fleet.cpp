@@ -290,6 +290,13 @@ TEST_CASE("fleet: disaggregated TTFT is the prefill, the KV transfer and the dec
   CHECK(r.fleet.replicas[0].prefill_tokens == 1000);
   CHECK(r.fleet.replicas[1].prefill_tokens == 1);
   CHECK(r.fleet.replicas[1].decode_tokens == 4);
+  // The pools: the prefill pool's TTFT is the prompt's, the decode pool's 4 inter-token gaps.
+  REQUIRE(r.fleet.pools.size() == 2);
+  CHECK(r.fleet.pools[0].name == "prefill h100-sxm");
+  CHECK(r.fleet.pools[1].name == "decode h100-sxm");
+  CHECK(r.fleet.pools[0].ttft_ms.p50 == Approx(r.fleet.replicas[0].ttft_ms.p50));
+  CHECK(r.fleet.pools[0].itl_ms.count == 0);
+  CHECK(r.fleet.pools[1].itl_ms.count == 4);
 }
 
 TEST_CASE("fleet: a disaggregated fleet ends every request once and moves every prompt's KV",
@@ -360,4 +367,21 @@ TEST_CASE("fleet: the pool flags", "[fleet][disaggregated][cli]") {
     CHECK(e.code == 2);
     CHECK_THAT(e.err, Catch::Contains(field));
   }
+}
+
+TEST_CASE("fleet: a sweep of fleets does not depend on --jobs", "[fleet][sweep][cli]") {
+  const auto dir = servesim::test::scratch("fleet_jobs");
+  auto sweep = [&](const char* jobs) {
+    const std::string csv = (dir / (std::string("j") + jobs + ".csv")).string();
+    const auto r = cli({"sweep", "--num-replicas", "3", "--router", "prefix-aware",
+                        "--dataset-name", "prefix_repetition", "--num-requests", "120",
+                        "--request-rate", "10,40", "--scheduler", "vllm-v1", "--jobs", jobs,
+                        "--out", (dir / (std::string("j") + jobs + ".h5")).string(), "--csv", csv});
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return servesim::test::slurp(csv);
+  };
+  const std::string one = sweep("1");
+  CHECK(one == sweep("2"));
+  CHECK(one.find("vllm-v1") != std::string::npos);
 }

@@ -32,6 +32,16 @@ class LogHistogram {
     ++counts_[index(v)];
   }
 
+  // Adds every value O holds.
+  void merge(const LogHistogram& o) {
+    count_ += o.count_;
+    sum_ += o.sum_;
+    min_ = std::min(min_, o.min_);
+    max_ = std::max(max_, o.max_);
+    for (size_t i = 0; i < counts_.size(); ++i)
+      counts_[i] += o.counts_[i];
+  }
+
   uint64_t count() const { return count_; }
   double sum() const { return sum_; }
   double mean() const { return count_ ? sum_ / double(count_) : 0.0; }
