@@ -335,7 +335,8 @@ void size_split(const RunSpec& base, const CapacitySpec& spec, double target, in
 void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
                 Inputs& inputs) {
   const int64_t ideal = replicas_for(target, c);
-  if (ideal <= 0) return;
+  // A mixed fleet (--replica-gpus) is sized as given: its capacity is already the fleet's.
+  if (ideal <= 0 || !base.replica_gpus.empty()) return;
   c.router = base.router;
   if (base.prefill_replicas > 0 || base.decode_replicas > 0) {
     size_split(base, spec, target, ideal, c, inputs);
