@@ -397,7 +397,9 @@ std::string capacity_note(const CapacityResult& c) {
 }
 
 int64_t replicas_for(double target, const CapacityResult& c) {
-  return target > 0 && c.capacity > 0 ? int64_t(std::ceil(target / c.capacity - 1e-9)) : 0;
+  if (!(target > 0 && c.capacity > 0)) return 0;
+  // --target-rate is bounded at the command line; the clamp keeps the conversion defined.
+  return int64_t(std::min(std::ceil(target / c.capacity - 1e-9), 1e15));
 }
 
 double cost_per_million_output_tokens(const CapacityResult& c) {

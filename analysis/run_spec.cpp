@@ -410,6 +410,14 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
   if (!t.timed) {
     throw Error("request-rate", s.trace + " has no arrival times: give --request-rate");
   }
+  const auto last = std::max_element(t.arrival_s.begin(), t.arrival_s.end());
+  if (last != t.arrival_s.end() && !(*last <= kMaxSimTime_s)) {
+    throw Error(s.trace, 0, "arrival",
+                format("a request arrives at %.3g s, past the 1e9 s a simulation may span (where "
+                       "a double still resolves sub-microsecond times); rescale with "
+                       "--time-scale or --request-rate",
+                       *last));
+  }
   return {to_workload(t), trace_json(t), trace_text(t)};
 }
 

@@ -119,7 +119,9 @@ CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& targ
     throw Error("rate-start", "need 0 < --rate-start <= --rate-max");
   }
   if (!(spec.rel_tol > 0 && spec.rel_tol < 1)) throw Error("rel-tol", "must be in (0, 1)");
-  if (target < 0) throw Error("target-rate", "must be >= 0");
+  if (!(target >= 0 && target <= 1e9)) {
+    throw Error("target-rate", "must be a rate in [0, 1e9] requests per second");
+  }
   return spec;
 }
 

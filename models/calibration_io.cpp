@@ -1,4 +1,5 @@
 // Calibration files (INI, one key per roofline parameter) and the terminal summary of a fit.
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <ostream>
@@ -39,11 +40,17 @@ RooflineParams read_calibration(const std::string& path, std::string* source,
   load_ini_fields(path, fields);
   for (const RooflineParamField& f : roofline_param_fields()) {
     const double v = p.*f.member;
-    const bool knee_gap = std::string(f.name) == "knee_sharpness" && v > 0 && v < 1;
-    if (!(v >= f.min && v <= f.max) || knee_gap) {
-      char range[96];
+    const std::string name = f.name;
+    const bool knee_gap = name == "knee_sharpness" && v > 0 && v < 1;
+    // A GEMM tile is 0 (no padding) or at least one token: a subnormal one made every step
+    // infinite.
+    const bool tile_gap = name == "linear_tile_tokens" && v > 0 && v < 1;
+    if (!(v >= f.min && v <= f.max) || knee_gap || tile_gap) {
+      char range[128];
       std::snprintf(range, sizeof range, "%g is out of range [%g, %g]%s", v, f.min, f.max,
-                    knee_gap ? " (0, or at least 1)" : "");
+                    knee_gap   ? " (0, or at least 1)"
+                    : tile_gap ? " (0, or at least 1 token)"
+                               : "");
       throw Error(path, ini_line_of(path, f.name), f.name, range);
     }
   }

@@ -93,18 +93,21 @@ GpuSpec load_gpu_file(const std::string& path) {
       {"hbm_gb_per_s", g.hbm_gb_per_s},
       {"interconnect_gb_per_s", g.interconnect_gb_per_s}};
   for (const auto& [field, v] : fields) {
-    // 1e7 is far above any accelerator and keeps byte counts exact in int64.
-    if (!(v > 0 && v <= 1e7)) throw Error(path, 0, field, "must be a number in (0, 1e7]");
+    // 1e-3 (a thousandth of a GFLOP/s, a MB of memory) is far below any accelerator and keeps
+    // step times finite; 1e7 is far above any and keeps byte counts exact in int64.
+    if (!(v >= 1e-3 && v <= 1e7)) {
+      throw Error(path, ini_line_of(path, field), field, "must be a number in [1e-3, 1e7]");
+    }
   }
-  if (!(g.fp8_tflops >= 0 && g.fp8_tflops <= 1e7)) {
+  if (!(g.fp8_tflops == 0 || (g.fp8_tflops >= 1e-3 && g.fp8_tflops <= 1e7))) {
     throw Error(path, ini_line_of(path, "fp8_tflops"), "fp8_tflops",
-                "dense FP8 TFLOP/s: a number in [0, 1e7] (0: no FP8 tensor cores)");
+                "dense FP8 TFLOP/s: 0 (no FP8 tensor cores) or a number in [1e-3, 1e7]");
   }
   if (given.count("cost_per_hour") && !(g.cost_per_hour > 0 && g.cost_per_hour <= 1e7)) {
     throw Error(path, ini_line_of(path, "cost_per_hour"), "cost_per_hour",
                 "dollars per GPU-hour: a number in (0, 1e7]");
   }
-  if (g.name.empty()) throw Error(path, 0, "name", "must not be empty");
+  if (g.name.empty()) throw Error(path, ini_line_of(path, "name"), "name", "must not be empty");
   g.name = lowercase(g.name);
   return g;
 }

@@ -237,7 +237,11 @@ ModelSpec load_model_file(const std::string& path) {
   if (!given.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
   m.name = lowercase(m.name);
-  validate(m, path);
+  try {
+    validate(m, path);
+  } catch (const Error& e) {  // name the line of the field at fault
+    throw Error(path, ini_line_of(path, e.field()), e.field(), e.reason());
+  }
   return m;
 }
 

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/error.hpp"
+
 namespace servesim {
 
 void Host::arrive(const RequestSpec& r, double sent_s) {
@@ -99,6 +101,14 @@ void Host::start_step(bool back_to_back) {
   }
   StepCost run = cost;
   run.seconds = step_seconds(cost, back_to_back);
+  // A cost model fed extreme figures (a GPU of 1e-300 TFLOP/s, a subnormal parameter) gives steps
+  // of inf, NaN or centuries: refuse rather than report them.
+  if (!(run.seconds >= 0 && run.seconds <= 1e6) || !(now + run.seconds <= kMaxSimTime_s)) {
+    throw Error("cost-model", "a step of " + std::to_string(run.seconds) +
+                                  " s at t = " + std::to_string(now) +
+                                  " s: the GPU's figures or the cost model's parameters are out "
+                                  "of any physical range, or the run outlasts 1e9 s");
+  }
   metrics_.on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
                    scheduler_.step_cached_tokens());
   if (fleet_ != nullptr) {

@@ -381,6 +381,7 @@ TEST_CASE("calibration files round-trip, and bad ones name the key", "[calibrati
     const std::string name = f.name;
     text.append(name).append(name == "linear_memory_efficiency" ? " = 1.5\n"
                              : name == "knee_sharpness"         ? " = 2\n"
+                             : name == "linear_tile_tokens"     ? " = 64\n"
                                                                 : " = 0.5\n");
   }
   CHECK_THROWS_WITH(

@@ -65,7 +65,8 @@ TEST_CASE("timeline: one disaggregated request's phases, transfer and steps", "[
   CHECK(steps == int(r.steps.size()));  // 1 prefill step, then 4 on the decode replica
   CHECK(steps == 5);
   // A window after the run holds only the replicas' names.
-  for (const auto& e : timeline_json(r, 100, 200)["traceEvents"])
+  const auto after = timeline_json(r, 100, 200);
+  for (const auto& e : after["traceEvents"])
     CHECK(e["ph"] == "M");
 }
 

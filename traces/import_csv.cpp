@@ -31,7 +31,12 @@ void import_azure(const std::string& path, LineReader& in, const Header& h, Rows
       first_ns = ns;
       first = false;
     }
-    t.push(double(ns - first_ns) * 1e-9, input, output);
+    int64_t since = 0;  // rows are in order, so only a span past int64 ns can overflow
+    if (__builtin_sub_overflow(ns, first_ns, &since) || double(since) * 1e-9 > kMaxSimTime_s) {
+      return rows.bad(line, "TIMESTAMP",
+                      quoted(f[size_t(c_time)]) + " is more than 1e9 s after the first row");
+    }
+    t.push(double(since) * 1e-9, input, output);
   });
 }
 

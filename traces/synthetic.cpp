@@ -8,6 +8,7 @@
 #include <boost/random/uniform_int_distribution.hpp>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <vector>
 
@@ -146,9 +147,13 @@ std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, 
   std::vector<double> t(n, 0.0);
   for (size_t i = 1; i < n && !all_at_once; ++i)
     t[i] = t[i - 1] + gap(rng);
-  if (n > 0 && !std::isfinite(t.back())) {
-    throw Error("request-rate", "too low: arrival times overflow (last arrival " +
-                                    std::to_string(t.back()) + " s)");
+  if (n > 0 && !(t.back() <= kMaxSimTime_s)) {
+    char last[32];
+    std::snprintf(last, sizeof last, "%.3g", t.back());
+    throw Error("request-rate", std::string("too low: the last of ") + std::to_string(n) +
+                                    " requests would arrive at " + last +
+                                    " s, past the 1e9 s a simulation may span (where a double "
+                                    "still resolves sub-microsecond times)");
   }
   return t;
 }

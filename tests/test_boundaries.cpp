@@ -1,0 +1,80 @@
+// Numbers at the boundary (issue 14's findings): every one of these ran to exit 0 with infinite,
+// NaN, negative or overflowed figures before it was refused; each is now an error naming the
+// flag or the file, line and field.
+#include <catch2/catch.hpp>
+
+#include "cli_helpers.hpp"
+
+namespace fs = std::filesystem;
+using servesim::test::cli;
+using servesim::test::scratch;
+using servesim::test::write;
+
+namespace {
+
+// Runs ARGS and checks it fails with status 2 and a message holding WHAT.
+void refused(const std::vector<std::string>& args, const std::string& what) {
+  const auto r = cli(args);
+  INFO(r.out << r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains(what));
+}
+
+}  // namespace
+
+TEST_CASE("boundaries: rates and traces past the 1e9 s a simulation may span",
+          "[boundaries][cli]") {
+  const fs::path dir = scratch("boundaries_time");
+  // A rate so low that 5 requests would span 1e300 s gave a TTFT p50 of 0.0 ms.
+  refused({"run", "--request-rate", "1e-300", "--num-requests", "5"}, "field 'request-rate'");
+  // A Vidur trace row at 1e17 s gave an infinite OTPS.
+  write(dir / "v.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n1e17,100,10\n");
+  refused({"run", "--trace", (dir / "v.csv").string()}, "v.csv: field 'arrival'");
+  // Azure rows 584 years apart overflowed int64 nanoseconds: a negative span, exit 0.
+  write(dir / "az.csv",
+        "TIMESTAMP,ContextTokens,GeneratedTokens\n1678-01-01 00:00:00.0000000,10,10\n"
+        "2261-12-31 00:00:00.0000000,10,10\n");
+  refused({"trace", "info", (dir / "az.csv").string()}, "az.csv:3: field 'TIMESTAMP'");
+  const auto skipped = cli({"trace", "info", (dir / "az.csv").string(), "--skip-bad-rows"});
+  CHECK(skipped.code == 0);
+  CHECK_THAT(skipped.out, Catch::Contains("1 bad"));
+}
+
+TEST_CASE("boundaries: GPU, model and calibration files out of any physical range",
+          "[boundaries][cli]") {
+  const fs::path dir = scratch("boundaries_files");
+  // A GPU of 1e-300 TFLOP/s gave latencies of 1e300 ms.
+  write(dir / "g.ini",
+        "name = g\nbf16_tflops = 1e-300\nhbm_gib = 80\nhbm_gb_per_s = 2000\n"
+        "interconnect_gb_per_s = 600\n");
+  refused({"run", "--gpu-file", (dir / "g.ini").string()}, "g.ini:2: field 'bf16_tflops'");
+  // Model file range errors name their line.
+  write(dir / "m.ini",
+        "name = m\nnum_hidden_layers = 2\nhidden_size = 64\nnum_attention_heads = 4\n"
+        "intermediate_size = 0\nvocab_size = 100\nmax_position_embeddings = 512\n");
+  refused({"run", "--model-file", (dir / "m.ini").string()}, "m.ini:5: field 'intermediate_size'");
+  // A subnormal GEMM tile (inside [0, 4096]) made every step inf; a tile is 0 or >= 1 token.
+  const std::string params =
+      "gpu = h100-sxm\nknee_sharpness = 1.36\nlinear_compute_efficiency = 0.74\n"
+      "linear_memory_efficiency = 0.85\nelementwise_memory_efficiency = 0.59\n"
+      "elementwise_floor_s_per_layer = 2e-05\nattention_compute_efficiency = 0.28\n"
+      "attention_memory_efficiency = 0.8\nattention_floor_s_per_layer = 1.3e-05\n"
+      "interconnect_efficiency = 0.26\nallreduce_latency_s = 2.8e-05\n"
+      "allreduce_switch_bytes = 524288\nallreduce_large_latency_s = 3.8e-05\n"
+      "cpu_overhead_s = 0.00087\ncpu_overhead_s_per_seq = 3.6e-05\n";
+  for (const char* tile : {"1e-320", "0.5"}) {
+    INFO(tile);
+    write(dir / "cal.ini", params + "linear_tile_tokens = " + tile + "\n");
+    refused({"run", "--calibration", (dir / "cal.ini").string()},
+            "cal.ini:16: field 'linear_tile_tokens'");
+  }
+  write(dir / "ok.ini", params + "linear_tile_tokens = 64\n");
+  CHECK(cli({"run", "--calibration", (dir / "ok.ini").string(), "--num-requests", "5"}).code == 0);
+}
+
+TEST_CASE("boundaries: capacity --target-rate beyond any fleet", "[boundaries][cli]") {
+  // 1e30 req/s printed -9223372036854775808 replicas.
+  refused(
+      {"capacity", "--target-rate", "1e30", "--num-requests", "20", "--slo", "ttft_p99_ms=2000"},
+      "field 'target-rate'");
+}
