@@ -12,10 +12,12 @@
 #include "analysis/results.hpp"
 #include "analysis/run_spec.hpp"
 #include "analysis/timeline.hpp"
+#include "analysis/windows.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/run_flags.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/progress.hpp"
 
 namespace servesim::cli {
@@ -133,6 +135,14 @@ void print_compare_header(std::ostream& out, const std::vector<RunResult>& runs,
 std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::string>& specs,
                                     const Workload& w, Inputs& inputs) {
   if (!(a.period_s > 0) || !std::isfinite(a.period_s)) throw Error("period-s", "must be > 0");
+  // --out's per-window table: refuse before simulating, not after printing the summary.
+  if (!a.out.empty() && !w.empty() &&
+      (w.back().arrival_s - w.front().arrival_s) / a.period_s + 1 > double(kMaxWindows)) {
+    throw Error("period-s",
+                format("a period of %g s cuts the workload's %.6g s of arrivals into "
+                       "more than %zu windows: use a longer --period-s",
+                       a.period_s, w.back().arrival_s - w.front().arrival_s, size_t(kMaxWindows)));
+  }
   SimulateOptions keep = simulate_options(a.spec);
   keep.keep_steps = (!a.out.empty() && !a.no_steps) || !a.timeline.empty();
   keep.keep_histogram = !a.out.empty();

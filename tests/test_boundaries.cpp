@@ -78,3 +78,21 @@ TEST_CASE("boundaries: capacity --target-rate beyond any fleet", "[boundaries][c
       {"capacity", "--target-rate", "1e30", "--num-requests", "20", "--slo", "ttft_p99_ms=2000"},
       "field 'target-rate'");
 }
+
+TEST_CASE("boundaries: --out refuses too many windows before it simulates", "[boundaries][cli]") {
+  const fs::path dir = scratch("boundaries_windows");
+  // Two requests 2e6 s apart: 2,000,001 one-second windows. This used to fail only after the
+  // summary was printed and --json written, with a 301-digit number in the message.
+  write(dir / "v.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n2e6,100,10\n");
+  const auto r = cli({"run", "--trace", (dir / "v.csv").string(), "--out", (dir / "o.h5").string(),
+                      "--period-s", "1", "--json", (dir / "o.json").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("field 'period-s'"));
+  CHECK_THAT(r.err, Catch::Contains("2e+06 s of arrivals"));
+  CHECK(r.err.size() < 300);
+  CHECK(r.out.empty());  // nothing printed, nothing written
+  CHECK(!fs::exists(dir / "o.json"));
+  CHECK(cli({"run", "--trace", (dir / "v.csv").string(), "--out", (dir / "o.h5").string(),
+             "--period-s", "3600"})
+            .code == 0);
+}
