@@ -18,9 +18,9 @@ const char* kListUsage = "usage: servesim list gpus | models | schedulers\n";
 
 void list_gpus(std::ostream& out) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %10s %8s %10s %14s  %s\n", "name",
-                "description", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gb_per_s",
-                "interconnect_gb_per_s", "cost-model defaults");
+  std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %10s %8s %10s %14s  %s\n", "name", "description",
+                "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s",
+                "cost-model defaults");
   out << buf;
   for (const GpuSpec& g : gpu_catalogue()) {
     std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %10.1f %8.1f %10.0f %14.0f  %s\n",
@@ -34,10 +34,9 @@ void list_gpus(std::ostream& out) {
 
 void list_models(std::ostream& out) {
   char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "%-25s %-36s %6s %6s %5s %4s %6s %6s %8s %8s %7s %8s %8s %5s\n", "name", "hf_id",
-                "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos", "experts",
-                "params", "active", "kv_KiB/tok", "dtype");
+  std::snprintf(buf, sizeof buf, "%-25s %-36s %6s %6s %5s %4s %6s %6s %8s %8s %7s %8s %8s %5s\n",
+                "name", "hf_id", "layers", "hidden", "heads", "kv", "inter", "vocab", "max_pos",
+                "experts", "params", "active", "kv_KiB/tok", "dtype");
   out << buf;
   for (const ModelSpec& m : model_catalogue()) {
     std::snprintf(buf, sizeof buf,

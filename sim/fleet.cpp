@@ -59,16 +59,16 @@ struct Replica {
   Host host;
 };
 
-// The fleet's prefix cache: every replica's counters summed.
-void add_prefix_cache(const Scheduler& s, PrefixCacheSummary& p) {
-  const KvCacheManager* kv = s.kv_cache_manager();
-  if (kv == nullptr || !kv->caching()) return;
+// The fleet's prefix cache: every replica's counters summed (cached_prompt_tokens is counted
+// over the fleet's records).
+void add_prefix_cache(const PrefixCacheSummary& r, PrefixCacheSummary& p) {
+  if (!r.enabled) return;
   p.enabled = true;
-  p.queries += kv->stats().queries;
-  p.hits += kv->stats().hits;
-  p.preempted_queries += kv->stats().preempted_queries;
-  p.preempted_hits += kv->stats().preempted_hits;
-  p.evictions += kv->stats().evictions;
+  p.queries += r.queries;
+  p.hits += r.hits;
+  p.preempted_queries += r.preempted_queries;
+  p.preempted_hits += r.preempted_hits;
+  p.evictions += r.evictions;
 }
 
 double max_over_mean(const std::vector<double>& v) {
@@ -124,7 +124,9 @@ std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o
 }
 
 // Each pool's requests, TTFT and ITL over its replicas, in the order the pools first appear.
+// RECORDS: each replica's own requests (MetricsCollector::records).
 std::vector<PoolSummary> pool_summaries(const std::vector<std::unique_ptr<Replica>>& replicas,
+                                        const std::vector<std::vector<RequestRecord>>& records,
                                         const FleetSummary& f) {
   std::vector<PoolSummary> pools;
   for (size_t i = 0; i < replicas.size(); ++i) {
@@ -145,7 +147,7 @@ std::vector<PoolSummary> pool_summaries(const std::vector<std::unique_ptr<Replic
       p.requests += f.routed[i];
       p.step_time_fraction += f.replicas[i].step_time_fraction;
       itl.merge(r.metrics.itl_s());
-      for (const RequestRecord& q : r.metrics.records(r.scheduler.seqs())) {
+      for (const RequestRecord& q : records[i]) {
         if (q.finished()) ttft.push_back(q.ttft_s() * 1e3);
       }
     }
@@ -243,15 +245,17 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
                                    replicas[0]->scheduler.usable_blocks());
   result.summary.step_time_fraction /= double(n);  // busy time summed over the replicas
   std::vector<double> busy(n), queue(n);
+  std::vector<std::vector<RequestRecord>> records(n);
   double kv_weighted = 0, kv_max = 0;
   for (size_t i = 0; i < n; ++i) {
     const Replica& r = *replicas[i];
     const SimConfig& rc = r.parts.group->config;
-    const std::vector<RequestRecord> mine = r.metrics.records(r.scheduler.seqs());
+    records[i] = r.metrics.records(r.scheduler.seqs());
+    const std::vector<RequestRecord>& mine = records[i];
     RunSummary s = r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp,
                                      rc.gpu.hbm_bytes_per_s() * rc.tp, r.scheduler.usable_blocks());
     s.prefix_cache = prefix_cache_summary(r.scheduler, mine);
-    add_prefix_cache(r.scheduler, result.summary.prefix_cache);
+    add_prefix_cache(s.prefix_cache, result.summary.prefix_cache);
     result.discarded_tokens += r.scheduler.discarded_tokens();
     busy[i] = s.busy_s;
     queue[i] = s.queue_len.mean;
@@ -265,7 +269,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     result.summary.kv_usage_max = kv_max;
     result.summary.kv_usage_p50 = result.summary.kv_usage_p99 = NAN;
   }
-  if (!uniform) out.pools = pool_summaries(replicas, out);
+  if (!uniform) out.pools = pool_summaries(replicas, records, out);
   for (const RequestRecord& r : result.requests)
     result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
   out.busy_imbalance = max_over_mean(busy);

@@ -64,6 +64,15 @@ double num(const std::map<std::string, std::string>& row, const std::string& col
   return row.at(col).empty() ? NAN : std::stod(row.at(col));
 }
 
+// Runs `servesim run` with ARGS at RATE req/s and returns its TTFT p99 (ms), via DIR/r.json.
+double run_ttft_p99(const fs::path& dir, const std::string& rate, std::vector<std::string> args) {
+  args.insert(args.begin(), {"run", "--request-rate", rate, "--json", (dir / "r.json").string()});
+  const auto r = exec(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  return nlohmann::json::parse(slurp(dir / "r.json"))["ttft_ms"]["p99"].get<double>();
+}
+
 // A Vidur trace of N requests, Poisson arrivals at 1 req/s, with request LONG (if < N) far beyond
 // the model's context.
 void write_trace(const fs::path& p, int n, int long_one) {
@@ -264,12 +273,10 @@ TEST_CASE("capacity: --target-rate sizes the fleet behind its router by simulati
   CHECK_THAT(r.out, Catch::Contains("behind --router least-requests"));
   // Its definition: the fleet of k meets the SLO at the target, the fleet of k - 1 does not.
   auto p99 = [&](int replicas) {
-    std::vector<std::string> run = {
-        "run",      "--request-rate", "40",     "--num-replicas",         std::to_string(replicas),
-        "--router", "least-requests", "--json", (dir / "r.json").string()};
+    std::vector<std::string> run = {"--num-replicas", std::to_string(replicas), "--router",
+                                    "least-requests"};
     run.insert(run.end(), common.begin(), common.end() - 2);  // without --slo
-    REQUIRE(exec(run).code == 0);
-    return nlohmann::json::parse(slurp(dir / "r.json"))["ttft_ms"]["p99"].get<double>();
+    return run_ttft_p99(dir, "40", run);
   };
   CHECK(p99(k) <= 1000);
   if (k > 1) CHECK(p99(k - 1) > 1000);
@@ -302,18 +309,10 @@ TEST_CASE("capacity: --target-rate on a disaggregated fleet finds its cheapest P
   CHECK_THAT(r.out, Catch::Contains("(" + split + ")"));
   // The split meets the SLO at the target when run; long prompts make prefill the bottleneck.
   auto p99 = [&](int prefill, int decode) {
-    std::vector<std::string> run = {"run",
-                                    "--request-rate",
-                                    "12",
-                                    "--prefill-replicas",
-                                    std::to_string(prefill),
-                                    "--decode-replicas",
-                                    std::to_string(decode),
-                                    "--json",
-                                    (dir / "r.json").string()};
+    std::vector<std::string> run = {"--prefill-replicas", std::to_string(prefill),
+                                    "--decode-replicas", std::to_string(decode)};
     run.insert(run.end(), common.begin(), common.end() - 2);
-    REQUIRE(exec(run).code == 0);
-    return nlohmann::json::parse(slurp(dir / "r.json"))["ttft_ms"]["p99"].get<double>();
+    return run_ttft_p99(dir, "12", run);
   };
   CHECK(p99(p, d) <= 600);
   CHECK(p >= d);
