@@ -223,10 +223,47 @@ TEST_CASE("store: foreign files, wrong types, lengths and counts are refused", "
 
   p = fresh_copy("bad_counts.h5");
   set_int_attr(p, "skipped_bad", -7);
-  CHECK_THROWS_WITH(read_trace_h5(p), Catch::Contains("field 'skipped_bad': must be >= 0"));
+  CHECK_THROWS_WITH(read_trace_h5(p),
+                    Catch::Contains("field 'skipped_bad': must be a count in [0, 2^50]"));
+  // Counts near 2^62 overflowed their sum and ++clipped_input (UBSan, issue 14 item 9).
+  p = fresh_copy("huge_counts.h5");
+  set_int_attr(p, "skipped_bad", int64_t(1) << 62);
+  CHECK_THROWS_WITH(read_trace_h5(p),
+                    Catch::Contains("field 'skipped_bad': must be a count in [0, 2^50]"));
   p = fresh_copy("lost_rows.h5");
   set_int_attr(p, "rows_read", 12);  // 10 kept + 0 skipped != 12
   CHECK_THROWS_WITH(read_trace_h5(p), Catch::Contains("field 'rows_read'"));
+}
+
+TEST_CASE("store: an attribute written as an array is refused, not read past its buffer",
+          "[traces][errors]") {
+  // h5py writes a list as an array attribute: version as int64[8] overflowed read_int_attr's
+  // one-value buffer on the stack (issue 14 item 1).
+  std::string p = fresh_copy("array_version.h5");
+  {
+    H5::H5File f(p, H5F_ACC_RDWR);
+    f.removeAttr("version");
+    const hsize_t n = 8;
+    const std::vector<int64_t> v(n, 1);
+    f.createAttribute("version", H5::PredType::NATIVE_INT64, H5::DataSpace(1, &n))
+        .write(H5::PredType::NATIVE_INT64, v.data());
+  }
+  CHECK_THROWS_WITH(read_trace_h5(p),
+                    Catch::Contains("field 'version': must be a single value, not an array of 8"));
+  // A text attribute as an array of variable-length strings, and one that is not text at all.
+  p = fresh_copy("array_source.h5");
+  {
+    H5::H5File f(p, H5F_ACC_RDWR);
+    f.removeAttr("source_file");
+    const hsize_t n = 3;
+    const char* v[3] = {"a", "b", "c"};
+    H5::StrType type(H5::PredType::C_S1, H5T_VARIABLE);
+    f.createAttribute("source_file", type, H5::DataSpace(1, &n)).write(type, v);
+  }
+  CHECK_THROWS_WITH(read_trace_h5(p), Catch::Contains("field 'source_file': must be a single"));
+  p = fresh_copy("int_source.h5");
+  set_int_attr(p, "source_file", 3);
+  CHECK_THROWS_WITH(read_trace_h5(p), Catch::Contains("field 'source_file': must be a string"));
 }
 
 TEST_CASE("transforms: --request-rate after --window rescales from the window's start",

@@ -73,7 +73,9 @@ void check(const Trace& t, const std::string& path) {
   }
   const TraceCounts& c = t.counts;
   for (const CountField& f : kCounts) {
-    if (c.*f.member < 0) throw Error(path, 0, f.name, "must be >= 0");
+    // At most 2^50 (a quadrillion rows): sums of counts and increments then cannot overflow.
+    if (c.*f.member < 0 || c.*f.member > (int64_t(1) << 50))
+      throw Error(path, 0, f.name, "must be a count in [0, 2^50]");
   }
   if (c.rows_read != int64_t(n) + c.skipped()) {
     throw Error(path, 0, "rows_read", "must equal the requests kept plus the rows skipped");

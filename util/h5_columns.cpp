@@ -68,8 +68,25 @@ void write_attr(H5::H5Object& o, const std::string& name, double value) {
   a.write(H5::PredType::NATIVE_DOUBLE, &value);
 }
 
+namespace {
+
+// Attributes servesim reads hold one value: an array (h5py writes one from a list) would be read
+// into a one-element buffer.
+void check_one_value(const H5::Attribute& a, const std::string& path, const std::string& name) {
+  const H5::DataSpace space = a.getSpace();
+  if (space.getSimpleExtentNpoints() != 1) {
+    throw Error(path, 0, name,
+                "must be a single value, not an array of " +
+                    std::to_string(space.getSimpleExtentNpoints()));
+  }
+}
+
+}  // namespace
+
 std::string read_string_attr(H5::H5Object& o, const std::string& name) {
   H5::Attribute a = o.openAttribute(name);
+  if (a.getTypeClass() != H5T_STRING) throw Error(o.getFileName(), 0, name, "must be a string");
+  check_one_value(a, o.getFileName(), name);
   H5::StrType type = a.getStrType();
   std::string s;
   a.read(type, s);
@@ -82,6 +99,7 @@ int64_t read_int_attr(H5::H5Object& o, const std::string& path, const std::strin
   if (!o.attrExists(name)) throw Error(path, 0, name, "missing attribute");
   H5::Attribute a = o.openAttribute(name);
   if (a.getTypeClass() != H5T_INTEGER) throw Error(path, 0, name, "must be an integer");
+  check_one_value(a, path, name);
   int64_t v = 0;
   a.read(H5::PredType::NATIVE_INT64, &v);
   return v;
@@ -89,6 +107,10 @@ int64_t read_int_attr(H5::H5Object& o, const std::string& path, const std::strin
 
 void write_file_atomically(const std::string& path, const std::function<void(H5::H5File&)>& write) {
   H5::Exception::dontPrint();
+  std::error_code dir_ec;
+  if (std::filesystem::is_directory(path, dir_ec)) {
+    throw Error(path, 0, "", "cannot write: is a directory");
+  }
   const std::string tmp = path + ".tmp";
   try {
     // No timestamps in the file's own header either.
