@@ -257,4 +257,8 @@ void write_requests_csv(std::ostream& out, const RunResult& r) {
   }
 }
 
+std::string json_text(const nlohmann::ordered_json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 }  // namespace servesim

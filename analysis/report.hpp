@@ -27,6 +27,11 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
 
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
 
+// The text of J as dump(INDENT) writes it, except that bytes of a string that are not UTF-8 (a
+// Latin-1 file name, trace value or HDF5 attribute) become U+FFFD instead of failing the write.
+// Every JSON servesim writes goes through it.
+std::string json_text(const nlohmann::ordered_json& j, int indent = -1);
+
 // id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,tpot_ms,otps,
 // max_itl_ms,queue_ms,preemptions,cached_tokens,status (cached_tokens: prompt tokens the prefix
 // cache held when the request was first scheduled, vLLM's num_cached_tokens)

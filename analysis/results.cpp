@@ -164,7 +164,7 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
     write_attr(f, "version", kVersion);
     write_attr(f, "runs", join_lines(names));
     write_attr(f, "period_s", options.period_s);
-    write_attr(f, "workload", workload.dump());
+    write_attr(f, "workload", json_text(workload));
     H5::Group root = h5::create_group(f, "runs");
     for (const NamedRun& nr : runs) {
       const RunResult& r = *nr.run;
@@ -173,8 +173,8 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
       write_attr(g, "label", run_label(r));
       write_attr(g, "policy", std::string(policy_name(r.config.scheduler.policy)));
       write_attr(g, "max_num_batched_tokens", r.config.scheduler.max_num_batched_tokens);
-      write_attr(g, "summary", summary.dump());
-      write_attr(g, "config", summary["config"].dump());
+      write_attr(g, "summary", json_text(summary));
+      write_attr(g, "config", json_text(summary["config"]));
       H5::Group req = h5::create_group(g, "requests");
       write_requests(req, r);
       if (options.steps) {

@@ -101,7 +101,7 @@ namespace {
 
 // The journal's first line: which grid and shard its rows belong to.
 std::string journal_header(const SweepTable& t) {
-  return nlohmann::ordered_json{{"grid_id", t.grid_id}, {"shard", t.shard}}.dump();
+  return json_text(nlohmann::ordered_json{{"grid_id", t.grid_id}, {"shard", t.shard}});
 }
 
 // The rows already done: the journal of a stopped run of the same grid and shard, else the
