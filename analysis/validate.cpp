@@ -1,9 +1,9 @@
 #include "analysis/validate.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <ostream>
+#include <sstream>
 
 #include "models/model.hpp"
 #include "traces/datasets.hpp"
@@ -93,8 +93,8 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
     r.prompt_groups = f.integer(c_groups, 1, 1'000'000);
     r.users_per_group = f.integer(c_users, 1, 1'000'000);
     if (r.stage >= 0) {
-      r.rate_req_s = f.positive(c_rate);
-      r.duration_s = f.positive(c_duration);
+      r.rate_req_s = f.bounded(c_rate, 1e-6, 1e6, "req/s");
+      r.duration_s = f.bounded(c_duration, 1e-3, 1e7, "s");
       if (r.rate_req_s > 1e6 || r.duration_s > 1e7 || r.rate_req_s * r.duration_s > 1e7) {
         throw Error(path, f.line(), "rate_req_s",
                     "rate x duration must be at most 10,000,000 requests (rate <= 1e6 req/s, "
@@ -120,9 +120,9 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
     }
     for (size_t i = 0; i < c_metrics.size(); ++i) {
       const double v = optional_number(f, c_metrics[i]);
-      if (!(std::isnan(v) || (v > 0 && v < 1e9))) {
+      if (!(std::isnan(v) || (v >= 1e-6 && v < 1e9))) {
         throw Error(path, f.line(), std::string(kLatencyFields[i].name) + "_ms",
-                    "must be empty or in (0, 1e9) ms");
+                    "must be empty or in [1e-6, 1e9) ms");
       }
       r.measured.*kLatencyFields[i].member = v;
     }
@@ -422,8 +422,7 @@ void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows) {
 }
 
 void write_validation_csv(const std::string& path, const std::vector<ValidateRow>& rows) {
-  std::ofstream f(path);
-  if (!f) throw Error(path, 0, "", "cannot write");
+  std::ostringstream f;
   f << "experiment,stage,requests,rejected";
   for (const std::string& metric : validate_metrics())
     f << ',' << metric << "_measured," << metric << "_predicted," << metric << "_error_pct";
@@ -441,7 +440,7 @@ void write_validation_csv(const std::string& path, const std::vector<ValidateRow
     std::replace(why.begin(), why.end(), '"', '\'');
     f << ',' << why << '\n';
   }
-  if (!f) throw Error(path, 0, "", "cannot write");
+  write_text_file(path, f.str());
 }
 
 }  // namespace servesim

@@ -128,7 +128,7 @@ MlpProfile read_mlp_profile(const std::string& path) {
       throw Error(path, f.line(), "num_tensor_parallel_workers", "must divide n_head");
     const double tokens = double(f.integer(c_tokens, 1, 1 << 24));
     for (const auto& [op, c] : ops)
-      p.ops[tp][op].add(tokens, f.positive(c));
+      p.ops[tp][op].add(tokens, f.measured_ms(c));
   }
   if (first) throw Error(path, 1, "", "no data rows");
   for (auto& [tp, by_op] : p.ops) {
@@ -166,9 +166,9 @@ AttentionProfile read_attention_profile(const std::string& path) {
     const bool prefill = f.text(c_prefill) == "True" || f.text(c_prefill) == "true";
     const double kv = double(f.integer(c_kv, 0, 1 << 24));
     if (prefill) {
-      p.prefill[int(f.integer(c_chunk, 1, 1 << 20))].add(kv, f.positive(c_pre_t));
+      p.prefill[int(f.integer(c_chunk, 1, 1 << 20))].add(kv, f.measured_ms(c_pre_t));
     } else {
-      p.decode[int(f.integer(c_batch, 1, 1 << 16))].add(kv, f.positive(c_dec_t));
+      p.decode[int(f.integer(c_batch, 1, 1 << 16))].add(kv, f.measured_ms(c_dec_t));
     }
   }
   if (p.prefill.empty() || p.decode.empty()) {
@@ -194,7 +194,7 @@ AllReduceProfile read_allreduce_profile(const std::string& path) {
     const int workers = int(f.integer(c_workers, 1, 1024));
     // Single-node collectives only: all the GPUs of the group on one NVLink/NVSwitch node.
     if (c_devices >= 0 && f.integer(c_devices, 1, 1024) != workers) continue;
-    p.by_workers[workers].add(f.positive(c_size), f.positive(c_time));
+    p.by_workers[workers].add(f.size_bytes(c_size), f.measured_ms(c_time));
   }
   if (p.by_workers.empty()) throw Error(path, 0, "num_workers", "no single-node all-reduce rows");
   for (auto& [w, curve] : p.by_workers)
@@ -215,7 +215,7 @@ CpuProfile read_cpu_profile(const std::string& path) {
   while (f.next()) {
     double sum = 0;
     for (int c : parts)
-      sum += f.positive(c);
+      sum += f.measured_ms(c);
     p.per_iteration.add(double(f.integer(c_batch, 1, 1 << 16)), sum);
     any = true;
   }
@@ -317,7 +317,7 @@ std::vector<StepLogRow> read_step_log(const std::string& path) {
     r.prefill_context_tokens = count(c_pc);
     r.decode_context_tokens = count(c_dc);
     if (c_bs >= 0) r.batch_size = count(c_bs);
-    r.measured_ms = f.positive(c_ms);
+    r.measured_ms = f.measured_ms(c_ms);
     if (r.decode_tokens > (1 << 20) || r.batch_size > (1 << 20)) {
       throw Error(path, f.line(), "decode_tokens", "more than 2^20 sequences in one step");
     }

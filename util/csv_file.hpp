@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/text_input.hpp"
 
 namespace servesim {
@@ -58,12 +59,20 @@ class CsvFile {
     }
     return int64_t(v);
   }
-  // A measured time or size: finite and > 0.
-  double positive(int c) const {
+  // A number in [LO, HI] (UNIT names its unit in the message); Error naming the line otherwise.
+  double bounded(int c, double lo, double hi, const char* unit) const {
     const double v = number(c);
-    if (!(v > 0)) throw Error(path_, line(), header_.names[size_t(c)], "must be > 0");
+    if (!(v >= lo && v <= hi)) {
+      throw Error(path_, line(), header_.names[size_t(c)],
+                  format("must be in [%g, %g] %s", lo, hi, unit));
+    }
     return v;
   }
+  // A measured time in milliseconds: 1 ns to about 3 hours. A subnormal time would make every
+  // relative error infinite.
+  double measured_ms(int c) const { return bounded(c, 1e-6, 1e7, "ms"); }
+  // A message size in bytes: 1 byte to 1 PB.
+  double size_bytes(int c) const { return bounded(c, 1, 1e15, "bytes"); }
   bool has_number(int c) const {
     double v = 0;
     return parse_double(text(c), v);
