@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/report.hpp"
 #include "util/error.hpp"
 #include "util/h5_columns.hpp"
 #include "util/text_input.hpp"
@@ -52,7 +53,7 @@ std::string SweepGrid::describe() const {
   j["axes"] = ordered_json::array();
   for (const SweepAxis& a : axes)
     j["axes"].push_back({a.flag, a.values});
-  return j.dump();
+  return json_text(j);
 }
 
 std::string SweepGrid::id() const {
@@ -311,14 +312,7 @@ void write_sweep_csv(const std::string& path, const SweepTable& t) {
     }
     out += "\n";
   }
-  const std::string tmp = path + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) throw Error(path, 0, "", "cannot open for writing");
-  const bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path, 0, "", "write failed");
-  }
+  write_text_file(path, out, true);
 }
 
 std::string row_json(const SweepRow& r) {
@@ -337,7 +331,7 @@ std::string row_json(const SweepRow& r) {
     }
   }
   j["reals"] = reals;
-  return j.dump();
+  return json_text(j);
 }
 
 bool parse_row(const std::string& line, const SweepTable& schema, SweepRow& row) {

@@ -133,7 +133,7 @@ int cmd_fidelity(int argc, const char* const* argv, std::ostream& out) {
       header = false;
     }
   }
-  if (!csv.empty()) write_file(csv, table.str());
+  if (!csv.empty()) write_text_file(csv, table.str());
   return 0;
 }
 

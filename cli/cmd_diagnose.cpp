@@ -2,11 +2,13 @@
 // results files or request log CSVs) into TTFT and decode, or into input length, output length
 // and speed when the prompts changed, give the verdict, and replay the CloudWatch OTPS alarm over
 // the current log (analysis/diagnose.hpp).
+#include <filesystem>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "analysis/diagnose.hpp"
+#include "analysis/report.hpp"
 #include "analysis/results.hpp"
 #include "cli/common.hpp"
 #include "util/error.hpp"
@@ -72,6 +74,12 @@ po::options_description diagnose_options(DiagnoseArgs& a) {
 
 RequestLog load_log(const std::string& path, const std::string& run, const char* run_flag,
                     const CsvLogColumns& columns) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw Error(path, 0, "",
+                std::filesystem::is_directory(path, ec) ? "cannot read: is a directory"
+                                                        : "cannot open: no such file");
+  }
   if (is_hdf5_file(path)) {
     if (run.empty()) {
       const std::vector<std::string> runs = results_runs(path);
@@ -125,7 +133,7 @@ int cmd_diagnose(int argc, const char* const* argv, std::ostream& out) {
   const RequestLog current = load_log(a.current, a.current_run, "current-run", c);
   const Diagnosis d = diagnose(baseline, current, a.options);
   print_diagnosis(out, d, a.windows);
-  if (!a.json.empty()) write_file(a.json, diagnosis_json(d).dump(2) + "\n");
+  if (!a.json.empty()) write_text_file(a.json, json_text(diagnosis_json(d), 2) + "\n");
   return 0;
 }
 

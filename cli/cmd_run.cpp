@@ -210,7 +210,7 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
     j["runs"] = ordered_json::array();
     for (const RunResult& run : runs)
       j["runs"].push_back(summary_json(run, ordered_json::object()));
-    write_file(a.json, j.dump(2) + "\n");
+    write_text_file(a.json, json_text(j, 2) + "\n");
   }
   return 0;
 }
@@ -232,7 +232,7 @@ int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, 
     j["runs"].push_back({{"label", run_label(policy.front())},
                          {"replicates", replicates_json(replicate(policy), seeds_of(a.spec))}});
   }
-  if (!a.json.empty()) write_file(a.json, j.dump(2) + "\n");
+  if (!a.json.empty()) write_text_file(a.json, json_text(j, 2) + "\n");
   return 0;
 }
 
@@ -260,16 +260,16 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   const std::vector<RunResult> runs = run_policies(a, {scheduler_spec(a.spec)}, w.requests, inputs);
   const RunResult& r = runs.front();
   print_run_summary(out, r, w.text);
-  if (!a.json.empty()) write_file(a.json, summary_json(r, w.json).dump(2) + "\n");
+  if (!a.json.empty()) write_text_file(a.json, json_text(summary_json(r, w.json), 2) + "\n");
   write_results(a, runs, w.json);
   if (!a.timeline.empty()) {
     const auto [from, to] = parse_timeline_window(a.timeline_window);
-    write_file(a.timeline, timeline_json(r, from, to).dump() + "\n");
+    write_text_file(a.timeline, json_text(timeline_json(r, from, to)) + "\n");
   }
   if (!a.requests_csv.empty()) {
     std::ostringstream csv;
     write_requests_csv(csv, r);
-    write_file(a.requests_csv, csv.str());
+    write_text_file(a.requests_csv, csv.str());
   }
   return 0;
 }
@@ -296,7 +296,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
     j["runs"] = ordered_json::array();
     for (const RunResult& r : runs)
       j["runs"].push_back(summary_json(r, w.json));
-    write_file(a.json, j.dump(2) + "\n");
+    write_text_file(a.json, json_text(j, 2) + "\n");
   }
   write_results(a, runs, w.json);
   return 0;

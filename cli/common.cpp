@@ -3,7 +3,6 @@
 #include <charconv>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -62,13 +61,6 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
     }
   }
   return out;
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(path, 0, "", "cannot open for writing");
-  f << text;
-  if (!f.flush()) throw Error(path, 0, "", "write failed");
 }
 
 }  // namespace servesim::cli

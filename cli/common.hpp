@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "util/text_input.hpp"
+
 namespace servesim::cli {
 
 namespace po = boost::program_options;
@@ -22,7 +24,5 @@ double parse_rate(const std::string& text);
 
 // "a,b" "c" -> a, b, c (empty items dropped).
 std::vector<std::string> split_list(const std::vector<std::string>& items);
-
-void write_file(const std::string& path, const std::string& text);
 
 }  // namespace servesim::cli

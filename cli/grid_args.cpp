@@ -10,6 +10,39 @@
 
 namespace servesim::cli {
 
+namespace {
+
+int parse_jobs(const std::string& text) {
+  int v = 0;
+  try {
+    size_t used = 0;
+    v = std::stoi(text, &used);
+    if (used != text.size()) v = 0;
+  } catch (const std::exception&) {
+    v = 0;
+  }
+  if (v < 1 || v > 1024) throw Error("jobs", "'" + text + "' must be an integer in 1..1024");
+  return v;
+}
+
+double parse_number(const std::string& name, const std::string& text) {
+  try {
+    size_t used = 0;
+    const double v = std::stod(text, &used);
+    if (used == text.size() && std::isfinite(v)) return v;
+  } catch (const std::exception&) {
+  }
+  throw Error(name, "'" + text + "' is not a number");
+}
+
+// The commands' own options read with get_number (capacity's SLO and search bounds): an INI file
+// giving one is checked where its line is known.
+const std::set<std::string> kNumberOptions = {
+    "attainment", "slo-ttft-ms", "slo-tpot-ms", "max-rejected-share",
+    "rate-start", "rate-max",    "rel-tol",     "target-rate"};
+
+}  // namespace
+
 SplitArgs split_args(int argc, const char* const* argv, const std::set<std::string>& own_flags,
                      const std::set<std::string>& own_switches) {
   SplitArgs s;
@@ -76,6 +109,12 @@ void add_ini_run_flags(const std::string& path, const std::string& section,
     }
     if (own_flags.count(e.key)) {
       if (e.value.empty()) throw Error(path, e.line, e.key, "empty value");
+      try {
+        if (e.key == "jobs") parse_jobs(e.value);
+        if (kNumberOptions.count(e.key)) parse_number(e.key, e.value);
+      } catch (const Error& bad) {
+        throw Error(path, e.line, e.key, bad.reason());
+      }
       own.emplace(e.key, e.value);
       continue;
     }
@@ -99,30 +138,13 @@ void add_ini_run_flags(const std::string& path, const std::string& section,
 
 int get_jobs(const std::map<std::string, std::string>& own) {
   const auto it = own.find("jobs");
-  if (it == own.end()) return hardware_threads();
-  int v = 0;
-  try {
-    size_t used = 0;
-    v = std::stoi(it->second, &used);
-    if (used != it->second.size()) v = 0;
-  } catch (const std::exception&) {
-    v = 0;
-  }
-  if (v < 1 || v > 1024) throw Error("jobs", "'" + it->second + "' must be an integer in 1..1024");
-  return v;
+  return it == own.end() ? hardware_threads() : parse_jobs(it->second);
 }
 
 double get_number(const std::map<std::string, std::string>& own, const std::string& name,
                   double fallback) {
   const auto it = own.find(name);
-  if (it == own.end()) return fallback;
-  try {
-    size_t used = 0;
-    const double v = std::stod(it->second, &used);
-    if (used == it->second.size() && std::isfinite(v)) return v;
-  } catch (const std::exception&) {
-  }
-  throw Error(name, "'" + it->second + "' is not a number");
+  return it == own.end() ? fallback : parse_number(name, it->second);
 }
 
 std::string get(const std::map<std::string, std::string>& own, const std::string& name) {

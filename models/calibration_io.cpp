@@ -1,21 +1,21 @@
 // Calibration files (INI, one key per roofline parameter) and the terminal summary of a fit.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <ostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "models/calibration.hpp"
 #include "util/error.hpp"
 #include "util/ini.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 
 void write_calibration(const std::string& path, const GpuSpec& gpu, const ModelSpec& model,
                        const CalibrationResult& r) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) throw Error(path, 0, "", "cannot open for writing");
+  std::ostringstream f;
   char buf[160];
   f << "# servesim calibration of the roofline cost model: `run --calibration " << path << "`\n";
   std::snprintf(buf, sizeof buf,
@@ -27,7 +27,7 @@ void write_calibration(const std::string& path, const GpuSpec& gpu, const ModelS
     std::snprintf(buf, sizeof buf, "%s = %.17g\n", p.name, r.params.*p.member);
     f << buf;
   }
-  if (!f.flush()) throw Error(path, 0, "", "write failed");
+  write_text_file(path, f.str());
 }
 
 RooflineParams read_calibration(const std::string& path, std::string* source,

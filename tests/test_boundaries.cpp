@@ -3,6 +3,8 @@
 // flag or the file, line and field.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -95,4 +97,80 @@ TEST_CASE("boundaries: --out refuses too many windows before it simulates", "[bo
   CHECK(cli({"run", "--trace", (dir / "v.csv").string(), "--out", (dir / "o.h5").string(),
              "--period-s", "3600"})
             .code == 0);
+}
+
+TEST_CASE("boundaries: text that is not UTF-8 reaches JSON as U+FFFD, not an internal error",
+          "[boundaries][cli]") {
+  const fs::path dir = scratch("boundaries_latin1");
+  // A Latin-1 bad value kept in the trace's first errors, in a file whose name is Latin-1 too:
+  // `--json` and `--out` ended in "internal error: [json.exception.type_error.316]", exit 3.
+  const fs::path csv = dir / "caf\xE9.csv";
+  write(csv,
+        "arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n1,d\xE9j\xE0,10\n2,100,10\n");
+  const std::string json = (dir / "o.json").string();
+  const auto r = cli({"run", "--trace", csv.string(), "--skip-bad-rows", "--json", json, "--out",
+                      (dir / "o.h5").string()});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  const std::string text = servesim::test::slurp(json);
+  const auto j = nlohmann::json::parse(text);  // valid JSON, hence valid UTF-8
+  CHECK(j["config"]["workload"].dump().find("d\xEF\xBF\xBDj") != std::string::npos);
+  CHECK(text.find("caf\xEF\xBF\xBD.csv") != std::string::npos);
+  const auto c = cli({"compare", "--trace", csv.string(), "--skip-bad-rows", "--json", json});
+  CHECK(c.code == 0);
+  CHECK_NOTHROW(nlohmann::json::parse(servesim::test::slurp(json)));
+}
+
+TEST_CASE("boundaries: measured times too small to divide by", "[boundaries][cli]") {
+  const fs::path dir = scratch("boundaries_tiny_times");
+  // calibrate printed "fitted" with MAPE inf% from a step of 1e-320 ms and exited 0.
+  write(dir / "steps.csv",
+        "prefill_tokens,decode_tokens,prefill_context_tokens,decode_context_tokens,measured_ms\n"
+        "512,0,512,0,30\n0,8,0,4096,1e-320\n");
+  refused(
+      {"calibrate", "--step-log", (dir / "steps.csv").string(), "-o", (dir / "cal.ini").string()},
+      "steps.csv:3: field 'measured_ms': must be in [1e-06, 1e+07] ms");
+  CHECK(!fs::exists(dir / "cal.ini"));
+}
+
+TEST_CASE("boundaries: messages about outputs, missing files and hostile INI text",
+          "[boundaries][cli]") {
+  const fs::path dir = scratch("boundaries_messages");
+  const std::string d = dir.string();
+  // An output path that is a directory said "cannot write: Success".
+  refused({"run", "--num-requests", "5", "--out", d}, "cannot write: is a directory");
+  refused({"run", "--num-requests", "5", "--json", d}, "cannot write: is a directory");
+  refused({"run", "--num-requests", "5", "--json", d + "/no/such/dir/o.json"},
+          "cannot write: No such file or directory");
+  // A missing results file was "not a servesim results file: it holds no runs to choose".
+  refused(
+      {"diagnose", "--baseline", d + "/none.h5", "--current", d + "/none.h5", "--current-run", "x"},
+      "none.h5: cannot open: no such file");
+  // A NUL byte cut the message short; a bare CR went to the terminal raw; a 20 MB key was echoed
+  // whole.
+  write(dir / "nul.ini", std::string("model = llama\0-3.1-8b\n", 22));
+  auto r = cli({"run", "--config", (dir / "nul.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("llama\\x00-3.1-8b"));
+  write(dir / "cr.ini", "model = llama\rboom\n");
+  r = cli({"run", "--config", (dir / "cr.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("llama\\rboom"));
+  CHECK(r.err.find('\r') == std::string::npos);
+  write(dir / "big.ini", std::string(20'000'000, 'k') + " = 1\n");
+  r = cli({"run", "--config", (dir / "big.ini").string()});
+  CHECK(r.code == 2);
+  CHECK(r.err.size() < 20'000);
+  CHECK_THAT(r.err, Catch::Contains("more bytes)"));
+  // The sweep file's `jobs` named neither file nor line.
+  write(dir / "sweep.ini", "num-requests = 5\njobs = many\n");
+  refused({"sweep", "--config", (dir / "sweep.ini").string(), "--out", d + "/s.h5"},
+          "sweep.ini:2: field 'jobs': 'many' must be an integer in 1..1024");
+  // An inline `; comment` passed the syntax check and failed Program_options' pass.
+  write(dir / "comment.ini", "num-requests = 5 ; a handful\nseed = 3 # and a seed\n");
+  CHECK(cli({"run", "--config", (dir / "comment.ini").string()}).code == 0);
+  write(dir / "g.ini",
+        "name = g ; mine\nbf16_tflops = 900 ; dense\nhbm_gib = 80\nhbm_gb_per_s = 2000\n"
+        "interconnect_gb_per_s = 600\n");
+  CHECK(cli({"run", "--gpu-file", (dir / "g.ini").string(), "--num-requests", "5"}).code == 0);
 }

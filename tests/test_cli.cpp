@@ -133,7 +133,8 @@ TEST_CASE("cli: bad input is one clear line on stderr and exit code 2", "[cli][e
       {{"run", "--request-rate", "1e-308"}, "request-rate"},
       {{"run", "--request-rate", "1e308", "--burstiness", "10"}, "request-rate"},
       {{"run", "--burstiness", "1e-310"}, "burstiness"},
-      {{"run", "--json", "/nonexistent/dir/x.json", "--num-requests", "5"}, "cannot open"},
+      {{"run", "--json", "/nonexistent/dir/x.json", "--num-requests", "5"},
+       "cannot write: No such file or directory"},
   };
   for (const auto& [args, expect] : cases) {
     INFO(args[0] << " " << (args.size() > 1 ? args[1] : "") << " "

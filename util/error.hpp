@@ -4,6 +4,7 @@
 // asserted, not re-checked.
 #pragma once
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -31,17 +32,45 @@ class Error : public std::runtime_error {
   const std::string& reason() const { return reason_; }
 
  private:
+  // Appends at most MAX bytes of TEXT to S (cut at a UTF-8 character boundary, with the number of
+  // bytes left out), control characters escaped: a NUL would end the message where it is printed,
+  // a bare CR would overwrite it on a terminal, and a 20 MB key is no help to anyone.
+  static void append_printable(std::string& s, const std::string& text, size_t max) {
+    size_t n = std::min(text.size(), max);
+    while (n < text.size() && n > 0 && (static_cast<unsigned char>(text[n]) & 0xC0) == 0x80)
+      --n;
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; ++i) {
+      const auto c = static_cast<unsigned char>(text[i]);
+      if (c == '\r') {
+        s.append("\\r");
+      } else if ((c < 0x20 && c != '\n' && c != '\t') || c == 0x7f) {
+        s.append("\\x").push_back(hex[c >> 4]);
+        s.push_back(hex[c & 15]);
+      } else {
+        s.push_back(char(c));
+      }
+    }
+    if (n < text.size())
+      s.append("... (").append(std::to_string(text.size() - n)).append(" more bytes)");
+  }
+
   // Built with append(): GCC 12 warns falsely (-Wrestrict, PR105329) on chained operator+.
   static std::string format(const std::string& file, int line, const std::string& field,
                             const std::string& reason) {
     std::string s;
     if (!file.empty()) {
-      s.append(file);
+      append_printable(s, file, 4096);
       if (line > 0) s.append(":").append(std::to_string(line));
       s.append(": ");
     }
-    if (!field.empty()) s.append("field '").append(field).append("': ");
-    return s.append(reason);
+    if (!field.empty()) {
+      s.append("field '");
+      append_printable(s, field, 200);
+      s.append("': ");
+    }
+    append_printable(s, reason, 8192);
+    return s;
   }
 
   std::string file_;

@@ -30,7 +30,14 @@ std::string read_ini_text(const std::string& path) {
   buffer << in.rdbuf();
   std::string text = buffer.str();
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a UTF-8 byte-order mark
-  return text;
+  // Comments go here, once, so that every later pass (the syntax check, Boost.Program_options'
+  // parser, which knows only '#') reads the same lines: `key = 3 ; note` is 3 in all of them.
+  std::string out;
+  out.reserve(text.size());
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    out.append(line.substr(0, line.find_first_of("#;"))).push_back('\n');
+  return out;
 }
 
 std::vector<IniEntry> parse_ini_entries(const std::string& path, const std::string& text) {

@@ -18,7 +18,8 @@
 
 namespace servesim {
 
-// PATH's text without a UTF-8 byte-order mark. Throws Error when it is not a readable file.
+// PATH's text without a UTF-8 byte-order mark and with comments removed (a `#` or `;` starts one
+// anywhere on a line). Throws Error when it is not a readable file.
 std::string read_ini_text(const std::string& path);
 
 // One `key = value` line of an INI file, in file order; SECTION is the last [header] ("" before

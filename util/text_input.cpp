@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "util/error.hpp"
 #include "util/lookup.hpp"
@@ -16,6 +17,26 @@ constexpr size_t kBlock = size_t(1) << 20;
 constexpr size_t kMaxLine = size_t(1) << 24;
 
 }  // namespace
+
+void write_text_file(const std::string& path, std::string_view text, bool atomic) {
+  std::error_code ec;
+  // fopen and rename report a directory unevenly (rename's "Success" in libstdc++'s wrapper).
+  if (std::filesystem::is_directory(path, ec)) {
+    throw Error(path, 0, "", "cannot write: is a directory");
+  }
+  const std::string target = atomic ? path + ".tmp" : path;
+  std::FILE* f = std::fopen(target.c_str(), "wb");
+  if (f == nullptr) throw Error(path, 0, "", std::string("cannot write: ") + std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  int err = written ? 0 : errno;
+  if (std::fclose(f) != 0 && err == 0) err = errno;
+  if (written && err == 0 && atomic && std::rename(target.c_str(), path.c_str()) != 0) err = errno;
+  if (!written || err != 0) {
+    if (atomic) std::remove(target.c_str());
+    throw Error(path, 0, "",
+                std::string("cannot write: ") + (err != 0 ? std::strerror(err) : "short write"));
+  }
+}
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
