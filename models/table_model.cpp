@@ -40,7 +40,7 @@ double between_keys(const std::map<int, Curve>& m, double k, double x, Scale sca
 }  // namespace
 
 TableCostModel::TableCostModel(const ProfileSet& p, const GpuSpec& gpu, const ModelSpec& m, int tp)
-    : model_(m), tp_(tp), counts_(gpu, m, tp), attention_(nullptr) {
+    : model_(m), counts_(gpu, m, tp), attention_(nullptr) {
   const MlpProfile* mlp =
       p.find_mlp(ProfileShape{m.num_heads, m.num_kv_heads, m.hidden_size, m.intermediate_size});
   if (mlp == nullptr) {

@@ -44,7 +44,6 @@ class TableCostModel final : public CostModel {
 
  private:
   ModelSpec model_;
-  int tp_;
   RooflineCostModel counts_;  // FLOPs and bytes
   std::vector<const Curve*> gemm_, elementwise_;
   const AttentionProfile* attention_;
