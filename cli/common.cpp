@@ -15,7 +15,9 @@ bool parse_command(int argc, const char* const* argv, const po::options_descript
                    po::variables_map& vm, std::ostream& out, const std::string& usage,
                    const po::positional_options_description* positional) {
   po::command_line_parser parser(argc, argv);
-  parser.options(desc);
+  // No prefix guessing: `trace synth --trace F` must not be read as --trace-format F.
+  parser.options(desc).style(po::command_line_style::default_style &
+                             ~po::command_line_style::allow_guessing);
   if (positional != nullptr) parser.positional(*positional);
   po::parsed_options cmd = parser.run();
   if (positional == nullptr) {

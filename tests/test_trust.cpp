@@ -161,6 +161,10 @@ TEST_CASE("flags that would do nothing are errors", "[cli][trust]") {
       {{"trace", "synth", "--trace-format", "csv", "-o", (dir / "x.h5").string()},
        "has no effect on generated requests"},
       {{"sweep", "--num-seeds", "3", "--out", (dir / "x.h5").string()}, "has no effect on a point"},
+      // A prefix of another option is not that option: this was read as --trace-format.
+      {{"trace", "synth", "--trace", trace, "-o", (dir / "x.h5").string()},
+       "unrecognised option '--trace'"},
+      {{"run", "--sched", "vllm-v0"}, "unrecognised option '--sched'"},
   };
   for (const auto& [args, why] : cases) {
     INFO(args[0] << " " << args[1]);
