@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <sys/stat.h>
+
 #include "util/error.hpp"
 #include "util/lookup.hpp"
 
@@ -46,9 +48,17 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-LineReader::LineReader(const std::string& path) : path_(path), buf_(kBlock) {
+LineReader::LineReader(const std::string& path) : path_(path) {
   f_ = std::fopen(path.c_str(), "rb");
   if (f_ == nullptr) throw Error(path, 0, "", std::string("cannot open: ") + std::strerror(errno));
+  // A small file gets a buffer its size (it grows for a longer line): a config file or a profile
+  // should not cost a zeroed megabyte. Pipes and large files read in 1 MiB blocks.
+  struct stat st {};
+  size_t block = kBlock;
+  if (fstat(fileno(f_), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0) {
+    block = std::clamp<size_t>(size_t(st.st_size) + 1, 4096, kBlock);
+  }
+  buf_.resize(block);
 }
 
 LineReader::~LineReader() {
