@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -437,6 +438,37 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
     t.rows.push_back(row);
   }
   return t;
+}
+
+// JSON of the results' types, field by field (ADL finds these in namespace servesim). A double
+// NaN stays NaN through CBOR, where JSON text would make it null.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Stats, mean, p50, p90, p95, p99, max, count, extra)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Overload, overloaded, arrival_rate_req_s, completion_rate_req_s,
+                                   waiting_at_median_arrival, waiting_at_last_arrival, drain_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PrefixCacheSummary, enabled, queries, hits, preempted_queries,
+                                   preempted_hits, evictions, cached_prompt_tokens)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejected_by_reason,
+                                   input_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms, e2e_ms,
+                                   queue_ms, otps, otps_p50_ratio, requests_per_s,
+                                   output_tokens_per_s, total_tokens_per_s, goodput_req_s,
+                                   step_time_fraction, mfu, mbu, kv_usage_mean, kv_usage_max,
+                                   kv_usage_p50, kv_usage_p99, queue_len, overload, preemptions,
+                                   prefix_cache, steps, prefill_only_steps, decode_only_steps,
+                                   mixed_steps, prefill_tokens, decode_tokens, makespan_s, busy_s,
+                                   flops, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
+                                   model, tp, budget, gpu_file_cost)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, tp, budget, capacity,
+                                   above_max, below_min, refused, rejected, requests, iterations,
+                                   binding, gpu_hour_cost, at, fleet_replicas, router, fleet_split)
+
+std::string capacity_result_bytes(const CapacityResult& r) {
+  const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));
+  return std::string(cbor.begin(), cbor.end());
+}
+
+CapacityResult capacity_result_from_bytes(const std::string& bytes) {
+  return nlohmann::json::from_cbor(bytes).get<CapacityResult>();
 }
 
 }  // namespace servesim

@@ -102,6 +102,10 @@ struct CapacityResult {
   std::string fleet_split;  // disaggregated: the cheapest "P+D" among the fewest that met it
 };
 
+// R as bytes (CBOR of its fields, NaN kept) and back, exactly: what an MPI rank sends rank 0.
+std::string capacity_result_bytes(const CapacityResult& r);
+CapacityResult capacity_result_from_bytes(const std::string& bytes);
+
 // Called after each probe, from the searching thread (progress lines).
 using ProbeHook = std::function<void(const Probe&)>;
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/report.hpp"
+#include "util/distributed.hpp"
 #include "util/error.hpp"
 #include "util/parallel.hpp"
 
@@ -93,6 +94,10 @@ SweepRow sweep_row(const SweepGrid& grid, const SweepTable& schema, uint64_t poi
       row.reals.push_back(v);
   } catch (const Error& e) {
     error_row(row, grid, schema, values, e.what());
+  } catch (const std::exception& e) {
+    // Not bad input but a failure of this point (out of memory, a broken invariant): still a
+    // row, so that one point never takes a whole sweep, or an MPI job, down with it.
+    error_row(row, grid, schema, values, std::string("internal error: ") + e.what());
   }
   return row;
 }
@@ -166,19 +171,52 @@ std::FILE* open_journal(const SweepTable& table, const SweepOptions& o,
   return j;
 }
 
-// Simulates the points TODO, each row journaled as it finishes.
+// POINTS of GRID as rows in their journal form, computed on JOBS threads: what an MPI rank
+// sends rank 0.
+std::vector<std::string> row_texts(const SweepGrid& grid, const SweepTable& table,
+                                   const mpi::Batch& points, int jobs, Inputs& inputs) {
+  std::vector<std::string> texts(points.size());
+  parallel_for(
+      points.size(), jobs, "sweep",
+      [&](size_t i) { texts[i] = row_json(sweep_row(grid, table, points[i], inputs)); },
+      [](size_t) {});
+  return texts;
+}
+
+// Simulates the points TODO, each row journaled as it finishes: on JOBS threads, or under mpirun
+// by the other ranks, rank 0 keeping the queue and the journal.
 std::vector<SweepRow> run_points(const SweepGrid& grid, const SweepTable& table,
                                  const std::vector<uint64_t>& todo, std::FILE* journal, int jobs,
                                  Inputs& inputs) {
   std::vector<SweepRow> computed(todo.size());
+  auto journal_row = [&](const std::string& text) {
+    std::fprintf(journal, "%s\n", text.c_str());
+    std::fflush(journal);
+  };
   try {
-    parallel_for(
-        todo.size(), jobs, "sweep",
-        [&](size_t i) { computed[i] = sweep_row(grid, table, todo[i], inputs); },
-        [&](size_t i) {
-          std::fprintf(journal, "%s\n", row_json(computed[i]).c_str());
-          std::fflush(journal);
-        });
+    if (mpi::world().distributed()) {
+      std::map<uint64_t, size_t> index;
+      for (size_t i = 0; i < todo.size(); ++i)
+        index[todo[i]] = i;
+      // A row crosses between ranks as its journal line, which reads back exactly (the resume
+      // promise), so the table is the one `--jobs 1` writes.
+      mpi::work_queue(
+          todo, jobs, [&](const mpi::Batch& b) { return row_texts(grid, table, b, jobs, inputs); },
+          [&](uint64_t point, const std::string& text) {
+            const auto it = index.find(point);
+            if (it == index.end() || !parse_row(text, table, computed[it->second]) ||
+                computed[it->second].point != int64_t(point)) {
+              throw Error("sweep", "a rank answered point " + std::to_string(point) +
+                                       " with an unreadable row");
+            }
+            journal_row(text);
+          });
+    } else {
+      parallel_for(
+          todo.size(), jobs, "sweep",
+          [&](size_t i) { computed[i] = sweep_row(grid, table, todo[i], inputs); },
+          [&](size_t i) { journal_row(row_json(computed[i])); });
+    }
   } catch (...) {
     if (journal) std::fclose(journal);
     throw;
@@ -193,6 +231,13 @@ SweepOutcome run_sweep(const SweepGrid& grid, const SweepOptions& o, Inputs& inp
   SweepOutcome r;
   r.table = sweep_schema(grid);
   r.table.shard = o.shard.text();
+  if (mpi::world().distributed() && mpi::world().rank != 0) {  // compute what rank 0 hands out
+    mpi::work_queue(
+        {}, o.jobs,
+        [&](const mpi::Batch& b) { return row_texts(grid, r.table, b, o.jobs, inputs); }, {});
+    r.worker = true;
+    return r;
+  }
   std::map<int64_t, SweepRow> done = done_rows(r.table, o);
   std::vector<uint64_t> todo;
   for (uint64_t p = 0; p < grid.size(); ++p) {

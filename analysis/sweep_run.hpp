@@ -41,10 +41,13 @@ struct SweepOutcome {
   uint64_t run = 0;      // simulated now
   uint64_t resumed = 0;  // taken from the journal or an earlier finished file
   size_t errors = 0;     // rows that could not run
+  bool worker = false;   // an MPI rank other than 0: it computed points, rank 0 wrote the table
 };
 
 // Runs the points of GRID that the shard owns and that are not done yet, writes the tables and
 // removes the journal. Throws Error when OUT or its journal belongs to another grid or shard.
+// Under mpirun (util/distributed.hpp) every rank calls it: rank 0 journals and writes, the others
+// simulate the points it hands out, OPTIONS.jobs threads each, and return a `worker` outcome.
 SweepOutcome run_sweep(const SweepGrid& grid, const SweepOptions& options, Inputs& inputs);
 
 }  // namespace servesim

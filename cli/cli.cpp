@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "util/distributed.hpp"
 #include "util/error.hpp"
 
 namespace servesim {
@@ -35,13 +36,19 @@ const char* kUsage =
 
 }  // namespace
 
-int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+namespace {
+
+int dispatch(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   if (argc < 2) {
     err << kUsage;
     return 2;
   }
   const std::string command = argv[1];
   try {
+    if (mpi::world().distributed() && command != "sweep" && command != "capacity") {
+      throw Error("mpirun", "only sweep and capacity spread their points over MPI ranks; run " +
+                                command + " as one process");
+    }
     if (command == "run") return cmd_run(argc - 1, argv + 1, out);
     if (command == "compare") return cmd_compare(argc - 1, argv + 1, out);
     if (command == "list") return cmd_list(argc - 1, argv + 1, out);
@@ -75,6 +82,20 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "servesim " << command << ": internal error: " << e.what() << "\n";
     return 3;
   }
+}
+
+}  // namespace
+
+int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  const int status = dispatch(argc, argv, out, err);
+  // Under mpirun an error on one rank must end them all: the others may be waiting for it.
+  if (status != 0 && mpi::world().distributed()) {
+    err << "servesim: rank " << mpi::world().rank << " of " << mpi::world().size
+        << " stops the MPI job\n";
+    err.flush();
+    mpi::abort_all(status);
+  }
+  return status;
 }
 
 }  // namespace servesim

@@ -19,6 +19,7 @@
 #include "cli/commands.hpp"
 #include "cli/grid_args.hpp"
 #include "cli/run_flags.hpp"
+#include "util/distributed.hpp"
 #include "util/error.hpp"
 #include "util/parallel.hpp"
 
@@ -422,12 +423,39 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   Inputs inputs;
   const std::vector<Configuration> configs = configurations(s, inputs);
   check_prices(spec.cost, configs, inputs);
-  std::vector<CapacityResult> results = search_all(configs, spec, jobs, inputs);
-  if (target > 0) {
-    parallel_for(
-        configs.size(), jobs, "capacity",
-        [&](size_t i) { size_fleet(configs[i].spec, spec, target, results[i], inputs); },
-        [](size_t) {}, [] { return std::string("sizing the fleets"); });
+  std::vector<CapacityResult> results;
+  if (mpi::world().distributed()) {
+    // Under mpirun: rank 0 hands the configurations out, the other ranks search (and size) them
+    // on their threads and send each result back whole; only rank 0 prints and writes.
+    results.resize(configs.size());
+    mpi::Batch all(configs.size());
+    for (size_t i = 0; i < all.size(); ++i)
+      all[i] = i;
+    const auto compute = [&](const mpi::Batch& b) {
+      std::vector<std::string> bytes(b.size());
+      parallel_for(
+          b.size(), jobs, "capacity",
+          [&](size_t k) {
+            const size_t i = size_t(b[k]);
+            CapacityResult r = search_all({configs[i]}, spec, 1, inputs)[0];
+            if (target > 0) size_fleet(configs[i].spec, spec, target, r, inputs);
+            bytes[k] = capacity_result_bytes(r);
+          },
+          [](size_t) {});
+      return bytes;
+    };
+    mpi::work_queue(all, jobs, compute, [&](uint64_t i, const std::string& bytes) {
+      results[size_t(i)] = capacity_result_from_bytes(bytes);
+    });
+    if (mpi::world().rank != 0) return 0;
+  } else {
+    results = search_all(configs, spec, jobs, inputs);
+    if (target > 0) {
+      parallel_for(
+          configs.size(), jobs, "capacity",
+          [&](size_t i) { size_fleet(configs[i].spec, spec, target, results[i], inputs); },
+          [](size_t) {}, [] { return std::string("sizing the fleets"); });
+    }
   }
   const std::string slo = slo_text(s.own, spec);
   print_capacity(out, results, spec, target, slo);

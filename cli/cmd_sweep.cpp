@@ -32,7 +32,12 @@ const char* kSweepHelp =
     "  --csv FILE.csv    the same table as CSV\n"
     "  --jobs N          threads (default: all cores); results do not depend on N\n"
     "  --shard K/N       run only points K, K+N, K+2N, ... (0 <= K < N), for job arrays; join\n"
-    "                    the shards with `servesim sweep merge`\n"
+    "                    the shards with `servesim sweep merge` (scripts/slurm-sweep.sbatch)\n"
+    "\n"
+    "Under `mpirun -n N servesim sweep ...` rank 0 hands the points out as a work queue, the\n"
+    "other ranks simulate them (--jobs threads each) and rank 0 journals and writes the table:\n"
+    "the same bytes as --jobs 1. A stopped MPI sweep resumes from the journal, with or without\n"
+    "mpirun.\n"
     "  --config FILE     read flags (and lists) from an INI file; the command line wins\n"
     "  --help            this help; `servesim run --help` lists the run flags\n";
 
@@ -156,7 +161,7 @@ int cmd_sweep(int argc, const char* const* argv, std::ostream& out) {
   Inputs inputs;
   check_grid(grid, inputs);
   const SweepOutcome r = run_sweep(grid, o, inputs);
-  print_outcome(out, grid, o, r);
+  if (!r.worker) print_outcome(out, grid, o, r);
   return 0;
 }
 

@@ -10,6 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/capacity.hpp"
+#include "analysis/report.hpp"
+#include "cli/grid_args.hpp"
 #include "cli_helpers.hpp"
 
 namespace fs = std::filesystem;
@@ -316,4 +319,36 @@ TEST_CASE("capacity: --target-rate on a disaggregated fleet finds its cheapest P
   };
   CHECK(p99(p, d) <= 600);
   CHECK(p >= d);
+}
+
+TEST_CASE("capacity: a result crosses MPI ranks as bytes and comes back exactly", "[capacity]") {
+  using namespace servesim;
+  CapacitySpec spec;
+  spec.bounds = parse_slo("ttft_p99_ms=500");
+  spec.rate_max = 64;
+  spec.rel_tol = 0.1;
+  Inputs inputs;
+  const RunSpec base = cli::spec_from_flags({{"num-requests", "20"}, {"scheduler", "chunked:512"}});
+  CapacityResult r = search(base, spec, inputs);
+  r.fleet_split = "1+2";  // the fields a fleet sizing sets
+  r.router = "least-kv";
+  r.fleet_replicas = 3;
+  REQUIRE(r.capacity > 0);
+  REQUIRE(std::isnan(r.at.summary.goodput_req_s));  // a NaN must stay NaN, not become null
+  const CapacityResult back = capacity_result_from_bytes(capacity_result_bytes(r));
+  CHECK(capacity_result_bytes(back) == capacity_result_bytes(r));
+  // The table and the probe's metrics, NaN for NaN.
+  const SweepTable a = capacity_table({r}, 10, "slo"), b = capacity_table({back}, 10, "slo");
+  REQUIRE(a.rows.size() == 1);
+  CHECK(a.rows[0].text == b.rows[0].text);
+  CHECK(a.rows[0].ints == b.rows[0].ints);
+  const auto ma = summary_metrics(r.at.summary), mb = summary_metrics(back.at.summary);
+  REQUIRE(ma.size() == mb.size());
+  for (size_t i = 0; i < ma.size(); ++i) {
+    INFO(ma[i].first);
+    CHECK((ma[i].second == mb[i].second || (std::isnan(ma[i].second) && std::isnan(mb[i].second))));
+  }
+  CHECK(back.at.summary.ttft_ms.extra == r.at.summary.ttft_ms.extra);
+  CHECK(back.at.summary.rejected_by_reason[0] == r.at.summary.rejected_by_reason[0]);
+  CHECK_THROWS(capacity_result_from_bytes("not cbor"));
 }
