@@ -171,18 +171,6 @@ std::FILE* open_journal(const SweepTable& table, const SweepOptions& o,
   return j;
 }
 
-// POINTS of GRID as rows in their journal form, computed on JOBS threads: what an MPI rank
-// sends rank 0.
-std::vector<std::string> row_texts(const SweepGrid& grid, const SweepTable& table,
-                                   const mpi::Batch& points, int jobs, Inputs& inputs) {
-  std::vector<std::string> texts(points.size());
-  parallel_for(
-      points.size(), jobs, "sweep",
-      [&](size_t i) { texts[i] = row_json(sweep_row(grid, table, points[i], inputs)); },
-      [](size_t) {});
-  return texts;
-}
-
 // Simulates the points TODO, each row journaled as it finishes: on JOBS threads, or under mpirun
 // by the other ranks, rank 0 keeping the queue and the journal.
 std::vector<SweepRow> run_points(const SweepGrid& grid, const SweepTable& table,
@@ -201,7 +189,7 @@ std::vector<SweepRow> run_points(const SweepGrid& grid, const SweepTable& table,
       // A row crosses between ranks as its journal line, which reads back exactly (the resume
       // promise), so the table is the one `--jobs 1` writes.
       mpi::work_queue(
-          todo, jobs, [&](const mpi::Batch& b) { return row_texts(grid, table, b, jobs, inputs); },
+          todo, jobs, [](uint64_t) { return std::string(); },
           [&](uint64_t point, const std::string& text) {
             const auto it = index.find(point);
             if (it == index.end() || !parse_row(text, table, computed[it->second]) ||
@@ -232,9 +220,10 @@ SweepOutcome run_sweep(const SweepGrid& grid, const SweepOptions& o, Inputs& inp
   r.table = sweep_schema(grid);
   r.table.shard = o.shard.text();
   if (mpi::world().distributed() && mpi::world().rank != 0) {  // compute what rank 0 hands out
+    // A row crosses to rank 0 as its journal line.
     mpi::work_queue(
         {}, o.jobs,
-        [&](const mpi::Batch& b) { return row_texts(grid, r.table, b, o.jobs, inputs); }, {});
+        [&](uint64_t point) { return row_json(sweep_row(grid, r.table, point, inputs)); }, {});
     r.worker = true;
     return r;
   }

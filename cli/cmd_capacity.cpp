@@ -431,18 +431,10 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
     mpi::Batch all(configs.size());
     for (size_t i = 0; i < all.size(); ++i)
       all[i] = i;
-    const auto compute = [&](const mpi::Batch& b) {
-      std::vector<std::string> bytes(b.size());
-      parallel_for(
-          b.size(), jobs, "capacity",
-          [&](size_t k) {
-            const size_t i = size_t(b[k]);
-            CapacityResult r = search_all({configs[i]}, spec, 1, inputs)[0];
-            if (target > 0) size_fleet(configs[i].spec, spec, target, r, inputs);
-            bytes[k] = capacity_result_bytes(r);
-          },
-          [](size_t) {});
-      return bytes;
+    const auto compute = [&](uint64_t i) {
+      CapacityResult r = search_all({configs[i]}, spec, 1, inputs)[0];
+      if (target > 0) size_fleet(configs[i].spec, spec, target, r, inputs);
+      return capacity_result_bytes(r);
     };
     mpi::work_queue(all, jobs, compute, [&](uint64_t i, const std::string& bytes) {
       results[size_t(i)] = capacity_result_from_bytes(bytes);

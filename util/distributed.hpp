@@ -33,14 +33,16 @@ const World& world();
 [[noreturn]] void abort_all(int status);
 
 // TASKS (rank 0's list; the others pass none) computed by ranks 1..size-1 as a work queue: each
-// rank asks for a batch of as many tasks as it has threads (THREADS, its own), COMPUTE turns the
-// batch into one text per task on those threads, and rank 0 hands the next batch to whichever
-// rank answers first, so a slow batch never idles the others. Rank 0 calls DONE(task, text) for
-// each, in the order they arrive, and returns when all are done; the others return when no task
-// is left. REQUIRES: world().distributed(), and every rank calls it once.
+// rank holds two batches of 4 tasks per thread it has (THREADS, its own), the one it computes and
+// the next, and rank 0 sends a rank its next batch as soon as it answers, so a slow batch never
+// idles the others. On a computing rank COMPUTE(task) runs on THREADS threads at once (it must be
+// safe to call concurrently) and returns the task's text; rank 0 calls DONE(task, text) for each,
+// in the order they arrive, and returns when all are done; the others return when no task is
+// left. An exception from COMPUTE or DONE ends the call on that rank (the caller then ends the
+// job: abort_all). REQUIRES: world().distributed(), and every rank calls it once.
 using Batch = std::vector<uint64_t>;
 void work_queue(const Batch& tasks, int threads,
-                const std::function<std::vector<std::string>(const Batch&)>& compute,
+                const std::function<std::string(uint64_t)>& compute,
                 const std::function<void(uint64_t, const std::string&)>& done);
 
 }  // namespace servesim::mpi
