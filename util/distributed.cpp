@@ -40,6 +40,10 @@ bool launched_by_mpirun() {
   return false;
 }
 
+// The batch that tells a rank to stop. Not an empty one: Boost.MPI 1.74 dereferences the data of
+// the vector it sends, which an empty vector does not have (UBSan: reference to null).
+const Batch kStop = {UINT64_MAX};
+
 enum Tag { kReady = 1, kWork = 2, kResults = 3 };
 
 // Only the main thread calls MPI; the threads of a rank compute.
@@ -70,11 +74,12 @@ void serve(const Batch& tasks, const std::function<void(uint64_t, const std::str
     Batch b;
     while (b.size() < size_t(threads[rank]) * kPointsPerThread && next < tasks.size())
       b.push_back(tasks[next++]);
-    comm.send(int(rank), kWork, b);
     if (b.empty()) {
+      comm.send(int(rank), kWork, kStop);
       stopped[rank] = true;
       --running;
     } else {
+      comm.send(int(rank), kWork, b);
       given[rank].push_back(std::move(b));
     }
   };
@@ -167,7 +172,7 @@ void work(int threads, const std::function<std::string(uint64_t)>& compute) {
     for (;;) {
       Batch b;
       comm.recv(0, kWork, b);
-      if (b.empty()) break;
+      if (b == kStop) break;
       std::unique_lock<std::mutex> lock(m);
       batch = std::move(b);
       texts.assign(batch.size(), std::string());

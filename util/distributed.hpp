@@ -39,7 +39,8 @@ const World& world();
 // safe to call concurrently) and returns the task's text; rank 0 calls DONE(task, text) for each,
 // in the order they arrive, and returns when all are done; the others return when no task is
 // left. An exception from COMPUTE or DONE ends the call on that rank (the caller then ends the
-// job: abort_all). REQUIRES: world().distributed(), and every rank calls it once.
+// job: abort_all). REQUIRES: world().distributed(), every rank calls it once, and no task is
+// UINT64_MAX (it tells a rank to stop).
 using Batch = std::vector<uint64_t>;
 void work_queue(const Batch& tasks, int threads,
                 const std::function<std::string(uint64_t)>& compute,
