@@ -224,6 +224,16 @@ struct SearchProgress {
   }
 };
 
+// The capacity of CONFIG; an Error names the configuration.
+CapacityResult search_one(const Configuration& config, const CapacitySpec& spec, Inputs& inputs,
+                          const ProbeHook& on_probe = {}) {
+  try {
+    return search(config.spec, spec, inputs, on_probe);
+  } catch (const Error& e) {
+    throw Error("capacity", "configuration '" + flags_text(config.flags) + "': " + e.what());
+  }
+}
+
 // Searches every configuration on JOBS threads, in configuration order.
 std::vector<CapacityResult> search_all(const std::vector<Configuration>& configs,
                                        const CapacitySpec& spec, int jobs, Inputs& inputs) {
@@ -234,13 +244,8 @@ std::vector<CapacityResult> search_all(const std::vector<Configuration>& configs
   parallel_for(
       configs.size(), jobs, "capacity",
       [&](size_t i) {
-        try {
-          results[i] = search(configs[i].spec, spec, inputs, count);
-          ++progress.done;
-        } catch (const Error& e) {
-          throw Error("capacity",
-                      "configuration '" + flags_text(configs[i].flags) + "': " + e.what());
-        }
+        results[i] = search_one(configs[i], spec, inputs, count);
+        ++progress.done;
       },
       [](size_t) {}, [&] { return progress.text(); });
   return results;
@@ -432,7 +437,7 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
     for (size_t i = 0; i < all.size(); ++i)
       all[i] = i;
     const auto compute = [&](uint64_t i) {
-      CapacityResult r = search_all({configs[i]}, spec, 1, inputs)[0];
+      CapacityResult r = search_one(configs[i], spec, inputs);
       if (target > 0) size_fleet(configs[i].spec, spec, target, r, inputs);
       return capacity_result_bytes(r);
     };

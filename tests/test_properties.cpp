@@ -223,7 +223,9 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       continue;
     }
     ++valid;
-    ++policies[flags[3].second.substr(0, flags[3].second.find(':'))];
+    for (const auto& [name, value] : flags) {
+      if (name == "scheduler") ++policies[value.substr(0, value.find(':'))];
+    }
     INFO("configuration:" << describe(flags));
     const std::string broken = broken_property(first.run);
     CHECK(broken == "");
