@@ -158,18 +158,26 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
   j["makespan_s"] = s.makespan_s;
   ordered_json cost_json = {{"name", c.cost_model}};
   if (c.cost_model == "roofline") {
-    cost_json["params_source"] = c.roofline_source;
-    for (const RooflineParamField& f : roofline_param_fields()) {
-      cost_json[f.name] = (*c.roofline).*f.member;
-    }
+    ordered_json hw = {{"arch", arch_name(c.gpu.arch)}, {"source", c.hardware_source}};
+    for (const auto& f : hardware_param_fields())
+      hw[f.name] = (*c.hardware).*f.member;
+    cost_json["hardware"] = hw;
   } else {
     cost_json["profiles"] = c.profiles ? c.profiles->dir : "";
   }
+  ordered_json engine = {{"name", engine_name(c.engine)}, {"source", c.engine_source}};
+  for (const EngineParamField& f : engine_param_fields()) {
+    if (f.engine == c.engine) engine[f.name] = (*c.engine_params).*f.member;
+  }
+  cost_json["engine"] = engine;
+  cost_json["frontend_latency_s"] = c.frontend_latency_s;
   j["config"] = {
       {"model", c.model.name},
       {"quantization", c.model.quantization().empty() ? "none" : c.model.quantization()},
       {"kv_cache_dtype", c.model.kv_cache_bytes == 1 ? "fp8" : "auto"},
       {"gpu", c.gpu.name},
+      {"arch", arch_name(c.gpu.arch)},
+      {"engine", engine_name(c.engine)},
       {"tensor_parallel_size", c.tp},
       {"max_num_batched_tokens", c.scheduler.max_num_batched_tokens},
       {"max_num_seqs", c.scheduler.max_num_seqs},

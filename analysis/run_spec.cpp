@@ -40,12 +40,8 @@ std::shared_ptr<const ProfileSet> Inputs::profiles(const std::string& dir, const
   return cached(profiles_, dir + '\n' + gpu, [&] { return load_profiles(dir, gpu); });
 }
 
-std::shared_ptr<const Inputs::Calibration> Inputs::calibration(const std::string& path) {
-  return cached(calibrations_, path, [&] {
-    Calibration c;
-    c.params = read_calibration(path, &c.source, &c.fitted_for);
-    return c;
-  });
+std::shared_ptr<const CalibrationFile> Inputs::calibration(const std::string& path) {
+  return cached(calibrations_, path, [&] { return read_calibration(path); });
 }
 
 GpuSpec Inputs::gpu(const std::string& name, const std::string& file) {
@@ -176,7 +172,7 @@ std::string scheduler_spec(const RunSpec& s) {
   const std::string named = s.enable_chunked_prefill ? "chunked" : "vllm-v0";
   if (s.scheduler.empty()) return named;
   const Policy given = parse_scheduler(s.scheduler).first;
-  if (v1_engine(given)) {
+  if (v1_scheduler(given)) {
     // vLLM V1 always chunks prefills in servesim (vLLM's --no-enable-chunked-prefill for V1
     // is not modelled).
     if (!s.enable_chunked_prefill) {
@@ -277,7 +273,7 @@ void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& in
     }
   } else {
     if (s.has("prefill-gpu") || s.has("decode-gpu") || s.has("prefill-tp") || s.has("decode-tp") ||
-        s.has("kv-transfer-gbps") || s.has("kv-transfer-latency-s")) {
+        s.has("kv-transfer-gbps") || s.has("kv-transfer-latency-s") || s.has("kv-transfer-link")) {
       throw Error("prefill-replicas",
                   "the prefill and decode flags need --prefill-replicas and "
                   "--decode-replicas");
@@ -292,8 +288,12 @@ void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& in
   o.fleet.kv_transfer_gb_per_s = s.kv_transfer_gbps / 8;  // Gb/s to GB/s
   o.fleet.kv_transfer_latency_s = s.kv_transfer_latency_s;
   if (!(s.kv_transfer_gbps >= 0) || !std::isfinite(s.kv_transfer_gbps)) {
-    throw Error("kv-transfer-gbps", "must be a number >= 0 (0: the GPU's interconnect)");
+    throw Error("kv-transfer-gbps", "must be a number >= 0 (0: the link --kv-transfer-link names)");
   }
+  if (s.kv_transfer_link != "network" && s.kv_transfer_link != "nvlink") {
+    throw Error("kv-transfer-link", "expected network or nvlink, got '" + s.kv_transfer_link + "'");
+  }
+  o.fleet.kv_transfer_nvlink = s.kv_transfer_link == "nvlink";
   if (!(s.kv_transfer_latency_s >= 0) || !std::isfinite(s.kv_transfer_latency_s)) {
     throw Error("kv-transfer-latency-s", "must be a number of seconds >= 0");
   }
@@ -577,13 +577,20 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   c.cost_model = s.cost_model;
   if (!s.calibration.empty()) {
     if (s.cost_model != "roofline") throw Error("calibration", "only the roofline model takes one");
-    const auto cal = inputs.calibration(s.calibration);
-    if (!cal->fitted_for.empty() && cal->fitted_for != c.gpu.name) {
-      throw Error("calibration", s.calibration + " was fitted for " + cal->fitted_for + ", not " +
-                                     c.gpu.name + " (efficiencies differ between GPUs)");
+    std::istringstream files(s.calibration);
+    for (std::string path; std::getline(files, path, ',');) {
+      if (!path.empty()) c.calibrations.push_back(inputs.calibration(path));
     }
-    c.roofline = cal->params;
-    c.roofline_source = cal->source;
+  }
+  if (!s.engine.empty()) {
+    c.engine = parse_engine(s.engine);
+    c.engine_given = true;
+  }
+  if (s.has("frontend-latency-ms")) {
+    if (!(s.frontend_latency_ms >= 0 && s.frontend_latency_ms <= 10000)) {
+      throw Error("frontend-latency-ms", "must be in [0, 10000] ms");
+    }
+    c.frontend_latency_s = s.frontend_latency_ms * 1e-3;
   }
   if (!s.profiles.empty()) {
     if (s.cost_model != "table") throw Error("profiles", "only --cost-model table reads profiles");
@@ -594,10 +601,11 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
 
 namespace {
 
-// --enable-prefix-caching and vLLM V1's scheduler flags, onto a policy's configuration. The V1
-// flags on a V0 policy would do nothing, so they are errors.
-void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s) {
-  const bool v1 = v1_engine(c.policy);
+// --enable-prefix-caching, vLLM V1's scheduler flags and its engine's async scheduling, onto a
+// policy's configuration on ENGINE. The V1 scheduler's flags on a V0 policy, and async
+// scheduling on the V0 engine, would do nothing, so they are errors.
+void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engine) {
+  const bool v1 = v1_scheduler(c.policy);
   if (s.has("enable-prefix-caching") && s.has("no-enable-prefix-caching")) {
     throw Error("no-enable-prefix-caching", "contradicts --enable-prefix-caching");
   }
@@ -610,11 +618,17 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s) {
         s.has("enable-prefix-caching") ? "enable-prefix-caching" : "scheduler",
         std::string("the prefix cache is modelled for vllm-v1 only, not ") + policy_name(c.policy));
   }
-  for (const char* flag : {"scheduling-policy", "long-prefill-token-threshold", "async-scheduling",
-                           "no-async-scheduling", "scheduler-reserve-full-isl"}) {
+  for (const char* flag :
+       {"scheduling-policy", "long-prefill-token-threshold", "scheduler-reserve-full-isl"}) {
     if (!v1 && s.has(flag)) {
-      throw Error(flag, std::string("is a vLLM V1 option; ") + policy_name(c.policy) +
+      throw Error(flag, std::string("is a vLLM V1 scheduler option; ") + policy_name(c.policy) +
                             " is a V0 policy (use --scheduler vllm-v1)");
+    }
+  }
+  for (const char* flag : {"async-scheduling", "no-async-scheduling"}) {
+    if (engine != Engine::kV1 && s.has(flag)) {
+      throw Error(flag, std::string("is the V1 engine's (EngineCore's batch queue); ") +
+                            policy_name(c.policy) + " runs on the V0 engine here (--engine v1)");
     }
   }
   if (s.scheduling_policy == "fcfs") {
@@ -629,7 +643,7 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s) {
   if (s.has("async-scheduling") && s.has("no-async-scheduling")) {
     throw Error("no-async-scheduling", "contradicts --async-scheduling");
   }
-  c.async_scheduling = v1 && s.async_scheduling && !s.no_async_scheduling;
+  c.async_scheduling = engine == Engine::kV1 && s.async_scheduling && !s.no_async_scheduling;
   c.reserve_full_isl = s.scheduler_reserve_full_isl;
 }
 
@@ -646,7 +660,7 @@ SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::stri
                                  std::to_string(s.max_num_batched_tokens));
   }
   c.scheduler.max_num_batched_tokens = budget > 0 ? budget : s.max_num_batched_tokens;
-  apply_cache_and_v1_flags(c.scheduler, s);
+  apply_cache_and_v1_flags(c.scheduler, s, c.engine_given ? c.engine : default_engine(policy));
   return resolve(c);
 }
 

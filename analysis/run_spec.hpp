@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "models/calibration.hpp"
 #include "models/gpu.hpp"
 #include "models/model.hpp"
 #include "models/profiles.hpp"
@@ -59,6 +60,9 @@ struct RunSpec {
   int prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0, decode_tp = 0;
   std::string prefill_gpu, decode_gpu;
   double kv_transfer_gbps = 0, kv_transfer_latency_s = 1e-3;
+  // Where the pools sit: "network" (different nodes: the prefill GPU's NIC) or "nvlink" (one
+  // NVLink domain: its GPU-to-GPU link).
+  std::string kv_transfer_link = "network";
   std::string client_mix;  // --dataset-name mixture: the client classes (parse_client_mix)
   // --dataset-name servegen: client files (chunk-N-trace.csv, comma-separated) and the span.
   std::string servegen;
@@ -68,7 +72,12 @@ struct RunSpec {
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
   int64_t num_gpu_blocks = 0, max_model_len = 0;
   int block_size = 16;
+  // Calibration files, comma-separated (models/calibration.hpp: each overlays the defaults).
   std::string cost_model = "roofline", calibration, profiles;
+  // The engine the policy runs on: "" (the policy's: vllm-v1 on V1, the V0 policies on V0), v0
+  // or v1; compare also takes per-policy.
+  std::string engine;
+  double frontend_latency_ms = NAN;  // the API server's latency (NaN: sim/frontend.hpp's)
   // Scheduler: NAME[:MAX_NUM_BATCHED_TOKENS], "" for chunked; or vLLM's switch.
   std::string scheduler;
   bool enable_chunked_prefill = true;  // --enable-chunked-prefill, when given
@@ -124,11 +133,6 @@ using RunPatch = std::function<void(RunSpec&)>;
 // Thread-safe; a file that fails to load is tried again by the next caller.
 class Inputs {
  public:
-  struct Calibration {
-    RooflineParams params;
-    std::string source, fitted_for;
-  };
-
   Inputs() = default;
   Inputs(const Inputs&) = delete;
   Inputs& operator=(const Inputs&) = delete;
@@ -136,7 +140,7 @@ class Inputs {
   std::shared_ptr<const Trace> trace(const std::string& path, const ImportOptions& options);
   // The profiles under DIR of GPU's family (load_profiles).
   std::shared_ptr<const ProfileSet> profiles(const std::string& dir, const std::string& gpu);
-  std::shared_ptr<const Calibration> calibration(const std::string& path);
+  std::shared_ptr<const CalibrationFile> calibration(const std::string& path);
   // --gpu NAME / --gpu-file FILE and --model NAME / --model-file FILE: the file when given, else
   // the catalogue entry.
   GpuSpec gpu(const std::string& name, const std::string& file);
@@ -150,7 +154,7 @@ class Inputs {
   std::mutex mutex_;
   std::map<std::string, std::shared_ptr<const Trace>> traces_;
   std::map<std::string, std::shared_ptr<const ProfileSet>> profiles_;
-  std::map<std::string, std::shared_ptr<const Calibration>> calibrations_;
+  std::map<std::string, std::shared_ptr<const CalibrationFile>> calibrations_;
   std::map<std::string, std::shared_ptr<const GpuSpec>> gpus_;
   std::map<std::string, std::shared_ptr<const ModelSpec>> models_;
 };

@@ -1,6 +1,7 @@
 #include "analysis/validate.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -109,9 +110,7 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
     }
     r.prefix_caching = on_off(f, c_prefix, true);
     r.chunked_prefill = on_off(f, c_chunked, true);
-    if (on_off(f, c_offload, false)) {
-      throw Error(path, f.line(), "cpu_kv_offload", "CPU KV offload is not modelled");
-    }
+    r.cpu_kv_offload = on_off(f, c_offload, false);
     if (c_util >= 0 && !trim(f.text(c_util)).empty()) {
       r.gpu_memory_utilization = f.number(c_util);
       if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1)) {
@@ -159,18 +158,12 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
 }
 
 std::string ground_truth_gpu(const std::string& gpu, std::string& reason) {
-  const std::string g = lowercase(gpu);
-  const auto has = [&](const char* s) { return g.find(s) != std::string::npos; };
-  if (has("h100") && has("pcie")) return "h100-pcie";
-  if (has("h100")) return "h100-sxm";
-  if (has("h200")) return "h200-sxm";
-  if (has("a100") && has("40")) return "a100-40g";
-  if (has("a100")) return "a100-80g";
-  if (has("b200")) return "b200";
-  if (has("l40s")) return "l40s";
-  if (has("mi300x")) return "mi300x";
-  reason = "GPU '" + gpu + "' is not in the catalogue";
-  return "";
+  try {
+    return find_gpu(gpu).name;
+  } catch (const Error&) {
+    reason = "GPU '" + gpu + "' is not in the catalogue (servesim list gpus)";
+    return "";
+  }
 }
 
 double percent_error(double predicted, double measured) {
@@ -184,6 +177,31 @@ struct Experiment {
   std::vector<size_t> rows;    // indices into the rows, summary row included
   std::vector<size_t> stages;  // stage rows, by stage number
 };
+
+// Requests that had arrived by T and not yet started.
+int64_t waiting_at(const std::vector<RequestRecord>& requests, double t) {
+  int64_t n = 0;
+  for (const RequestRecord& r : requests) {
+    if (r.arrival_s <= t && (r.first_scheduled_s < 0 || r.first_scheduled_s > t)) ++n;
+  }
+  return n;
+}
+
+// Whether the waiting queue diverged over the requests arriving in [FROM, TO): the rule of
+// sim/metrics.hpp's Overload, on the stage's own arrivals. As its last request arrives, more than
+// max(8, 1% of them) wait, and 1.5 times as many as when half of them had arrived.
+bool diverged(const std::vector<RequestRecord>& requests, double from, double to) {
+  std::vector<double> arrivals;
+  for (const RequestRecord& r : requests) {
+    if (r.arrival_s >= from && r.arrival_s < to) arrivals.push_back(r.arrival_s);
+  }
+  if (arrivals.size() < 2) return false;
+  std::sort(arrivals.begin(), arrivals.end());
+  const int64_t last = waiting_at(requests, arrivals.back()),
+                median = waiting_at(requests, arrivals[arrivals.size() / 2]);
+  return double(last) > std::max(8.0, 0.01 * double(arrivals.size())) &&
+         double(last) >= 1.5 * double(median);
+}
 
 // What the requests arriving in [FROM, TO) measure, as the study reports it.
 void measure(const RunResult& run, double from, double to, ValidateRow& row) {
@@ -236,6 +254,56 @@ int64_t replayed_output_tokens(const std::vector<GroundTruthRow>& rows, const Ex
   return rows[x.stages.front()].output_tokens;
 }
 
+// Why servesim cannot model row R's server ("" when it can).
+std::string unsupported(const GroundTruthRow& r) {
+  if (r.cpu_kv_offload) return "CPU KV offload is not modelled";
+  if (!r.chunked_prefill)
+    return "chunked prefill off is not a vLLM V1 configuration servesim models";
+  return "";
+}
+
+// The model INI files of a --model-dir (its .ini files, in name order), read once: a bad one is
+// an error naming its line, not a skipped row.
+using ModelFiles = std::vector<std::pair<std::string, ModelSpec>>;
+ModelFiles load_model_dir(const std::string& dir) {
+  ModelFiles models;
+  if (dir.empty()) return models;
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".ini") files.push_back(e.path().string());
+  }
+  if (ec) throw Error(dir, 0, "model-dir", "cannot read the directory: " + ec.message());
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files)
+    models.emplace_back(f, load_model_file(f));
+  return models;
+}
+
+// The file of MODELS whose hf_id is ID, exactly or as the catalogue maps fine-tunes; "" when none.
+std::string model_file_for(const ModelFiles& models, const std::string& id) {
+  std::string fine_tune;
+  for (const auto& [file, m] : models) {
+    if (m.hf_id.empty()) continue;
+    if (lowercase(m.hf_id) == lowercase(id)) return file;
+    if (fine_tune.empty() && same_architecture_id(m.hf_id, id)) fine_tune = file;
+  }
+  return fine_tune;
+}
+
+// The base's calibration files that apply to GPU: those whose hardware keys are another GPU's
+// are left out for this row (they apply to the rows of their own GPU).
+std::string calibrations_for(const std::string& files, const GpuSpec& gpu, Inputs& inputs) {
+  std::string kept;
+  std::istringstream in(files);
+  for (std::string path; std::getline(in, path, ',');) {
+    if (!path.empty() && inputs.calibration(path)->applies_to(gpu)) {
+      kept += (kept.empty() ? "" : ",") + path;
+    }
+  }
+  return kept;
+}
+
 // The RunSpec of experiment row R: the base's cost model and seed, the row's server.
 RunSpec experiment_spec(const GroundTruthRow& r, const RunSpec& base, const std::string& gpu) {
   RunSpec s = base;
@@ -254,17 +322,24 @@ RunSpec experiment_spec(const GroundTruthRow& r, const RunSpec& base, const std:
 }
 
 void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experiment& x,
-                         const ValidateOptions& options, std::vector<ValidateRow>& out) {
+                         const ValidateOptions& options, const ModelFiles& models,
+                         std::vector<ValidateRow>& out) {
   const GroundTruthRow& first = rows[x.stages.front()];
   std::string reason;
   const std::string gpu = ground_truth_gpu(first.gpu, reason);
+  if (gpu.empty() || !unsupported(first).empty()) {
+    for (const size_t i : x.rows)
+      out[i].skipped = gpu.empty() ? reason : unsupported(first);
+    return;
+  }
   try {
-    if (gpu.empty()) throw Error("gpu", reason);
-    if (!first.chunked_prefill) {
-      throw Error("chunked_prefill", "vLLM V1 always chunks; off is not a V1 configuration");
-    }
-    const RunSpec spec = experiment_spec(first, options.base, gpu);
+    RunSpec spec = experiment_spec(first, options.base, gpu);
     Inputs inputs;
+    spec.model_file = model_file_for(models, first.model);
+    spec.calibration = calibrations_for(spec.calibration, find_gpu(gpu), inputs);
+    if (options.use_measured_kv && first.vllm_kv_blocks > 0) {
+      spec.num_gpu_blocks = first.vllm_kv_blocks;
+    }
     check_flags(spec);
     const SimConfig config = policy_config(base_config(spec, inputs), spec, spec.scheduler);
     SharedPrefixOptions w;
@@ -280,13 +355,19 @@ void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experime
     const Workload requests = generate_shared_prefix(w);
     const RunResult run = simulate(config, requests);
     double start = 0;
+    bool any_overloaded = false;
     for (const size_t i : x.stages) {
       measure(run, start, start + rows[i].duration_s, out[i]);
+      out[i].overloaded = diverged(run.requests, start, start + rows[i].duration_s);
+      any_overloaded |= out[i].overloaded;
       start += rows[i].duration_s;
     }
     for (const size_t i : x.rows) {
       out[i].predicted_kv_blocks = run.memory.num_gpu_blocks;
-      if (rows[i].stage < 0) measure(run, 0, INFINITY, out[i]);
+      if (rows[i].stage < 0) {
+        measure(run, 0, INFINITY, out[i]);
+        out[i].overloaded = any_overloaded;
+      }
     }
   } catch (const Error& e) {
     std::string why = e.what();
@@ -316,9 +397,13 @@ std::vector<ValidateRow> validate_ground_truth(const std::vector<GroundTruthRow>
     }
   }
   if (names.empty()) throw Error("experiment", "no experiment matches '" + options.filter + "'");
+  if (!options.model_dir.empty() && !std::filesystem::is_directory(options.model_dir)) {
+    throw Error(options.model_dir, 0, "model-dir", "cannot read the directory: not a directory");
+  }
+  const ModelFiles models = load_model_dir(options.model_dir);
   parallel_for(
       names.size(), options.jobs, "experiments",
-      [&](size_t k) { simulate_experiment(rows, experiments.at(names[k]), options, out); },
+      [&](size_t k) { simulate_experiment(rows, experiments.at(names[k]), options, models, out); },
       [](size_t) {});
   // Rows of experiments left out by the filter are dropped.
   std::vector<ValidateRow> kept;
@@ -401,12 +486,13 @@ void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows) {
     }
     const LatencyFigures &m = t.measured, &p = row.predicted;
     out << format(
-        "%-44s %5s  %-23s %-23s %-25s %-25s %s\n", name.c_str(), stage.c_str(),
+        "%-44s %5s  %-23s %-23s %-25s %-25s %s%s\n", name.c_str(), stage.c_str(),
         cell(m.ttft_mean, p.ttft_mean, "%.1f/%.1f").c_str(),
         cell(m.tpot_mean, p.tpot_mean, "%.2f/%.2f").c_str(),
         cell(m.e2e_mean, p.e2e_mean, "%.0f/%.0f").c_str(),
         cell(m.e2e_p99, p.e2e_p99, "%.0f/%.0f").c_str(),
-        cell(double(t.vllm_kv_blocks), double(row.predicted_kv_blocks), "%.0f/%.0f").c_str());
+        cell(double(t.vllm_kv_blocks), double(row.predicted_kv_blocks), "%.0f/%.0f").c_str(),
+        row.overloaded ? "  OVERLOADED" : "");
   }
   out << "\nabsolute percentage error      stage rows: median  mean   worst       experiments: "
          "median  mean   worst (experiment)\n";
@@ -419,6 +505,28 @@ void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows) {
         metric.c_str(), st.rows, st.median_ape, st.mape, st.worst_ape, ex.rows, ex.median_ape,
         ex.mape, ex.worst_ape, ex.worst.c_str());
   }
+  // Per experiment: predicted or skipped, and overloaded in any stage.
+  std::vector<std::string> names;
+  std::map<std::string, std::pair<bool, bool>> state;  // (skipped, overloaded)
+  for (const ValidateRow& row : rows) {
+    if (!state.count(row.truth.experiment)) names.push_back(row.truth.experiment);
+    auto& [skipped, overloaded] = state[row.truth.experiment];
+    skipped = !row.skipped.empty();
+    overloaded = overloaded || row.overloaded;
+  }
+  std::string overloaded;
+  size_t predicted = 0, n_overloaded = 0;
+  for (const std::string& name : names) {
+    if (state[name].first) continue;
+    ++predicted;
+    if (state[name].second) {
+      ++n_overloaded;
+      overloaded += (overloaded.empty() ? "" : ", ") + name;
+    }
+  }
+  out << format("\n%zu experiments predicted, %zu skipped; predicted overloaded: %zu%s\n",
+                predicted, names.size() - predicted, n_overloaded,
+                n_overloaded ? (" (" + overloaded + ")").c_str() : "");
 }
 
 void write_validation_csv(const std::string& path, const std::vector<ValidateRow>& rows) {
@@ -426,7 +534,7 @@ void write_validation_csv(const std::string& path, const std::vector<ValidateRow
   f << "experiment,stage,requests,rejected";
   for (const std::string& metric : validate_metrics())
     f << ',' << metric << "_measured," << metric << "_predicted," << metric << "_error_pct";
-  f << ",skipped\n";
+  f << ",overloaded,skipped\n";
   for (const ValidateRow& row : rows) {
     f << row.truth.experiment << ','
       << (row.truth.stage < 0 ? "all" : std::to_string(row.truth.stage)) << ',' << row.requests
@@ -438,7 +546,7 @@ void write_validation_csv(const std::string& path, const std::vector<ValidateRow
     std::string why = row.skipped;
     std::replace(why.begin(), why.end(), ',', ';');
     std::replace(why.begin(), why.end(), '"', '\'');
-    f << ',' << why << '\n';
+    f << ',' << (row.overloaded ? 1 : 0) << ',' << why << '\n';
   }
   write_text_file(path, f.str());
 }

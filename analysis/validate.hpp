@@ -10,8 +10,10 @@
 // Each experiment is simulated once, its stages back to back (stage 1 starts with stage 0's
 // queue and prefix cache), and each row is compared on the requests that arrived in its stage
 // (all of them for the summary row).
-// Promises: bad input is an Error naming the file, line and field; rows whose model or GPU
-// servesim does not know are kept, with the reason, and predict nothing.
+// Promises: bad input is an Error naming the file, line and field; rows servesim cannot model
+// (a model or GPU it does not know, CPU KV offload, chunked prefill off) are kept, with the reason,
+// and predict nothing; a prediction whose waiting queue grew through its stage is marked
+// overloaded.
 #pragma once
 
 #include <cmath>
@@ -40,7 +42,7 @@ struct GroundTruthRow {
   double rate_req_s = NAN, duration_s = NAN;  // stage rows only
   int64_t max_num_batched_tokens = 0, max_num_seqs = 0, max_model_len = 0;
   int64_t vllm_kv_blocks = 0;  // 0 when not given
-  bool prefix_caching = true, chunked_prefill = true;
+  bool prefix_caching = true, chunked_prefill = true, cpu_kv_offload = false;
   double gpu_memory_utilization = 0.9;
   LatencyFigures measured;
 };
@@ -49,14 +51,20 @@ struct GroundTruthRow {
 // whose rows disagree on its configuration, or one without stage rows.
 std::vector<GroundTruthRow> read_ground_truth(const std::string& path);
 
-// The catalogue names of a ground-truth row's GPU ("H100-80GB-SXM" is h100-sxm) and model (its
-// Hugging Face id as the catalogue knows it); "" with REASON when servesim has none.
+// The catalogue name of a ground-truth row's GPU, matched exactly as find_gpu matches it
+// ("H100-80GB-SXM" is h100-sxm, "H100 NVL" h100-nvl, never the SXM part); "" with REASON when
+// the catalogue has no such GPU.
 std::string ground_truth_gpu(const std::string& gpu, std::string& reason);
 
 struct ValidateOptions {
-  RunSpec base;        // cost model, calibration, seed; the rest comes from each row
+  RunSpec base;        // cost model, calibration files, seed; the rest comes from each row
   int jobs = 1;        // experiments simulated at once
   std::string filter;  // only experiments whose name contains this ("" = all)
+  // Model INI files (--model-file's format) for models the catalogue lacks or that the user
+  // describes otherwise: a row's model is the file whose hf_id it names (fine-tunes mapped as the
+  // catalogue maps them), else the catalogue's.
+  std::string model_dir;
+  bool use_measured_kv = false;  // the KV blocks vLLM logged as the cache, where the row has them
 };
 
 struct ValidateRow {
@@ -64,7 +72,10 @@ struct ValidateRow {
   LatencyFigures predicted;
   int64_t predicted_kv_blocks = 0;
   int64_t requests = 0, rejected = 0;  // of the predicted stage
-  std::string skipped;                 // why nothing was predicted ("" when predicted)
+  // The waiting queue grew through the stage (the summary row: through any stage): a prediction
+  // of a server that could not keep up, whatever the measurement says.
+  bool overloaded = false;
+  std::string skipped;  // why nothing was predicted ("" when predicted)
 };
 
 // The mean output length R's measurements imply, (E2E mean - TTFT mean) / TPOT mean + 1 (the
@@ -92,7 +103,8 @@ ErrorSummary summarize_errors(const std::vector<ValidateRow>& rows, const std::s
                               bool summary_rows);
 const std::vector<std::string>& validate_metrics();
 
-// The text report: a row per stage and per experiment, then each metric's errors.
+// The text report: a row per stage and per experiment, then each metric's errors and the
+// experiments predicted overloaded.
 void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows);
 // Every measured and predicted figure, a line per row.
 void write_validation_csv(const std::string& path, const std::vector<ValidateRow>& rows);

@@ -105,14 +105,21 @@ int cmd_fidelity(int argc, const char* const* argv, std::ostream& out) {
   const ProfileSet profiles = load_profiles(t.profiles, gpu.name);
   const TableCostModel measured(profiles, gpu, model, t.tp);
   const std::vector<StepPoint> grid = fidelity_grid();
+  // The profiles time eager kernels and V0's CPU work: the defaults are compared as such.
+  RooflineParams defaults{hardware_params(gpu.arch), engine_params(Engine::kV0)};
+  defaults.engine.floor_fraction = 1;
   std::vector<std::pair<std::string, RooflineParams>> predictors = {
       {"roofline, uncalibrated (hand-read defaults)", RooflineParams{}},
-      {"roofline, " + gpu.name + " defaults (" + default_roofline_source(gpu) + ")",
-       default_roofline_params(gpu)}};
+      {"roofline, " + gpu.name + " defaults (" + hardware_source(gpu) + ")", defaults}};
   if (!calibration.empty()) {
-    std::string source;
-    const RooflineParams p = read_calibration(calibration, &source);
-    predictors.emplace_back("roofline, calibrated: " + source, p);
+    const CalibrationFile cal = read_calibration(calibration);
+    if (!cal.applies_to(gpu)) {
+      throw Error("calibration", calibration + " was fitted for " +
+                                     (cal.gpu.empty() ? cal.arch : cal.gpu) + ", not " + gpu.name);
+    }
+    RooflineParams p = defaults;
+    apply_calibration(cal, p.hw, p.engine);
+    predictors.emplace_back("roofline, calibrated: " + cal.describe(), p);
   }
   out << "servesim fidelity: " << model.name << " on " << gpu.name << " x" << t.tp
       << "; measured = Vidur's composition of the profiled op medians in " << t.profiles

@@ -4,9 +4,10 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "models/engine.hpp"
 #include "models/gpu.hpp"
+#include "models/hardware.hpp"
 #include "models/model.hpp"
-#include "models/roofline.hpp"
 #include "scheduler/policy.hpp"
 #include "util/error.hpp"
 
@@ -17,19 +18,22 @@ namespace {
 const char* kListUsage = "usage: servesim list gpus | models | schedulers\n";
 
 void list_gpus(std::ostream& out) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%-10s %-28s %10s %10s %8s %10s %14s  %s\n", "name", "description",
-                "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gb_per_s", "interconnect_gb_per_s",
-                "cost-model defaults");
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "%-13s %-26s %-9s %11s %10s %8s %12s %21s %16s  %s\n", "name",
+                "description", "arch", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gb_per_s",
+                "interconnect_gb_per_s", "network_gb_per_s", "hardware fit");
   out << buf;
   for (const GpuSpec& g : gpu_catalogue()) {
-    std::snprintf(buf, sizeof buf, "%-10s %-28s %10.1f %10.1f %8.1f %10.0f %14.0f  %s\n",
-                  g.name.c_str(), g.description.c_str(), g.bf16_tflops, g.fp8_tflops, g.hbm_gib,
-                  g.hbm_gb_per_s, g.interconnect_gb_per_s, default_roofline_source(g).c_str());
+    std::snprintf(buf, sizeof buf,
+                  "%-13s %-26s %-9s %11.1f %10.1f %8.1f %12.0f %21.0f %16.1f  %s\n", g.name.c_str(),
+                  g.description.c_str(), arch_name(g.arch), g.bf16_tflops, g.fp8_tflops, g.hbm_gib,
+                  g.hbm_gb_per_s, g.interconnect_gb_per_s, g.network_gb_per_s,
+                  hardware_source(g).c_str());
     out << buf;
-    const std::string v1 = default_roofline_source(g, true);
-    if (v1 != default_roofline_source(g)) out << std::string(97, ' ') << "vllm-v1: " << v1 << "\n";
   }
+  out << "interconnect and network: GB/s in one direction (half the datasheets' bidirectional "
+         "figures)\nengines (on every GPU): v0: "
+      << engine_source(Engine::kV0) << "; v1: " << engine_source(Engine::kV1) << "\n";
 }
 
 void list_models(std::ostream& out) {

@@ -19,8 +19,16 @@ int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
                      "../shared/groundtruth/vllm-0.15.1-h100.csv")(
       "experiment", po::value(&o.filter), "only experiments whose name contains this")(
       "cost-model", po::value(&b.cost_model)->default_value(b.cost_model), "roofline | table")(
-      "calibration", po::value(&b.calibration), "roofline parameters from `servesim calibrate`")(
-      "profiles", po::value(&b.profiles), "Vidur profiles for --cost-model table")(
+      "calibration", po::value(&b.calibration),
+      "calibration INI files, comma-separated: each applies to the rows of the GPU or "
+      "architecture its hardware keys are for (engine and front-end keys to every row)")(
+      "model-dir", po::value(&o.model_dir),
+      "a folder of model INI files (--model-file's keys, with hf_id): a row's model is the "
+      "file whose hf_id it names, else the catalogue's")(
+      "use-measured-kv", po::bool_switch(&o.use_measured_kv),
+      "replay with the KV blocks vLLM logged (vllm_kv_blocks) where a row has them, instead of "
+      "the memory plan's")("profiles", po::value(&b.profiles),
+                           "Vidur profiles for --cost-model table")(
       "seed", po::value(&b.seed)->default_value(b.seed), "seed of the generated workloads")(
       "jobs,j", po::value(&o.jobs)->default_value(hardware_threads()),
       "experiments simulated at once")("csv", po::value(&csv),

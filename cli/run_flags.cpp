@@ -92,8 +92,11 @@ const std::vector<RunFlag>& run_flags() {
       {"decode-tp", G::kHardware, Plain<int>{FIELD(decode_tp)}, kNoDefault,
        "the decode pool's tensor-parallel size (default --tp)"},
       {"kv-transfer-gbps", G::kHardware, Plain<double>{FIELD(kv_transfer_gbps)}, kNoDefault,
-       "the KV link per GPU in Gb/s (gigabits: 400 for NDR InfiniBand; default the prefill "
-       "GPU's interconnect)"},
+       "the KV link per GPU in Gb/s, one direction (gigabits: 400 for NDR InfiniBand; default "
+       "the link --kv-transfer-link names, from the catalogue)"},
+      {"kv-transfer-link", G::kHardware, Plain<std::string>{FIELD(kv_transfer_link)}, kShowDefault,
+       "where the pools sit: network (other nodes: the GPUs' NIC, e.g. 50 GB/s per H100) | "
+       "nvlink (one NVLink domain: the GPU-to-GPU link, one direction)"},
       {"kv-transfer-latency-s", G::kHardware, Plain<double>{FIELD(kv_transfer_latency_s)},
        kShowDefault, "a KV transfer's fixed latency, seconds"},
       {"gpu-memory-utilization", G::kHardware, Plain<double>{FIELD(gpu_memory_utilization)},
@@ -110,18 +113,26 @@ const std::vector<RunFlag>& run_flags() {
       {"cost-model", G::kHardware, Plain<std::string>{FIELD(cost_model)}, kShowDefault,
        "roofline | table (measured op times; needs --profiles)"},
       {"calibration", G::kHardware, Plain<std::string>{FIELD(calibration)}, kNoDefault,
-       "roofline parameters from `servesim calibrate` (default: the GPU's, see list gpus)"},
+       "INI files of roofline parameters, comma-separated (`servesim calibrate` writes one); "
+       "each key replaces the default (hardware: the GPU architecture's fit, see list gpus; "
+       "engine: v0_*, v1_*)"},
+      {"frontend-latency-ms", G::kHardware, Plain<double>{FIELD(frontend_latency_ms)}, kNoDefault,
+       "the API server's latency per request, ms (HTTP, tokenization, IPC, detokenization; "
+       "default 5.6, fitted on real vLLM runs)"},
       {"profiles", G::kHardware, Plain<std::string>{FIELD(profiles)}, kNoDefault,
        "directory of Vidur profiles, for --cost-model table"},
       {"scheduler", G::kScheduler, Plain<std::string>{FIELD(scheduler)}, kNoDefault,
        "policy (servesim list schedulers), NAME[:MAX_NUM_BATCHED_TOKENS] (default: chunked)"},
+      {"engine", G::kScheduler, Plain<std::string>{FIELD(engine)}, kNoDefault,
+       "the engine the policy runs on: v0 | v1 (default: the policy's, v1 for vllm-v1, v0 for "
+       "the V0 policies; compare: one for every row, v1 if any row is vllm-v1, or per-policy)"},
       {"max-num-batched-tokens", G::kScheduler, Plain<int64_t>{FIELD(max_num_batched_tokens)},
        kShowDefault,
-       "token budget per step (0 = vLLM's default: 2048 chunked, max(max_model_len, 2048) "
-       "vllm-v0)"},
+       "token budget per step (0 = vLLM's default: max(max_model_len, 2048) vllm-v0; with "
+       "chunking 2048 on V0, on V1 8192 on GPUs of >= 70 GiB other than A100, else 2048)"},
       {"max-num-seqs", G::kScheduler, Plain<int64_t>{FIELD(max_num_seqs)}, kShowDefault,
-       "sequences per step (0 = vLLM's default: 256; vllm-v1 on GPUs of >= 70 GiB other than "
-       "A100, 1024)"},
+       "sequences per step (0 = vLLM's default: 256; the V1 engine on GPUs of >= 70 GiB other "
+       "than A100, 1024)"},
       {"enable-prefix-caching", G::kScheduler, OptionalBool{FIELD(enable_prefix_caching)},
        kNoDefault, "vLLM's prefix cache [true|false] (default: on for vllm-v1, off for V0)"},
       {"no-enable-prefix-caching", G::kScheduler, Plain<bool>{FIELD(no_enable_prefix_caching)},
@@ -133,9 +144,9 @@ const std::vector<RunFlag>& run_flags() {
        Plain<int64_t>{FIELD(long_prefill_token_threshold)}, kShowDefault,
        "vllm-v1: at most this many new tokens per request per step (0 = no cap)"},
       {"async-scheduling", G::kScheduler, OptionalBool{FIELD(async_scheduling)}, kNoDefault,
-       "vllm-v1: schedule the next step while this one runs [true|false] (default: on)"},
+       "V1 engine: schedule the next step while this one runs [true|false] (default: on)"},
       {"no-async-scheduling", G::kScheduler, Plain<bool>{FIELD(no_async_scheduling)}, kNoDefault,
-       "vllm-v1: turn async scheduling off"},
+       "V1 engine: turn async scheduling off"},
       {"scheduler-reserve-full-isl", G::kScheduler, OptionalBool{FIELD(scheduler_reserve_full_isl)},
        kNoDefault,
        "vllm-v1: admit a request only if its whole prompt fits in free KV blocks [true|false] "

@@ -11,7 +11,9 @@
 // measurements the held-out steps are interpolated from, refits, and predicts those steps.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "models/fidelity.hpp"
@@ -34,11 +36,15 @@ struct CalibrationResult {
   ErrorStats cv_unseen_model;  // the same, with the model's own GEMM and element-wise rows out
   ErrorStats fitted;           // the same steps with the final parameters
   int folds = 0;
+  std::string note;  // what the fit could not do ("" when nothing)
 };
 
 // Fits every op class on every measurement in P (all shapes, all TP degrees): the GPU's
-// parameters, not one deployment's. This is how the shipped a100-80g defaults were made.
+// parameters, not one deployment's. This is how the shipped ampere and hopper fits were made.
+// What P does not measure (attention without an attention.csv, vLLM's custom all-reduce, the MoE
+// kernels) keeps the GPU architecture's fit (profile_fit_start).
 RooflineParams fit_profiles(const ProfileSet& p, const GpuSpec& gpu);
+RooflineParams profile_fit_start(const ProfileSet& p, const GpuSpec& gpu);
 
 // Fits on the profiles in P for MODEL at TP (all-reduce rows for TP GPUs where measured);
 // cross-validation runs over the composed steps of MODEL at TP.
@@ -53,13 +59,34 @@ CalibrationResult calibrate_from_step_log(const std::vector<StepLogRow>& log, co
 // split evenly over the prefill sequences (batch_size - decode_tokens, at least 1).
 std::vector<SeqShape> step_shape(const StepLogRow& r);
 
-// INI files: one key per parameter (roofline_param_fields()), plus gpu, model, source.
+// A calibration file (INI): parameters that replace the defaults, and where they apply. Every key
+// is optional; those left out keep their defaults.
+//  - hardware keys (hardware_param_fields()) belong to one GPU (`gpu = NAME`) or one
+//    architecture (`arch = hopper`): efficiencies differ between GPUs, so a file with hardware
+//    keys and neither is refused;
+//  - engine keys (engine_param_fields(): v0_cpu_s, v1_floor_fraction, ...) and
+//    frontend_latency_s (the API server's latency, seconds) apply on any GPU. The older names
+//    cpu_overhead_s and cpu_overhead_s_per_seq are v0_cpu_s and v0_cpu_s_per_seq.
+struct CalibrationFile {
+  std::string path, source;      // source: what it was fitted on ("" when not said)
+  std::string gpu, arch, model;  // scope and provenance ("" when not given)
+  std::vector<std::pair<std::string, double>> values;  // parameter keys given, in file order
+  std::optional<double> frontend_latency_s;
+  bool has_hardware() const;
+  // Whether its hardware keys are for GPU (always, without hardware keys).
+  bool applies_to(const GpuSpec& gpu) const;
+  // "PATH (source)".
+  std::string describe() const;
+};
+// Reads PATH. Throws Error (file, line, key) on an unknown key, a value outside its physical
+// range, or hardware keys without a scope.
+CalibrationFile read_calibration(const std::string& path);
+// Sets the keys of C that belong to HW, and those of ENGINE's engine, to C's values.
+void apply_calibration(const CalibrationFile& c, HardwareParams& hw, EngineParams& engine);
+
+// Writes a fit: gpu, arch, model, source, every hardware key and the V0 engine's CPU keys.
 void write_calibration(const std::string& path, const GpuSpec& gpu, const ModelSpec& model,
                        const CalibrationResult& r);
-// Reads a calibration file; SOURCE receives its provenance, GPU the GPU it was fitted for.
-// Throws Error (file, line, key) on a missing key or a value outside its physical range.
-RooflineParams read_calibration(const std::string& path, std::string* source = nullptr,
-                                std::string* gpu = nullptr);
 
 void print_calibration(std::ostream& out, const CalibrationResult& r);
 

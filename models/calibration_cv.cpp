@@ -254,7 +254,8 @@ void cross_validate_fold(const CrossValidation& cv, int f, bool leave_model_out,
     add_step_windows(cv.lookups, cv.d.model, cv.grid[i], windows);
   }
   auto keep = [&](const OpRow& row) { return trains_on(cv, windows, leave_model_out, row); };
-  const RooflineParams fold_params = fit_classes(cv.d.m, cv.d.gpu, RooflineParams{}, keep, nullptr);
+  const RooflineParams fold_params =
+      fit_classes(cv.d.m, cv.d.gpu, profile_fit_start(cv.d.p, cv.d.gpu), keep, nullptr);
   const RooflineCostModel fold_model(cv.d.gpu, cv.d.model, cv.d.tp, fold_params);
   for (const StepPoint* s : held) {
     e.add(parts_of(fold_model.cost(s->seqs)).total, parts_of(cv.measured.cost(s->seqs)).total,
@@ -289,11 +290,13 @@ struct StepFit {
   std::vector<FreeParam> free;
 };
 
-// Every op class's parameters; all-reduce's only under TP.
+// Every op class's parameters; all-reduce's only under TP. Not the GEMMs' per-layer latency:
+// on one model's steps it is a constant per step, which the CPU's per-step term already is.
 std::vector<FreeParam> step_log_params(int tp) {
   std::vector<FreeParam> all;
   for (const ClassSpec& spec : class_specs()) {
     for (const FreeParam& f : spec.free) {
+      if (f.hw == &HardwareParams::linear_latency_s_per_layer) continue;
       if (tp > 1 || spec.classes.front() != OpClass::kAllReduce) all.push_back(f);
     }
   }
@@ -309,8 +312,8 @@ RooflineParams fit_steps(const StepFit& s, const std::vector<size_t>& idx) {
     }
   };
   auto candidate = [&s](double tile, RooflineParams& p) {
-    p.linear_tile_tokens = tile;
-    p.knee_sharpness = 2;
+    p.hw.linear_tile_tokens = tile;
+    p.hw.knee_sharpness = 2;
     return s.free;
   };
   return fit_best_of(RooflineParams{}, {0.0, 64.0, 128.0}, candidate, idx.size(), residuals);
@@ -367,7 +370,13 @@ CalibrationResult calibrate_from_profiles(const ProfileSet& p, const GpuSpec& gp
   r.folds = folds;
   r.source = "Vidur profiles in " + p.dir + " (" + model.name + ", TP" + std::to_string(tp) + ")";
   auto relevant = [&d](const OpRow& row) { return d.relevant(row); };
-  r.params = fit_classes(m, gpu, RooflineParams{}, relevant, &r.classes);
+  r.params = fit_classes(m, gpu, profile_fit_start(p, gpu), relevant, &r.classes);
+  if (!p.attention) {
+    // Composed steps need measured attention: the fit stands on its op classes alone.
+    r.note = "no attention profile: attention keeps the " + std::string(arch_name(gpu.arch)) +
+             " fit, and composed steps cannot be measured (no cross-validation)";
+    return r;
+  }
   const TableCostModel measured(p, gpu, model, tp);
   const std::vector<StepPoint> grid = fidelity_grid();
   r.fitted = step_error(RooflineCostModel(gpu, model, tp, r.params), measured, grid);

@@ -49,7 +49,7 @@ RooflineParams with_free(const RooflineParams& base, const std::vector<FreeParam
                          const Eigen::VectorXd& x) {
   RooflineParams p = base;
   for (size_t i = 0; i < free.size(); ++i) {
-    p.*free[i].member = from_free(x[Eigen::Index(i)], free[i].kind);
+    free[i].of(p) = from_free(x[Eigen::Index(i)], free[i].kind);
   }
   return p;
 }
@@ -78,7 +78,7 @@ struct Problem {
 Eigen::VectorXd to_free_point(const RooflineParams& params, const std::vector<FreeParam>& free) {
   Eigen::VectorXd x(free.size());
   for (size_t i = 0; i < free.size(); ++i) {
-    x[Eigen::Index(i)] = to_free(params.*free[i].member, free[i].kind);
+    x[Eigen::Index(i)] = to_free(free[i].of(params), free[i].kind);
   }
   return x;
 }
@@ -93,7 +93,7 @@ void set_fitted(RooflineParams& params, const std::vector<FreeParam>& free,
                   "the fit did not converge (a parameter is not finite); are the "
                   "measurements consistent?");
     }
-    params.*free[i].member = v;
+    free[i].of(params) = v;
   }
 }
 
@@ -227,7 +227,7 @@ namespace {
 double predict(const OpRow& r, const std::vector<Shape>& shapes, const GpuSpec& gpu,
                const RooflineParams& params, std::vector<SeqShape>& scratch) {
   if (r.cls == OpClass::kCpu) {
-    return (params.cpu_overhead_s + params.cpu_overhead_s_per_seq * r.x1) * 1e3;
+    return (params.engine.cpu_s + params.engine.cpu_s_per_seq * r.x1) * 1e3;
   }
   const Shape& s = shapes[size_t(r.group)];
   const RooflineCostModel model(gpu, s.model, s.tp, params);
@@ -279,8 +279,10 @@ std::vector<const OpRow*> class_rows(const Measurements& m, const ClassSpec& spe
 RooflineParams fit_gemms(const RooflineParams& start, const ClassSpec& spec, size_t n,
                          const Residuals& residuals) {
   auto candidate = [&spec](double tile, RooflineParams& p) {
-    p.linear_tile_tokens = tile;
-    if (p.knee_sharpness <= 1) p.knee_sharpness = 2;
+    p.hw.linear_tile_tokens = tile;
+    if (p.hw.knee_sharpness <= 1) p.hw.knee_sharpness = 2;
+    // Fitted in log space: it starts where a gradient reaches it.
+    if (p.hw.linear_latency_s_per_layer <= 0) p.hw.linear_latency_s_per_layer = 10e-6;
     return spec.free;
   };
   return fit_best_of(start, {0.0, 64.0, 128.0}, candidate, n, residuals);
@@ -291,13 +293,15 @@ RooflineParams fit_gemms(const RooflineParams& start, const ClassSpec& spec, siz
 RooflineParams fit_allreduce(const RooflineParams& start, const ClassSpec& spec, size_t n,
                              const Residuals& residuals) {
   auto candidate = [&spec](double bytes, RooflineParams& p) {
-    p.allreduce_switch_bytes = bytes;
+    p.hw.allreduce_switch_bytes = bytes;
     std::vector<FreeParam> free = spec.free;
     if (bytes > 0) {
-      if (p.allreduce_large_latency_s <= 0) p.allreduce_large_latency_s = p.allreduce_latency_s;
-      free.push_back({&RooflineParams::allreduce_large_latency_s, Kind::kPositive});
+      if (p.hw.allreduce_large_latency_s <= 0) {
+        p.hw.allreduce_large_latency_s = p.hw.allreduce_latency_s;
+      }
+      free.push_back({&HardwareParams::allreduce_large_latency_s, Kind::kPositive});
     } else {
-      p.allreduce_large_latency_s = 0;
+      p.hw.allreduce_large_latency_s = 0;
     }
     return free;
   };
@@ -332,13 +336,15 @@ ClassFit class_error(const ClassSpec& spec, size_t n, const Residuals& residuals
 }  // namespace
 
 const std::vector<ClassSpec>& class_specs() {
-  using P = RooflineParams;
+  using P = HardwareParams;
+  using E = EngineParams;  // Vidur's cpu_overheads.csv: the V0 engine's CPU work
   static const std::vector<ClassSpec> specs = {
       {"GEMMs",
        {OpClass::kLinear},
        {{&P::linear_compute_efficiency, Kind::kEfficiency},
         {&P::linear_memory_efficiency, Kind::kEfficiency},
-        {&P::knee_sharpness, Kind::kSharpness}}},
+        {&P::knee_sharpness, Kind::kSharpness},
+        {&P::linear_latency_s_per_layer, Kind::kPositive}}},
       {"element-wise",
        {OpClass::kElementwise},
        {{&P::elementwise_memory_efficiency, Kind::kEfficiency},
@@ -354,7 +360,7 @@ const std::vector<ClassSpec>& class_specs() {
         {&P::interconnect_efficiency, Kind::kEfficiency}}},
       {"CPU overhead",
        {OpClass::kCpu},
-       {{&P::cpu_overhead_s, Kind::kPositive}, {&P::cpu_overhead_s_per_seq, Kind::kPositive}}},
+       {{&E::cpu_s, Kind::kPositive}, {&E::cpu_s_per_seq, Kind::kPositive}}},
   };
   return specs;
 }
@@ -362,8 +368,14 @@ const std::vector<ClassSpec>& class_specs() {
 RooflineParams fit_classes(const Measurements& m, const GpuSpec& gpu, const RooflineParams& start,
                            const RowFilter& keep, std::vector<ClassFit>* report) {
   RooflineParams best = start;
+  // Where vLLM's custom all-reduce takes the messages below its limit, NCCL's terms are fitted on
+  // the messages NCCL serves.
+  const double nccl_from = start.hw.custom_allreduce_max_bytes;
+  const RowFilter served = [&](const OpRow& r) {
+    return keep(r) && (r.cls != OpClass::kAllReduce || r.x1 >= nccl_from);
+  };
   for (const ClassSpec& spec : class_specs()) {
-    const std::vector<const OpRow*> rows = class_rows(m, spec, keep);
+    const std::vector<const OpRow*> rows = class_rows(m, spec, served);
     if (rows.empty()) continue;
     const Residuals residuals = [&](const RooflineParams& p, Eigen::VectorXd& f) {
       relative_residuals(rows, m.shapes, gpu, p, f);
@@ -381,11 +393,28 @@ using calibration_detail::fit_classes;
 using calibration_detail::Measurements;
 using calibration_detail::OpRow;
 
+RooflineParams profile_fit_start(const ProfileSet& p, const GpuSpec& gpu) {
+  RooflineParams start;
+  const HardwareParams arch = hardware_params(gpu.arch);
+  if (!p.attention) {  // not measured: the architecture's fit
+    start.hw.attention_compute_efficiency = arch.attention_compute_efficiency;
+    start.hw.attention_memory_efficiency = arch.attention_memory_efficiency;
+    start.hw.attention_floor_s_per_layer = arch.attention_floor_s_per_layer;
+  }
+  // Never in Vidur's profiles.
+  start.hw.custom_allreduce_max_bytes = arch.custom_allreduce_max_bytes;
+  start.hw.custom_allreduce_latency_s = arch.custom_allreduce_latency_s;
+  start.hw.custom_allreduce_efficiency = arch.custom_allreduce_efficiency;
+  start.hw.moe_memory_efficiency = arch.moe_memory_efficiency;
+  start.hw.moe_fp8_memory_efficiency = arch.moe_fp8_memory_efficiency;
+  return start;
+}
+
 RooflineParams fit_profiles(const ProfileSet& p, const GpuSpec& gpu) {
   const Measurements m = collect(p);
   if (m.rows.empty()) throw Error(p.dir, 0, "", "no measurements to fit");
   return fit_classes(
-      m, gpu, RooflineParams{}, [](const OpRow&) { return true; }, nullptr);
+      m, gpu, profile_fit_start(p, gpu), [](const OpRow&) { return true; }, nullptr);
 }
 
 }  // namespace servesim

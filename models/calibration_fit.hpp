@@ -21,8 +21,14 @@ namespace servesim::calibration_detail {
 // overheads through exp (> 0), the knee sharpness as 1 + exp.
 enum class Kind { kEfficiency, kPositive, kSharpness };
 
+// One fitted parameter: a hardware or an engine field of RooflineParams.
 struct FreeParam {
-  double RooflineParams::*member;
+  FreeParam(double HardwareParams::*m, Kind k) : hw(m), kind(k) {}
+  FreeParam(double EngineParams::*m, Kind k) : engine(m), kind(k) {}
+  double& of(RooflineParams& p) const { return hw != nullptr ? p.hw.*hw : p.engine.*engine; }
+  double of(const RooflineParams& p) const { return hw != nullptr ? p.hw.*hw : p.engine.*engine; }
+  double HardwareParams::*hw = nullptr;
+  double EngineParams::*engine = nullptr;
   Kind kind;
 };
 

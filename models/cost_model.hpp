@@ -25,7 +25,7 @@ struct StepCost {
   double bytes = 0;  // HBM bytes read and written, all GPUs
   double linear_s = 0, attention_s = 0, elementwise_s = 0, lm_head_s = 0, allreduce_s = 0,
          cpu_overhead_s = 0;
-  double engine_s = 0;  // the engine's GPU-side step work outside the model (vLLM V1)
+  double engine_s = 0;  // the engine's GPU-side step work outside the model
 };
 
 class CostModel {
@@ -33,8 +33,6 @@ class CostModel {
   virtual ~CostModel() = default;
   virtual StepCost cost(std::span<const SeqShape> batch) const = 0;
   virtual std::string name() const = 0;
-  // The API server's share of each request's client-side latency (before the engine sees it).
-  virtual double frontend_latency_s() const { return 0; }
 };
 
 }  // namespace servesim

@@ -1,11 +1,10 @@
 #include "models/gpu.hpp"
 
 #include <algorithm>
-#include <utility>
-
 #include <cmath>
 #include <set>
 #include <string>
+#include <utility>
 
 #include "util/error.hpp"
 #include "util/ini.hpp"
@@ -13,46 +12,96 @@
 
 namespace servesim {
 
+namespace {
+constexpr std::pair<GpuArch, const char*> kArchNames[] = {{GpuArch::kAmpere, "ampere"},
+                                                          {GpuArch::kAda, "ada"},
+                                                          {GpuArch::kHopper, "hopper"},
+                                                          {GpuArch::kBlackwell, "blackwell"},
+                                                          {GpuArch::kCdna3, "cdna3"}};
+}  // namespace
+
+const char* arch_name(GpuArch a) {
+  for (const auto& [arch, name] : kArchNames) {
+    if (arch == a) return name;
+  }
+  return "?";
+}
+
+GpuArch parse_arch(std::string_view name, const char* field) {
+  const std::string key = lowercase(name);
+  std::string known;
+  for (const auto& [arch, n] : kArchNames) {
+    if (key == n) return arch;
+    known.append(known.empty() ? "" : ", ").append(n);
+  }
+  throw Error(field, "unknown GPU architecture '" + std::string(name) + "' (known: " + known + ")");
+}
+
 const std::vector<GpuSpec>& gpu_catalogue() {
-  // Dense BF16 TFLOP/s, HBM GB, HBM GB/s, interconnect GB/s, dense FP8 TFLOP/s (0: no FP8
-  // tensor cores), from the vendors' datasheets (the FP8 figures without sparsity).
+  // From the vendors' datasheets: dense BF16 TFLOP/s, memory, HBM GB/s, GPU-to-GPU GB/s in one
+  // direction (half the datasheet's bidirectional figure), dense FP8 TFLOP/s (0: no FP8 tensor
+  // cores), network GB/s per GPU in one direction (the NIC of the vendor's reference system:
+  // ConnectX-6 HDR 200 Gb/s per A100, ConnectX-7 NDR 400 Gb/s per H100/H200/B200).
+  using A = GpuArch;
   static const std::vector<GpuSpec> gpus = {
-      {"a100-40g", "NVIDIA A100 SXM4 40GB", 312, 40, 1555, 600, 0},
-      {"a100-80g", "NVIDIA A100 SXM4 80GB", 312, 80, 2039, 600, 0},
+      {"a100-40g", "NVIDIA A100 SXM4 40GB", A::kAmpere, 312, 40, 1555, 300, 0, 25},
+      {"a100-80g", "NVIDIA A100 SXM4 80GB", A::kAmpere, 312, 80, 2039, 300, 0, 25},
+      // PCIe cards without an NVLink bridge talk over PCIe Gen4 x16: 32 GB/s each way.
+      {"a100-80g-pcie", "NVIDIA A100 80GB PCIe", A::kAmpere, 312, 80, 1935, 32, 0, 25},
       // CUDA reports 79.22 GiB of the 80 GiB of HBM3 (vLLM 0.15.1 logs on H100 SXM).
-      {"h100-sxm", "NVIDIA H100 SXM5 80GB", 989.4, 79.22, 3350, 900, 1978.9},
-      {"h100-pcie", "NVIDIA H100 PCIe 80GB", 756, 80, 2000, 600, 1513},
-      {"h200-sxm", "NVIDIA H200 SXM 141GB", 989.4, 141, 4800, 900, 1978.9},
+      {"h100-sxm", "NVIDIA H100 SXM5 80GB", A::kHopper, 989.4, 79.22, 3350, 450, 1978.9, 50},
+      // An NVLink bridge joins two cards at most; a TP group beyond a pair crosses PCIe Gen5 x16
+      // (64 GB/s each way), which is what the catalogue assumes.
+      {"h100-pcie", "NVIDIA H100 PCIe 80GB", A::kHopper, 756, 80, 2000, 64, 1513, 50},
+      // The NVL card: 94 GB of HBM3 at 3.9 TB/s, lower clocks than the SXM part, bridged pairs.
+      {"h100-nvl", "NVIDIA H100 NVL 94GB", A::kHopper, 835, 94, 3900, 300, 1670, 50},
+      {"h200-sxm", "NVIDIA H200 SXM 141GB", A::kHopper, 989.4, 141, 4800, 450, 1978.9, 50},
+      {"h200-nvl", "NVIDIA H200 NVL 141GB", A::kHopper, 835, 141, 4800, 450, 1670, 50},
       // GDDR6 is sized in decimal GB: 48 GB and 24 GB are 45 and 22.5 GiB (nvidia-smi shows
-      // 46068 and 23034 MiB).
-      {"l40s", "NVIDIA L40S 48GB (PCIe)", 362, 45, 864, 64, 733},
-      {"l4", "NVIDIA L4 24GB (PCIe)", 121, 22.5, 300, 64, 242.5},
-      {"mi300x", "AMD Instinct MI300X 192GB", 1307.4, 192, 5300, 896, 2614.9},
-      {"b200", "NVIDIA B200 180GB", 2250, 180, 8000, 1800, 4500},
+      // 46068 and 23034 MiB). No NVLink: PCIe Gen4 x16, 32 GB/s each way.
+      {"l40s", "NVIDIA L40S 48GB (PCIe)", A::kAda, 362, 45, 864, 32, 733, 25},
+      {"l4", "NVIDIA L4 24GB (PCIe)", A::kAda, 121, 22.5, 300, 32, 242.5, 25},
+      // Infinity Fabric: 7 links of 64 GB/s each way to the other 7 GPUs of the platform.
+      {"mi300x", "AMD Instinct MI300X 192GB", A::kCdna3, 1307.4, 192, 5300, 448, 2614.9, 50},
+      {"b200", "NVIDIA B200 180GB", A::kBlackwell, 2250, 180, 8000, 900, 4500, 50},
   };
   return gpus;
 }
 
 namespace {
 
-// Names people and tools use for the catalogue's GPUs (nvidia-smi, cloud SKUs, vLLM docs), lower
-// case, without the "nvidia " prefix.
+// Names people and tools use for the catalogue's GPUs (nvidia-smi, cloud SKUs, vLLM docs,
+// benchmark records), lower case, without the "nvidia " prefix, spaces as dashes.
 const std::vector<std::pair<std::string, std::string>>& gpu_aliases() {
   static const std::vector<std::pair<std::string, std::string>> aliases = {
       {"a100", "a100-80g"},
       {"a100-80gb", "a100-80g"},
       {"a100-sxm4-80gb", "a100-80g"},
+      {"a100-sxm-80gb", "a100-80g"},
+      {"a100-80gb-sxm", "a100-80g"},
       {"a100-40gb", "a100-40g"},
       {"a100-sxm4-40gb", "a100-40g"},
+      {"a100-80gb-pcie", "a100-80g-pcie"},
+      {"a100-pcie", "a100-80g-pcie"},
+      {"a100-pcie-80gb", "a100-80g-pcie"},
       {"h100", "h100-sxm"},
       {"h100-80gb", "h100-sxm"},
       {"h100-sxm5", "h100-sxm"},
       {"h100-80gb-hbm3", "h100-sxm"},
       {"h100-sxm5-80gb", "h100-sxm"},
+      {"h100-80gb-sxm", "h100-sxm"},
+      {"h100-sxm-80gb", "h100-sxm"},
       {"h100-pcie-80gb", "h100-pcie"},
+      {"h100-80gb-pcie", "h100-pcie"},
+      {"h100-nvl-94gb", "h100-nvl"},
       {"h200", "h200-sxm"},
       {"h200-141gb", "h200-sxm"},
+      {"h200-sxm-141gb", "h200-sxm"},
+      {"h200-nvl-141gb", "h200-nvl"},
+      {"l40s-48gb", "l40s"},
+      {"l4-24gb", "l4"},
       {"mi300", "mi300x"},
+      {"instinct-mi300x", "mi300x"},
       {"b200-180gb", "b200"},
   };
   return aliases;
@@ -78,20 +127,29 @@ GpuSpec find_gpu(std::string_view name) {
 
 GpuSpec load_gpu_file(const std::string& path) {
   GpuSpec g;
+  std::string arch;
   const std::set<std::string> given =
       load_ini_fields(path, {{"name", &g.name, true},
                              {"description", &g.description},
+                             {"arch", &arch, true},
                              {"bf16_tflops", &g.bf16_tflops, true},
                              {"hbm_gib", &g.hbm_gib, true},
                              {"hbm_gb_per_s", &g.hbm_gb_per_s, true},
                              {"interconnect_gb_per_s", &g.interconnect_gb_per_s, true},
                              {"fp8_tflops", &g.fp8_tflops},
+                             {"network_gb_per_s", &g.network_gb_per_s},
                              {"cost_per_hour", &g.cost_per_hour}});
+  try {
+    g.arch = parse_arch(arch);
+  } catch (const Error& e) {
+    throw Error(path, ini_line_of(path, "arch"), "arch", e.reason());
+  }
   const std::pair<const char*, double> fields[] = {
       {"bf16_tflops", g.bf16_tflops},
       {"hbm_gib", g.hbm_gib},
       {"hbm_gb_per_s", g.hbm_gb_per_s},
-      {"interconnect_gb_per_s", g.interconnect_gb_per_s}};
+      {"interconnect_gb_per_s", g.interconnect_gb_per_s},
+      {"network_gb_per_s", g.network_gb_per_s}};
   for (const auto& [field, v] : fields) {
     // 1e-3 (a thousandth of a GFLOP/s, a MB of memory) is far below any accelerator and keeps
     // step times finite; 1e7 is far above any and keeps byte counts exact in int64.

@@ -1,28 +1,47 @@
-// GpuSpec: the datasheet facts of one accelerator that the cost model and the memory plan need.
-// The catalogue holds the GPUs servesim knows by name (`servesim list gpus`); a user adds another
-// with an INI file (`--gpu-file`). Promises: every value is positive and finite once constructed
-// through find_gpu or load_gpu_file (the optional price excepted: NaN when unknown).
+// GpuSpec: the datasheet facts of one accelerator that the cost model and the memory plan need,
+// and its architecture, which picks the hardware fit (models/hardware.hpp) and vLLM's defaults:
+// a GPU is known by what it is, never by its name. The catalogue holds the GPUs servesim knows by
+// name (`servesim list gpus`); a user adds another with an INI file (`--gpu-file`). Promises:
+// every value is positive and finite once constructed through find_gpu or load_gpu_file (the
+// optional price excepted: NaN when unknown).
 #pragma once
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace servesim {
 
+// The GPU architecture families whose kernels servesim tells apart: each has its own hardware
+// fit (per-operator efficiencies), since the same kernels reach a different share of the peak on
+// each.
+enum class GpuArch : uint8_t { kAmpere, kAda, kHopper, kBlackwell, kCdna3 };
+
+const char* arch_name(GpuArch a);  // "ampere", "ada", "hopper", "blackwell", "cdna3"
+// The architecture called NAME (ignoring case); Error(FIELD, ...) naming the known ones.
+GpuArch parse_arch(std::string_view name, const char* field = "arch");
+
 struct GpuSpec {
   std::string name;         // catalogue key, lower-case, e.g. "h100-sxm"
   std::string description;  // e.g. "NVIDIA H100 SXM5 80GB"
-  double bf16_tflops = 0;   // dense BF16 peak, TFLOP/s (no sparsity)
+  GpuArch arch = GpuArch::kAmpere;
+  double bf16_tflops = 0;  // dense BF16 peak, TFLOP/s (no sparsity)
   // Memory capacity as the GPU reports it. Datasheets say "80 GB" for 80 GiB of HBM (stacks are
   // binary-sized) and vLLM sees the binary size; GDDR6 cards (L4, L40S) are sized in decimal GB.
   double hbm_gib = 0;
-  double hbm_gb_per_s = 0;           // HBM bandwidth, GB/s (1e9 bytes/s)
-  double interconnect_gb_per_s = 0;  // GPU-to-GPU bandwidth per GPU (NVLink/xGMI/PCIe), GB/s
+  double hbm_gb_per_s = 0;  // HBM bandwidth, GB/s (1e9 bytes/s)
+  // GPU-to-GPU bandwidth of one GPU in ONE direction, GB/s: what a ring all-reduce's bus
+  // bandwidth approaches. Datasheets add both directions: NVLink 4's "900 GB/s" is 450 each way,
+  // PCIe Gen4 x16's "64 GB/s" is 32.
+  double interconnect_gb_per_s = 0;
   // Dense FP8 peak, TFLOP/s; 0 without FP8 tensor cores (Ampere), where vLLM runs FP8 weights
   // through a weight-only kernel (Marlin) at the BF16 rate.
   double fp8_tflops = 0;
+  // The network to other nodes, per GPU, one direction, GB/s: a ConnectX-7 (400 Gb/s) per GPU is
+  // 50. Disaggregated prefill sends KV over it when the pools are on different nodes.
+  double network_gb_per_s = 25;
   // Dollars per GPU-hour, for `servesim capacity`'s cost columns: optional in a GPU file, NaN
   // when unknown (the catalogue has no prices: they differ between clouds and contracts).
   double cost_per_hour = NAN;
@@ -38,12 +57,14 @@ struct GpuSpec {
 // The built-in catalogue, in the order `servesim list gpus` prints it.
 const std::vector<GpuSpec>& gpu_catalogue();
 
-// Looks a GPU up by catalogue name (case-insensitive). Throws Error naming the known GPUs.
+// Looks a GPU up by catalogue name or a common alias, exactly (ignoring case, an "NVIDIA "
+// prefix, and spaces for dashes): "H100 NVL" is h100-nvl, not the SXM part. Throws Error naming
+// the known GPUs.
 GpuSpec find_gpu(std::string_view name);
 
-// Reads a GPU from an INI file: keys name, description, bf16_tflops, hbm_gib, hbm_gb_per_s,
-// interconnect_gb_per_s, and optionally fp8_tflops and cost_per_hour. Throws Error with file, line
-// and field on bad input.
+// Reads a GPU from an INI file: keys name, description, arch, bf16_tflops, hbm_gib,
+// hbm_gb_per_s, interconnect_gb_per_s (one direction), and optionally fp8_tflops,
+// network_gb_per_s and cost_per_hour. Throws Error with file, line and field on bad input.
 GpuSpec load_gpu_file(const std::string& path);
 
 }  // namespace servesim

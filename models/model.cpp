@@ -116,8 +116,43 @@ const std::vector<ModelSpec>& model_catalogue() {
       {"mistral-nemo-12b", "mistralai/Mistral-Nemo-Instruct-2407", 40, 5120, 32, 8, 128, 14336,
        131072, 131072},
       {"yi-34b", "01-ai/Yi-34B", 60, 7168, 56, 8, 128, 20480, 64000, 4096},
+      // Llama 3.2's small models tie the LM head to the embedding; the 1B's heads are 64 wide.
+      {"llama-3.2-1b", "meta-llama/Llama-3.2-1B", 16, 2048, 32, 8, 64, 8192, 128256, 131072, 1, 1,
+       false, true},
+      {"llama-3.2-3b", "meta-llama/Llama-3.2-3B", 28, 3072, 24, 8, 128, 8192, 128256, 131072, 1, 1,
+       false, true},
+      // Llama 3.3 70B is Llama 3.1 70B's architecture, retrained.
+      {"llama-3.3-70b", "meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 64, 8, 128, 28672, 128256,
+       131072},
+      {"llama-3.1-405b", "meta-llama/Llama-3.1-405B", 126, 16384, 128, 8, 128, 53248, 128256,
+       131072},
+      // Code Llama (Llama 2 architecture, RoPE base 1e6 for 16K contexts): the 7B and 13B add 16
+      // infilling tokens to the vocabulary, the 34B does not.
+      {"codellama-7b", "codellama/CodeLlama-7b-hf", 32, 4096, 32, 32, 128, 11008, 32016, 16384},
+      {"codellama-13b", "codellama/CodeLlama-13b-hf", 40, 5120, 40, 40, 128, 13824, 32016, 16384},
+      {"codellama-34b", "codellama/CodeLlama-34b-hf", 48, 8192, 64, 8, 128, 22016, 32000, 16384},
+      {"codellama-70b", "codellama/CodeLlama-70b-hf", 80, 8192, 64, 8, 128, 28672, 32016, 16384},
+      {"mistral-7b-v0.3", "mistralai/Mistral-7B-Instruct-v0.3", 32, 4096, 32, 8, 128, 14336, 32768,
+       32768},
+      // head_dim 128 while hidden / heads is 160.
+      {"mistral-small-24b", "mistralai/Mistral-Small-24B-Instruct-2501", 40, 5120, 32, 8, 128,
+       32768, 131072, 32768},
+      {"qwen2.5-14b", "Qwen/Qwen2.5-14B", 48, 5120, 40, 8, 128, 13824, 152064, 131072, 1, 1, true},
+      {"qwen2.5-32b", "Qwen/Qwen2.5-32B", 64, 5120, 40, 8, 128, 27648, 152064, 131072, 1, 1, true},
+      // Qwen3 dense: no qkv bias, an RMSNorm on q and k (2 x 128 weights a layer, left out), heads
+      // 128 wide whatever hidden / heads is; the 4B ties its LM head.
+      {"qwen3-4b", "Qwen/Qwen3-4B", 36, 2560, 32, 8, 128, 9728, 151936, 40960, 1, 1, false, true},
+      {"qwen3-8b", "Qwen/Qwen3-8B", 36, 4096, 32, 8, 128, 12288, 151936, 40960},
+      {"qwen3-14b", "Qwen/Qwen3-14B", 40, 5120, 40, 8, 128, 17408, 151936, 40960},
+      {"qwen3-32b", "Qwen/Qwen3-32B", 64, 5120, 64, 8, 128, 25600, 151936, 40960},
+      // Qwen3's MoE: 128 experts of width 768 (moe_intermediate_size), 8 routed per token, no
+      // shared expert.
+      {"qwen3-30b-a3b", "Qwen/Qwen3-30B-A3B", 48, 2048, 32, 4, 128, 768, 151936, 40960, 128, 8},
       {"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1", 32, 4096, 32, 8, 128, 14336, 32000, 32768, 8,
        2},
+      // The official checkpoints' vocabulary (tokenizer v3) is 32768.
+      {"mixtral-8x22b", "mistralai/Mixtral-8x22B-v0.1", 56, 6144, 48, 8, 128, 16384, 32768, 65536,
+       8, 2},
       // Llama 4 Scout: 16 routed experts (top-1) and a shared expert in all 48 layers, plus a
       // vision tower (34 layers of width 1408 and MLP 5632, pixel-shuffle adapter and projector to
       // 5120: 0.87 B parameters). Chunked local attention (8192-token chunks on 3 layers of 4) is
@@ -149,6 +184,27 @@ std::string hf_key(std::string_view id) {
 
 }  // namespace
 
+namespace {
+
+// Published models that are a catalogue architecture under another name (distillations and
+// derivatives with the same config.json shape), by Hugging Face id without the organisation.
+const std::pair<const char*, const char*> kDerivedModels[] = {
+    {"deepseek-r1-distill-llama-8b", "llama-3.1-8b"},
+    {"deepseek-r1-distill-llama-70b", "llama-3.3-70b"},
+    {"deepseek-r1-distill-qwen-14b", "qwen2.5-14b"},
+    {"deepseek-r1-distill-qwen-32b", "qwen2.5-32b"},
+    {"qwen2.5-coder-32b", "qwen2.5-32b"},
+    {"qwq-32b", "qwen2.5-32b"},
+    {"meta-llama-3.1-8b", "llama-3.1-8b"},
+    {"meta-llama-3.1-70b", "llama-3.1-70b"},
+};
+
+}  // namespace
+
+bool same_architecture_id(std::string_view a, std::string_view b) {
+  return hf_key(a) == hf_key(b);
+}
+
 ModelSpec find_model(std::string_view name) {
   // A Hugging Face id the catalogue holds as such, then the same architecture under another tag.
   for (const ModelSpec& m : model_catalogue()) {
@@ -157,6 +213,13 @@ ModelSpec find_model(std::string_view name) {
   const std::string key = hf_key(name);
   for (const ModelSpec& m : model_catalogue()) {
     if (lowercase(name) != m.name && hf_key(m.hf_id) == key) return m;
+  }
+  for (const auto& [derived, base] : kDerivedModels) {
+    if (key == derived) {
+      ModelSpec m = find_in_catalogue(model_catalogue(), base, "model", "model", "");
+      m.hf_id = std::string(name);
+      return m;
+    }
   }
   return find_in_catalogue(model_catalogue(), name, "model", "model",
                            "; a Hugging Face id of these; or describe one with --model-file");

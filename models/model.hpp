@@ -77,8 +77,14 @@ void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
 
 const std::vector<ModelSpec>& model_catalogue();
 
-// Looks a model up by catalogue name (case-insensitive). Throws Error naming the known models.
+// Looks a model up by catalogue name (case-insensitive) or Hugging Face id (the organisation
+// optional; an instruct or chat fine-tune maps to its base model). Throws Error naming the known
+// models.
 ModelSpec find_model(std::string_view name);
+
+// Whether two Hugging Face ids name one architecture as find_model maps them: equal without the
+// organisation, case and the -instruct and -chat of fine-tunes.
+bool same_architecture_id(std::string_view a, std::string_view b);
 
 // Reads a model from an INI file whose keys are the config.json names (num_hidden_layers,
 // hidden_size, num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,

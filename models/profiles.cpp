@@ -188,12 +188,17 @@ AllReduceProfile read_allreduce_profile(const std::string& path) {
   const int c_time = f.col("time_stats.all_reduce.median"), c_workers = f.col("num_workers"),
             c_size = f.col("size"), c_devices = f.col("devices_per_node", false),
             c_collective = f.col("collective", false);
+  // Vidur's pairwise-NVLink nodes join their GPUs in NVLink pairs: a group of more crosses PCIe
+  // between the pairs (the H100 file's 4-GPU rows reach 49 GB/s of bus bandwidth against 191
+  // for 2), which no catalogue GPU's interconnect figure describes. Only the pairs are NVLink.
+  const bool nvlink_pairs = path.find("pairwise_nvlink") != std::string::npos;
   while (f.next()) {
     if (c_collective >= 0 && f.text(c_collective) != "all_reduce") continue;
     if (!f.has_number(c_time)) continue;  // all-gather rows of a mixed file
     const int workers = int(f.integer(c_workers, 1, 1024));
     // Single-node collectives only: all the GPUs of the group on one NVLink/NVSwitch node.
     if (c_devices >= 0 && f.integer(c_devices, 1, 1024) != workers) continue;
+    if (nvlink_pairs && workers > 2) continue;
     p.by_workers[workers].add(f.size_bytes(c_size), f.measured_ms(c_time));
   }
   if (p.by_workers.empty()) throw Error(path, 0, "num_workers", "no single-node all-reduce rows");

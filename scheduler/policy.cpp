@@ -29,8 +29,8 @@ const char* policy_summary(Policy p) {
     return "vLLM V0 --enable-chunked-prefill / Sarathi-Serve: decodes first, prefills chunked "
            "into the token budget";
   }
-  return "vLLM V1 (v0.8+ default): one token budget, running first, prefix cache, async "
-         "scheduling";
+  return "vLLM V1 (v0.8+ default): one token budget, running first, per-chunk KV allocation, "
+         "prefix cache";
 }
 
 Policy parse_policy(std::string_view name) {
@@ -43,18 +43,18 @@ Policy parse_policy(std::string_view name) {
   throw Error("scheduler", "unknown scheduler '" + std::string(name) + "' (known: " + known + ")");
 }
 
-bool v1_large_defaults(double gpu_memory_gib, const std::string& gpu_name) {
-  return gpu_memory_gib >= 70 && lowercase(gpu_name).find("a100") == std::string::npos;
+bool v1_large_defaults(const GpuSpec& gpu) {
+  return gpu.hbm_gib >= 70 && gpu.arch != GpuArch::kAmpere;
 }
 
-int64_t default_max_num_batched_tokens(Policy p, int64_t max_model_len, bool large_gpu) {
-  if (v1_engine(p)) return large_gpu ? 8192 : 2048;
-  if (chunked_prefill(p)) return 2048;
-  return std::max<int64_t>(max_model_len, 2048);
+int64_t default_max_num_batched_tokens(Policy p, Engine e, int64_t max_model_len, bool large_gpu) {
+  if (!chunked_prefill(p)) return std::max<int64_t>(max_model_len, 2048);
+  if (e == Engine::kV1) return large_gpu ? 8192 : 2048;
+  return 2048;
 }
 
-int64_t default_max_num_seqs(Policy p, bool large_gpu) {
-  return v1_engine(p) && large_gpu ? 1024 : 256;
+int64_t default_max_num_seqs(Engine e, bool large_gpu) {
+  return e == Engine::kV1 && large_gpu ? 1024 : 256;
 }
 
 }  // namespace servesim

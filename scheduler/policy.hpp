@@ -4,12 +4,20 @@
 //  - chunked: vLLM V0 with --enable-chunked-prefill, Scheduler._schedule_chunked_prefill
 //    (v0.6-v0.8), i.e. Sarathi-Serve stall-free batching: running requests first (decodes, then
 //    partial prefills), then new prefills chunked to the remaining token budget.
+//  - vllm-v1: vLLM V1's Scheduler.schedule() (v0.8-v0.15): one token budget, running requests
+//    first, per-chunk KV allocation, the prefix cache.
+// A policy is the scheduling algorithm only: it runs on an engine (models/engine.hpp), by default
+// the one vLLM ran it on (default_engine), and the engine's runtime costs, memory plan and
+// defaults are the engine's.
 // The Scheduler (scheduler/scheduler.hpp) switches on it; names exist only at the boundary.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "models/engine.hpp"
+#include "models/gpu.hpp"
 
 namespace servesim {
 
@@ -29,20 +37,27 @@ inline bool chunked_prefill(Policy p) {
 }
 
 // Whether the policy is vLLM V1's scheduler.
-inline bool v1_engine(Policy p) {
+inline bool v1_scheduler(Policy p) {
   return p == Policy::kVllmV1;
 }
 
-// Whether vLLM V1 gives this GPU its large defaults: vllm/engine/arg_utils.py
-// (_set_default_args_v1, v0.8-v0.11) uses 8192 tokens and 1024 sequences for the OpenAI server
-// on a device with >= 70 GiB that is not an A100, else 2048 and 256.
-bool v1_large_defaults(double gpu_memory_gib, const std::string& gpu_name);
+// The engine vLLM ran the policy on: V1 for vllm-v1, V0 for the V0 policies.
+inline Engine default_engine(Policy p) {
+  return v1_scheduler(p) ? Engine::kV1 : Engine::kV0;
+}
 
-// vLLM's default max_num_batched_tokens for the policy: 2048 with V0's chunked prefill (v0.6.5+,
-// vllm/config.py DEFAULT_MAX_NUM_BATCHED_TOKENS), max(max_model_len, 2048) without; V1 as
-// v1_large_defaults says.
-int64_t default_max_num_batched_tokens(Policy p, int64_t max_model_len, bool large_gpu);
-// vLLM's default max_num_seqs: 256, or 1024 for V1 on a large GPU.
-int64_t default_max_num_seqs(Policy p, bool large_gpu);
+// Whether vLLM V1 gives this GPU its large defaults: vllm/engine/arg_utils.py
+// (_set_default_args, v0.8-v0.15) uses 8192 tokens and 1024 sequences for the OpenAI server on a
+// device with >= 70 GiB that is not an A100, else 2048 and 256. vLLM reads "a100" in the device
+// name; servesim reads the architecture (the A100 is the only Ampere part of >= 70 GiB), so a GPU
+// file gets the defaults of what it describes, whatever its name.
+bool v1_large_defaults(const GpuSpec& gpu);
+
+// vLLM's default max_num_batched_tokens: without chunked prefill, max(max_model_len, 2048)
+// (vllm/config.py SchedulerConfig, both engines); with it, 2048 on V0 (v0.6.5+,
+// DEFAULT_MAX_NUM_BATCHED_TOKENS) and on V1 as v1_large_defaults says.
+int64_t default_max_num_batched_tokens(Policy p, Engine e, int64_t max_model_len, bool large_gpu);
+// vLLM's default max_num_seqs: 256, or 1024 on the V1 engine and a large GPU.
+int64_t default_max_num_seqs(Engine e, bool large_gpu);
 
 }  // namespace servesim

@@ -11,7 +11,7 @@ Scheduler::Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size
       blocks_(num_gpu_blocks, config.block_size, config.watermark) {
   assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0 &&
          config_.max_num_seqs > 0);
-  if (v1_engine(config_.policy)) {
+  if (v1_scheduler(config_.policy)) {
     kv_ = std::make_unique<KvCacheManager>(num_gpu_blocks, config_.block_size,
                                            config_.enable_prefix_caching, config_.max_model_len,
                                            hasher, num_requests);

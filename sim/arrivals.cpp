@@ -154,13 +154,12 @@ std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
   if (c.cost_model == "table") {
     return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
   }
-  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.roofline,
-                                             v1_engine(c.scheduler.policy));
+  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params);
 }
 
 MemoryPlan checked_memory_plan(const SimConfig& c) {
   MemoryPlan m = plan_memory(c.gpu, c.model, c.memory);
-  if (v1_engine(c.scheduler.policy) && m.num_gpu_blocks < 2) {
+  if (v1_scheduler(c.scheduler.policy) && m.num_gpu_blocks < 2) {
     throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
   }
   return m;

@@ -98,7 +98,7 @@ std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o
     (g.role == ReplicaRole::kPrefill  ? prefill
      : g.role == ReplicaRole::kDecode ? decode
                                       : colocated) += g.count;
-    if (g.role != ReplicaRole::kColocated && !v1_engine(g.config.scheduler.policy)) {
+    if (g.role != ReplicaRole::kColocated && !v1_scheduler(g.config.scheduler.policy)) {
       throw Error("scheduler",
                   "disaggregated prefill is modelled for vllm-v1 (vLLM's KV "
                   "connectors are V1's)");
@@ -158,6 +158,19 @@ std::vector<PoolSummary> pool_summaries(const std::vector<std::unique_ptr<Replic
   return pools;
 }
 
+// The KV link's bandwidth out of a GPU, one direction, GB/s: the flag's, else the slowest NIC (or
+// NVLink) among the pools' GPUs, which bounds the transfer at either end.
+double kv_link_gb_per_s(const FleetOptions& f, const GpuSpec& gpu,
+                        const std::vector<ReplicaGroup>& groups) {
+  if (f.kv_transfer_gb_per_s > 0) return f.kv_transfer_gb_per_s;
+  double gb = f.kv_transfer_nvlink ? gpu.interconnect_gb_per_s : gpu.network_gb_per_s;
+  for (const ReplicaGroup& g : groups) {
+    gb = std::min(gb, f.kv_transfer_nvlink ? g.config.gpu.interconnect_gb_per_s
+                                           : g.config.gpu.network_gb_per_s);
+  }
+  return gb;
+}
+
 const char* role_name(ReplicaRole r) {
   return r == ReplicaRole::kPrefill ? "prefill" : r == ReplicaRole::kDecode ? "decode" : "";
 }
@@ -184,8 +197,9 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   const WorkloadBlockHasher hasher(w, block_size);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
-  ArrivalProcess arrivals(w, options, metrics, parts[0].cost->frontend_latency_s(), &fleet.router,
-                          block_size, &hasher);
+  // One API server latency for every request, whichever replica or pool serves it.
+  ArrivalProcess arrivals(w, options, metrics, c.frontend_latency_s, &fleet.router, block_size,
+                          &hasher);
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<ReplicaLink> links;
   const size_t expected = w.size() / n + 1;
@@ -197,9 +211,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
                                                    uint32_t(replicas.size())));
       ReplicaLink link{&replicas.back()->host, g.group->role};
       link.kv_bytes_per_token = double(gc.model.kv_bytes_per_token_per_gpu(gc.tp));
-      link.link_bytes_per_s = (fleet.kv_transfer_gb_per_s > 0 ? fleet.kv_transfer_gb_per_s
-                                                              : gc.gpu.interconnect_gb_per_s) *
-                              1e9;
+      link.link_bytes_per_s = kv_link_gb_per_s(fleet, gc.gpu, groups) * 1e9;
       link.link_latency_s = fleet.kv_transfer_latency_s;
       links.push_back(link);
       peak_flops += gc.gpu.peak_flops() * gc.tp;

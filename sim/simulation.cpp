@@ -7,6 +7,7 @@
 #include "sim/arrivals.hpp"
 #include "sim/block_content.hpp"
 #include "sim/event_loop.hpp"
+#include "sim/frontend.hpp"
 #include "sim/host.hpp"
 #include "util/error.hpp"
 
@@ -43,12 +44,15 @@ void resolve_model(SimConfig& c) {
 // _verify_args); servesim runs both, for sweeps (README, Schedulers).
 void resolve_scheduler(SimConfig& c) {
   SchedulerConfig& s = c.scheduler;
-  if (!v1_engine(s.policy)) s.async_scheduling = false;  // a V1 engine feature
-  const bool large = v1_large_defaults(c.gpu.hbm_gib, c.gpu.name);
+  if (!c.engine_given) c.engine = default_engine(s.policy);
+  // Async scheduling is the V1 engine's (EngineCore.step_with_batch_queue), under any policy.
+  if (c.engine != Engine::kV1) s.async_scheduling = false;
+  const bool large = v1_large_defaults(c.gpu);
   if (s.max_num_batched_tokens == 0) {
-    s.max_num_batched_tokens = default_max_num_batched_tokens(s.policy, s.max_model_len, large);
+    s.max_num_batched_tokens =
+        default_max_num_batched_tokens(s.policy, c.engine, s.max_model_len, large);
   }
-  if (s.max_num_seqs == 0) s.max_num_seqs = default_max_num_seqs(s.policy, large);
+  if (s.max_num_seqs == 0) s.max_num_seqs = default_max_num_seqs(c.engine, large);
   if (s.max_num_batched_tokens < 1) throw Error("max-num-batched-tokens", "must be >= 1");
   if (s.max_num_seqs < 1 || s.max_num_seqs > kMaxNumSeqs) {
     throw Error("max-num-seqs", "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
@@ -61,13 +65,37 @@ void resolve_scheduler(SimConfig& c) {
   }
 }
 
-// The roofline's parameters (the GPU's defaults unless given), or a table model's profiles.
+// The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
+// with the calibration files that apply; or a table model's profiles. The API server's latency.
 void resolve_cost_model(SimConfig& c) {
-  if (!c.roofline) {
-    c.roofline = default_roofline_params(c.gpu, v1_engine(c.scheduler.policy));
-    c.roofline_source = default_roofline_source(c.gpu, v1_engine(c.scheduler.policy));
-  } else if (c.roofline_source.empty()) {
-    c.roofline_source = "given by the caller";
+  if (!c.hardware) {
+    c.hardware = hardware_params(c.gpu.arch);
+    c.hardware_source = hardware_source(c.gpu);
+  } else if (c.hardware_source.empty()) {
+    c.hardware_source = "given by the caller";
+  }
+  if (!c.engine_params || c.engine_params->engine != c.engine) {
+    c.engine_params = engine_params(c.engine);
+    c.engine_source = engine_source(c.engine);
+  } else if (c.engine_source.empty()) {
+    c.engine_source = "given by the caller";
+  }
+  for (const auto& cal : c.calibrations) {
+    if (!cal->applies_to(c.gpu)) {
+      throw Error("calibration", cal->path + " was fitted for " +
+                                     (cal->gpu.empty() ? cal->arch : cal->gpu) + ", not " +
+                                     c.gpu.name + " (efficiencies differ between GPUs)");
+    }
+    apply_calibration(*cal, *c.hardware, *c.engine_params);
+    if (cal->has_hardware()) c.hardware_source = cal->describe();
+    if (!cal->values.empty()) c.engine_source += "; " + cal->describe();
+    if (cal->frontend_latency_s && std::isnan(c.frontend_latency_s)) {
+      c.frontend_latency_s = *cal->frontend_latency_s;
+    }
+  }
+  if (std::isnan(c.frontend_latency_s)) c.frontend_latency_s = kDefaultFrontendLatencyS;
+  if (!(c.frontend_latency_s >= 0 && c.frontend_latency_s <= 10)) {
+    throw Error("frontend-latency-ms", "must be in [0, 10000] ms");
   }
   if (c.cost_model != "roofline" && c.cost_model != "table") {
     throw Error("cost-model", "expected roofline or table, got '" + c.cost_model + "'");
@@ -93,7 +121,7 @@ void resolve_memory(SimConfig& c) {
   m.block_size = c.scheduler.block_size;
   m.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   m.max_num_seqs = c.scheduler.max_num_seqs;
-  m.v1_engine = v1_engine(c.scheduler.policy);
+  m.v1_engine = c.engine == Engine::kV1;
   m.runtime_reserve_gib = runtime_reserve_gib(m);
 }
 
@@ -123,7 +151,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size(), &hasher);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
-  ArrivalProcess arrivals(w, options, metrics, cost.frontend_latency_s(), nullptr,
+  ArrivalProcess arrivals(w, options, metrics, c.frontend_latency_s, nullptr,
                           c.scheduler.block_size, &hasher);
   const bool listen = options.max_concurrency > 0 || bool(options.progress);
   Host host(loop, scheduler, cost, metrics, listen ? &arrivals : nullptr);

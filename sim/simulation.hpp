@@ -14,7 +14,10 @@
 #include <utility>
 #include <vector>
 
+#include "models/calibration.hpp"
+#include "models/engine.hpp"
 #include "models/gpu.hpp"
+#include "models/hardware.hpp"
 #include "models/memory_plan.hpp"
 #include "models/model.hpp"
 #include "models/profiles.hpp"
@@ -32,12 +35,21 @@ struct SimConfig {
   ModelSpec model;
   int tp = 1;
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
-  MemoryPlanOptions memory;   // tp, token budget, max_num_seqs and block size are copied in
+  // The engine runtime the policy runs on: the policy's own (default_engine) unless ENGINE_GIVEN.
+  Engine engine = Engine::kV0;
+  bool engine_given = false;
+  MemoryPlanOptions memory;  // tp, token budget, max_num_seqs, block size and engine copied in
   std::string cost_model = "roofline";  // roofline | table
-  // For the roofline: the GPU's defaults (default_roofline_params) when empty; resolve() fills
-  // it in, with roofline_source saying where the parameters came from.
-  std::optional<RooflineParams> roofline;
-  std::string roofline_source;
+  // For the roofline: the hardware's parameters (the GPU architecture's fit) and the engine's;
+  // resolve() fills in the defaults and overlays CALIBRATIONS, the *_source strings saying where
+  // the values came from. A calibration file whose hardware keys are another GPU's is an error.
+  std::optional<HardwareParams> hardware;
+  std::optional<EngineParams> engine_params;
+  std::string hardware_source, engine_source;
+  std::vector<std::shared_ptr<const CalibrationFile>> calibrations;
+  // The API server's latency (sim/frontend.hpp), seconds; NaN: the default, or a calibration
+  // file's frontend_latency_s.
+  double frontend_latency_s = NAN;
   std::shared_ptr<const ProfileSet> profiles;  // for the table model
 };
 
@@ -104,9 +116,11 @@ struct FleetOptions {
   // and decode pools (disaggregated prefill, vllm-v1 only: vLLM's KV connectors are V1's).
   std::vector<ReplicaGroup> groups;
   // The link a prefill instance sends a prompt's KV over, per GPU of its TP group (each sends its
-  // shard): bandwidth in GB/s (0: the prefill GPU's interconnect from the catalogue) and a
-  // latency per transfer.
+  // shard), in one direction: bandwidth in GB/s (0: the slower NIC of the two GPUs, or with
+  // KV_TRANSFER_NVLINK their GPU-to-GPU link, both from the catalogue) and a latency per
+  // transfer. vLLM's KV connectors (NIXL over RDMA) move MB-sized blocks near line rate.
   double kv_transfer_gb_per_s = 0;
+  bool kv_transfer_nvlink = false;  // the pools share an NVLink domain (one node)
   double kv_transfer_latency_s = 1e-3;
 };
 

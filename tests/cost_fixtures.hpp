@@ -26,20 +26,20 @@ inline ModelSpec tiny_model() {
 // 1000 FLOP/s (FP8: FP8_TFLOPS, 0 = none) and 1000 bytes/s, so FLOPs and bytes read directly as
 // milliseconds x 1000.
 inline GpuSpec slow_gpu(double fp8_tflops = 0) {
-  GpuSpec g{"slow", "", 1e-9, 1, 1e-6, 1e-6};
+  GpuSpec g{"slow", "", GpuArch::kAmpere, 1e-9, 1, 1e-6, 1e-6};
   g.fp8_tflops = fp8_tflops;
   return g;
 }
 
 inline RooflineParams ideal_params() {
   RooflineParams p;
-  p.linear_compute_efficiency = p.linear_memory_efficiency = 1;
-  p.elementwise_memory_efficiency = 1;
-  p.attention_compute_efficiency = p.attention_memory_efficiency = 1;
-  p.interconnect_efficiency = 1;
-  p.elementwise_floor_s_per_layer = p.attention_floor_s_per_layer = 0;
-  p.allreduce_latency_s = 0;
-  p.cpu_overhead_s = p.cpu_overhead_s_per_seq = 0;
+  p.hw.linear_compute_efficiency = p.hw.linear_memory_efficiency = 1;
+  p.hw.elementwise_memory_efficiency = 1;
+  p.hw.attention_compute_efficiency = p.hw.attention_memory_efficiency = 1;
+  p.hw.interconnect_efficiency = 1;
+  p.hw.elementwise_floor_s_per_layer = p.hw.attention_floor_s_per_layer = 0;
+  p.hw.allreduce_latency_s = 0;
+  p.engine = EngineParams{};  // V0, nothing outside the kernels, eager floors
   return p;
 }
 

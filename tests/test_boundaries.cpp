@@ -48,7 +48,7 @@ TEST_CASE("boundaries: GPU, model and calibration files out of any physical rang
   // A GPU of 1e-300 TFLOP/s gave latencies of 1e300 ms.
   write(dir / "g.ini",
         "name = g\nbf16_tflops = 1e-300\nhbm_gib = 80\nhbm_gb_per_s = 2000\n"
-        "interconnect_gb_per_s = 600\n");
+        "interconnect_gb_per_s = 600\narch = hopper\n");
   refused({"run", "--gpu-file", (dir / "g.ini").string()}, "g.ini:2: field 'bf16_tflops'");
   // Model file range errors name their line.
   write(dir / "m.ini",
@@ -171,6 +171,6 @@ TEST_CASE("boundaries: messages about outputs, missing files and hostile INI tex
   CHECK(cli({"run", "--config", (dir / "comment.ini").string()}).code == 0);
   write(dir / "g.ini",
         "name = g ; mine\nbf16_tflops = 900 ; dense\nhbm_gib = 80\nhbm_gb_per_s = 2000\n"
-        "interconnect_gb_per_s = 600\n");
+        "interconnect_gb_per_s = 600\narch = hopper\n");
   CHECK(cli({"run", "--gpu-file", (dir / "g.ini").string(), "--num-requests", "5"}).code == 0);
 }

@@ -32,8 +32,12 @@ void check_targets(const char* model_name, int tp) {
   const auto grid = fidelity_grid();
   const FidelityReport uncalibrated = compare_to_profiles(
       measured, RooflineCostModel(gpu, model, tp, RooflineParams{}), "uncalibrated", grid);
+  // The defaults as the profiles were measured: the A100 fit's kernels, eager, V0's CPU work.
+  EngineParams eager = engine_params(Engine::kV0);
+  eager.floor_fraction = 1;
   const FidelityReport defaults = compare_to_profiles(
-      measured, RooflineCostModel(gpu, model, tp, default_roofline_params(gpu)), "defaults", grid);
+      measured, RooflineCostModel(gpu, model, tp, hardware_params(gpu.arch), eager), "defaults",
+      grid);
   const CalibrationResult cal = calibrate_from_profiles(p, gpu, model, tp, 5);
   std::cout << "fidelity " << model_name << " TP" << tp << ": uncalibrated MAPE "
             << uncalibrated.composed.mape * 100 << "% (max " << uncalibrated.composed.max_ape * 100
@@ -80,11 +84,14 @@ TEST_CASE("shared profiles: the shipped a100-80g parameters are what the fit fin
   if (!have_profiles()) return;
   const RooflineParams fit =
       fit_profiles(load_profiles(profiles_dir().string()), find_gpu("a100-80g"));
-  const RooflineParams shipped = a100_fitted_params();
-  for (const RooflineParamField& f : roofline_param_fields()) {
-    INFO(f.name << ": fitted " << fit.*f.member << ", shipped " << shipped.*f.member);
-    CHECK(fit.*f.member == Approx(shipped.*f.member).epsilon(1e-4));
+  const HardwareParams shipped = hardware_params(GpuArch::kAmpere);
+  for (const auto& f : hardware_param_fields()) {
+    INFO(f.name << ": fitted " << fit.hw.*f.member << ", shipped " << shipped.*f.member);
+    CHECK(fit.hw.*f.member == Approx(shipped.*f.member).epsilon(1e-4));
   }
+  // Vidur's cpu_overheads.csv is V0's CPU work: the V0 engine's terms.
+  CHECK(fit.engine.cpu_s == Approx(engine_params(Engine::kV0).cpu_s).epsilon(1e-4));
+  CHECK(fit.engine.cpu_s_per_seq == Approx(engine_params(Engine::kV0).cpu_s_per_seq).epsilon(1e-4));
 }
 
 TEST_CASE("profiles [shared]: beside the H100 profiles, an A100 fit reads the A100 files only",

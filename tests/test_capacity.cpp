@@ -228,7 +228,7 @@ TEST_CASE("capacity: cost per million output tokens from --gpu-hour-cost or the 
   // A GPU file's cost_per_hour; without any price the column is empty (NaN).
   servesim::test::write(dir / "g.ini",
                         "name = my-h100\nbf16_tflops = 989.4\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
-                        "interconnect_gb_per_s = 900\ncost_per_hour = 4\n");
+                        "interconnect_gb_per_s = 900\ncost_per_hour = 4\narch = hopper\n");
   const auto f = exec({"capacity", "--num-requests", "200", "--gpu-file", (dir / "g.ini").string(),
                        "--slo", "ttft_p99_ms=2000", "--csv", (dir / "f.csv").string()});
   INFO(f.err);
@@ -249,7 +249,7 @@ TEST_CASE("capacity: cost per million output tokens from --gpu-hour-cost or the 
   }
   servesim::test::write(dir / "bad.ini",
                         "name = x\nbf16_tflops = 1\nhbm_gib = 80\nhbm_gb_per_s = 1\n"
-                        "interconnect_gb_per_s = 1\ncost_per_hour = 0\n");
+                        "interconnect_gb_per_s = 1\ncost_per_hour = 0\narch = hopper\n");
   const auto e =
       exec({"capacity", "--gpu-file", (dir / "bad.ini").string(), "--slo", "ttft_p99_ms=2000"});
   CHECK(e.code == 2);

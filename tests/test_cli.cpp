@@ -194,7 +194,7 @@ TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[c
   const fs::path dir = scratch("files");
   write(dir / "gpu.ini",
         "name = my-gpu\nbf16_tflops = 500\nhbm_gib = 96\nhbm_gb_per_s = 4000\n"
-        "interconnect_gb_per_s = 400\n");
+        "interconnect_gb_per_s = 400\narch = hopper\n");
   write(dir / "model.ini",
         "name = my-model\nnum_hidden_layers = 16\nhidden_size = 2048\nnum_attention_heads = 16\n"
         "num_key_value_heads = 4\nintermediate_size = 8192\nvocab_size = 50000\n"
@@ -211,7 +211,7 @@ TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[c
 
   write(dir / "bad_gpu.ini",
         "name = g\nbf16_tflops = 500\nhbm_gib = -1\nhbm_gb_per_s = 1\n"
-        "interconnect_gb_per_s = 1\n");
+        "interconnect_gb_per_s = 1\narch = hopper\n");
   Result e = cli({"run", "--gpu-file", (dir / "bad_gpu.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("field 'hbm_gib'"));

@@ -56,7 +56,7 @@ TEST_CASE("roofline: prefill attention is quadratic in the chunk and linear in c
 
 TEST_CASE("roofline: tensor parallelism splits work and adds two all-reduces per layer", "[cost]") {
   RooflineParams p = ideal_params();
-  p.allreduce_latency_s = 0.01;
+  p.hw.allreduce_latency_s = 0.01;
   const RooflineCostModel tp1(slow_gpu(), tiny_model(), 1, p), tp2(slow_gpu(), tiny_model(), 2, p);
   const SeqShape decode{1, 10, false, true};
   const StepCost a = tp1.cost(std::span(&decode, 1)), b = tp2.cost(std::span(&decode, 1));
@@ -69,10 +69,10 @@ TEST_CASE("roofline: tensor parallelism splits work and adds two all-reduces per
 
 TEST_CASE("roofline: kernel floors and the per-step CPU overhead", "[cost]") {
   RooflineParams p = ideal_params();
-  p.elementwise_floor_s_per_layer = 10;
-  p.attention_floor_s_per_layer = 20;
-  p.cpu_overhead_s = 1;
-  p.cpu_overhead_s_per_seq = 0.5;
+  p.hw.elementwise_floor_s_per_layer = 10;
+  p.hw.attention_floor_s_per_layer = 20;
+  p.engine.cpu_s = 1;
+  p.engine.cpu_s_per_seq = 0.5;
   const RooflineCostModel model(slow_gpu(), tiny_model(), 1, p);
   const SeqShape batch[] = {{1, 10, false, true}, {1, 3, false, true}, {5, 0, true, true}};
   const StepCost c = model.cost(batch);
@@ -80,7 +80,7 @@ TEST_CASE("roofline: kernel floors and the per-step CPU overhead", "[cost]") {
   // Attention pays each kernel's launch latency on top of its work: a prefill kernel and a
   // decode kernel, 2 layers each.
   RooflineParams no_floor = p;
-  no_floor.attention_floor_s_per_layer = 0;
+  no_floor.hw.attention_floor_s_per_layer = 0;
   const double work =
       RooflineCostModel(slow_gpu(), tiny_model(), 1, no_floor).cost(batch).attention_s;
   CHECK(work > 0);
@@ -146,11 +146,11 @@ TEST_CASE("roofline: the smooth knee and GEMM tile padding by hand", "[cost]") {
   // Linear compute 2304 x 3 FLOPs = 6.912 s; memory 2304 + 416 x 3 = 3.552 s (at 1000/s).
   CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(std::span(&s, 1)).linear_s ==
         Approx(6.912));
-  p.knee_sharpness = 2;  // sqrt(6.912^2 + 3.552^2)
+  p.hw.knee_sharpness = 2;  // sqrt(6.912^2 + 3.552^2)
   CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(std::span(&s, 1)).linear_s ==
         Approx(std::sqrt(6.912 * 6.912 + 3.552 * 3.552)));
-  p.knee_sharpness = 0;
-  p.linear_tile_tokens = 4;  // 3 tokens run as a tile of 4: compute 9.216 s
+  p.hw.knee_sharpness = 0;
+  p.hw.linear_tile_tokens = 4;  // 3 tokens run as a tile of 4: compute 9.216 s
   const StepCost c = RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(std::span(&s, 1));
   CHECK(c.linear_s == Approx(9.216));
   // FLOPs count the real tokens, for MFU: 3 of linear, plus 6 pairs of attention.
@@ -159,9 +159,9 @@ TEST_CASE("roofline: the smooth knee and GEMM tile padding by hand", "[cost]") {
 
 TEST_CASE("roofline: the all-reduce latency switches above a message size", "[cost]") {
   RooflineParams p = ideal_params();
-  p.allreduce_latency_s = 1;
-  p.allreduce_switch_bytes = 100;
-  p.allreduce_large_latency_s = 5;
+  p.hw.allreduce_latency_s = 1;
+  p.hw.allreduce_switch_bytes = 100;
+  p.hw.allreduce_large_latency_s = 5;
   const RooflineCostModel m(slow_gpu(), tiny_model(), 2, p);
   // Ring: 2 (2-1)/2 x bytes / 1000 B/s.
   CHECK(m.allreduce_seconds(100) == Approx(1 + 0.1));
@@ -181,6 +181,44 @@ TEST_CASE("catalogue: parameter counts equal the published safetensors counts", 
   CHECK(find_model("Qwen/Qwen2.5-7B-Instruct").max_position == 32768);
   CHECK(find_model("Qwen/Qwen2.5-7B").max_position == 131072);
   CHECK(find_model("meta-llama/Llama-3.1-70B-Instruct").name == "llama-3.1-70b");
+}
+
+TEST_CASE("catalogue: the models vLLM users run most against their published totals",
+          "[cost][models]") {
+  // Total (and, for mixtures of experts, active) parameters as the model cards state them,
+  // rounded as they round them: within 1% (2% for the active count, given to two digits).
+  struct Card {
+    const char* id;
+    double total_b, active_b;
+  };
+  for (const Card& c :
+       {Card{"Qwen/Qwen3-4B", 4.0, 4.0}, Card{"Qwen/Qwen3-8B", 8.2, 8.2},
+        Card{"Qwen/Qwen3-14B", 14.8, 14.8}, Card{"Qwen/Qwen3-32B", 32.8, 32.8},
+        Card{"Qwen/Qwen3-30B-A3B", 30.5, 3.3}, Card{"Qwen/Qwen2.5-14B-Instruct", 14.7, 14.7},
+        Card{"Qwen/Qwen2.5-32B-Instruct", 32.5, 32.5},
+        Card{"codellama/CodeLlama-34b-Instruct-hf", 33.7, 33.7},
+        Card{"codellama/CodeLlama-7b-hf", 6.74, 6.74},
+        Card{"mistralai/Mixtral-8x22B-Instruct-v0.1", 141, 39},
+        Card{"mistralai/Mixtral-8x7B-Instruct-v0.1", 46.7, 12.9},
+        Card{"meta-llama/Llama-3.2-1B-Instruct", 1.24, 1.24},
+        Card{"meta-llama/Llama-3.2-3B-Instruct", 3.21, 3.21},
+        Card{"meta-llama/Llama-3.3-70B-Instruct", 70.6, 70.6},
+        Card{"meta-llama/Llama-3.1-405B-Instruct", 405, 405},
+        Card{"mistralai/Mistral-Small-24B-Instruct-2501", 23.6, 23.6},
+        Card{"mistralai/Mistral-7B-Instruct-v0.3", 7.25, 7.25}}) {
+    INFO(c.id);
+    const ModelSpec m = find_model(c.id);
+    CHECK(double(m.total_params()) == Approx(c.total_b * 1e9).epsilon(0.01));
+    CHECK(double(m.active_params()) == Approx(c.active_b * 1e9).epsilon(0.02));
+  }
+  // Distillations are their base architecture under their own id.
+  const ModelSpec distill = find_model("deepseek-ai/DeepSeek-R1-Distill-Qwen-32B");
+  CHECK(distill.total_params() == find_model("qwen2.5-32b").total_params());
+  CHECK(distill.hf_id == "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B");
+  CHECK(find_model("deepseek-ai/DeepSeek-R1-Distill-Llama-8B").num_layers == 32);
+  // Qwen3's heads are 128 wide whatever hidden / heads is.
+  CHECK(find_model("Qwen/Qwen3-32B").head_dim == 128);
+  CHECK(find_model("Qwen/Qwen3-32B").hidden_size / find_model("Qwen/Qwen3-32B").num_heads == 80);
 }
 
 TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them", "[cost][memory]") {
@@ -223,10 +261,10 @@ TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them",
 
 TEST_CASE("roofline: vLLM's custom all-reduce below its size limit, NCCL above", "[cost]") {
   RooflineParams p = ideal_params();
-  p.allreduce_latency_s = 1;
-  p.custom_allreduce_max_bytes = 100;
-  p.custom_allreduce_latency_s = 0.25;
-  p.custom_allreduce_efficiency = 0.5;
+  p.hw.allreduce_latency_s = 1;
+  p.hw.custom_allreduce_max_bytes = 100;
+  p.hw.custom_allreduce_latency_s = 0.25;
+  p.hw.custom_allreduce_efficiency = 0.5;
   const RooflineCostModel m(slow_gpu(), tiny_model(), 2, p);
   // 2 (2-1)/2 x bytes / (1000 B/s x 0.5) on top of 0.25 s; at the limit NCCL's ring.
   CHECK(m.allreduce_seconds(50) == Approx(0.25 + 0.1));
@@ -234,44 +272,63 @@ TEST_CASE("roofline: vLLM's custom all-reduce below its size limit, NCCL above",
   CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).allreduce_seconds(50) == 0);
 }
 
-TEST_CASE("roofline: a vLLM V1 step's engine work, CPU time and compiled kernel floors", "[cost]") {
+TEST_CASE("roofline: the engine's work, CPU time and graph-replayed kernel floors", "[cost]") {
   RooflineParams p = ideal_params();
-  p.elementwise_floor_s_per_layer = 10;
-  p.attention_floor_s_per_layer = 20;
-  p.cpu_overhead_s = 1;
-  p.cpu_overhead_s_per_seq = 0.5;
-  p.v1_cpu_s = 3;
-  p.v1_cpu_s_per_seq = 0.25;
-  p.v1_step_s = 2;
-  p.v1_step_s_per_seq = 0.125;
-  p.v1_floor_fraction = 0.5;
-  const SeqShape batch[] = {{1, 10, false, true}, {1, 3, false, true}};
-  const StepCost v0 = RooflineCostModel(slow_gpu(), tiny_model(), 1, p).cost(batch);
-  const StepCost v1 = RooflineCostModel(slow_gpu(), tiny_model(), 1, p, true).cost(batch);
-  CHECK(v0.engine_s == 0);
-  CHECK(v0.cpu_overhead_s == Approx(1 + 2 * 0.5));
-  CHECK(v1.engine_s == Approx(2 + 2 * 0.125));
-  CHECK(v1.cpu_overhead_s == Approx(3 + 2 * 0.25));
-  // Floors at half: elementwise 2 layers x 10 x 0.5, one decode attention kernel 2 x 20 x 0.5.
-  CHECK(v0.elementwise_s == Approx(20));
-  CHECK(v1.elementwise_s == Approx(10));
-  CHECK(v0.attention_s - v1.attention_s == Approx(20));
-  CHECK(v1.seconds == Approx(v1.linear_s + v1.attention_s + v1.elementwise_s + v1.lm_head_s +
-                             v1.allreduce_s + v1.engine_s + v1.cpu_overhead_s));
-  CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).frontend_latency_s() == 0);
-  p.frontend_latency_s = 0.02;
-  CHECK(RooflineCostModel(slow_gpu(), tiny_model(), 1, p).frontend_latency_s() == 0.02);
+  p.hw.elementwise_floor_s_per_layer = 10;
+  p.hw.attention_floor_s_per_layer = 20;
+  EngineParams v0{Engine::kV0, 1, 0.5, 0, 0, 0.5};
+  EngineParams v1{Engine::kV1, 3, 0.25, 2, 0.125, 0.5};
+  const SeqShape decodes[] = {{1, 10, false, true}, {1, 3, false, true}};
+  const SeqShape mixed[] = {{1, 10, false, true}, {4, 0, true, false}};
+  const auto cost = [&](const EngineParams& e, std::span<const SeqShape> batch) {
+    return RooflineCostModel(slow_gpu(), tiny_model(), 1, p.hw, e).cost(batch);
+  };
+  const StepCost d0 = cost(v0, decodes), d1 = cost(v1, decodes);
+  CHECK(d0.engine_s == 0);
+  CHECK(d0.cpu_overhead_s == Approx(1 + 2 * 0.5));
+  CHECK(d1.engine_s == Approx(2 + 2 * 0.125));
+  CHECK(d1.cpu_overhead_s == Approx(3 + 2 * 0.25));
+  // Both engines replay a decode-only step as a CUDA graph: floors at half (element-wise 2 layers
+  // x 10 x 0.5, one decode attention kernel 2 x 20 x 0.5).
+  CHECK(d0.elementwise_s == Approx(10));
+  CHECK(d1.elementwise_s == Approx(10));
+  CHECK(d0.attention_s == Approx(d1.attention_s));
+  CHECK(d1.seconds == Approx(d1.linear_s + d1.attention_s + d1.elementwise_s + d1.lm_head_s +
+                             d1.allreduce_s + d1.engine_s + d1.cpu_overhead_s));
+  // A step with a prefill runs eager on V0 (whole floors), as a graph on V1.
+  const StepCost m0 = cost(v0, mixed), m1 = cost(v1, mixed);
+  CHECK(m0.elementwise_s == Approx(20));
+  CHECK(m1.elementwise_s == Approx(10));
+  CHECK(m0.attention_s - m1.attention_s == Approx(2 * 20 * 0.5 * 2));
+  // A decode past V0's max_seq_len_to_capture runs eager too.
+  const SeqShape long_decode{1, kV0MaxSeqLenToCapture, false, true};
+  CHECK(cost(v0, std::span(&long_decode, 1)).elementwise_s == Approx(20));
+  CHECK(cost(v1, std::span(&long_decode, 1)).elementwise_s == Approx(10));
 }
 
-TEST_CASE("defaults: vllm-v1 on Hopper and Blackwell takes the H100 fit, V0 the A100 fit",
+TEST_CASE("defaults: a GPU's hardware fit is its architecture's, engines are every GPU's",
           "[cost]") {
   const GpuSpec h100 = find_gpu("h100-sxm"), a100 = find_gpu("a100-80g");
-  CHECK(default_roofline_params(h100, true).v1_cpu_s == h100_params().v1_cpu_s);
-  CHECK(default_roofline_params(find_gpu("b200"), true).custom_allreduce_max_bytes > 0);
-  CHECK(default_roofline_params(h100, false).linear_memory_efficiency ==
-        a100_fitted_params().linear_memory_efficiency);
-  CHECK(default_roofline_params(h100, false).frontend_latency_s ==
-        h100_params().frontend_latency_s);
-  CHECK(default_roofline_params(a100, true).frontend_latency_s == 0);
-  CHECK(default_roofline_source(h100, true) != default_roofline_source(h100, false));
+  CHECK(hardware_params(h100.arch).linear_compute_efficiency !=
+        hardware_params(a100.arch).linear_compute_efficiency);
+  CHECK(hardware_params(find_gpu("b200").arch).custom_allreduce_max_bytes > 0);
+  CHECK(hardware_params(find_gpu("l40s").arch).linear_memory_efficiency ==
+        hardware_params(GpuArch::kAmpere).linear_memory_efficiency);
+  CHECK(hardware_source(find_gpu("l40s")).find("no ada profile") != std::string::npos);
+  // A GPU file with an H100's figures under another name gets the H100's fit: the architecture
+  // decides, never the name.
+  GpuSpec renamed = h100;
+  renamed.name = "my-accelerator";
+  CHECK(hardware_source(renamed) == hardware_source(h100));
+  // Every parameter is physical: efficiencies at most 1 of the peak they scale.
+  for (const GpuArch arch : {GpuArch::kAmpere, GpuArch::kHopper}) {
+    const HardwareParams hw = hardware_params(arch);
+    for (const auto& f : hardware_param_fields()) {
+      INFO(f.name);
+      CHECK(hw.*f.member >= f.min);
+      CHECK(hw.*f.member <= f.max);
+    }
+  }
+  CHECK(engine_params(Engine::kV1).engine == Engine::kV1);
+  CHECK(engine_params(Engine::kV0).floor_fraction == engine_params(Engine::kV1).floor_fraction);
 }

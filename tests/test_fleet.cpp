@@ -276,10 +276,10 @@ TEST_CASE("fleet: disaggregated TTFT is the prefill, the KV transfer and the dec
   // (from idle, so nothing overlaps it); the transfer of 1000 tokens' KV at 12.5 GB/s after its
   // latency; the decode instance's first step, which recomputes the last prompt token over the
   // 999 received.
-  const RooflineCostModel cost(c.gpu, c.model, c.tp, *c.roofline, true);
+  const RooflineCostModel cost(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params);
   const SeqShape prefill{1000, 0, true, true}, last{1, 999, true, true};
   const double transfer = 0.002 + 1000.0 * double(c.model.kv_bytes_per_token_per_gpu(1)) / 12.5e9;
-  const double expected = cost.frontend_latency_s() + cost.cost(std::span(&prefill, 1)).seconds +
+  const double expected = c.frontend_latency_s + cost.cost(std::span(&prefill, 1)).seconds +
                           transfer + cost.cost(std::span(&last, 1)).seconds;
   CHECK(q.ttft_s() == Approx(expected).epsilon(1e-12));
   CHECK(r.fleet.kv_transfers == 1);

@@ -104,10 +104,16 @@ TEST_CASE("fp8: expert weights stream at the MoE kernels' efficiency", "[cost][f
   RooflineParams p = ideal_params();
   const StepCost as_dense = RooflineCostModel(slow_gpu(0), moe, 1, p).cost(std::span(&one, 1));
   CHECK(as_dense.linear_s * 1000 == Approx(dense_bytes + 2 * expert_bytes + act));
-  p.moe_memory_efficiency = 0.5;  // the two experts' bytes take twice as long
+  p.hw.moe_memory_efficiency = 0.5;       // the two experts' bytes take twice as long
+  p.hw.moe_fp8_memory_efficiency = 0.25;  // FP8 experts' kernel: another efficiency
   const StepCost slow = RooflineCostModel(slow_gpu(0), moe, 1, p).cost(std::span(&one, 1));
   CHECK(slow.linear_s * 1000 == Approx(dense_bytes + 2 * 2 * expert_bytes + act));
   CHECK(slow.bytes == Approx(as_dense.bytes));  // the bytes moved are the same
+  ModelSpec fp8 = moe;
+  apply_serving_dtypes(fp8, "fp8", "auto");  // one byte a weight, read 4x as slowly
+  const double fp8_expert_bytes = expert_bytes / 2, fp8_dense_bytes = 64.0 * 2 * 2 + 192.0 * 2;
+  CHECK(RooflineCostModel(slow_gpu(0), fp8, 1, p).cost(std::span(&one, 1)).linear_s * 1000 ==
+        Approx(fp8_dense_bytes + 2 * 4 * fp8_expert_bytes + act));
   // A dense model ignores it.
   CHECK(RooflineCostModel(slow_gpu(0), tiny_model(), 1, p).cost(std::span(&one, 1)).linear_s ==
         Approx(RooflineCostModel(slow_gpu(0), tiny_model(), 1, ideal_params())
@@ -176,7 +182,7 @@ TEST_CASE("fp8: --quantization, --kv-cache-dtype and fp8_tflops from the command
 
   write(dir / "gpu.ini",
         "name = g\nbf16_tflops = 500\nhbm_gib = 96\nhbm_gb_per_s = 4000\n"
-        "interconnect_gb_per_s = 400\nfp8_tflops = -3\n");
+        "interconnect_gb_per_s = 400\nfp8_tflops = -3\narch = hopper\n");
   e = cli({"run", "--gpu-file", (dir / "gpu.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("gpu.ini:6: field 'fp8_tflops'"));

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "sim/frontend.hpp"
 #include "sim/simulation.hpp"
 
 using namespace servesim;
@@ -27,6 +28,7 @@ SimConfig v1_run_config(bool async_scheduling) {
   c.scheduler.policy = Policy::kVllmV1;
   c.scheduler.async_scheduling = async_scheduling;
   c.memory.num_gpu_blocks_override = 100;
+  c.frontend_latency_s = 0;  // the engine alone
   return resolve(c);
 }
 
@@ -239,28 +241,14 @@ TEST_CASE("the API server's latency delays the engine but counts in the client's
   // Steps of 10 ms; the front end takes 50 ms. Request 0 is sent at 0, reaches the engine at
   // 50 ms and emits its 3 tokens at 60, 70 and 80 ms; request 1, sent at 55 ms (while 0 runs,
   // as the client sees it), reaches an idle engine at 105 ms.
-  class Fronted final : public CostModel {
-   public:
-    explicit Fronted(double frontend_s) : frontend_s_(frontend_s) {}
-    StepCost cost(std::span<const SeqShape>) const override {
-      StepCost c;
-      c.seconds = 0.010;
-      return c;
-    }
-    std::string name() const override { return "fronted"; }
-    double frontend_latency_s() const override { return frontend_s_; }
-
-   private:
-    double frontend_s_;
-  };
-  const SimConfig c = v1_run_config(false);
+  const ConstantCost ten_ms(0.010);
+  SimConfig c = v1_run_config(false);
   Workload w(2);
   w[0] = {0, 0.0, 4, 3};
   w[1] = {1, 0.055, 4, 1};
-  const Fronted instant(0);
-  const RunResult none = simulate(c, w, &instant);
-  const Fronted slow(0.050);
-  const RunResult r = simulate(c, w, &slow);
+  const RunResult none = simulate(c, w, &ten_ms);
+  c.frontend_latency_s = 0.050;  // the front end's, whatever the cost model
+  const RunResult r = simulate(c, w, &ten_ms);
   // Latencies count from the send; arrival times stay the client's.
   CHECK(r.requests[0].arrival_s == 0);
   CHECK(r.requests[1].arrival_s == Approx(0.055));
@@ -271,6 +259,31 @@ TEST_CASE("the API server's latency delays the engine but counts in the client's
   CHECK(r.requests[1].ttft_s() == Approx(0.060));
   // Without the front end, 1 arrives at 55 ms, after 0 finished at 30 ms: 10 ms.
   CHECK(none.requests[1].ttft_s() == Approx(0.010));
+}
+
+TEST_CASE("the API server's latency is the same under every engine and cost model", "[sim]") {
+  // It was the step-cost interface's: the V0 engine and the table model dropped it.
+  Workload w(1);
+  w[0] = {0, 0.0, 16, 2};
+  SimConfig base;
+  base.model = find_model("llama-3.1-8b");
+  base.gpu = find_gpu("h100-sxm");
+  base.memory.num_gpu_blocks_override = 100;
+  const ConstantCost ten_ms(0.010);
+  for (const Policy p : kPolicies) {
+    for (const Engine e : {Engine::kV0, Engine::kV1}) {
+      SimConfig c = base;
+      c.scheduler.policy = p;
+      c.engine = e;
+      c.engine_given = true;
+      c.scheduler.async_scheduling = false;
+      c = resolve(c);
+      INFO(policy_name(p) << " on " << engine_name(e));
+      CHECK(c.frontend_latency_s == kDefaultFrontendLatencyS);
+      CHECK(simulate(c, w, &ten_ms).requests[0].ttft_s() ==
+            Approx(0.010 + kDefaultFrontendLatencyS));
+    }
+  }
 }
 
 TEST_CASE("vllm-v1: with async scheduling a request arriving mid-step joins a step later",

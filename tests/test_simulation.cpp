@@ -16,6 +16,7 @@ SimConfig small_config(const std::string& policy, int64_t budget) {
   c.scheduler.policy = parse_policy(policy);
   c.scheduler.max_num_batched_tokens = budget;
   c.scheduler.max_model_len = 8192;
+  c.frontend_latency_s = 0;  // the engine alone: hand-computed step times
   return resolve(c);
 }
 

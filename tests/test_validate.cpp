@@ -2,6 +2,8 @@
 // its hostile input, and whole replays on small hand-made rows.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -125,7 +127,7 @@ TEST_CASE("ground truth: hostile input names the line and field", "[validate][er
   other.replace(other.find(",32,"), 4, ",33,");
   CHECK(error_at("gt_disagree.csv", row("x", "0", "2", "30") + other) == "3:experiment");
   std::string offload = row("x", "0", "2", "30");
-  offload.replace(offload.find("on,on,,"), 7, "on,on,on,");
+  offload.replace(offload.find("on,on,,"), 7, "on,on,maybe,");
   CHECK(error_at("gt_offload.csv", offload) == "2:cpu_kv_offload");
   std::string neg = row("x", "0", "2", "30");
   neg.replace(neg.find(",25.0,"), 6, ",-25.0,");
@@ -183,6 +185,91 @@ TEST_CASE("validate: each stage is measured on its own requests, unknown models 
   const auto none = servesim::test::cli({"validate", path, "--experiment", "zzz"});
   CHECK(none.code == 2);
   CHECK_THAT(none.err, Catch::Contains("experiment"));
+}
+
+TEST_CASE("validate: rows it cannot model are skipped with their reason, the file goes on",
+          "[validate]") {
+  std::string offload = row("off", "0", "2", "5");
+  offload.replace(offload.find("on,on,,"), 7, "on,on,on,");
+  std::string unchunked = row("unchunked", "0", "2", "5");
+  unchunked.replace(unchunked.find("on,on,,"), 7, "on,off,,");
+  std::string nvl = row("nvl", "0", "2", "5");
+  nvl.replace(nvl.find("H100-80GB-SXM"), 13, "NVIDIA H100 NVL");
+  std::string tpu = row("tpu", "0", "2", "5");
+  tpu.replace(tpu.find("H100-80GB-SXM"), 13, "TPU v5e");
+  const std::string path =
+      fixture("gt_skip.csv", std::string(kHeader) + offload + unchunked + nvl + tpu +
+                                 row("unknown", "0", "2", "5", "acme/not-a-model") +
+                                 row("ok", "0", "2", "5"));
+  ValidateOptions o;
+  const std::vector<ValidateRow> v = validate_ground_truth(read_ground_truth(path), o);
+  REQUIRE(v.size() == 6);
+  CHECK_THAT(v[0].skipped, Catch::Contains("CPU KV offload"));
+  CHECK_THAT(v[1].skipped, Catch::Contains("chunked prefill off"));
+  CHECK(v[2].skipped.empty());  // an H100 NVL is in the catalogue as itself, not as the SXM part
+  CHECK_THAT(v[3].skipped, Catch::Contains("'TPU v5e' is not in the catalogue"));
+  CHECK_THAT(v[4].skipped, Catch::Contains("acme/not-a-model"));
+  CHECK(v[5].skipped.empty());
+  CHECK(v[5].predicted.e2e_mean > 0);
+  std::string gpu_reason;
+  CHECK(ground_truth_gpu("NVIDIA H100 NVL", gpu_reason) == "h100-nvl");
+  CHECK(ground_truth_gpu("H100-80GB-SXM", gpu_reason) == "h100-sxm");
+  CHECK(ground_truth_gpu("NVIDIA H100 PCIe", gpu_reason) == "h100-pcie");
+  CHECK(ground_truth_gpu("A100-80GB", gpu_reason) == "a100-80g");
+  CHECK(ground_truth_gpu("NVIDIA A100 80GB PCIe", gpu_reason) == "a100-80g-pcie");
+  CHECK(ground_truth_gpu("L40S", gpu_reason) == "l40s");
+  CHECK(ground_truth_gpu("H100 something", gpu_reason).empty());
+  // The command prints the reasons and exits 0.
+  const auto r = servesim::test::cli({"validate", path, "--jobs", "1"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("skipped: CPU KV offload"));
+  CHECK_THAT(r.out, Catch::Contains("2 experiments predicted, 4 skipped"));
+}
+
+TEST_CASE("validate: --model-dir, --use-measured-kv and the overloaded mark", "[validate]") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "servesim_validate_models";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir / "mine.ini")
+        << "name = mine\nhf_id = acme/Mine-1B\nnum_hidden_layers = 8\nhidden_size = 1024\n"
+           "num_attention_heads = 8\nnum_key_value_heads = 8\nintermediate_size = 4096\n"
+           "vocab_size = 32000\nmax_position_embeddings = 4096\n";
+    std::ofstream(dir / "notes.txt") << "not a model\n";
+  }
+  const std::string path = fixture(
+      "gt_dir.csv", std::string(kHeader) + row("mine", "0", "2", "5", "acme/Mine-1B-Instruct") +
+                        row("llama", "0", "2", "5"));
+  ValidateOptions o;
+  o.model_dir = dir.string();
+  std::vector<ValidateRow> v = validate_ground_truth(read_ground_truth(path), o);
+  REQUIRE(v.size() == 2);
+  CHECK(v[0].skipped.empty());  // the fine-tune's id maps to the file's base model
+  CHECK(v[0].predicted.e2e_mean > 0);
+  CHECK(v[1].skipped.empty());  // the catalogue still answers for the others
+  CHECK(v[1].predicted_kv_blocks != 7463);
+  CHECK(!v[1].overloaded);
+  o.use_measured_kv = true;
+  v = validate_ground_truth(read_ground_truth(path), o);
+  CHECK(v[1].predicted_kv_blocks == 7463);  // what vLLM logged
+  o.model_dir = (dir / "missing").string();
+  CHECK_THROWS_WITH(validate_ground_truth(read_ground_truth(path), o),
+                    Catch::Contains("cannot read the directory"));
+  fs::remove_all(dir);
+
+  // 200 req/s of 1100-token prompts on one H100 for 5 s: the queue grows all along.
+  std::string flood = row("flood", "0", "200", "5");
+  flood.replace(flood.find(",32,64,20,3,2,"), 14, ",100,1000,200,300,2,");
+  const std::vector<ValidateRow> f = validate_ground_truth(
+      read_ground_truth(fixture("gt_flood.csv", std::string(kHeader) + flood)), ValidateOptions{});
+  REQUIRE(f.size() == 1);
+  CHECK(f[0].overloaded);
+  CHECK(f[0].predicted.ttft_mean > 1000);
+  const auto r =
+      servesim::test::cli({"validate", fixture("gt_flood2.csv", std::string(kHeader) + flood)});
+  CHECK_THAT(r.out,
+             Catch::Contains("OVERLOADED") && Catch::Contains("predicted overloaded: 1 (flood)"));
 }
 
 TEST_CASE("validate [shared]: real vLLM 0.15.1 on H100 within the issue's targets",
