@@ -48,6 +48,13 @@ bool comparable(const RunResult& r);
 
 void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload);
 void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs);
+// "v1 (async scheduling), API server 5.6 ms": what runs around the model.
+std::string engine_text(const SimConfig& c);
+// What R's configuration has that REFERENCE's has not, besides its scheduling policy and what
+// the policy decides (its token budget, prefix cache, V1 scheduler options): the engine, async
+// scheduling, GPU, hardware or engine fit, max_num_seqs, max_model_len, the API server. "" when
+// nothing: the rows then differ in their scheduling alone.
+std::string row_differences(const RunResult& r, const RunResult& reference);
 // One line on what a comparison shows, among the runs that are comparable(); says so when none
 // is. Empty for fewer than two runs.
 std::string compare_verdict(const std::vector<RunResult>& runs);

@@ -40,6 +40,8 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
   out << ", " << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
       << c.scheduler.max_num_batched_tokens << ", max_num_seqs " << c.scheduler.max_num_seqs
       << ", max_model_len " << c.scheduler.max_model_len << ")\n";
+  out << "engine: " << engine_text(c) << "; hardware: " << arch_name(c.gpu.arch) << ", "
+      << c.hardware_source << "\n";
   out << format(
       "KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU\n",
       static_cast<long long>(r.memory.num_gpu_blocks), c.scheduler.block_size,
@@ -203,6 +205,36 @@ void print_run_summary(std::ostream& out, const RunResult& r, const std::string&
     out << "WARNING: " << w << "\n";
 }
 
+std::string engine_text(const SimConfig& c) {
+  std::string t = std::string(engine_name(c.engine));
+  if (c.engine == Engine::kV1) t += c.scheduler.async_scheduling ? " (async scheduling)" : " (sync)";
+  return t + format(", API server %.1f ms", c.frontend_latency_s * 1e3);
+}
+
+std::string row_differences(const RunResult& r, const RunResult& reference) {
+  const SimConfig &c = r.config, &ref = reference.config;
+  std::string d;
+  const auto add = [&d](const std::string& what) { d += (d.empty() ? "" : ", ") + what; };
+  if (c.engine != ref.engine) add(std::string("engine ") + engine_name(c.engine));
+  if (c.engine == ref.engine && c.scheduler.async_scheduling != ref.scheduler.async_scheduling) {
+    add(c.scheduler.async_scheduling ? "async" : "sync");
+  }
+  if (c.gpu.name != ref.gpu.name || c.tp != ref.tp) add(c.gpu.name + " x" + std::to_string(c.tp));
+  if (c.cost_model != ref.cost_model || c.hardware_source != ref.hardware_source) {
+    add("hardware fit");
+  } else if (c.engine == ref.engine && c.engine_source != ref.engine_source) {
+    add("engine terms");
+  }
+  if (c.scheduler.max_num_seqs != ref.scheduler.max_num_seqs) {
+    add("max_num_seqs " + std::to_string(c.scheduler.max_num_seqs));
+  }
+  if (c.scheduler.max_model_len != ref.scheduler.max_model_len) {
+    add("max_model_len " + std::to_string(c.scheduler.max_model_len));
+  }
+  if (c.frontend_latency_s != ref.frontend_latency_s) add("API server");
+  return d;
+}
+
 void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs) {
   out << format("%-14s %9s %9s %8s %8s %8s %9s %8s %9s %6s %5s %7s %8s  %s\n", "scheduler",
                 "TTFT p50", "TTFT p99", "ITL p50", "ITL p99", "TPOT p50", "E2E p50", "OTPS p50",
@@ -216,6 +248,8 @@ void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs) 
     if (s.rejected > 0) {
       notes += format("%srejects %.1f%%", notes.empty() ? "" : ", ", s.rejected_share() * 100);
     }
+    const std::string differs = row_differences(r, runs.front());
+    if (!differs.empty()) notes += (notes.empty() ? "* " : ", * ") + differs;
     out << format("%-14s", run_label(r).c_str());
     const std::pair<double, int> cells[] = {
         {s.ttft_ms.p50, 9}, {s.ttft_ms.p99, 9}, {s.itl_ms.p50, 8}, {s.itl_ms.p99, 8},
@@ -257,6 +291,13 @@ std::string compare_verdict(const std::vector<RunResult>& runs) {
   if (excluded > 0) {
     line += format(" among the %zu runs that kept up without rejecting requests",
                    runs.size() - excluded);
+  }
+  for (const RunResult& r : runs) {
+    if (!row_differences(r, runs.front()).empty()) {
+      return line + ". Rows marked * differ in more than their scheduling policy (notes), so "
+                    "this compares their engines or hardware too: give --engine v0 or v1 to "
+                    "compare policies alone.";
+    }
   }
   const bool classic = best_ttft->config.scheduler.policy == Policy::kVllmV0 &&
                        best_itl->config.scheduler.policy == Policy::kChunked;

@@ -99,6 +99,9 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
   if (compare && a.spec.has("enable-chunked-prefill")) {
     throw Error("enable-chunked-prefill", "compare takes its policies from --scheduler");
   }
+  if (!compare && a.spec.engine == "per-policy") {
+    throw Error("engine", "per-policy is compare's: run has one policy (v0 or v1)");
+  }
   if (!compare && !vm["timeline-window"].defaulted() && a.timeline.empty()) {
     throw Error("timeline-window", "has no effect without --timeline");
   }
@@ -122,18 +125,35 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
 void print_compare_header(std::ostream& out, const std::vector<RunResult>& runs,
                           const std::string& workload) {
   const SimConfig& c = runs.front().config;
+  bool alike = true;
+  for (const RunResult& r : runs)
+    alike = alike && row_differences(r, runs.front()).empty();
   out << "servesim compare: " << c.model.name << " on " << c.gpu.name << " x" << c.tp
-      << ", max_model_len " << c.scheduler.max_model_len << ", max_num_seqs "
-      << c.scheduler.max_num_seqs << "\nKV cache blocks (the activation reserve depends on the "
-      << "token budget):";
+      << (alike ? "; every row shares" : "; the first row (* rows differ, see notes)") << ":\n"
+      << "  engine " << engine_text(c) << "\n  hardware " << arch_name(c.gpu.arch) << ": "
+      << c.hardware_source << "\n  memory plan " << engine_name(c.engine) << ", max_model_len "
+      << c.scheduler.max_model_len << ", max_num_seqs " << c.scheduler.max_num_seqs
+      << "\nKV cache blocks (the activation reserve depends on the token budget):";
   for (const RunResult& r : runs)
     out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
   out << "\nworkload: " << workload << "\n\n";
 }
 
+// The engine each row of a compare runs on: --engine's for every row; per-policy, each its own;
+// by default one for all, V1 (vLLM's engine since v0.8, and its only one since v0.11) when any
+// row is vllm-v1, else V0.
+std::string compare_engine(const RunSpec& s, const std::vector<std::string>& specs) {
+  if (s.engine == "per-policy") return "";
+  if (!s.engine.empty()) return s.engine;
+  for (const std::string& spec : specs) {
+    if (parse_scheduler(spec).first == Policy::kVllmV1) return "v1";
+  }
+  return "v0";
+}
+
 // Runs the policies in SPECS over one workload: every configuration is checked before any runs.
 std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::string>& specs,
-                                    const Workload& w, Inputs& inputs) {
+                                    const Workload& w, Inputs& inputs, bool compare) {
   if (!(a.period_s > 0) || !std::isfinite(a.period_s)) throw Error("period-s", "must be > 0");
   // --out's per-window table: refuse before simulating, not after printing the summary.
   if (!a.out.empty() && !w.empty() &&
@@ -146,13 +166,15 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   SimulateOptions keep = simulate_options(a.spec);
   keep.keep_steps = (!a.out.empty() && !a.no_steps) || !a.timeline.empty();
   keep.keep_histogram = !a.out.empty();
-  const SimConfig base = base_config(a.spec, inputs);
+  RunSpec row = a.spec;
+  if (compare) row.engine = compare_engine(a.spec, specs);
+  const SimConfig base = base_config(row, inputs);
   std::vector<SimConfig> configs;
   std::vector<SimulateOptions> options;
   for (const std::string& spec : specs) {
-    configs.push_back(policy_config(base, a.spec, spec));
+    configs.push_back(policy_config(base, row, spec));
     options.push_back(keep);
-    add_fleet_groups(a.spec, spec, inputs, options.back());
+    add_fleet_groups(row, spec, inputs, options.back());
   }
   std::vector<RunResult> runs;
   for (size_t i = 0; i < configs.size(); ++i) {
@@ -169,14 +191,14 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
 // --num-seeds: the policies in SPECS over seed k's workload, for each seed: runs[policy][k].
 std::vector<std::vector<RunResult>> run_seeds(const RunArgs& a,
                                               const std::vector<std::string>& specs, Inputs& inputs,
-                                              std::string& workload) {
+                                              std::string& workload, bool compare) {
   std::vector<std::vector<RunResult>> runs(specs.size());
   for (int64_t k = 0; k < a.spec.num_seeds; ++k) {
     RunArgs seeded = a;
     seeded.spec = with_seed(a.spec, k);
     const LoadedWorkload w = load_workload(seeded.spec, inputs);
     if (k == 0) workload = w.text;
-    std::vector<RunResult> step = run_policies(seeded, specs, w.requests, inputs);
+    std::vector<RunResult> step = run_policies(seeded, specs, w.requests, inputs, compare);
     for (size_t i = 0; i < specs.size(); ++i)
       runs[i].push_back(std::move(step[i]));
   }
@@ -197,7 +219,7 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
   Inputs inputs;
   std::string workload;
   const std::vector<RunResult> runs =
-      run_seeds(a, {scheduler_spec(a.spec)}, inputs, workload).front();
+      run_seeds(a, {scheduler_spec(a.spec)}, inputs, workload, false).front();
   const RunResult& r = runs.front();
   out << "servesim run: " << r.config.model.name << " on " << r.config.gpu.name << " x"
       << r.config.tp << ", " << run_label(r) << "\nworkload: " << workload << "\n\n";
@@ -219,7 +241,7 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
 int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, std::ostream& out) {
   Inputs inputs;
   std::string workload;
-  const std::vector<std::vector<RunResult>> runs = run_seeds(a, specs, inputs, workload);
+  const std::vector<std::vector<RunResult>> runs = run_seeds(a, specs, inputs, workload, true);
   std::vector<RunResult> firsts;
   for (const auto& policy : runs)
     firsts.push_back(policy.front());
@@ -257,7 +279,8 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   if (a.spec.num_seeds > 1) return run_replicates(a, out);
   Inputs inputs;
   const LoadedWorkload w = load_workload(a.spec, inputs);
-  const std::vector<RunResult> runs = run_policies(a, {scheduler_spec(a.spec)}, w.requests, inputs);
+  const std::vector<RunResult> runs =
+      run_policies(a, {scheduler_spec(a.spec)}, w.requests, inputs, false);
   const RunResult& r = runs.front();
   print_run_summary(out, r, w.text);
   if (!a.json.empty()) write_text_file(a.json, json_text(summary_json(r, w.json), 2) + "\n");
@@ -282,7 +305,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
   if (a.spec.num_seeds > 1) return compare_replicates(a, specs, out);
   Inputs inputs;
   const LoadedWorkload w = load_workload(a.spec, inputs);
-  const std::vector<RunResult> runs = run_policies(a, specs, w.requests, inputs);
+  const std::vector<RunResult> runs = run_policies(a, specs, w.requests, inputs, true);
   print_compare_header(out, runs, w.text);
   print_compare_table(out, runs);
   const std::string v = compare_verdict(runs);

@@ -290,13 +290,12 @@ struct StepFit {
   std::vector<FreeParam> free;
 };
 
-// Every op class's parameters; all-reduce's only under TP. Not the GEMMs' per-layer latency:
-// on one model's steps it is a constant per step, which the CPU's per-step term already is.
+// Every op class's parameters; all-reduce's only under TP. (Not the GEMMs' per-layer latency: on
+// one model's steps it is a constant per step, which the CPU's per-step term already is.)
 std::vector<FreeParam> step_log_params(int tp) {
   std::vector<FreeParam> all;
   for (const ClassSpec& spec : class_specs()) {
     for (const FreeParam& f : spec.free) {
-      if (f.hw == &HardwareParams::linear_latency_s_per_layer) continue;
       if (tp > 1 || spec.classes.front() != OpClass::kAllReduce) all.push_back(f);
     }
   }

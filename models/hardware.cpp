@@ -5,21 +5,18 @@ namespace servesim {
 namespace {
 
 // fit_profiles() on every Vidur A100-80GB profile in ../shared/profiles (a [shared] test refits
-// it): GEMMs, element-wise ops, attention, the DGX all-reduce. The GEMMs' memory efficiency
-// reaches its bound of 1: the fit puts small GEMMs at the full datasheet bandwidth plus 28 us a
-// layer of latency (README, "Cost model").
+// it): GEMMs, element-wise ops, attention, the DGX all-reduce.
 HardwareParams ampere_params() {
   HardwareParams p;
-  p.knee_sharpness = 1.60795;
+  p.knee_sharpness = 1.36004;
   p.linear_tile_tokens = 64;
-  p.linear_compute_efficiency = 0.736302;
-  p.linear_memory_efficiency = 1;
-  p.linear_latency_s_per_layer = 2.75474e-05;
+  p.linear_compute_efficiency = 0.737817;
+  p.linear_memory_efficiency = 0.854668;
   p.elementwise_memory_efficiency = 0.592348;
   p.elementwise_floor_s_per_layer = 2.09352e-05;
-  p.attention_compute_efficiency = 0.276392;
-  p.attention_memory_efficiency = 0.795546;
-  p.attention_floor_s_per_layer = 1.34481e-05;
+  p.attention_compute_efficiency = 0.278258;
+  p.attention_memory_efficiency = 0.816055;
+  p.attention_floor_s_per_layer = 1.34185e-05;
   p.interconnect_efficiency = 0.52843;
   p.allreduce_latency_s = 2.82129e-05;
   p.allreduce_switch_bytes = 524288;
@@ -32,30 +29,36 @@ HardwareParams ampere_params() {
 // the messages of 8 MiB and more that NCCL serves under vLLM. What they do not measure:
 HardwareParams hopper_params() {
   HardwareParams p;
-  p.knee_sharpness = 1.20899;
+  p.knee_sharpness = 1.31421;
   p.linear_tile_tokens = 0;
-  p.linear_compute_efficiency = 0.778354;
-  p.linear_memory_efficiency = 1;
-  p.linear_latency_s_per_layer = 2.56337e-05;
+  // At its bound: decode GEMMs stream at the best measured HBM rate, 0.9, plus 24 us a layer.
+  p.linear_compute_efficiency = 0.764246;
+  p.linear_memory_efficiency = 0.9;
+  p.linear_latency_s_per_layer = 2.43427e-05;
   p.elementwise_memory_efficiency = 0.607042;
   p.elementwise_floor_s_per_layer = 1.5886e-05;
   p.interconnect_efficiency = 0.433213;
   p.allreduce_latency_s = 20e-6;
   p.allreduce_switch_bytes = 32768;
   p.allreduce_large_latency_s = 1.48992e-05;
-  // - attention: no H100 profile; the ampere fit's efficiencies, ratios to this GPU's peaks;
+  // - attention: no H100 profile. Prefill and the launch latency keep the ampere fit's ratios to
+  //   the peak; paged decode attention reads the KV cache at 0.525 of HBM bandwidth, fitted on the
+  //   real vLLM runs (scripts/fit-engine.py), as FlashAttention 3's paged decode on H100 measures
+  //   0.37-0.55 at batch 16 (flash-attention issue #1572);
   const HardwareParams a = ampere_params();
   p.attention_compute_efficiency = a.attention_compute_efficiency;
-  p.attention_memory_efficiency = a.attention_memory_efficiency;
+  p.attention_memory_efficiency = 0.525;
   p.attention_floor_s_per_layer = a.attention_floor_s_per_layer;
-  // - vLLM's custom all-reduce below 8 MiB (custom_all_reduce.py max_size): about 9 us per call
-  //   and a bus bandwidth of 50-57 GB/s on H100 at TP2 and TP4 (published kernel timings, 512 B
-  //   to 1 MB), 0.12 of one NVLink direction;
+  // - vLLM's custom all-reduce below 8 MiB (custom_all_reduce.py max_size): its one-stage kernel
+  //   on 4 H100s takes 10, 14, 23 and 38 us for 0.5, 1, 2 and 4 MB (vLLM PR #24532's benchmark of
+  //   the device communicators): 6 us and a bus bandwidth of 0.42 of one NVLink direction;
   p.custom_allreduce_max_bytes = 8 * 1024 * 1024;
-  p.custom_allreduce_latency_s = 9e-6;
-  p.custom_allreduce_efficiency = 0.12;
-  // - the fused MoE kernels: fitted on real vLLM runs of MoE models (README, "Validation").
-  p.moe_fp8_memory_efficiency = 0.77;
+  p.custom_allreduce_latency_s = 6e-6;
+  p.custom_allreduce_efficiency = 0.42;
+  // - the fused MoE kernels, fitted on the real vLLM runs of MoE models: BF16 experts (Mixtral
+  //   8x7B) stream as fast as dense GEMMs, FP8 ones (Llama-4-Scout FP8) at 0.81 of HBM bandwidth.
+  p.moe_memory_efficiency = 0.9875;
+  p.moe_fp8_memory_efficiency = 0.81375;
   return p;
 }
 

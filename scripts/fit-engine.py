@@ -13,9 +13,9 @@ operator profiles by `servesim calibrate`), so the engine terms are the same on 
 evaluation writes two calibration files (engine.ini: v1_* and frontend_latency_s, for every GPU;
 hopper.ini: arch = hopper, for the Hopper rows only) and runs `servesim validate --calibration
 engine.ini,hopper.ini --csv OUT` on each CSV. The loss, over the experiments' summary rows (or
-the stage rows the fit is asked to use): the mean absolute percentage error of E2E mean, plus
-that of TPOT mean, plus half that of TTFT mean, plus half the worst E2E error, plus 100 for every
-prediction marked overloaded. The search is a coordinate descent with halving steps, held
+the stage rows the fit is asked to use), in absolute percentage errors: the mean and twice the
+median of E2E mean, the mean of TPOT mean, half the mean and half the median of TTFT mean, a
+quarter of the worst E2E error, and 100 for every prediction marked overloaded. The search is a coordinate descent with halving steps, held
 inside each parameter's physical bound (BOUNDS below, with where each comes from). A fit that
 ends at a bound is reported: it wants a value the physics does not allow.
 Python 3 standard library only.
@@ -34,11 +34,14 @@ SHARED = os.environ.get("SERVESIM_SHARED", os.path.join(os.path.dirname(ROOT), "
 
 # name: (start, low, high, first step, file, why the bounds)
 BOUNDS = {
-    "v1_cpu_s": (2e-3, 0, 4e-3, 1e-3, "engine",
-                 "<= V0's GPU bubble per decode step for an 8B model, ~4 ms (vLLM RFC #6854); "
-                 "V1 was written to cut it"),
-    "v1_cpu_s_per_seq": (20e-6, 0, 36e-6, 10e-6, "engine",
-                         "<= V0's measured CPU work per sequence, 36 us (Vidur cpu_overheads.csv)"),
+    "v1_cpu_s": (0.868e-3, 0, 0.868e-3, 0.2e-3, "engine",
+                 "<= V0's measured CPU work per step, 0.87 ms (Vidur's cpu_overheads.csv, vLLM "
+                 "V0 on an A100 host): V1 was written to cut it"),
+    # Async scheduling hides the CPU behind the GPU on every run: the runs cannot pin this term
+    # (a free fit leaves it anywhere in [0, 36 us], V0's measured per-sequence work). It is held
+    # at what async scheduling's gains imply: +1.1% at batch 32 to +5.4% at batch 256 (vLLM PR
+    # #23914), about 8 us a sequence.
+    "v1_cpu_s_per_seq": (8e-6, 8e-6, 8e-6, 0, "engine", "held: vLLM PR #23914"),
     "v1_step_s": (0.6e-3, 0, 2e-3, 0.4e-3, "engine",
                   "<= a third of the smallest measured decode step (~6.5 ms, Llama-3.1-8B on "
                   "H100 at concurrency 1)"),
@@ -93,14 +96,15 @@ class Evaluator:
 
 
 def loss(rows, use):
-    """The loss over the rows USE(experiment, stage) accepts."""
+    """The loss over the rows USE(experiment, stage) accepts: the targets' own statistics (the
+    median E2E and TTFT errors, the worst E2E error) and the means, which keep every row in it."""
     picked = [e for k, e in rows.items() if use(*k)]
     total = 0
-    for metric, weight in (("e2e_mean", 1), ("tpot_mean", 1), ("ttft_mean", 0.5)):
+    for metric, mean_w, median_w in (("e2e_mean", 1, 2), ("tpot_mean", 1, 0), ("ttft_mean", 0.5, 0.5)):
         a = [abs(e[metric]) for e in picked]
-        total += weight * sum(a) / len(a)
+        total += mean_w * sum(a) / len(a) + median_w * statistics.median(a)
         if metric == "e2e_mean":
-            total += 0.5 * max(a)
+            total += 0.25 * max(a)
     return total + 100 * sum(e["overloaded"] for e in picked)
 
 
@@ -143,7 +147,7 @@ def report(rows, use, label):
 
 def at_bounds(x):
     return [n for n, v in x.items() if v in (BOUNDS[n][1], BOUNDS[n][2]) and
-            not (n == "v1_step_s_per_seq" and v == 0)]
+            BOUNDS[n][1] < BOUNDS[n][2] and not (n == "v1_step_s_per_seq" and v == 0)]
 
 
 def main():

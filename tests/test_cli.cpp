@@ -190,6 +190,82 @@ TEST_CASE("cli: --config reads flags from INI, the command line wins, errors nam
   CHECK(nlohmann::json::parse(slurp(json))["requests"]["total"] == 7);
 }
 
+static void e_check(const Result& r, const std::string& says) {
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains(says));
+}
+
+TEST_CASE("cli: a GPU is known by its architecture and never by its name", "[cli][cost]") {
+  // An H100's figures under another name got other defaults (TTFT p50 50.7 vs 43.2 ms): the
+  // hardware fit and vLLM's large-GPU defaults came from the name.
+  const fs::path dir = scratch("gpu_arch");
+  write(dir / "mine.ini",
+        "name = my-accelerator\nbf16_tflops = 989.4\nfp8_tflops = 1978.9\nhbm_gib = 79.22\n"
+        "hbm_gb_per_s = 3350\ninterconnect_gb_per_s = 450\nnetwork_gb_per_s = 50\n"
+        "arch = hopper\n");
+  const std::vector<std::string> load = {"--num-requests", "300", "--scheduler", "vllm-v1"};
+  std::vector<std::string> named = {"run", "--gpu", "h100-sxm", "--json",
+                                    (dir / "a.json").string()};
+  std::vector<std::string> file = {"run", "--gpu-file", (dir / "mine.ini").string(), "--json",
+                                   (dir / "b.json").string()};
+  named.insert(named.end(), load.begin(), load.end());
+  file.insert(file.end(), load.begin(), load.end());
+  REQUIRE(cli(named).code == 0);
+  REQUIRE(cli(file).code == 0);
+  const auto a = nlohmann::json::parse(slurp(dir / "a.json"));
+  const auto b = nlohmann::json::parse(slurp(dir / "b.json"));
+  CHECK(a["ttft_ms"] == b["ttft_ms"]);
+  CHECK(a["itl_ms"] == b["itl_ms"]);
+  CHECK(a["config"]["max_num_seqs"] == b["config"]["max_num_seqs"]);  // V1's 1024 on both
+  CHECK(b["config"]["max_num_seqs"] == 1024);
+  CHECK(a["config"]["cost_model"]["hardware"] == b["config"]["cost_model"]["hardware"]);
+  // Without arch the file is refused, naming the key.
+  write(dir / "noarch.ini",
+        "name = g\nbf16_tflops = 989\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
+        "interconnect_gb_per_s = 450\n");
+  Result e = cli({"run", "--gpu-file", (dir / "noarch.ini").string()});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("noarch.ini") && Catch::Contains("arch"));
+  write(dir / "volta.ini",
+        "name = g\nbf16_tflops = 125\nhbm_gib = 32\nhbm_gb_per_s = 900\n"
+        "interconnect_gb_per_s = 150\narch = volta\n");
+  e = cli({"run", "--gpu-file", (dir / "volta.ini").string()});
+  CHECK(e.code == 2);
+  CHECK_THAT(e.err, Catch::Contains("volta.ini:6: field 'arch': unknown GPU architecture"));
+}
+
+TEST_CASE("cli: compare holds the engine and hardware fixed across its rows", "[cli]") {
+  const std::vector<std::string> load = {"compare", "--num-requests", "200"};
+  Result r = cli(load);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("every row shares") &&
+                        Catch::Contains("engine v1 (async scheduling)") &&
+                        Catch::Contains("hardware hopper"));
+  CHECK_THAT(r.out, !Catch::Contains("* "));
+  // V0 policies only: the V0 engine for every row.
+  r = cli({"compare", "--num-requests", "200", "--scheduler", "vllm-v0,chunked"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("engine v0"));
+  CHECK_THAT(r.out, !Catch::Contains("* "));
+  // Each on its own engine, as vLLM ran them: the rows that differ say how, and the verdict too.
+  r = cli({"compare", "--num-requests", "200", "--scheduler", "chunked,vllm-v1", "--engine",
+           "per-policy"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("* engine v1, max_num_seqs 1024"));
+  CHECK_THAT(r.out, Catch::Contains("differ in more than their scheduling policy"));
+  r = cli({"compare", "--num-requests", "200", "--engine", "v0"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("engine v0") && !Catch::Contains("* "));
+  // The V1 engine's own flag on the V0 engine would do nothing.
+  e_check(cli({"run", "--scheduler", "chunked", "--no-async-scheduling"}), "field 'no-async-scheduling'");
+  e_check(cli({"run", "--engine", "per-policy"}), "field 'engine'");
+  e_check(cli({"run", "--engine", "v2"}), "unknown engine 'v2'");
+  CHECK(cli({"run", "--scheduler", "chunked", "--engine", "v1", "--no-async-scheduling",
+             "--num-requests", "20"})
+            .code == 0);
+}
+
 TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[cli]") {
   const fs::path dir = scratch("files");
   write(dir / "gpu.ini",

@@ -330,6 +330,48 @@ TEST_CASE("fleet: a disaggregated fleet ends every request once and moves every 
   CHECK(summary_json(r, {}).dump() == summary_json(simulate(c, w, nullptr, opt), {}).dump());
 }
 
+TEST_CASE("fleet: one API server latency whatever the order of a mixed fleet's groups",
+          "[fleet][sim]") {
+  // It came from the first group's cost model: the same H100 replica's TTFT changed with the
+  // order of --replica-gpus. Two requests far apart, round robin: one per replica, each alone.
+  SimConfig h100 = v1_config(), a100 = v1_config();
+  a100.gpu = find_gpu("a100-80g");
+  a100.hardware.reset();
+  a100.engine_params.reset();
+  a100 = resolve(a100);
+  Workload w = {request(0, 500), request(1, 500)};
+  w[1].arrival_s = 10;
+  const auto ttft_on_h100 = [&](bool h100_first) {
+    SimulateOptions o;
+    o.fleet.groups = {ReplicaGroup{h100_first ? h100 : a100, 1, ReplicaRole::kColocated},
+                      ReplicaGroup{h100_first ? a100 : h100, 1, ReplicaRole::kColocated}};
+    const RunResult r = simulate(h100_first ? h100 : a100, w, nullptr, o);
+    REQUIRE(r.summary.completed == 2);
+    return r.requests[h100_first ? 0 : 1].ttft_s();
+  };
+  CHECK(ttft_on_h100(true) == Approx(ttft_on_h100(false)).epsilon(1e-12));
+  CHECK(h100.frontend_latency_s == a100.frontend_latency_s);
+}
+
+TEST_CASE("fleet: disaggregated KV crosses the network unless the pools share NVLink",
+          "[fleet][disaggregated]") {
+  const SimConfig c = v1_config();
+  Workload w = {request(0, 1000)};
+  const auto transfer_s = [&](bool nvlink) {
+    SimulateOptions o;
+    o.fleet.groups = {ReplicaGroup{c, 1, ReplicaRole::kPrefill},
+                      ReplicaGroup{c, 1, ReplicaRole::kDecode}};
+    o.fleet.kv_transfer_latency_s = 0;
+    o.fleet.kv_transfer_nvlink = nvlink;
+    return simulate(c, w, nullptr, o).fleet.kv_transfer_s;
+  };
+  const double bytes = 1000.0 * double(c.model.kv_bytes_per_token_per_gpu(1));
+  // One direction of the H100's NIC (ConnectX-7, 400 Gb/s) or of its NVLink (450 GB/s, half
+  // the datasheet's 900 bidirectional).
+  CHECK(transfer_s(false) == Approx(bytes / 50e9));
+  CHECK(transfer_s(true) == Approx(bytes / 450e9));
+}
+
 TEST_CASE("fleet: the pool flags", "[fleet][disaggregated][cli]") {
   const std::vector<std::string> small = {"--num-requests", "40",           "--input-len",
                                           "fixed:300",      "--output-len", "fixed:8"};

@@ -5,6 +5,7 @@
 #include "helpers.hpp"
 #include "sim/frontend.hpp"
 #include "sim/simulation.hpp"
+#include "traces/synthetic.hpp"
 
 using namespace servesim;
 using namespace servesim::test;
@@ -305,5 +306,45 @@ TEST_CASE("vllm-v1: with async scheduling a request arriving mid-step joins a st
     CHECK(r.requests[1].first_token_s == (async ? 3 : 2));
     CHECK(r.requests[2].first_token_s == 11);
     CHECK(r.summary.completed == 3);
+  }
+}
+
+TEST_CASE("vllm-v1 without async scheduling equals chunked at the same budget on the same engine",
+          "[policy][vllm-v1][sim]") {
+  // A policy is only its scheduling: on one engine, with no prefix cache to hit and KV to spare,
+  // V1's scheduler and V0's chunked prefill make the same batches, so every request's times are
+  // the same. (Before engines were apart, compare ran them on different hardware fits.)
+  SyntheticOptions g;
+  g.num_requests = 300;
+  g.request_rate = 8;
+  g.input_len = LengthDist::parse("lognormal:800:0.8:16:4000", "input-len");
+  g.output_len = LengthDist::parse("lognormal:200:0.8:2:1000", "output-len");
+  const Workload w = generate_synthetic(g);
+  for (const Engine e : {Engine::kV0, Engine::kV1}) {
+    std::vector<std::vector<double>> times;
+    for (const Policy p : {Policy::kChunked, Policy::kVllmV1}) {
+      SimConfig c;
+      c.model = find_model("llama-3.1-8b");
+      c.gpu = find_gpu("h100-sxm");
+      c.engine = e;
+      c.engine_given = true;
+      c.scheduler.policy = p;
+      c.scheduler.max_num_batched_tokens = 2048;
+      c.scheduler.max_num_seqs = 256;
+      c.scheduler.async_scheduling = false;
+      c.scheduler.enable_prefix_caching = false;
+      c = resolve(c);
+      const RunResult r = simulate(c, w);
+      REQUIRE(r.summary.completed == w.size());
+      CHECK(r.summary.preemptions == 0);
+      std::vector<double> t;
+      for (const RequestRecord& q : r.requests) {
+        t.push_back(q.first_token_s);
+        t.push_back(q.last_token_s);
+      }
+      times.push_back(t);
+    }
+    INFO("engine " << engine_name(e));
+    CHECK(times[0] == times[1]);
   }
 }
