@@ -207,7 +207,8 @@ void print_run_summary(std::ostream& out, const RunResult& r, const std::string&
 
 std::string engine_text(const SimConfig& c) {
   std::string t = std::string(engine_name(c.engine));
-  if (c.engine == Engine::kV1) t += c.scheduler.async_scheduling ? " (async scheduling)" : " (sync)";
+  if (c.engine == Engine::kV1)
+    t += c.scheduler.async_scheduling ? " (async scheduling)" : " (sync)";
   return t + format(", API server %.1f ms", c.frontend_latency_s * 1e3);
 }
 
@@ -294,9 +295,10 @@ std::string compare_verdict(const std::vector<RunResult>& runs) {
   }
   for (const RunResult& r : runs) {
     if (!row_differences(r, runs.front()).empty()) {
-      return line + ". Rows marked * differ in more than their scheduling policy (notes), so "
-                    "this compares their engines or hardware too: give --engine v0 or v1 to "
-                    "compare policies alone.";
+      return line +
+             ". Rows marked * differ in more than their scheduling policy (notes), so "
+             "this compares their engines or hardware too: give --engine v0 or v1 to "
+             "compare policies alone.";
     }
   }
   const bool classic = best_ttft->config.scheduler.policy == Policy::kVllmV0 &&

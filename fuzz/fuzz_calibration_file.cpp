@@ -20,8 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           fuzz::fuzz_assert(hw.*f.member >= f.min && hw.*f.member <= f.max, f.name);
         }
         for (const EngineParamField& f : engine_param_fields()) {
-          fuzz::fuzz_assert(engine.*f.member >= f.min && engine.*f.member <= f.max,
-                            f.name.c_str());
+          fuzz::fuzz_assert(engine.*f.member >= f.min && engine.*f.member <= f.max, f.name.c_str());
         }
       }
     }

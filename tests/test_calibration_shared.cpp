@@ -101,7 +101,8 @@ TEST_CASE("shared profiles: the shipped hopper parameters are what the fit finds
   // the architecture's own, so the fit reproduces every shipped value.
   if (!servesim::test::have_shared("profiles-h100")) return;
   const GpuSpec h100 = find_gpu("h100-sxm");
-  const ProfileSet p = load_profiles(servesim::test::shared_path("profiles-h100").string(), h100.name);
+  const ProfileSet p =
+      load_profiles(servesim::test::shared_path("profiles-h100").string(), h100.name);
   CHECK_FALSE(p.attention);
   REQUIRE(p.allreduce);
   CHECK(p.allreduce->by_workers.count(4) == 0);  // a pairwise-NVLink node's 4 GPUs cross PCIe

@@ -258,7 +258,8 @@ TEST_CASE("cli: compare holds the engine and hardware fixed across its rows", "[
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("engine v0") && !Catch::Contains("* "));
   // The V1 engine's own flag on the V0 engine would do nothing.
-  e_check(cli({"run", "--scheduler", "chunked", "--no-async-scheduling"}), "field 'no-async-scheduling'");
+  e_check(cli({"run", "--scheduler", "chunked", "--no-async-scheduling"}),
+          "field 'no-async-scheduling'");
   e_check(cli({"run", "--engine", "per-policy"}), "field 'engine'");
   e_check(cli({"run", "--engine", "v2"}), "unknown engine 'v2'");
   CHECK(cli({"run", "--scheduler", "chunked", "--engine", "v1", "--no-async-scheduling",

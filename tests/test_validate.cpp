@@ -36,6 +36,22 @@ std::string row(const std::string& x, const std::string& stage, const std::strin
          ",2048,128,4096,7463,on,on,,,25.0,28.0,45.0,9.0,200.0,230.0,260.0\n";
 }
 
+// Every row of ../shared/groundtruth/FILE (ROWS of them) replayed with the defaults: each
+// predicted, none overloaded.
+std::vector<ValidateRow> shared_validation(const std::string& file, size_t rows) {
+  ValidateOptions o;
+  o.jobs = 2;
+  const std::string path = servesim::test::shared_path("groundtruth/" + file).string();
+  std::vector<ValidateRow> v = validate_ground_truth(read_ground_truth(path), o);
+  REQUIRE(v.size() == rows);
+  for (const ValidateRow& r : v) {
+    INFO(r.truth.experiment << " stage " << r.truth.stage);
+    CHECK(r.skipped.empty());
+    CHECK(!r.overloaded);
+  }
+  return v;
+}
+
 std::string error_at(const std::string& name, const std::string& body) {
   try {
     read_ground_truth(fixture(name, std::string(kHeader) + body));
@@ -282,15 +298,9 @@ TEST_CASE("validate [shared]: real vLLM 0.15.1 on H100 within the issue's target
   // predicted 14-18% slow at TP1 and TP2 (its steps are 0.8 ms shorter than the fit's terms give;
   // README, "Validation"), every other experiment within 12%.
   if (!servesim::test::have_shared("groundtruth/vllm-0.15.1-h100.csv")) return;
-  const std::string path = servesim::test::shared_path("groundtruth/vllm-0.15.1-h100.csv").string();
-  ValidateOptions o;
-  o.jobs = 2;
-  const std::vector<ValidateRow> rows = validate_ground_truth(read_ground_truth(path), o);
-  REQUIRE(rows.size() == 34);
+  const std::vector<ValidateRow> rows = shared_validation("vllm-0.15.1-h100.csv", 34);
   for (const ValidateRow& r : rows) {
     INFO(r.truth.experiment << " stage " << r.truth.stage);
-    CHECK(r.skipped.empty());
-    CHECK(!r.overloaded);
     const double kv_error =
         percent_error(double(r.predicted_kv_blocks), double(r.truth.vllm_kv_blocks));
     const bool moe = r.truth.model.find("Llama-4-Scout") != std::string::npos;
@@ -310,22 +320,16 @@ TEST_CASE("validate [shared]: real vLLM 0.15.1 on H100 within the issue's target
   CHECK(summarize_errors(rows, "ttft_mean", true).median_ape <= 10.0);
 }
 
-TEST_CASE("validate [shared]: the higher loads, A100 and L40S runs: no overload, as it stands",
+TEST_CASE("validate [shared]: the higher loads and the A100 and L40S runs are served unoverloaded",
           "[shared][validate]") {
   // vllm-0.15.1-more.csv: Llama-3.1-8B and Mixtral-8x7B on H100 at 8 then 20 req/s (the highest
   // load of either file, where the last round's CPU term overloaded), and Llama-3.1-8B on an
   // A100-80GB and an L40S. Every stage is served as vLLM served it: no predicted overload, and
   // every stage within 15% in E2E (the L40S's second stage is the worst, 11% fast).
   if (!servesim::test::have_shared("groundtruth/vllm-0.15.1-more.csv")) return;
-  const std::string path = servesim::test::shared_path("groundtruth/vllm-0.15.1-more.csv").string();
-  ValidateOptions o;
-  o.jobs = 2;
-  const std::vector<ValidateRow> rows = validate_ground_truth(read_ground_truth(path), o);
-  REQUIRE(rows.size() == 12);
+  const std::vector<ValidateRow> rows = shared_validation("vllm-0.15.1-more.csv", 12);
   for (const ValidateRow& r : rows) {
     INFO(r.truth.experiment << " stage " << r.truth.stage);
-    CHECK(r.skipped.empty());
-    CHECK(!r.overloaded);
     const double e2e = percent_error(r.predicted.e2e_mean, r.truth.measured.e2e_mean);
     CHECK(std::abs(e2e) <= 15.0);
     CHECK(std::abs(percent_error(r.predicted.ttft_mean, r.truth.measured.ttft_mean)) <= 25.0);
