@@ -118,7 +118,7 @@ const std::vector<RunFlag>& run_flags() {
        "engine: v0_*, v1_*)"},
       {"frontend-latency-ms", G::kHardware, Plain<double>{FIELD(frontend_latency_ms)}, kNoDefault,
        "the API server's latency per request, ms (HTTP, tokenization, IPC, detokenization; "
-       "default 9.1, fitted on real vLLM runs)"},
+       "default 8.35, fitted on real vLLM runs)"},
       {"profiles", G::kHardware, Plain<std::string>{FIELD(profiles)}, kNoDefault,
        "directory of Vidur profiles, for --cost-model table"},
       {"scheduler", G::kScheduler, Plain<std::string>{FIELD(scheduler)}, kNoDefault,

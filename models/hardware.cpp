@@ -42,12 +42,12 @@ HardwareParams hopper_params() {
   p.allreduce_switch_bytes = 32768;
   p.allreduce_large_latency_s = 1.48992e-05;
   // - attention: no H100 profile. Prefill and the launch latency keep the ampere fit's ratios to
-  //   the peak; paged decode attention reads the KV cache at 0.525 of HBM bandwidth, fitted on the
-  //   real vLLM runs (scripts/fit-engine.py), as FlashAttention 3's paged decode on H100 measures
-  //   0.37-0.55 at batch 16 (flash-attention issue #1572);
+  //   the peak; paged decode attention reads the KV cache at 0.6 of HBM bandwidth, fitted on the
+  //   real vLLM runs (scripts/fit-engine.py): FlashAttention 3's paged decode on H100 measures
+  //   0.37-0.55 at batch 16 (flash-attention issue #1572), the runs' batches reach 100;
   const HardwareParams a = ampere_params();
   p.attention_compute_efficiency = a.attention_compute_efficiency;
-  p.attention_memory_efficiency = 0.525;
+  p.attention_memory_efficiency = 0.6;
   p.attention_floor_s_per_layer = a.attention_floor_s_per_layer;
   // - vLLM's custom all-reduce below 8 MiB (custom_all_reduce.py max_size): its one-stage kernel
   //   on 4 H100s takes 10, 14, 23 and 38 us for 0.5, 1, 2 and 4 MB (vLLM PR #24532's benchmark of
@@ -56,9 +56,9 @@ HardwareParams hopper_params() {
   p.custom_allreduce_latency_s = 6e-6;
   p.custom_allreduce_efficiency = 0.42;
   // - the fused MoE kernels, fitted on the real vLLM runs of MoE models: BF16 experts (Mixtral
-  //   8x7B) stream as fast as dense GEMMs, FP8 ones (Llama-4-Scout FP8) at 0.81 of HBM bandwidth.
-  p.moe_memory_efficiency = 0.9875;
-  p.moe_fp8_memory_efficiency = 0.81375;
+  //   8x7B) at 0.94 of HBM bandwidth, FP8 ones (Llama-4-Scout FP8) at 0.79.
+  p.moe_memory_efficiency = 0.9375;
+  p.moe_fp8_memory_efficiency = 0.78875;
   return p;
 }
 

@@ -12,10 +12,11 @@ Every other parameter is held at the shipped hardware fit of each GPU's architec
 operator profiles by `servesim calibrate`), so the engine terms are the same on every GPU. Each
 evaluation writes two calibration files (engine.ini: v1_* and frontend_latency_s, for every GPU;
 hopper.ini: arch = hopper, for the Hopper rows only) and runs `servesim validate --calibration
-engine.ini,hopper.ini --csv OUT` on each CSV. The loss, over the experiments' summary rows (or
-the stage rows the fit is asked to use), in absolute percentage errors: the mean and twice the
-median of E2E mean, the mean of TPOT mean, half the mean and half the median of TTFT mean, a
-quarter of the worst E2E error, and 100 for every prediction marked overloaded. The search is a coordinate descent with halving steps, held
+engine.ini,hopper.ini --csv OUT` on each CSV. The loss, over every stage row of every
+experiment (so that how a server slows with its load is fitted, not only its average), in
+absolute percentage errors: the mean and twice the median of E2E mean, the mean of TPOT mean,
+half the mean and half the median of TTFT mean, a quarter of the worst E2E error, and 100 for
+every prediction marked overloaded. The search is a coordinate descent with halving steps, held
 inside each parameter's physical bound (BOUNDS below, with where each comes from). A fit that
 ends at a bound is reported: it wants a value the physics does not allow.
 Python 3 standard library only.
@@ -134,6 +135,12 @@ def summary_rows(exclude=None):
     return lambda x, stage: stage == "all" and x != exclude
 
 
+def stage_rows(exclude=None):
+    """The fit's rows: every stage of every experiment, so that how a server slows with its load
+    (the first stage against the next) is fitted, not only the average the summary rows give."""
+    return lambda x, stage: stage != "all" and x != exclude
+
+
 def report(rows, use, label):
     picked = {k: e for k, e in rows.items() if use(*k)}
     for m in METRICS:
@@ -168,13 +175,14 @@ def main():
         start[k] = float(v)
     with tempfile.TemporaryDirectory() as tmp:
         ev = Evaluator(a.bin, a.csv, tmp)
-        x, best = fit(ev, summary_rows(), start, a.rounds)
+        x, best = fit(ev, stage_rows(), start, a.rounds)
         print("fitted on every experiment of %s (loss %.2f, %d evaluations):" %
               (", ".join(os.path.basename(c) for c in a.csv), best, ev.runs))
         print(json.dumps(x, indent=1))
         print("  at a bound: %s" % (", ".join(at_bounds(x)) or "none"))
         rows = ev.rows(x)
         report(rows, summary_rows(), "in sample (experiments)")
+        report(rows, stage_rows(), "in sample (stages)")
         for k, e in sorted(rows.items()):
             if k[1] == "all":
                 print("    %-50s TTFT %+6.1f%%  TPOT %+6.1f%%  E2E %+6.1f%%%s" %
@@ -198,7 +206,7 @@ def main():
             held = {m: [] for m in METRICS}
             over = 0
             for name in sorted(k[0] for k in rows if k[1] == "all"):
-                y, _ = fit(ev, summary_rows(exclude=name), x, 3, 0.5)
+                y, _ = fit(ev, stage_rows(exclude=name), x, 3, 0.5)
                 e = ev.rows(y)[(name, "all")]
                 over += e["overloaded"]
                 print("  left out %-50s TTFT %+6.1f%%  TPOT %+6.1f%%  E2E %+6.1f%%%s" %

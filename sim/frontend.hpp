@@ -11,6 +11,6 @@ namespace servesim {
 
 // Fitted on the TTFT of real vLLM 0.15.1 runs (../shared/groundtruth; README, "Validation against
 // real vLLM"): no published figure gives it per request.
-inline constexpr double kDefaultFrontendLatencyS = 9.1e-3;
+inline constexpr double kDefaultFrontendLatencyS = 8.35e-3;
 
 }  // namespace servesim
