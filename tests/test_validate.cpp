@@ -289,7 +289,8 @@ TEST_CASE("validate: --model-dir, --use-measured-kv and the overloaded mark", "[
              Catch::Contains("OVERLOADED") && Catch::Contains("predicted overloaded: 1 (flood)"));
 }
 
-TEST_CASE("validate [shared]: real vLLM 0.15.1 runs within the issue's targets", "[shared][validate]") {
+TEST_CASE("validate [shared]: real vLLM 0.15.1 runs within the issue's targets",
+          "[shared][validate]") {
   // Both files of ../shared/groundtruth: 13 experiments on H100 (Llama-2-7B, Qwen2.5-7B,
   // Mistral-Nemo-12B at TP1 and TP2, Yi-34B, Llama-3.1-70B at TP4, Llama-4-Scout FP8), and 4 more
   // at higher load (Llama-3.1-8B and Mixtral-8x7B on H100 at 8 then 20 req/s) and on other GPUs
