@@ -5,6 +5,7 @@
 #include <string>
 
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "util/distributed.hpp"
 #include "util/error.hpp"
 
@@ -73,7 +74,7 @@ int dispatch(int argc, const char* const* argv, std::ostream& out, std::ostream&
     err << "servesim " << command << ": error: " << e.what() << "\n";
     return 2;
   } catch (const po::error& e) {
-    err << "servesim " << command << ": error: " << e.what() << "\n";
+    err << "servesim " << command << ": error: " << po_error_text(e) << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
     err << "servesim " << command << ": error: not enough memory for this input\n";
@@ -87,7 +88,13 @@ int dispatch(int argc, const char* const* argv, std::ostream& out, std::ostream&
 }  // namespace
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
-  const int status = dispatch(argc, argv, out, err);
+  int status = dispatch(argc, argv, out, err);
+  // A report that could not be written is a failed command, not a success.
+  out.flush();
+  if (!out && status == 0) {
+    err << "servesim: error: cannot write the report to standard output\n";
+    status = 2;
+  }
   // Under mpirun an error on one rank must end them all: the others may be waiting for it.
   if (status != 0 && mpi::world().distributed()) {
     err << "servesim: rank " << mpi::world().rank << " of " << mpi::world().size

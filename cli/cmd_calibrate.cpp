@@ -4,6 +4,8 @@
 #include <memory>
 #include <ostream>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "analysis/run_spec.hpp"
 #include "cli/commands.hpp"
@@ -39,13 +41,35 @@ po::options_description target_options(Target& t) {
   return d;
 }
 
+// Refuses --model with --model-file (or --gpu with --gpu-file): they name two things. Checks the
+// command's files before any work: its OUTPUT (flag, path) writable and none of the inputs (the
+// target's files and INPUT).
+void check_target(const Target& t, const po::variables_map& vm,
+                  const std::pair<std::string, std::string>& input,
+                  const std::pair<std::string, std::string>& output) {
+  if (!t.model_file.empty() && !vm["model"].defaulted()) {
+    throw Error("model-file", "and --model both name the model: give one");
+  }
+  if (!t.gpu_file.empty() && !vm["gpu"].defaulted()) {
+    throw Error("gpu-file", "and --gpu both name the GPU: give one");
+  }
+  PathPlan paths;
+  paths.input("gpu-file", t.gpu_file);
+  paths.input("model-file", t.model_file);
+  paths.input("profiles", t.profiles);
+  paths.input("config", t.config);
+  paths.input(input.first, input.second);
+  paths.output(output.first, output.second);
+  paths.check();
+}
+
 GpuSpec target_gpu(const Target& t) {
   return Inputs().gpu(t.gpu, t.gpu_file);
 }
 ModelSpec target_model(const Target& t) {
   ModelSpec m = Inputs().model(t.model, t.model_file);
   if (t.tp < 1 || m.num_heads % t.tp != 0) {
-    throw Error("tensor-parallel-size", "must divide " + m.name + "'s attention heads");
+    throw Error("tp", "must divide " + m.name + "'s attention heads");
   }
   return m;
 }
@@ -72,6 +96,7 @@ int cmd_calibrate(int argc, const char* const* argv, std::ostream& out) {
     throw Error("profiles", "give exactly one of --profiles DIR and --step-log FILE");
   }
   if (folds < 2 || folds > 50) throw Error("folds", "must be in [2, 50]");
+  check_target(t, vm, {"step-log", step_log}, {"output", output});
   const GpuSpec gpu = target_gpu(t);
   const ModelSpec model = target_model(t);
   const CalibrationResult r =
@@ -100,6 +125,7 @@ int cmd_fidelity(int argc, const char* const* argv, std::ostream& out) {
     return 0;
   }
   if (t.profiles.empty()) throw Error("profiles", "fidelity needs --profiles DIR");
+  check_target(t, vm, {"calibration", calibration}, {"csv", csv});
   const GpuSpec gpu = target_gpu(t);
   const ModelSpec model = target_model(t);
   const ProfileSet profiles = load_profiles(t.profiles, gpu.name);

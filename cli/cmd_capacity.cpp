@@ -21,6 +21,7 @@
 #include "cli/run_flags.hpp"
 #include "util/distributed.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/parallel.hpp"
 
 namespace servesim::cli {
@@ -147,7 +148,8 @@ std::vector<Configuration> expand(
       shared.flags.emplace_back(flag, value);
       continue;
     }
-    axes.emplace_back(flag, expand_values(flag, value, run_flag_is_numeric(flag)));
+    axes.emplace_back(
+        flag, expand_values(flag, value, run_flag_is_numeric(flag), run_flag_separator(flag)));
     count *= std::min(axes.back().second.size(), kMaxConfigurations + 1);
     if (count > kMaxConfigurations) {
       throw Error(flag, "the lists make more than " + std::to_string(kMaxConfigurations) +
@@ -200,10 +202,14 @@ void check_prices(const GpuHourCost& cost, const std::vector<Configuration>& con
 std::string slo_text(const std::map<std::string, std::string>& own, const CapacitySpec& spec) {
   std::string text = get(own, "slo");
   if (spec.attainment > 0) {
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "%s%.0f%% of requests with TTFT <= %g ms and TPOT <= %g ms",
-                  text.empty() ? "" : " and ", spec.attainment * 100, spec.ttft_ms, spec.tpot_ms);
-    text += buf;
+    // Only the bounds given: an absent one is infinite, and "TPOT <= inf ms" says nothing.
+    std::string bounds;
+    if (std::isfinite(spec.ttft_ms)) bounds += format("TTFT <= %g ms", spec.ttft_ms);
+    if (std::isfinite(spec.tpot_ms)) {
+      bounds += format("%sTPOT <= %g ms", bounds.empty() ? "" : " and ", spec.tpot_ms);
+    }
+    text += format("%s%.0f%% of requests with %s", text.empty() ? "" : " and ",
+                   spec.attainment * 100, bounds.c_str());
   }
   return text;
 }
@@ -425,6 +431,11 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
       throw Error(flag, "routes a fleet: give --target-rate R (or --num-replicas N)");
     }
   }
+  PathPlan paths;
+  add_flag_inputs(paths, s.run, s.own);
+  paths.output("out", get(s.own, "out"));
+  paths.output("csv", get(s.own, "csv"));
+  paths.check();
   Inputs inputs;
   const std::vector<Configuration> configs = configurations(s, inputs);
   check_prices(spec.cost, configs, inputs);

@@ -14,6 +14,7 @@
 #include "analysis/report.hpp"
 #include "analysis/results.hpp"
 #include "cli/commands.hpp"
+#include "cli/common.hpp"
 #include "cli/grid_args.hpp"
 #include "cli/run_flags.hpp"
 #include "util/error.hpp"
@@ -59,9 +60,16 @@ std::vector<RunSpec> scenario_specs(const CheckSpec& c, Inputs& inputs) {
     // Files named in a spec are relative to the spec, as its baseline is.
     const std::filesystem::path dir = std::filesystem::path(c.path).parent_path();
     for (auto& [flag, value] : run) {
-      if (run_flag_is_path(flag) && std::filesystem::path(value).is_relative()) {
-        value = (dir / value).string();
+      if (!run_flag_is_path(flag)) continue;
+      // --calibration a.ini,b.ini and --servegen a.csv,b.csv name several files.
+      std::string resolved;
+      for (const std::string& item :
+           run_flag_is_list(flag) ? split_list({value}) : std::vector<std::string>{value}) {
+        const std::filesystem::path p(item);
+        resolved.append(resolved.empty() ? "" : ",")
+            .append(p.is_relative() ? (dir / p).string() : item);
       }
+      value = resolved;
     }
     try {
       specs.push_back(spec_from_flags(run));
@@ -139,6 +147,14 @@ int cmd_check(int argc, const char* const* argv, std::ostream& out) {
   const CheckSpec c = read_check_spec(s.positional[0], update);
   Inputs inputs;
   const std::vector<RunSpec> specs = scenario_specs(c, inputs);
+  if (update) {  // the baseline must not overwrite the spec or a scenario's files
+    PathPlan paths;
+    paths.input("spec", c.path);
+    for (const RunSpec& spec : specs)
+      add_run_inputs(paths, spec);
+    paths.output("baseline", c.baseline);
+    paths.check();
+  }
   const std::vector<nlohmann::ordered_json> baselines =
       update ? std::vector<nlohmann::ordered_json>() : read_baselines(c);
   std::vector<PointRun> runs(specs.size());
@@ -153,6 +169,8 @@ int cmd_check(int argc, const char* const* argv, std::ostream& out) {
       },
       [](size_t) {});
   if (update) {
+    for (const PointRun& run : runs)
+      check_tolerance_metrics(c, summary_json(run.run, run.workload));
     std::vector<NamedRun> named;
     for (size_t i = 0; i < runs.size(); ++i)
       named.push_back({c.scenarios[i], &runs[i].run, &runs[i].workload});

@@ -2,7 +2,6 @@
 // results files or request log CSVs) into TTFT and decode, or into input length, output length
 // and speed when the prompts changed, give the verdict, and replay the CloudWatch OTPS alarm over
 // the current log (analysis/diagnose.hpp).
-#include <filesystem>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -12,6 +11,7 @@
 #include "analysis/results.hpp"
 #include "cli/common.hpp"
 #include "util/error.hpp"
+#include "util/output_file.hpp"
 
 namespace servesim::cli {
 
@@ -74,11 +74,8 @@ po::options_description diagnose_options(DiagnoseArgs& a) {
 
 RequestLog load_log(const std::string& path, const std::string& run, const char* run_flag,
                     const CsvLogColumns& columns) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(path, 0, "",
-                std::filesystem::is_directory(path, ec) ? "cannot read: is a directory"
-                                                        : "cannot open: no such file");
+  if (const std::string problem = input_file_problem(path); !problem.empty()) {
+    throw Error(path, 0, "", problem);
   }
   if (is_hdf5_file(path)) {
     if (run.empty()) {
@@ -129,6 +126,12 @@ int cmd_diagnose(int argc, const char* const* argv, std::ostream& out) {
     throw Error("time-unit", "expected s or ms, got '" + a.time_unit + "'");
   }
   validate(a.options);  // before reading anything
+  PathPlan paths;
+  paths.input("baseline", a.baseline);
+  paths.input("current", a.current);
+  paths.input("config", a.config);
+  paths.output("json", a.json);
+  paths.check();
   const RequestLog baseline = load_log(a.baseline, a.baseline_run, "baseline-run", c);
   const RequestLog current = load_log(a.current, a.current_run, "current-run", c);
   const Diagnosis d = diagnose(baseline, current, a.options);

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/replicates.hpp"
@@ -119,6 +120,15 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
                 "writes one run: with --num-seeds use --json (or sweep --seed LO:HI:1)");
   }
   check_flags(a.spec);
+  // Every output writable, and none of them an input or another output, before any work.
+  PathPlan paths;
+  add_run_inputs(paths, a.spec);
+  add_config_input(paths, vm);
+  paths.output("json", a.json);
+  paths.output("out", a.out);
+  paths.output("requests-csv", a.requests_csv);
+  paths.output("timeline", a.timeline);
+  paths.check();
   return true;
 }
 
@@ -165,6 +175,11 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   }
   SimulateOptions keep = simulate_options(a.spec);
   keep.keep_steps = (!a.out.empty() && !a.no_steps) || !a.timeline.empty();
+  if (!a.timeline.empty() && (a.out.empty() || a.no_steps)) {
+    // Only the timeline wants steps: those of its window (a run of 1M requests kept ~23 KB each).
+    std::tie(keep.metrics.keep_steps_from_s, keep.metrics.keep_steps_to_s) =
+        parse_timeline_window(a.timeline_window);
+  }
   keep.keep_histogram = !a.out.empty();
   RunSpec row = a.spec;
   if (compare) row.engine = compare_engine(a.spec, specs);
@@ -174,7 +189,7 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   for (const std::string& spec : specs) {
     configs.push_back(policy_config(base, row, spec));
     options.push_back(keep);
-    add_fleet_groups(row, spec, inputs, options.back());
+    add_fleet_groups(row, spec, inputs, options.back(), configs.back());
   }
   std::vector<RunResult> runs;
   for (size_t i = 0; i < configs.size(); ++i) {

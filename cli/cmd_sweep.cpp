@@ -18,13 +18,16 @@ namespace {
 
 const char* kSweepHelp =
     "usage: servesim sweep [run flags, any of them a list] --out FILE.h5 [options]\n"
-    "       servesim sweep merge -o OUT.h5 [--csv OUT.csv] SHARD.h5...\n"
+    "       servesim sweep merge -o OUT.h5 [--csv OUT.csv] [--partial] SHARD.h5...\n"
     "\n"
     "Runs every combination of the listed values, one `servesim run` each, and writes one row\n"
     "per point: the parameters and every summary metric. A value list is a,b,c; numeric flags\n"
     "also take LO:HI:STEP (both ends included), e.g.\n"
     "  servesim sweep --scheduler vllm-v0,chunked --max-num-batched-tokens 256,512,1024 \\\n"
     "                 --request-rate 2:20:2 --gpu a100-80g,h100-sxm --out sweep.h5\n"
+    "A flag whose one value is itself a comma list (--servegen, --replica-gpus, --client-mix,\n"
+    "--calibration) separates its values with |:\n"
+    "  --replica-gpus 'h100-sxm:2,a100-80g:1|h100-sxm:4' is two fleets\n"
     "\n"
     "options:\n"
     "  --out FILE.h5     results table (required); a stopped sweep started again with the same\n"
@@ -32,7 +35,8 @@ const char* kSweepHelp =
     "  --csv FILE.csv    the same table as CSV\n"
     "  --jobs N          threads (default: all cores); results do not depend on N\n"
     "  --shard K/N       run only points K, K+N, K+2N, ... (0 <= K < N), for job arrays; join\n"
-    "                    the shards with `servesim sweep merge` (scripts/slurm-sweep.sbatch)\n"
+    "                    the shards with `servesim sweep merge` (scripts/slurm-sweep.sbatch),\n"
+    "                    which refuses a set with points missing unless --partial\n"
     "\n"
     "Under `mpirun -n N servesim sweep ...` rank 0 hands the points out as a work queue, the\n"
     "other ranks simulate them (--jobs threads each) and rank 0 journals and writes the table:\n"
@@ -53,7 +57,8 @@ SweepGrid grid_of(const std::vector<std::pair<std::string, std::string>>& run) {
       grid.fixed.emplace_back(flag, "");
       continue;
     }
-    std::vector<std::string> values = expand_values(flag, value, run_flag_is_numeric(flag));
+    std::vector<std::string> values =
+        expand_values(flag, value, run_flag_is_numeric(flag), run_flag_separator(flag));
     if (values.size() == 1) {
       grid.fixed.emplace_back(flag, values[0]);
     } else {
@@ -100,11 +105,16 @@ void print_outcome(std::ostream& out, const SweepGrid& grid, const SweepOptions&
 int sweep_merge(int argc, const char* const* argv, std::ostream& out) {
   std::string output, csv;
   std::vector<std::string> inputs;
+  bool partial = false;
   for (int i = 1; i < argc; ++i) {
     std::string tok = argv[i];
     if (tok == "--help" || tok == "-h") {
       out << kSweepHelp;
       return 0;
+    }
+    if (tok == "--partial") {
+      partial = true;
+      continue;
     }
     const size_t eq = tok.find('=');
     if (tok.rfind("--", 0) == 0 && eq != std::string::npos) {
@@ -123,10 +133,23 @@ int sweep_merge(int argc, const char* const* argv, std::ostream& out) {
   }
   if (output.empty()) throw Error("out", "sweep merge needs -o OUT.h5");
   if (inputs.empty()) throw Error("sweep merge", "no shard files given");
+  PathPlan paths;
+  for (const std::string& shard : inputs)
+    paths.input("shard", shard);
+  paths.output("out", output);
+  paths.output("csv", csv);
+  paths.check();
   std::vector<SweepTable> parts;
   for (const std::string& p : inputs)
     parts.push_back(read_sweep_h5(p));
   const SweepTable merged = merge_sweeps(parts, inputs);
+  if (merged.shard == "partial" && !partial) {
+    throw Error("sweep merge",
+                std::to_string(merged.points_total - merged.rows.size()) + " of " +
+                    std::to_string(merged.points_total) +
+                    " points are in none of the files (a shard missing or unfinished?): give "
+                    "them all, or --partial to write the incomplete table");
+  }
   write_sweep_h5(output, merged);
   if (!csv.empty()) write_sweep_csv(csv, merged);
   out << "sweep merge: " << merged.rows.size() << " of " << merged.points_total << " points from "
@@ -158,6 +181,12 @@ int cmd_sweep(int argc, const char* const* argv, std::ostream& out) {
   o.jobs = get_jobs(s.own);
   if (s.own.count("shard")) o.shard = parse_shard(s.own["shard"]);
   const SweepGrid grid = grid_of(s.run);
+  PathPlan paths;
+  add_flag_inputs(paths, s.run, s.own);
+  paths.output("out", o.out);
+  paths.output("csv", o.csv);
+  paths.output("out", o.out + ".journal");  // the journal beside it
+  paths.check();
   Inputs inputs;
   check_grid(grid, inputs);
   const SweepOutcome r = run_sweep(grid, o, inputs);

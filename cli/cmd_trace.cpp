@@ -102,6 +102,11 @@ int cmd_import(int argc, const char* const* argv, std::ostream& out) {
   if (!parse_with_input(argc, argv, a, true, "servesim trace import IN [options] -o OUT.h5", out)) {
     return 0;
   }
+  PathPlan paths;
+  paths.input("input", a.input);
+  paths.input("config", a.config);
+  paths.output("output", a.output);
+  paths.check();
   const auto start = std::chrono::steady_clock::now();
   const Trace t = load(a);
   write_trace_h5(a.output, t);
@@ -144,6 +149,10 @@ int cmd_synth(int argc, const char* const* argv, std::ostream& out) {
     return 0;
   }
   if (a.seed < 0) throw Error("seed", "must be >= 0");
+  PathPlan paths;
+  paths.input("config", a.config);
+  paths.output("output", a.output);
+  paths.check();
   for (const auto& [name, value] : vm) {
     if (!value.defaulted() &&
         run_flag_group(FlagGroup::kTraceInput, a.t).find_nothrow(name, false)) {

@@ -1,10 +1,12 @@
 // `servesim validate FILE.csv`: replay measured vLLM runs and compare servesim's predictions.
+#include <algorithm>
 #include <ostream>
 
 #include "analysis/validate.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "util/error.hpp"
+#include "util/output_file.hpp"
 #include "util/parallel.hpp"
 
 namespace servesim::cli {
@@ -43,10 +45,33 @@ int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
   }
   if (o.jobs < 1 || o.jobs > 1024) throw Error("jobs", "must be in [1, 1024]");
   if (b.seed < 0) throw Error("seed", "must be >= 0");
+  // Flags that would make every experiment fail fail the command instead, before any replay.
+  if (b.cost_model != "roofline" && b.cost_model != "table") {
+    throw Error("cost-model", "expected roofline or table, got '" + b.cost_model + "'");
+  }
+  if (b.cost_model == "table" && b.profiles.empty()) {
+    throw Error("profiles", "--cost-model table needs --profiles DIR");
+  }
+  if (b.cost_model != "table" && !b.profiles.empty()) {
+    throw Error("profiles", "is read only by --cost-model table");
+  }
+  Inputs inputs;
+  for (const std::string& path : split_list({b.calibration}))
+    inputs.calibration(path);
+  PathPlan paths;
+  paths.input("file", file);
+  paths.input("calibration", b.calibration);
+  if (vm.count("config")) paths.input("config", vm["config"].as<std::string>());
+  paths.output("csv", csv);
+  paths.check();
   const std::vector<GroundTruthRow> rows = read_ground_truth(file);
   const std::vector<ValidateRow> result = validate_ground_truth(rows, o);
   print_validation(out, result);
   if (!csv.empty()) write_validation_csv(csv, result);
+  if (std::none_of(result.begin(), result.end(),
+                   [](const ValidateRow& r) { return r.skipped.empty(); })) {
+    throw Error(file, 0, "", "no experiment could be replayed (each row's reason is above)");
+  }
   return 0;
 }
 

@@ -1,8 +1,10 @@
 #include "cli/common.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -10,6 +12,33 @@
 #include "util/error.hpp"
 
 namespace servesim::cli {
+
+namespace {
+
+// The values Program_options substitutes into its messages (a protected member, reached through a
+// pointer to it, which a derived class may form).
+struct PlaceholderValues : po::error_with_option_name {
+  static std::map<std::string, std::string>& of(const po::error_with_option_name& e) {
+    return const_cast<po::error_with_option_name&>(e).*(&PlaceholderValues::m_substitutions);
+  }
+};
+
+}  // namespace
+
+std::string po_error_text(const po::error& e) {
+  const auto* named = dynamic_cast<const po::error_with_option_name*>(&e);
+  if (named == nullptr) return e.what();
+  // '%' in a value becomes a byte no template holds while the message is built, then '%' again.
+  constexpr char kPercent = '\x1f';
+  std::map<std::string, std::string>& values = PlaceholderValues::of(*named);
+  for (auto& [key, value] : values)
+    std::replace(value.begin(), value.end(), '%', kPercent);
+  std::string text = named->what();
+  for (auto& [key, value] : values)
+    std::replace(value.begin(), value.end(), kPercent, '%');
+  std::replace(text.begin(), text.end(), kPercent, '%');
+  return text;
+}
 
 bool parse_command(int argc, const char* const* argv, const po::options_description& desc,
                    po::variables_map& vm, std::ostream& out, const std::string& usage,
@@ -63,6 +92,21 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
     }
   }
   return out;
+}
+
+void add_run_inputs(PathPlan& plan, const RunSpec& s) {
+  plan.input("trace", s.trace);
+  plan.input("model-file", s.model_file);
+  plan.input("gpu-file", s.gpu_file);
+  plan.input("profiles", s.profiles);
+  for (const std::string& path : split_list({s.calibration}))
+    plan.input("calibration", path);
+  for (const std::string& path : split_list({s.servegen}))
+    plan.input("servegen", path);
+}
+
+void add_config_input(PathPlan& plan, const po::variables_map& vm) {
+  if (vm.count("config")) plan.input("config", vm["config"].as<std::string>());
 }
 
 }  // namespace servesim::cli

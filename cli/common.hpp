@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_spec.hpp"
+#include "util/output_file.hpp"
 #include "util/text_input.hpp"
 
 namespace servesim::cli {
@@ -19,10 +21,23 @@ bool parse_command(int argc, const char* const* argv, const po::options_descript
                    po::variables_map& vm, std::ostream& out, const std::string& usage,
                    const po::positional_options_description* positional = nullptr);
 
+// E's message. Boost.Program_options fills a message by replacing each %NAME% placeholder with its
+// value, in a loop that never ends when the value holds its own placeholder (`--num-requests
+// %value%` hung): the values are quoted safely here. Every Program_options message goes through
+// this.
+std::string po_error_text(const po::error& e);
+
 // "inf" or a positive number; Error naming --request-rate otherwise.
 double parse_rate(const std::string& text);
 
 // "a,b" "c" -> a, b, c (empty items dropped).
 std::vector<std::string> split_list(const std::vector<std::string>& items);
+
+// The files the run S reads (--trace, --model-file, --gpu-file, --calibration, --profiles,
+// --servegen), as inputs of PLAN, so that no output of the command can overwrite one.
+void add_run_inputs(PathPlan& plan, const RunSpec& s);
+
+// The --config file VM was read with, if any, as an input of PLAN.
+void add_config_input(PathPlan& plan, const po::variables_map& vm);
 
 }  // namespace servesim::cli

@@ -3,6 +3,7 @@
 #include <map>
 #include <sstream>
 
+#include "cli/common.hpp"
 #include "util/error.hpp"
 #include "util/ini.hpp"
 
@@ -33,9 +34,9 @@ void store_ini_file(const std::string& path, const po::options_description& desc
   } catch (const po::error_with_option_name& e) {
     const std::string key = strip_dashes(e.get_option_name());
     const auto it = line_of.find(key);
-    throw Error(path, it == line_of.end() ? 0 : it->second, key, e.what());
+    throw Error(path, it == line_of.end() ? 0 : it->second, key, po_error_text(e));
   } catch (const po::error& e) {
-    throw Error(path, 0, "", e.what());
+    throw Error(path, 0, "", po_error_text(e));
   }
 }
 

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <exception>
 
+#include "analysis/sweep.hpp"
+#include "cli/common.hpp"
 #include "cli/run_flags.hpp"
 #include "util/error.hpp"
 #include "util/ini.hpp"
@@ -49,7 +51,8 @@ SplitArgs split_args(int argc, const char* const* argv, const std::set<std::stri
   auto add_run = [&](const std::string& name, const std::string& value) {
     for (auto& [n, v] : s.run) {
       if (n == name) {
-        if (!value.empty()) v += "," + value;  // a repeated switch is the same switch
+        // A repeated flag lists its values (a repeated switch is the same switch).
+        if (!value.empty()) v += run_flag_separator(name) + value;
         return;
       }
     }
@@ -166,6 +169,18 @@ RunSpec spec_from_flags(const std::vector<std::pair<std::string, std::string>>& 
   for (const auto& [flag, value] : flags)
     parse_run_flag(flag, value)(s);
   return s;
+}
+
+void add_flag_inputs(PathPlan& plan, const std::vector<std::pair<std::string, std::string>>& flags,
+                     const std::map<std::string, std::string>& own) {
+  plan.input("config", get(own, "config"));
+  for (const auto& [flag, value] : flags) {
+    if (!run_flag_is_path(flag) || value.empty()) continue;
+    for (const std::string& one : expand_values(flag, value, false, run_flag_separator(flag))) {
+      for (const std::string& path : split_list({one}))
+        plan.input(flag, path);
+    }
+  }
 }
 
 }  // namespace servesim::cli

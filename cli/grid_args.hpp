@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/run_spec.hpp"
+#include "util/output_file.hpp"
 
 namespace servesim::cli {
 
@@ -46,5 +47,10 @@ std::string flags_text(const std::vector<std::pair<std::string, std::string>>& f
 
 // The RunSpec of single-valued FLAGS (each parsed once by parse_run_flag).
 RunSpec spec_from_flags(const std::vector<std::pair<std::string, std::string>>& flags);
+
+// The files the run flags FLAGS name (every value of a list, every file of --calibration a,b),
+// and the --config file among OWN, as inputs of PLAN.
+void add_flag_inputs(PathPlan& plan, const std::vector<std::pair<std::string, std::string>>& flags,
+                     const std::map<std::string, std::string>& own);
 
 }  // namespace servesim::cli

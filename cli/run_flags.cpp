@@ -470,7 +470,16 @@ bool run_flag_is_numeric(const std::string& name) {
 
 bool run_flag_is_path(const std::string& name) {
   return name == "trace" || name == "gpu-file" || name == "model-file" || name == "calibration" ||
-         name == "profiles";
+         name == "profiles" || name == "servegen";
+}
+
+bool run_flag_is_list(const std::string& name) {
+  return name == "servegen" || name == "replica-gpus" || name == "client-mix" ||
+         name == "calibration" || name == "metric-percentiles";
+}
+
+char run_flag_separator(const std::string& name) {
+  return run_flag_is_list(name) ? '|' : ',';
 }
 
 RunPatch parse_run_flag(const std::string& name, const std::string& value) {

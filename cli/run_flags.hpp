@@ -35,6 +35,12 @@ bool run_flag_is_numeric(const std::string& name);
 // it against its own folder.
 bool run_flag_is_path(const std::string& name);
 
+// Whether run flag NAME's one value is itself a comma list (--servegen a,b is one mixture,
+// --replica-gpus h100-sxm:2,a100-80g:1 one fleet): a sweep or capacity list of its values is
+// separated by '|' (run_flag_separator), not ','.
+bool run_flag_is_list(const std::string& name);
+char run_flag_separator(const std::string& name);
+
 // Parses VALUE ("" for a switch) of run flag NAME once, into a patch that sets it on any
 // RunSpec. Throws Error (or a Program_options error) with the message `run` would give; an
 // output flag (--out, --json, ...) is an Error: the command writes the results.

@@ -2,6 +2,7 @@
 // directories and whole-file reads for the tests that use it.
 #pragma once
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -25,6 +26,14 @@ inline CliResult cli(std::vector<std::string> args) {
   std::ostringstream out, err;
   const int code = run_cli(int(argv.size()), argv.data(), out, err);
   return {code, out.str(), err.str()};
+}
+
+// Runs ARGS and checks it fails with status 2 and a message holding WHAT.
+inline void refused(const std::vector<std::string>& args, const std::string& what) {
+  const CliResult r = cli(args);
+  INFO(r.out << r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains(what));
 }
 
 inline std::string slurp(const std::filesystem::path& p) {

@@ -124,8 +124,8 @@ TEST_CASE("cli: bad input is one clear line on stderr and exit code 2", "[cli][e
       {{"run", "--gpu-memory-utilization", "1.5"}, "gpu-memory-utilization"},
       {{"run", "--tensor-parallel-size", "3"}, "must divide"},
       {{"run", "--model", "llama-2-70b", "--gpu", "l4"}, "does not fit"},
-      {{"run", "--config", "/nonexistent/x.ini"}, "not a readable file"},
-      {{"run", "--config", "/tmp"}, "not a readable file"},
+      {{"run", "--config", "/nonexistent/x.ini"}, "/nonexistent/x.ini: cannot open: no such file"},
+      {{"run", "--config", "/tmp"}, "/tmp: cannot read: is a directory"},
       {{"run", "--seed", "-1"}, "field 'seed'"},
       {{"run", "--scheduler", "chunked:512", "--max-num-batched-tokens", "1024"}, "contradicts"},
       {{"run", "--max-num-seqs", "1000000000000"}, "max-num-seqs"},
@@ -134,7 +134,7 @@ TEST_CASE("cli: bad input is one clear line on stderr and exit code 2", "[cli][e
       {{"run", "--request-rate", "1e308", "--burstiness", "10"}, "request-rate"},
       {{"run", "--burstiness", "1e-310"}, "burstiness"},
       {{"run", "--json", "/nonexistent/dir/x.json", "--num-requests", "5"},
-       "cannot write: No such file or directory"},
+       "cannot write: folder '/nonexistent/dir' does not exist"},
   };
   for (const auto& [args, expect] : cases) {
     INFO(args[0] << " " << (args.size() > 1 ? args[1] : "") << " "
@@ -304,4 +304,26 @@ TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[c
   e = cli({"run", "--model-file", (dir / "missing.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("missing.ini"));
+}
+
+TEST_CASE("cli: a value holding a message placeholder is quoted in the error, not looped on",
+          "[cli][errors]") {
+  // Found by fuzz_config_client_mix: Boost.Program_options fills %value% in its messages in a
+  // loop that never ends when the value holds "%value%" itself; `run --num-requests %value%`
+  // hung, as did an unknown flag --%canonical_option% and the same in a --config file.
+  const fs::path dir = servesim::test::scratch("cli_placeholders");
+  servesim::test::write(dir / "c.ini", "num-requests = %value%\n");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"run", "--num-requests", "%value%"}, "the argument ('%value%') for option"},
+      {{"run", "--%canonical_option%"}, "unrecognised option '--%canonical_option%'"},
+      {{"run", "--%original_token%"}, "'--%original_token%'"},
+      {{"sweep", "--num-requests", "%value%", "--out", (dir / "s.h5").string()}, "('%value%')"},
+      {{"run", "--config", (dir / "c.ini").string()}, "c.ini:1: field 'num-requests'"},
+  };
+  for (const auto& [args, expect] : cases) {
+    const auto r = cli(args);
+    INFO(args[1]);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(expect));
+  }
 }

@@ -1,5 +1,7 @@
 #include "util/distributed.hpp"
 
+#include "util/parallel.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -155,9 +157,7 @@ void work(int threads, const std::function<std::string(uint64_t)>& compute) {
       if (--left == 0) finished.notify_one();
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::max(1, threads); ++t)
-    pool.emplace_back(run);
+  std::vector<std::thread> pool = start_threads(std::max(1, threads), run);
   auto end_pool = [&] {
     {
       std::lock_guard<std::mutex> lock(m);
@@ -168,7 +168,7 @@ void work(int threads, const std::function<std::string(uint64_t)>& compute) {
       t.join();
   };
   try {
-    comm.send(0, kReady, threads);
+    comm.send(0, kReady, int(pool.size()));
     for (;;) {
       Batch b;
       comm.recv(0, kWork, b);

@@ -11,4 +11,8 @@ namespace servesim {
 // attempt being truncated (it is retried at full length).
 std::string format(const char* spec, ...) __attribute__((format(printf, 1, 2)));
 
+// S as one CSV field (RFC 4180): quoted, its quotes doubled, when it holds a comma, quote or line
+// break; as it is otherwise.
+std::string csv_field(const std::string& s);
+
 }  // namespace servesim

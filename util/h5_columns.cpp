@@ -1,7 +1,9 @@
 #include "util/h5_columns.hpp"
 
-#include <filesystem>
+#include <atomic>
 #include <sstream>
+
+#include "util/output_file.hpp"
 
 namespace servesim::h5 {
 
@@ -107,40 +109,37 @@ int64_t read_int_attr(H5::H5Object& o, const std::string& path, const std::strin
 
 void write_file_atomically(const std::string& path, const std::function<void(H5::H5File&)>& write) {
   H5::Exception::dontPrint();
-  std::error_code dir_ec;
-  if (std::filesystem::is_directory(path, dir_ec)) {
-    throw Error(path, 0, "", "cannot write: is a directory");
-  }
-  const std::string tmp = path + ".tmp";
+  output_target(path);  // refuse a directory, device or unwritable folder before any work
+  // The file is built in memory (the core driver, no backing store) and written by
+  // write_output_file: HDF5 never meets a full disk (its error path crashed in H5Fclose on
+  // ENOSPC), and every write error carries its errno and path.
+  std::string image;
   try {
-    // No timestamps in the file's own header either.
-    H5::FileCreatPropList fcpl;
-    H5::H5File f(tmp, H5F_ACC_TRUNC, fcpl);
+    H5::FileAccPropList fapl;
+    H5Pset_fapl_core(fapl.getId(), size_t(1) << 20, /*backing_store=*/false);
+    static std::atomic<uint64_t> counter{0};
+    H5::H5File f("servesim-image-" + std::to_string(counter++), H5F_ACC_TRUNC,
+                 H5::FileCreatPropList::DEFAULT, fapl);
     write(f);
+    f.flush(H5F_SCOPE_GLOBAL);
+    const ssize_t size = H5Fget_file_image(f.getId(), nullptr, 0);
+    if (size < 0) throw H5::FileIException("H5Fget_file_image", "cannot size the file image");
+    image.resize(size_t(size));
+    if (H5Fget_file_image(f.getId(), image.data(), image.size()) != size) {
+      throw H5::FileIException("H5Fget_file_image", "cannot copy the file image");
+    }
     f.close();
   } catch (const H5::Exception& e) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw Error(path, 0, "", "cannot write HDF5: " + e.getDetailMsg());
-  } catch (...) {
-    std::error_code ec;
-    std::filesystem::remove(tmp, ec);
-    throw;
+    throw Error(path, 0, "", "cannot build the HDF5 file: " + e.getDetailMsg());
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw Error(path, 0, "", "cannot write: " + ec.message());
-  }
+  write_output_file(path, image);
 }
 
 H5::H5File open_checked(const std::string& path, const char* magic, int64_t version,
                         const char* what) {
   H5::Exception::dontPrint();
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw Error(path, 0, "", "cannot open: no such file");
+  if (const std::string problem = input_file_problem(path); !problem.empty()) {
+    throw Error(path, 0, "", problem);
   }
   if (!H5::H5File::isHdf5(path.c_str())) throw Error(path, 0, "", "not an HDF5 file");
   H5::H5File f(path, H5F_ACC_RDONLY);

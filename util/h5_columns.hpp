@@ -145,8 +145,9 @@ void write_attr(H5::H5Object& o, const std::string& name, double value);
 std::string read_string_attr(H5::H5Object& o, const std::string& name);
 int64_t read_int_attr(H5::H5Object& o, const std::string& path, const std::string& name);
 
-// Writes a file through WRITE(file) into PATH.tmp and renames it to PATH: a failed write never
-// leaves half a file or destroys the one that was there. HDF5 errors become Error naming PATH.
+// Builds a file through WRITE(file) in memory and writes it to PATH with write_output_file: a
+// failed write never leaves half a file or destroys the one that was there, and never reaches
+// HDF5. HDF5 errors become one Error naming PATH (HDF5's own error stack is silenced).
 void write_file_atomically(const std::string& path, const std::function<void(H5::H5File&)>& write);
 
 // Opens PATH for reading after checking that it is an HDF5 file whose root attribute `magic` is

@@ -1,12 +1,12 @@
 #include "util/ini.hpp"
 
 #include <boost/lexical_cast.hpp>
-#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/output_file.hpp"
 
 namespace servesim {
 
@@ -19,11 +19,37 @@ std::string trim(const std::string& s, const char* space = " \t\r") {
   return s.substr(b, e - b + 1);
 }
 
+// LINE without its comment, as Python's configparser reads inline comments: a `#` or `;` starts
+// one at the start of the line or after a space or tab, outside double quotes, so that
+// `client-mix = rate=2;rate=5` keeps its `;` and `budget = 3 ; note` is 3.
+std::string strip_comment(const std::string& line) {
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (c == '"') quoted = !quoted;
+    if (!quoted && (c == '#' || c == ';') &&
+        (i == 0 || line[i - 1] == ' ' || line[i - 1] == '\t')) {
+      return line.substr(0, i);
+    }
+  }
+  return line;
+}
+
+// `key = "value"` as `key = value`: quotes keep a value's own `;`, `#` and spaces.
+std::string unquote_value(const std::string& line) {
+  const size_t eq = line.find('=');
+  if (eq == std::string::npos) return line;
+  const std::string value = trim(line.substr(eq + 1));
+  if (value.size() < 2 || value.front() != '"' || value.back() != '"') return line;
+  return line.substr(0, eq + 1) + " " + value.substr(1, value.size() - 2);
+}
+
 }  // namespace
 
 std::string read_ini_text(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) throw Error(path, 0, "", "not a readable file");
+  if (const std::string problem = input_file_problem(path); !problem.empty()) {
+    throw Error(path, 0, "", problem);
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(path, 0, "", "cannot open file");
   std::stringstream buffer;
@@ -36,7 +62,7 @@ std::string read_ini_text(const std::string& path) {
   out.reserve(text.size());
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);)
-    out.append(line.substr(0, line.find_first_of("#;"))).push_back('\n');
+    out.append(unquote_value(strip_comment(line))).push_back('\n');
   return out;
 }
 
@@ -45,7 +71,7 @@ std::vector<IniEntry> parse_ini_entries(const std::string& path, const std::stri
   std::string section, line;
   std::istringstream lines(text);
   for (int lineno = 1; std::getline(lines, line); ++lineno) {
-    std::string s = trim(line.substr(0, line.find_first_of("#;")));
+    std::string s = trim(line);  // read_ini_text took the comments out
     if (s.empty()) continue;
     if (s.front() == '[') {
       if (s.back() != ']') throw Error(path, lineno, "", "section header must end with ']'");
@@ -70,7 +96,7 @@ int ini_line_of(const std::string& path, const std::string& key) {
   std::ifstream in(path, std::ios::binary);
   std::string line;
   for (int lineno = 1; std::getline(in, line); ++lineno) {
-    const std::string s = trim(line.substr(0, line.find_first_of("#;")));
+    const std::string s = trim(strip_comment(line));
     const auto eq = s.find('=');
     if (eq != std::string::npos && trim(s.substr(0, eq)) == key) return lineno;
   }

@@ -1,6 +1,7 @@
-// INI files (`key = value` lines, `[section]` headers, `#` and `;` comments), with the errors our
-// users need: a line that is not `key = value`, an unknown key, an empty or ill-typed value, a key
-// given twice or a required key missing is reported as FILE:LINE: field 'KEY': reason.
+// INI files (`key = value` lines, `[section]` headers, `#` and `;` comments, "quoted" values), with
+// the errors our users need: a line that is not `key = value`, an unknown key, an empty or
+// ill-typed value, a key given twice or a required key missing is reported as FILE:LINE: field
+// 'KEY': reason.
 //  - read_ini_entries(): the syntax only, keys left to the caller (sweep grids, check specs).
 //  - load_ini_fields(): a file whose keys are a fixed, typed set (GPU, model and calibration
 //    files). Values are read the way Boost.Program_options reads a config file (lexical_cast for
@@ -18,8 +19,10 @@
 
 namespace servesim {
 
-// PATH's text without a UTF-8 byte-order mark and with comments removed (a `#` or `;` starts one
-// anywhere on a line). Throws Error when it is not a readable file.
+// PATH's text without a UTF-8 byte-order mark and with comments removed: a `#` or `;` starts one
+// at the start of a line or after a space or tab, outside double quotes (Python configparser's
+// inline comments), so `client-mix = rate=2;rate=5` keeps its `;`; a value in double quotes
+// loses them. Throws Error when it is not a readable file.
 std::string read_ini_text(const std::string& path);
 
 // One `key = value` line of an INI file, in file order; SECTION is the last [header] ("" before
@@ -29,8 +32,8 @@ struct IniEntry {
   int line = 0;
 };
 
-// The entries of TEXT (read from PATH), with syntax checked (FILE:LINE errors) but keys not
-// interpreted.
+// The entries of TEXT (read_ini_text's, from PATH), with syntax checked (FILE:LINE errors) but keys
+// not interpreted.
 std::vector<IniEntry> parse_ini_entries(const std::string& path, const std::string& text);
 std::vector<IniEntry> read_ini_entries(const std::string& path);
 

@@ -1,5 +1,6 @@
 #include "util/parallel.hpp"
 
+#include "util/error.hpp"
 #include "util/progress.hpp"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <exception>
 #include <map>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -55,14 +57,33 @@ void work(Queue& q, size_t n, const std::function<void(size_t)>& task) {
 
 }  // namespace
 
+std::vector<std::thread> start_threads(int n, const std::function<void()>& body) {
+  std::vector<std::thread> pool;
+  pool.reserve(size_t(std::max(0, n)));
+  for (int t = 0; t < n; ++t) {
+    try {
+      pool.emplace_back(body);
+    } catch (const std::system_error& e) {
+      // Out of memory for a stack, or past the process's thread limit: run on what started.
+      if (pool.empty()) {
+        throw Error("jobs", "cannot start a thread (" + std::string(e.what()) +
+                                "): use a smaller --jobs, or give the process more memory");
+      }
+      std::fprintf(stderr,
+                   "servesim: --jobs %d: only %zu threads could start (%s); running on %zu\n", n,
+                   pool.size(), e.what(), pool.size());
+      break;
+    }
+  }
+  return pool;
+}
+
 void parallel_for(size_t n, int jobs, const char* what, const std::function<void(size_t)>& task,
                   const std::function<void(size_t)>& done,
                   const std::function<std::string()>& status) {
   Queue q;
   const int threads = int(std::min<size_t>(size_t(std::max(1, jobs)), std::max<size_t>(n, 1)));
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&] { work(q, n, task); });
+  std::vector<std::thread> pool = start_threads(threads, [&] { work(q, n, task); });
   {
     Progress progress(what, n);
     size_t count = 0;

@@ -9,6 +9,8 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace servesim {
 
@@ -19,6 +21,11 @@ namespace servesim {
 void parallel_for(size_t n, int jobs, const char* what, const std::function<void(size_t)>& task,
                   const std::function<void(size_t)>& done,
                   const std::function<std::string()>& status = {});
+
+// Starts N threads running BODY. When the system refuses one (no memory for its stack, the
+// process's thread limit), runs on those that started and says so on stderr; Error naming --jobs
+// when none could start.
+std::vector<std::thread> start_threads(int n, const std::function<void()>& body);
 
 // The number of threads the machine runs at once (at least 1).
 int hardware_threads();

@@ -5,12 +5,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 
 #include <sys/stat.h>
 
 #include "util/error.hpp"
 #include "util/lookup.hpp"
+#include "util/output_file.hpp"
 
 namespace servesim {
 
@@ -20,24 +20,8 @@ constexpr size_t kMaxLine = size_t(1) << 24;
 
 }  // namespace
 
-void write_text_file(const std::string& path, std::string_view text, bool atomic) {
-  std::error_code ec;
-  // fopen and rename report a directory unevenly (rename's "Success" in libstdc++'s wrapper).
-  if (std::filesystem::is_directory(path, ec)) {
-    throw Error(path, 0, "", "cannot write: is a directory");
-  }
-  const std::string target = atomic ? path + ".tmp" : path;
-  std::FILE* f = std::fopen(target.c_str(), "wb");
-  if (f == nullptr) throw Error(path, 0, "", std::string("cannot write: ") + std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-  int err = written ? 0 : errno;
-  if (std::fclose(f) != 0 && err == 0) err = errno;
-  if (written && err == 0 && atomic && std::rename(target.c_str(), path.c_str()) != 0) err = errno;
-  if (!written || err != 0) {
-    if (atomic) std::remove(target.c_str());
-    throw Error(path, 0, "",
-                std::string("cannot write: ") + (err != 0 ? std::strerror(err) : "short write"));
-  }
+void write_text_file(const std::string& path, std::string_view text) {
+  write_output_file(path, text);
 }
 
 std::string_view trim(std::string_view s) {
@@ -55,6 +39,11 @@ LineReader::LineReader(const std::string& path) : path_(path) {
   // should not cost a zeroed megabyte. Pipes and large files read in 1 MiB blocks.
   struct stat st {};
   size_t block = kBlock;
+  if (fstat(fileno(f_), &st) == 0 && S_ISDIR(st.st_mode)) {
+    std::fclose(f_);
+    f_ = nullptr;
+    throw Error(path, 0, "", "cannot read: is a directory (expected a regular file)");
+  }
   if (fstat(fileno(f_), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 0) {
     block = std::clamp<size_t>(size_t(st.st_size) + 1, 4096, kBlock);
   }

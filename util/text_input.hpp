@@ -50,11 +50,9 @@ class CsvSplitter {
   std::deque<std::string> unescaped_;  // a deque: growing it never moves the strings fields view
 };
 
-// Writes TEXT to PATH (created or truncated). A failure is an Error naming PATH and why: "is a
-// directory", or the system's reason ("No such file or directory", "No space left on device").
-// With ATOMIC, writes PATH.tmp and renames it, so that a failed write leaves no half file (not
-// for a device such as /dev/stdout).
-void write_text_file(const std::string& path, std::string_view text, bool atomic = false);
+// Writes TEXT to PATH as write_output_file does (util/output_file.hpp): through a temp file and a
+// rename, never over anything but a regular file; a failure is an Error naming PATH and why.
+void write_text_file(const std::string& path, std::string_view text);
 
 // Whole-field parsers: the entire text must be the number (surrounding spaces allowed).
 bool parse_int(std::string_view s, int64_t& v);
