@@ -8,6 +8,7 @@
 
 #include "analysis/report.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/lookup.hpp"
 #include "util/text_input.hpp"
 
@@ -343,14 +344,29 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     size_split(base, spec, target, ideal, c, inputs);
     return;
   }
+  // Past the fleet's limit no simulated fleet can be checked: none (the ideal count still says
+  // how many it would take).
+  if (ideal > kMaxReplicas) {
+    c.fleet_replicas = -1;
+    return;
+  }
   auto meets = [&](int64_t k) {
     RunSpec s = base;
     s.num_replicas = int(k);
     s.data_parallel_size = 0;
     s.given.erase("data-parallel-size");
     s.given.insert("num-replicas");
+    if (k == 1) {  // one replica has no router to configure
+      s.given.erase("router");
+      s.given.erase("router-signal-delay-s");
+    }
     ++c.iterations;
-    return probe_at(s, spec, target, inputs).ok;
+    try {
+      return probe_at(s, spec, target, inputs).ok;
+    } catch (const Error& e) {
+      throw Error("target-rate", format("sizing a fleet of %lld replicas for %g req/s: %s",
+                                        static_cast<long long>(k), target, e.what()));
+    }
   };
   const int64_t limit = std::min<int64_t>(4 * ideal + 8, kMaxReplicas);
   int64_t k = ideal;

@@ -69,6 +69,10 @@ struct CheckLine {
 // The verdict of CURRENT against BASELINE under T (NaN = undefined).
 CheckVerdict judge(const Tolerance& t, double baseline, double current);
 
+// Error naming SPEC's line when a tolerance's metric is not a number (or null) in SUMMARY, a run's
+// JSON summary: --update checks it before writing a baseline no check could use.
+void check_tolerance_metrics(const CheckSpec& spec, const nlohmann::ordered_json& summary);
+
 // Each tolerance of SPEC judged on scenario NAME's summaries (BASELINE null: a new scenario).
 // Throws Error (spec, line, metric) when a tolerance names no number of the summary.
 std::vector<CheckLine> check_scenario(const CheckSpec& spec, const std::string& name,

@@ -160,8 +160,10 @@ bool comparable(const RunResult& r) {
 
 // A fleet's routing: imbalance, then one line per replica.
 void print_fleet(std::ostream& out, const FleetSummary& f) {
-  out << format("\nfleet: %d replicas behind %s; load imbalance (max/mean) busy %.2f, queue %.2f\n",
-                f.num_replicas, f.router.c_str(), f.busy_imbalance, f.queue_imbalance);
+  // An imbalance over nothing (no queue ever formed) is undefined: "-", not "nan".
+  out << format("\nfleet: %d replicas behind %s; load imbalance (max/mean) busy %s, queue %s\n",
+                f.num_replicas, f.router.c_str(), cell(f.busy_imbalance, 0, 2).c_str(),
+                cell(f.queue_imbalance, 0, 2).c_str());
   if (f.kv_transfers > 0) {
     out << format("KV transfers: %llu, mean %.2f ms and %.1f MB per GPU each\n",
                   static_cast<unsigned long long>(f.kv_transfers),

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <sstream>
 
 #include "analysis/workload_report.hpp"
@@ -148,6 +149,27 @@ void check_flags(const RunSpec& s) {
   if (s.seed < 0) throw Error("seed", "must be >= 0");
   if (s.max_concurrency < 0) throw Error("max-concurrency", "must be >= 1 (or 0: open loop)");
   if (s.num_seeds < 1 || s.num_seeds > 1000) throw Error("num-seeds", "must be in [1, 1000]");
+  if (s.seed > std::numeric_limits<int64_t>::max() - (s.num_seeds - 1)) {
+    throw Error("num-seeds", "seeds --seed .. --seed + N - 1 would pass 2^63 - 1: lower --seed");
+  }
+  SchedulerConfig sched;  // the values' ranges, before any point is simulated
+  sched.max_num_batched_tokens = s.max_num_batched_tokens;
+  sched.max_num_seqs = s.max_num_seqs;
+  sched.block_size = s.block_size;
+  sched.long_prefill_token_threshold = s.long_prefill_token_threshold;
+  check_scheduler_values(sched);
+  MemoryPlanOptions memory;
+  memory.gpu_memory_utilization = s.gpu_memory_utilization;
+  memory.runtime_reserve_gib = s.has("runtime-reserve-gib") ? s.runtime_reserve_gib : NAN;
+  memory.num_gpu_blocks_override = s.num_gpu_blocks;
+  check_memory_values(memory);
+  // A file and a name for the same thing: which one was meant is not ours to guess.
+  if (!s.model_file.empty() && s.has("model")) {
+    throw Error("model-file", "and --model both name the model: give one");
+  }
+  if (!s.gpu_file.empty() && s.has("gpu")) {
+    throw Error("gpu-file", "and --gpu both name the GPU: give one");
+  }
   for (const auto& [flag, format] : kImportFlags) {
     if (s.has(flag) && s.trace.empty()) {
       throw Error(flag, "has no effect without --trace: it says how to read a trace file");
@@ -235,7 +257,7 @@ ReplicaGroup fleet_group(const RunSpec& s, const std::string& scheduler, Inputs&
 }  // namespace
 
 void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
-                      SimulateOptions& o) {
+                      SimulateOptions& o, SimConfig& config) {
   const bool disaggregated = s.prefill_replicas > 0 || s.decode_replicas > 0;
   if (disaggregated) {
     if (s.prefill_replicas < 1 || s.decode_replicas < 1) {
@@ -282,20 +304,22 @@ void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& in
   }
   if (!o.fleet.groups.empty() && o.fleet.groups.size() == 1 && s.prefill_replicas == 0 &&
       o.fleet.groups[0].count == 1) {
-    o.fleet.groups.clear();  // one replica: a plain run
+    config = o.fleet.groups[0].config;  // one replica: a plain run, on that replica's GPU
+    o.fleet.groups.clear();
     return;
   }
   o.fleet.kv_transfer_gb_per_s = s.kv_transfer_gbps / 8;  // Gb/s to GB/s
   o.fleet.kv_transfer_latency_s = s.kv_transfer_latency_s;
-  if (!(s.kv_transfer_gbps >= 0) || !std::isfinite(s.kv_transfer_gbps)) {
-    throw Error("kv-transfer-gbps", "must be a number >= 0 (0: the link --kv-transfer-link names)");
+  if (!(s.kv_transfer_gbps == 0 || (s.kv_transfer_gbps >= 1e-3 && s.kv_transfer_gbps <= 1e6))) {
+    throw Error("kv-transfer-gbps",
+                "must be 0 (the link --kv-transfer-link names) or in [0.001, 1e6] Gb/s");
   }
   if (s.kv_transfer_link != "network" && s.kv_transfer_link != "nvlink") {
     throw Error("kv-transfer-link", "expected network or nvlink, got '" + s.kv_transfer_link + "'");
   }
   o.fleet.kv_transfer_nvlink = s.kv_transfer_link == "nvlink";
-  if (!(s.kv_transfer_latency_s >= 0) || !std::isfinite(s.kv_transfer_latency_s)) {
-    throw Error("kv-transfer-latency-s", "must be a number of seconds >= 0");
+  if (!(s.kv_transfer_latency_s >= 0 && s.kv_transfer_latency_s <= 3600)) {
+    throw Error("kv-transfer-latency-s", "must be in [0, 3600] seconds");
   }
 }
 
@@ -669,9 +693,9 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
   LoadedWorkload w = load_workload(s, inputs);
   PointRun p;
   if (s.trace.empty() || s.has("request-rate")) p.request_rate = s.request_rate;
-  const SimConfig c = policy_config(base_config(s, inputs), s, scheduler_spec(s));
+  SimConfig c = policy_config(base_config(s, inputs), s, scheduler_spec(s));
   SimulateOptions o = simulate_options(s);
-  add_fleet_groups(s, scheduler_spec(s), inputs, o);
+  add_fleet_groups(s, scheduler_spec(s), inputs, o, c);
   o.keep_steps = keep.keep_steps;
   o.keep_histogram = keep.keep_histogram;
   o.progress = keep.progress;
@@ -683,9 +707,9 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
 void check_point(const RunSpec& s, Inputs& inputs) {
   check_flags(s);
   if (!s.scheduler.empty()) parse_scheduler(s.scheduler);
-  base_config(s, inputs);  // model, GPU, calibration and profile files
+  SimConfig c = base_config(s, inputs);  // model, GPU, calibration and profile files
   SimulateOptions fleet = simulate_options(s);
-  add_fleet_groups(s, scheduler_spec(s), inputs, fleet);  // the pools' GPUs and flags
+  add_fleet_groups(s, scheduler_spec(s), inputs, fleet, c);  // the pools' GPUs and flags
   RunSpec one = s;  // the workload's flags, on one generated request
   one.num_requests = one.num_prompts = std::min<int64_t>(num_requests(s), 1);
   // prefix_repetition needs a request per prefix (vLLM refuses fewer).

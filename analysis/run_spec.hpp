@@ -171,9 +171,10 @@ std::string scheduler_spec(const RunSpec& s);
 SimulateOptions simulate_options(const RunSpec& s);
 // The fleet of S for the policy SCHEDULER: disaggregated pools (--prefill-replicas,
 // --decode-replicas) or mixed ones (--replica-gpus), each resolved as base_config and
-// policy_config resolve the run, into O.fleet.groups. Nothing for a plain fleet.
+// policy_config resolve the run, into O.fleet.groups. Nothing for a plain fleet; a fleet of one
+// replica (--replica-gpus a100-80g:1) is a plain run, CONFIG becoming that replica's.
 void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
-                      SimulateOptions& o);
+                      SimulateOptions& o, SimConfig& config);
 // S with its seed shifted by K (replicate K of --num-seeds).
 RunSpec with_seed(const RunSpec& s, int64_t k);
 

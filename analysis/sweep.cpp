@@ -11,6 +11,7 @@
 
 #include "analysis/report.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/h5_columns.hpp"
 #include "util/text_input.hpp"
 
@@ -92,11 +93,11 @@ std::string number_text(double v) {
 }  // namespace
 
 std::vector<std::string> expand_values(const std::string& flag, const std::string& text,
-                                       bool numeric) {
+                                       bool numeric, char separator) {
   constexpr size_t kMaxValues = 1000000;
   std::vector<std::string> out;
   std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, ',');) {
+  for (std::string item; std::getline(ss, item, separator);) {
     item = std::string(trim(item));
     if (item.empty()) throw Error(flag, "'" + text + "' has an empty item");
     const size_t c1 = item.find(':');
@@ -273,20 +274,6 @@ SweepTable read_sweep_h5(const std::string& path) {
   return t;
 }
 
-namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) {
-    if (c == '"') q += '"';
-    q += c;
-  }
-  return q + "\"";
-}
-
-}  // namespace
-
 void write_sweep_csv(const std::string& path, const SweepTable& t) {
   std::string out = "point";
   for (const auto* cols : {&t.text_columns, &t.int_columns, &t.real_columns}) {
@@ -312,7 +299,7 @@ void write_sweep_csv(const std::string& path, const SweepTable& t) {
     }
     out += "\n";
   }
-  write_text_file(path, out, true);
+  write_text_file(path, out);
 }
 
 std::string row_json(const SweepRow& r) {
@@ -338,14 +325,23 @@ bool parse_row(const std::string& line, const SweepTable& schema, SweepRow& row)
   try {
     const ordered_json j = ordered_json::parse(line);
     row = SweepRow{};
-    row.point = j.at("point").get<int64_t>();
+    // Integers must be written as integers: nlohmann's get<int64_t> reads 1.5 as 1.
+    const ordered_json& point = j.at("point");
+    if (!point.is_number_integer()) return false;
+    row.point = point.get<int64_t>();
     row.text = j.at("text").get<std::vector<std::string>>();
-    row.ints = j.at("ints").get<std::vector<int64_t>>();
+    if (!j.at("ints").is_array() || !j.at("reals").is_array()) return false;
+    for (const auto& v : j.at("ints")) {
+      if (!v.is_number_integer()) return false;
+      row.ints.push_back(v.get<int64_t>());
+    }
     for (const auto& v : j.at("reals")) {
       if (v.is_null()) {
         row.reals.push_back(NAN);
       } else if (v.is_string()) {
-        row.reals.push_back(v.get<std::string>() == "inf" ? INFINITY : -INFINITY);
+        const std::string& text = v.get_ref<const std::string&>();
+        if (text != "inf" && text != "-inf") return false;
+        row.reals.push_back(text == "inf" ? INFINITY : -INFINITY);
       } else {
         row.reals.push_back(v.get<double>());
       }

@@ -43,9 +43,11 @@ struct SweepGrid {
 };
 
 // Expands one flag's value list: "a,b" -> {a, b}; for NUMERIC flags also "2:20:2" -> 2,4,...,20.
-// Throws Error naming FLAG on an empty item, a bad range or more than a million values.
+// SEPARATOR splits the values: '|' for a flag whose one value is itself a comma list
+// (--replica-gpus h100-sxm:2,a100-80g:1|h100-sxm:4 is two fleets). Throws Error naming FLAG on an
+// empty item, a bad range or more than a million values.
 std::vector<std::string> expand_values(const std::string& flag, const std::string& text,
-                                       bool numeric);
+                                       bool numeric, char separator = ',');
 
 struct Shard {
   uint64_t index = 0, count = 1;

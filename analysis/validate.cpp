@@ -536,17 +536,14 @@ void write_validation_csv(const std::string& path, const std::vector<ValidateRow
     f << ',' << metric << "_measured," << metric << "_predicted," << metric << "_error_pct";
   f << ",overloaded,skipped\n";
   for (const ValidateRow& row : rows) {
-    f << row.truth.experiment << ','
+    f << csv_field(row.truth.experiment) << ','
       << (row.truth.stage < 0 ? "all" : std::to_string(row.truth.stage)) << ',' << row.requests
       << ',' << row.rejected;
     for (const std::string& metric : validate_metrics()) {
       const auto [p, m] = metric_pair(row, metric);
       f << format(",%.6g,%.6g,%.3f", m, p, percent_error(p, m));
     }
-    std::string why = row.skipped;
-    std::replace(why.begin(), why.end(), ',', ';');
-    std::replace(why.begin(), why.end(), '"', '\'');
-    f << ',' << (row.overloaded ? 1 : 0) << ',' << why << '\n';
+    f << ',' << (row.overloaded ? 1 : 0) << ',' << csv_field(row.skipped) << '\n';
   }
   write_text_file(path, f.str());
 }

@@ -114,11 +114,14 @@ std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o
     throw Error("prefill-replicas",
                 "a disaggregated fleet has prefill and decode replicas, and no colocated ones");
   }
-  if (!(o.kv_transfer_gb_per_s >= 0) || !std::isfinite(o.kv_transfer_gb_per_s)) {
-    throw Error("kv-transfer-gbps", "must be a number >= 0");
+  // 0 is the catalogue's link; any other figure a physical one, from 1 Mb/s to 1 Pb/s (a
+  // subnormal 5e-324 read as 0 ran as the default link).
+  const double gb_per_s = o.kv_transfer_gb_per_s;
+  if (!(gb_per_s == 0 || (gb_per_s >= 1.25e-4 && gb_per_s <= 1.25e5))) {
+    throw Error("kv-transfer-gbps", "must be 0 (the catalogue's link) or in [0.001, 1e6] Gb/s");
   }
-  if (!(o.kv_transfer_latency_s >= 0) || !std::isfinite(o.kv_transfer_latency_s)) {
-    throw Error("kv-transfer-latency-s", "must be a number of seconds >= 0");
+  if (!(o.kv_transfer_latency_s >= 0 && o.kv_transfer_latency_s <= 3600)) {
+    throw Error("kv-transfer-latency-s", "must be in [0, 3600] seconds");
   }
   return o.groups;
 }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "util/error.hpp"
+#include "util/format.hpp"
 
 namespace servesim {
 
@@ -103,11 +104,15 @@ void Host::start_step(bool back_to_back) {
   run.seconds = step_seconds(cost, back_to_back);
   // A cost model fed extreme figures (a GPU of 1e-300 TFLOP/s, a subnormal parameter) gives steps
   // of inf, NaN or centuries: refuse rather than report them.
-  if (!(run.seconds >= 0 && run.seconds <= 1e6) || !(now + run.seconds <= kMaxSimTime_s)) {
-    throw Error("cost-model", "a step of " + std::to_string(run.seconds) +
-                                  " s at t = " + std::to_string(now) +
-                                  " s: the GPU's figures or the cost model's parameters are out "
-                                  "of any physical range, or the run outlasts 1e9 s");
+  if (!(run.seconds >= 0 && run.seconds <= 1e6)) {
+    throw Error("cost-model", format("a step of %.6g s at t = %.6g s: the GPU's figures or the "
+                                     "cost model's parameters are out of any physical range",
+                                     run.seconds, now));
+  }
+  if (!(now + run.seconds <= kMaxSimTime_s)) {
+    throw Error("", format("the run passes %g s of simulated time (a step at t = %.6g s): its "
+                           "arrivals, think times or KV transfers reach too far",
+                           kMaxSimTime_s, now));
   }
   metrics_.on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
                    scheduler_.step_cached_tokens());

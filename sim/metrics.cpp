@@ -71,7 +71,8 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
     ++decode_only_;
   }
   end_s_ = std::max(end_s_, t + cost.seconds);
-  if (keep_steps_) {
+  if (keep_steps_ && t <= options_.keep_steps_to_s &&
+      t + cost.seconds >= options_.keep_steps_from_s) {
     step_records_.push_back({t, cost.seconds, batch.prefill_tokens(), batch.decode_tokens(),
                              int64_t(batch.size()), kv_used_blocks, cached_tokens, cost.flops,
                              cost.bytes, replica});

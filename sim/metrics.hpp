@@ -105,6 +105,9 @@ struct GoodputSlo {
 struct MetricOptions {
   std::vector<double> percentiles;  // vLLM --metric-percentiles, in [0, 100]
   GoodputSlo goodput;
+  // With steps kept, only those overlapping [from, to] seconds (a timeline's window: its memory
+  // is the window's, not the run's).
+  double keep_steps_from_s = -INFINITY, keep_steps_to_s = INFINITY;
 };
 
 struct RunSummary {

@@ -53,16 +53,7 @@ void resolve_scheduler(SimConfig& c) {
         default_max_num_batched_tokens(s.policy, c.engine, s.max_model_len, large);
   }
   if (s.max_num_seqs == 0) s.max_num_seqs = default_max_num_seqs(c.engine, large);
-  if (s.max_num_batched_tokens < 1) throw Error("max-num-batched-tokens", "must be >= 1");
-  if (s.max_num_seqs < 1 || s.max_num_seqs > kMaxNumSeqs) {
-    throw Error("max-num-seqs", "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
-  }
-  if (s.block_size < 1 || s.block_size > 1 << 16) {
-    throw Error("block-size", "must be in [1, 65536]");
-  }
-  if (s.long_prefill_token_threshold < 0) {
-    throw Error("long-prefill-token-threshold", "must be >= 0");
-  }
+  check_scheduler_values(s);
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
@@ -109,14 +100,7 @@ void resolve_cost_model(SimConfig& c) {
 // The memory plan's options, checked, with the TP degree and the budgets copied in.
 void resolve_memory(SimConfig& c) {
   MemoryPlanOptions& m = c.memory;
-  if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {
-    throw Error("gpu-memory-utilization", "must be in (0, 1]");
-  }
-  if (!std::isnan(m.runtime_reserve_gib) &&
-      (!(m.runtime_reserve_gib >= 0) || !std::isfinite(m.runtime_reserve_gib))) {
-    throw Error("runtime-reserve-gib", "must be >= 0");
-  }
-  if (m.num_gpu_blocks_override < 0) throw Error("num-gpu-blocks", "must be >= 1");
+  check_memory_values(m);
   m.tp = c.tp;
   m.block_size = c.scheduler.block_size;
   m.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
@@ -126,6 +110,30 @@ void resolve_memory(SimConfig& c) {
 }
 
 }  // namespace
+
+void check_scheduler_values(const SchedulerConfig& s) {
+  if (s.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
+  if (s.max_num_seqs < 0 || s.max_num_seqs > kMaxNumSeqs) {
+    throw Error("max-num-seqs", "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
+  }
+  if (s.block_size < 1 || s.block_size > 1 << 16) {
+    throw Error("block-size", "must be in [1, 65536]");
+  }
+  if (s.long_prefill_token_threshold < 0) {
+    throw Error("long-prefill-token-threshold", "must be >= 0");
+  }
+}
+
+void check_memory_values(const MemoryPlanOptions& m) {
+  if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {
+    throw Error("gpu-memory-utilization", "must be in (0, 1]");
+  }
+  if (!std::isnan(m.runtime_reserve_gib) &&
+      (!(m.runtime_reserve_gib >= 0) || !std::isfinite(m.runtime_reserve_gib))) {
+    throw Error("runtime-reserve-gib", "must be >= 0");
+  }
+  if (m.num_gpu_blocks_override < 0) throw Error("num-gpu-blocks", "must be >= 1");
+}
 
 SimConfig resolve(SimConfig c) {
   resolve_model(c);

@@ -56,6 +56,12 @@ struct SimConfig {
 // Fills in vLLM's defaults and checks the configuration; throws Error naming the flag.
 SimConfig resolve(SimConfig c);
 
+// The range checks resolve() makes on the scheduler's and the memory plan's values (0 = vLLM's
+// default, for the token budget and max_num_seqs), for commands that check their flags before
+// any work: Error naming the flag.
+void check_scheduler_values(const SchedulerConfig& s);
+void check_memory_values(const MemoryPlanOptions& m);
+
 // The replicas of one pool of a fleet (the prefill or decode pool, or one GPU of a mixed fleet):
 // their requests, TTFT and ITL pooled over their requests (a prefill replica's TTFT runs until
 // its prompt is computed, a decode replica's from the KV's arrival), and their mean step share.

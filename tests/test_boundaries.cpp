@@ -9,20 +9,9 @@
 
 namespace fs = std::filesystem;
 using servesim::test::cli;
+using servesim::test::refused;
 using servesim::test::scratch;
 using servesim::test::write;
-
-namespace {
-
-// Runs ARGS and checks it fails with status 2 and a message holding WHAT.
-void refused(const std::vector<std::string>& args, const std::string& what) {
-  const auto r = cli(args);
-  INFO(r.out << r.err);
-  CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::Contains(what));
-}
-
-}  // namespace
 
 TEST_CASE("boundaries: rates and traces past the 1e9 s a simulation may span",
           "[boundaries][cli]") {
@@ -141,7 +130,7 @@ TEST_CASE("boundaries: messages about outputs, missing files and hostile INI tex
   refused({"run", "--num-requests", "5", "--out", d}, "cannot write: is a directory");
   refused({"run", "--num-requests", "5", "--json", d}, "cannot write: is a directory");
   refused({"run", "--num-requests", "5", "--json", d + "/no/such/dir/o.json"},
-          "cannot write: No such file or directory");
+          "cannot write: folder '" + d + "/no/such/dir' does not exist");
   // A missing results file was "not a servesim results file: it holds no runs to choose".
   refused(
       {"diagnose", "--baseline", d + "/none.h5", "--current", d + "/none.h5", "--current-run", "x"},
@@ -173,4 +162,55 @@ TEST_CASE("boundaries: messages about outputs, missing files and hostile INI tex
         "name = g ; mine\nbf16_tflops = 900 ; dense\nhbm_gib = 80\nhbm_gb_per_s = 2000\n"
         "interconnect_gb_per_s = 600\narch = hopper\n");
   CHECK(cli({"run", "--gpu-file", (dir / "g.ini").string(), "--num-requests", "5"}).code == 0);
+}
+
+TEST_CASE("boundaries: the second round's numbers name the flag that is out of range",
+          "[boundaries][cli]") {
+  // Item 12: these failed with "field 'cost-model' ... out of any physical range", printing a
+  // 300-digit time or "t = inf".
+  const std::vector<std::string> pd = {"run",         "--num-requests",    "10",
+                                       "--scheduler", "vllm-v1",           "--prefill-replicas",
+                                       "1",           "--decode-replicas", "1"};
+  auto with = [](std::vector<std::string> a, const std::vector<std::string>& more) {
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  refused(
+      {"run", "--dataset-name", "multi_turn", "--num-requests", "10", "--think-time-s", "1e300"},
+      "field 'think-time-s'");
+  refused({"run", "--dataset-name", "multi_turn", "--num-requests", "10", "--think-time-s", "2e6"},
+          "field 'think-time-s': must be in [0, 1e6] seconds");
+  refused(with(pd, {"--kv-transfer-gbps", "1e-300"}), "field 'kv-transfer-gbps'");
+  refused(with(pd, {"--kv-transfer-latency-s", "1e9"}), "field 'kv-transfer-latency-s'");
+  // Item 13: a subnormal bandwidth ran as the default interconnect (JSON identical to 0).
+  refused(with(pd, {"--kv-transfer-gbps", "5e-324"}), "field 'kv-transfer-gbps'");
+  CHECK(cli(with(pd, {"--kv-transfer-gbps", "0"})).code == 0);
+  CHECK(cli(with(pd, {"--kv-transfer-gbps", "0.001"})).code == 0);
+  for (const std::string& flag : {"think-time-s", "kv-transfer-gbps", "kv-transfer-latency-s"}) {
+    const auto r = cli(with(pd, {"--" + flag, "1e300"}));
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, !Catch::Contains("cost-model"));
+    CHECK(r.err.size() < 300);
+  }
+  // Item 14: --num-seeds 3 --seed 2^63-1 ran seeds INT64_MAX, INT64_MIN, INT64_MIN+1.
+  refused({"run", "--num-requests", "5", "--num-seeds", "3", "--seed", "9223372036854775807"},
+          "field 'num-seeds'");
+  CHECK(cli({"run", "--num-requests", "5", "--num-seeds", "2", "--seed", "9223372036854775806"})
+            .code == 0);
+  // Item 18: --model with --model-file, or --gpu with --gpu-file: the file silently won.
+  const fs::path dir = scratch("boundaries_round2");
+  write(dir / "g.ini",
+        "name = g\narch = hopper\nbf16_tflops = 989\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
+        "interconnect_gb_per_s = 450\n");
+  refused({"run", "--gpu", "a100-80g", "--gpu-file", (dir / "g.ini").string()},
+          "field 'gpu-file': and --gpu both name the GPU");
+  write(dir / "m.ini",
+        "name = m\nnum_hidden_layers = 2\nhidden_size = 64\nnum_attention_heads = 4\n"
+        "intermediate_size = 128\nvocab_size = 100\nmax_position_embeddings = 512\n");
+  refused({"run", "--model", "llama-2-7b", "--model-file", (dir / "m.ini").string()},
+          "field 'model-file': and --model both name the model");
+  refused({"calibrate", "--model", "llama-2-7b", "--model-file", (dir / "m.ini").string(),
+           "--step-log", (dir / "s.csv").string(), "-o", (dir / "c.ini").string()},
+          "field 'model-file'");
+  CHECK(cli({"run", "--num-requests", "5", "--gpu-file", (dir / "g.ini").string()}).code == 0);
 }

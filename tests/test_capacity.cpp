@@ -352,3 +352,37 @@ TEST_CASE("capacity: a result crosses MPI ranks as bytes and comes back exactly"
   CHECK(back.at.summary.rejected_by_reason[0] == r.at.summary.rejected_by_reason[0]);
   CHECK_THROWS(capacity_result_from_bytes("not cbor"));
 }
+
+TEST_CASE("capacity: --target-rate whose fleet lands on a limit is a row, not a failed command",
+          "[capacity][cli][fleet][errors]") {
+  const fs::path dir = servesim::test::scratch("capacity_fleet_limits");
+  // Item 10: an ideal fleet of one under --router failed with "field 'router': routes between
+  // replicas"; a target beyond 4096 replicas with "field 'num-replicas'". Neither names a flag
+  // the user gave.
+  const std::vector<std::string> common = {"capacity",         "--num-requests", "40", "--slo",
+                                           "ttft_p50_ms=2000", "--rate-max",     "50"};
+  auto with = [&](const std::vector<std::string>& more) {
+    std::vector<std::string> a = common;
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  auto one = exec(with(
+      {"--router", "least-requests", "--target-rate", "0.5", "--csv", (dir / "one.csv").string()}));
+  INFO(one.err);
+  REQUIRE(one.code == 0);
+  CHECK(num(read_csv(dir / "one.csv")[0], "fleet_replicas") == 1);
+  auto huge = exec(with({"--target-rate", "5e8", "--csv", (dir / "huge.csv").string()}));
+  INFO(huge.err);
+  REQUIRE(huge.code == 0);
+  const auto row = read_csv(dir / "huge.csv")[0];
+  CHECK(num(row, "fleet_replicas") == -1);
+  CHECK(num(row, "replicas") > 4096);
+  CHECK_THAT(huge.out, Catch::Contains("none"));
+  // Item 19: the SLO line said "TPOT <= inf ms" when only a TTFT bound was given.
+  auto att = exec({"capacity", "--num-requests", "40", "--attainment", "0.9", "--slo-ttft-ms",
+                   "800", "--rate-max", "8"});
+  INFO(att.err);
+  REQUIRE(att.code == 0);
+  CHECK_THAT(att.out, Catch::Contains("90% of requests with TTFT <= 800 ms\n"));
+  CHECK_THAT(att.out, !Catch::Contains("inf"));
+}

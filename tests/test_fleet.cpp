@@ -427,3 +427,23 @@ TEST_CASE("fleet: a sweep of fleets does not depend on --jobs", "[fleet][sweep][
   CHECK(one == sweep("2"));
   CHECK(one.find("vllm-v1") != std::string::npos);
 }
+
+TEST_CASE("fleet: one replica of a named GPU runs on that GPU, and no report prints nan",
+          "[fleet][cli]") {
+  // Item 5: --replica-gpus a100-80g:1 simulated an h100-sxm (the one-replica fleet collapsed to a
+  // plain run and dropped the GPU).
+  const auto fleet = cli({"run", "--num-requests", "30", "--replica-gpus", "a100-80g:1"});
+  const auto plain = cli({"run", "--num-requests", "30", "--gpu", "a100-80g"});
+  INFO(fleet.err);
+  REQUIRE(fleet.code == 0);
+  REQUIRE(plain.code == 0);
+  CHECK_THAT(fleet.out, Catch::Contains("on a100-80g x1"));
+  CHECK(fleet.out == plain.out);
+  // Item 19: a fleet whose queues stayed empty printed "queue nan" (max/mean of zeros).
+  const auto idle = cli({"run", "--num-requests", "6", "--request-rate", "0.5", "--num-replicas",
+                         "3", "--router", "round-robin"});
+  INFO(idle.err);
+  REQUIRE(idle.code == 0);
+  CHECK_THAT(idle.out, Catch::Contains("fleet: 3 replicas"));
+  CHECK_THAT(idle.out, !Catch::Contains("nan"));
+}

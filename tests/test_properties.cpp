@@ -7,7 +7,13 @@
 //    summary's counts and output tokens are those of the records;
 //  - time: arrival <= first scheduled <= first token <= last token, so E2E >= TTFT >= 0;
 //  - no infinite metric, and no NaN latency when something completed;
-//  - a rerun from scratch gives byte-identical JSON and per-request CSV.
+//  - a rerun from scratch gives byte-identical JSON and per-request CSV;
+//  - a client mixture has exactly --num-requests requests; a fleet of one replica of a named GPU
+//    runs on that GPU (issue 23);
+//  - for one draw in four, `run --json PATH` with PATH drawn among the kinds users give (a new
+//    file, an existing one, a link, a dangling link, a missing folder, a folder, a FIFO, the
+//    trace it reads): a regular target is written whole (through a link), anything else is
+//    refused with exit 2 and left as it was, and no temp file is left behind (issue 23).
 #include <boost/program_options/errors.hpp>
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
@@ -17,6 +23,8 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/stat.h>
 
 #include "analysis/report.hpp"
 #include "analysis/run_spec.hpp"
@@ -119,10 +127,12 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
       f.emplace_back("prefix-repetition-output-len", std::to_string(d.in(1, 60)));
     } else if (workload <= 50) {
       f.emplace_back("dataset-name", "mixture");
-      f.emplace_back("client-mix", "rate=" + std::to_string(d.in(1, 20)) +
-                                       ",input=uniform:1:" + std::to_string(d.in(1, 3000)) +
-                                       ",output=fixed:" + std::to_string(d.in(1, 50)) +
-                                       ";rate=2,burstiness=0.5");
+      std::string mix = "rate=" + std::to_string(d.in(1, 20)) +
+                        ",input=uniform:1:" + std::to_string(d.in(1, 3000)) +
+                        ",output=fixed:" + std::to_string(d.in(1, 50)) + ";rate=2,burstiness=0.5";
+      for (int64_t k = d.in(0, 5); k > 0; --k)
+        mix += ";rate=" + std::to_string(d.in(1, 1000) / 100.0);
+      f.emplace_back("client-mix", mix);
     } else {
       f.emplace_back("input-len",
                      d.chance(50) ? "uniform:1:" + std::to_string(d.in(1, 5000))
@@ -135,7 +145,10 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
     if (workload > 25) f.emplace_back("num-priorities", std::to_string(d.in(1, 4)));
   }
   const int fleet = int(d.in(1, 100));
-  if (fleet <= 15) {
+  if (fleet > 94) {  // a fleet of one replica of a named GPU, or of two GPUs
+    const std::string gpu = d.pick<std::string>({"a100-80g", "h100-sxm", "l40s", "h200-sxm"});
+    f.emplace_back("replica-gpus", gpu + ":1" + (d.chance(50) ? "" : ",h100-sxm:1"));
+  } else if (fleet <= 15) {
     f.emplace_back("num-replicas", std::to_string(d.in(2, 4)));
     f.emplace_back("router", d.pick<std::string>({"round-robin", "least-requests", "least-kv",
                                                   "prefix-aware", "session"}));
@@ -167,9 +180,26 @@ std::string output_bytes(const PointRun& p) {
   return json_text(summary_json(p.run, p.workload), 2) + "\n" + csv.str();
 }
 
-// The first property RUN breaks ("" when none).
-std::string broken_property(const RunResult& r) {
+// The value of FLAG in FLAGS ("" when absent).
+std::string flag_value(const Flags& flags, const std::string& flag) {
+  for (const auto& [name, value] : flags) {
+    if (name == flag) return value;
+  }
+  return "";
+}
+
+// The first property RUN, simulated from FLAGS, breaks ("" when none).
+std::string broken_property(const RunResult& r, const Flags& flags) {
   const RunSummary& s = r.summary;
+  if (flag_value(flags, "dataset-name") == "mixture" &&
+      s.total != std::stoull(flag_value(flags, "num-requests"))) {
+    return "a mixture of --num-requests requests";
+  }
+  const std::string fleet = flag_value(flags, "replica-gpus");
+  if (!fleet.empty() && fleet.find(',') == std::string::npos &&
+      r.config.gpu.name != fleet.substr(0, fleet.find(':'))) {
+    return "one replica runs on its GPU";
+  }
   if (s.completed + s.rejected != s.total) return "completed + rejected != total";
   if (r.requests.size() != s.total) return "a record per request";
   uint64_t completed = 0, rejected = 0;
@@ -200,11 +230,64 @@ std::string broken_property(const RunResult& r) {
   return "";
 }
 
+// `run FLAGS --json PATH`, PATH one of the kinds users give, drawn; checks what happened to it.
+void check_output_path(Draw& d, const std::filesystem::path& dir, int k, const Flags& flags) {
+  namespace fs = std::filesystem;
+  const std::string n = std::to_string(k);
+  const std::string trace = flag_value(flags, "trace");
+  const std::string kind = d.pick<std::string>(
+      {"new", "existing", "link", "dangling", "missing-folder", "folder", "fifo", "input"});
+  fs::path path = dir / ("out" + n + ".json"), target = path;
+  bool refused = false;
+  if (kind == "existing") {
+    servesim::test::write(path, "old");
+  } else if (kind == "link" || kind == "dangling") {
+    target = dir / ("target" + n + ".json");
+    if (kind == "link") servesim::test::write(target, "old");
+    fs::create_symlink(target.filename(), path);
+  } else if (kind == "missing-folder") {
+    path = dir / ("none" + n) / "x.json";
+    refused = true;
+  } else if (kind == "folder") {
+    fs::create_directories(path);
+    refused = true;
+  } else if (kind == "fifo") {
+    REQUIRE(mkfifo(path.c_str(), 0600) == 0);
+    refused = true;
+  } else if (kind == "input" && !trace.empty()) {
+    path = target = trace;
+    refused = true;
+  }
+  const std::string before =
+      refused && fs::is_regular_file(path) ? servesim::test::slurp(path) : "";
+  std::vector<std::string> args = {"run"};
+  for (const auto& [name, value] : flags) {
+    args.push_back("--" + name);
+    if (!value.empty()) args.push_back(value);
+  }
+  args.insert(args.end(), {"--json", path.string()});
+  const auto r = servesim::test::cli(args);
+  INFO("--json " << kind << " " << path.string() << ": " << r.err);
+  if (refused) {
+    CHECK(r.code == 2);
+    if (kind == "folder") CHECK(fs::is_directory(path));
+    if (kind == "fifo") CHECK(fs::is_fifo(path));
+    if (kind == "input") CHECK(servesim::test::slurp(path) == before);
+  } else {
+    REQUIRE(r.code == 0);
+    CHECK(servesim::test::slurp(target).rfind("{\n", 0) == 0);
+    if (kind == "link" || kind == "dangling") CHECK(fs::is_symlink(path));
+  }
+  for (const auto& e : fs::directory_iterator(dir))
+    CHECK(e.path().filename().string().find(".servesim-") == std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("properties: 500 random valid configurations keep accounting, time and determinism",
           "[properties][slow]") {
   const std::vector<std::string> traces = trace_files();
+  const std::filesystem::path outputs = servesim::test::scratch("properties_outputs");
   Draw d(20261202);
   int valid = 0, attempts = 0;
   std::map<std::string, int> policies, refused;
@@ -225,13 +308,16 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
     ++valid;
     for (const auto& [name, value] : flags) {
       if (name == "scheduler") ++policies[value.substr(0, value.find(':'))];
+      if (name == "dataset-name" && value == "mixture") ++policies["mixture"];
+      if (name == "replica-gpus") ++policies[value.find(',') == std::string::npos ? "one" : "two"];
     }
     INFO("configuration:" << describe(flags));
-    const std::string broken = broken_property(first.run);
+    const std::string broken = broken_property(first.run, flags);
     CHECK(broken == "");
     Inputs fresh;
     const PointRun again = run_point(spec_of(flags), fresh);
     REQUIRE(output_bytes(again) == output_bytes(first));
+    if (valid % 4 == 0) check_output_path(d, outputs, valid, flags);
   }
   std::string why;
   for (const auto& [field, n] : refused)
@@ -241,4 +327,8 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
   // Every policy is well represented among the valid draws.
   for (const char* p : {"vllm-v0", "chunked", "vllm-v1"})
     CHECK(policies[p] >= 100);
+  // And the draws issue 23 added: mixtures, and fleets of one and of two named GPUs.
+  CHECK(policies["mixture"] >= 20);
+  CHECK(policies["one"] >= 5);
+  CHECK(policies["two"] >= 5);
 }

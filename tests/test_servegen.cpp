@@ -224,3 +224,67 @@ TEST_CASE("mixture: client classes each with their own rate, burstiness and leng
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("--dataset-name mixture"));
 }
+
+TEST_CASE("servegen: a PMF entry near 2^24 tokens costs bytes, not a dense 128 MiB CDF",
+          "[servegen]") {
+  // Item 9: each window holding a 2^24-token PMF entry allocated 256 MB (a 968-byte file used
+  // 3.16 GB).
+  const TokenCdf one = parse_pmf_literal("{16777216: 1.0}", "f", "x");
+  CHECK(one.tokens == std::vector<int32_t>{16777216});
+  CHECK(one.cumulative == std::vector<double>{1.0});
+  // Duplicate keys add up; zero-probability keys hold no mass; the draws are ServeGen's.
+  const TokenCdf cdf =
+      parse_pmf_literal("{300: 0.25, 0: 0.0, 100: 0.25, 300: 0.25, 7: 0.25}", "f", "x");
+  CHECK(cdf.tokens == std::vector<int32_t>{0, 7, 100, 300});
+  CHECK(cdf.cumulative == std::vector<double>{0.0, 0.25, 0.5, 1.0});
+  std::string dataset = "{";
+  for (int w = 0; w < 40; ++w) {
+    dataset += (w ? ", " : "") + std::string("\"") + std::to_string(w * 600) +
+               R"(": {"input_tokens": "{16777216: 1.0}", "output_tokens": "{16777215: 1.0}"})";
+  }
+  dataset += "}";
+  const fs::path dir = servesim::test::scratch("servegen_huge_pmf");
+  const ServeGenClient c = load_servegen_client(client(dir, "chunk-0", kRows, dataset));
+  size_t entries = 0;
+  for (const auto& [start, window] : c.input_cdf)
+    entries += window.tokens.size() + window.cumulative.size();
+  CHECK(entries == 80);  // was 40 x 2^24 doubles
+  ServeGenOptions o;
+  o.duration_s = 600;
+  const Workload w = generate_servegen({c}, o);
+  REQUIRE(!w.empty());
+  CHECK(w.front().input_tokens == 16777216);
+  CHECK(w.front().output_tokens == 16777215);
+}
+
+TEST_CASE("mixture: --num-requests is the number of requests, whatever the classes",
+          "[servegen][mixture][errors]") {
+  // Item 6: 2 instead of 1,000 when the rates' sum overflowed, 9 for 3 classes at n=10, 50 for
+  // 50 classes at n=10, 101 for n=100.
+  const auto classes = [](int n, const std::string& rate) {
+    std::string text;
+    for (int k = 0; k < n; ++k)
+      text += (k ? ";" : "") + std::string("rate=") + rate;
+    return parse_client_mix(text);
+  };
+  CHECK(generate_client_mixture(classes(3, "1"), 10, 1.0, 1).size() == 10);
+  CHECK(generate_client_mixture(classes(50, "1"), 10, 1.0, 1).size() == 10);
+  CHECK(generate_client_mixture(parse_client_mix("rate=1;rate=1;rate=2"), 100, 1.0, 1).size() ==
+        100);
+  CHECK(generate_client_mixture(parse_client_mix("rate=0.5;rate=0.5;rate=1;rate=1"), 7, 1, 2)
+            .size() == 7);
+  // Largest remainders: 7 requests at rates 1:2 are 2 and 5 (2.33 and 4.67).
+  const Workload w = generate_client_mixture(
+      parse_client_mix("rate=1,input=fixed:11;rate=2,input=fixed:22"), 7, 1.0, 3);
+  REQUIRE(w.size() == 7);
+  CHECK(std::count_if(w.begin(), w.end(),
+                      [](const RequestSpec& r) { return r.input_tokens == 11; }) == 2);
+  // Rates whose sum would overflow are refused; spaces around keys are layout.
+  CHECK_THROWS_WITH(parse_client_mix("rate=1e308;rate=1e308"), Catch::Contains("at most 1e9"));
+  CHECK(parse_client_mix(" rate = 2 , input = fixed:5 ").front().rate == 2);
+  const auto r = servesim::test::cli({"run", "--dataset-name", "mixture", "--client-mix",
+                                      "rate=1;rate=1;rate=1", "--num-requests", "10"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("10 requests"));
+}

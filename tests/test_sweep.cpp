@@ -1,13 +1,17 @@
 // Results files, sweeps (grids, shards, merge, resume), capacity search and the check gate.
 #include <H5Cpp.h>
 
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/report.hpp"
@@ -16,6 +20,8 @@
 #include "cli/grid_args.hpp"
 #include "cli/run_flags.hpp"
 #include "cli_helpers.hpp"
+#include "util/error.hpp"
+#include "util/parallel.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;
@@ -499,4 +505,184 @@ TEST_CASE("sweep and check: inputs a review found mishandled are clear errors or
   const auto typo = exec({"check", spec});
   CHECK(typo.code == 2);
   CHECK_THAT(typo.err, Catch::Contains("spec.ini:4"));
+}
+
+TEST_CASE("sweep: threads that cannot start are an error naming --jobs, not an abort",
+          "[sweep][capacity][cli][errors]") {
+  // Item 3: `--jobs 1000` under a memory limit printed "terminate called without an active
+  // exception" and exited 134. A default stack of 2^47 bytes makes every thread fail to start.
+  const fs::path dir = scratch("sweep_threads");
+  pthread_attr_t old, huge;
+  REQUIRE(pthread_getattr_default_np(&old) == 0);
+  REQUIRE(pthread_attr_init(&huge) == 0);
+  REQUIRE(pthread_attr_setstacksize(&huge, size_t(1) << 47) == 0);
+  REQUIRE(pthread_setattr_default_np(&huge) == 0);
+  const auto sweep = exec({"sweep", "--num-requests", "10", "--seed", "1,2", "--jobs", "4", "--out",
+                           (dir / "s.h5").string()});
+  const auto capacity =
+      exec({"capacity", "--num-requests", "10", "--slo", "ttft_p50_ms=500", "--jobs", "4"});
+  std::string direct;
+  try {
+    start_threads(3, [] {});
+  } catch (const Error& e) {
+    direct = e.what();
+  }
+  pthread_setattr_default_np(&old);
+  pthread_attr_destroy(&huge);
+  pthread_attr_destroy(&old);
+  CHECK(sweep.code == 2);
+  CHECK_THAT(sweep.err, Catch::Contains("field 'jobs': cannot start a thread"));
+  CHECK(capacity.code == 2);
+  CHECK_THAT(capacity.err, Catch::Contains("--jobs"));
+  CHECK_THAT(direct, Catch::Contains("use a smaller --jobs"));
+  // With threads to be had, all of them start and every task runs.
+  std::atomic<int> ran{0};
+  std::vector<std::thread> pool = start_threads(3, [&] { ++ran; });
+  for (std::thread& t : pool)
+    t.join();
+  CHECK(pool.size() == 3);
+  CHECK(ran == 3);
+}
+
+TEST_CASE("sweep: a flag whose value is a list is one point, | separates its values",
+          "[sweep][capacity][cli]") {
+  // Item 8: --replica-gpus h100-sxm:2,a100-80g:1 became two points, a client mix with lengths
+  // could not be swept.
+  const fs::path dir = scratch("sweep_list_flags");
+  const std::string out = (dir / "s.h5").string();
+  const auto fleet = exec({"sweep", "--num-requests", "20", "--replica-gpus",
+                           "h100-sxm:2,a100-80g:1", "--jobs", "1", "--out", out});
+  INFO(fleet.err);
+  REQUIRE(fleet.code == 0);
+  CHECK_THAT(fleet.out, Catch::Contains("1 points in the grid (0 axes)"));
+  const std::string out2 = (dir / "s2.h5").string();
+  const auto two = exec({"sweep", "--num-requests", "20", "--replica-gpus",
+                         "h100-sxm:2,a100-80g:1|h100-sxm:4", "--jobs", "1", "--out", out2});
+  INFO(two.err);
+  REQUIRE(two.code == 0);
+  CHECK_THAT(two.out, Catch::Contains("2 points in the grid (1 axes)"));
+  CHECK(read_sweep_h5(out2).rows.size() == 2);
+  const auto mix =
+      exec({"sweep", "--num-requests", "20", "--dataset-name", "mixture", "--client-mix",
+            "rate=1,input=fixed:100,output=fixed:10;rate=2,input=fixed:50|"
+            "rate=3,input=fixed:200",
+            "--jobs", "1", "--out", (dir / "m.h5").string()});
+  INFO(mix.err);
+  REQUIRE(mix.code == 0);
+  CHECK_THAT(mix.out, Catch::Contains("2 points in the grid (1 axes)"));
+  CHECK_THAT(mix.out, !Catch::Contains("could not run"));
+  // A repeated list flag joins its values with '|'; capacity takes a mixed fleet whole.
+  const auto repeated =
+      exec({"sweep", "--num-requests", "20", "--replica-gpus", "h100-sxm:1,a100-80g:1",
+            "--replica-gpus", "h100-sxm:2", "--jobs", "1", "--out", (dir / "r.h5").string()});
+  INFO(repeated.err);
+  CHECK_THAT(repeated.out, Catch::Contains("2 points in the grid (1 axes)"));
+  CHECK(servesim::cli::run_flag_separator("replica-gpus") == '|');
+  CHECK(servesim::cli::run_flag_separator("gpu") == ',');
+  const auto cap =
+      exec({"capacity", "--num-requests", "20", "--slo", "ttft_p50_ms=500", "--rate-max", "4",
+            "--replica-gpus", "h100-sxm:1,a100-80g:1", "--csv", (dir / "cap.csv").string()});
+  INFO(cap.err);
+  REQUIRE(cap.code == 0);
+  const std::string csv = slurp(dir / "cap.csv");
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);  // the header and one fleet
+}
+
+TEST_CASE(
+    "sweep: bad values stop the sweep, merge refuses an incomplete set, journal rows are exact",
+    "[sweep][cli][errors]") {
+  const fs::path dir = scratch("sweep_round2");
+  // Item 17: --max-num-seqs -5 or --block-size 0 gave error rows and exit 0.
+  for (const auto& [flag, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--max-num-seqs", "-5"},
+                                                        {"--block-size", "0"},
+                                                        {"--max-num-batched-tokens", "-1"},
+                                                        {"--gpu-memory-utilization", "1.5"}}) {
+    const auto r = exec({"sweep", "--num-requests", "10", "--seed", "1,2", flag, value, "--out",
+                         (dir / "bad.h5").string()});
+    INFO(flag << " " << value << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("field '" + flag.substr(2) + "'"));
+    CHECK_FALSE(fs::exists(dir / "bad.h5"));
+  }
+  // Item 21: merging shard 0 of 2 alone exited 0 ("1 points missing").
+  const std::vector<std::string> grid = {"sweep", "--num-requests", "10", "--seed",
+                                         "1,2",   "--jobs",         "1"};
+  REQUIRE(exec(with(grid, {"--shard", "0/2", "--out", (dir / "a.h5").string()})).code == 0);
+  const auto merge =
+      exec({"sweep", "merge", "-o", (dir / "m.h5").string(), (dir / "a.h5").string()});
+  CHECK(merge.code == 2);
+  CHECK_THAT(merge.err, Catch::Contains("1 of 2 points are in none of the files"));
+  CHECK_FALSE(fs::exists(dir / "m.h5"));
+  const auto partial =
+      exec({"sweep", "merge", "--partial", "-o", (dir / "m.h5").string(), (dir / "a.h5").string()});
+  CHECK(partial.code == 0);
+  CHECK_THAT(partial.out, Catch::Contains("1 points missing"));
+  // A journal row whose point or integers are not integers is not read (1.5 was point 1).
+  const SweepTable t = read_sweep_h5((dir / "a.h5").string());
+  REQUIRE(t.rows.size() == 1);
+  const std::string line = row_json(t.rows[0]);
+  SweepRow back;
+  CHECK(parse_row(line, t, back));
+  std::string fractional = line;
+  fractional.replace(fractional.find("\"point\":0"), 9, "\"point\":0.5");
+  CHECK_FALSE(parse_row(fractional, t, back));
+  std::string int_as_real = line;
+  const size_t ints = int_as_real.find("\"ints\":[") + 8;
+  int_as_real.insert(int_as_real.find_first_of(",]", ints), ".5");
+  CHECK_FALSE(parse_row(int_as_real, t, back));
+}
+
+TEST_CASE(
+    "check: tolerances only on numbers, written as numbers, and an INI value keeps its semicolons",
+    "[check][cli][errors]") {
+  const fs::path dir = scratch("check_round2");
+  const std::string spec = (dir / "spec.ini").string();
+  // Item 15: --update wrote a baseline for a tolerance on `label`, after which every check
+  // exited 2; "+0x10" and "++5" were read as tolerances.
+  for (const std::string metric : {"label", "overloaded", "rejected_by_reason"}) {
+    write(spec,
+          "baseline = b.h5\nnum-requests = 20\n[tolerance]\n" + metric + " = +10%\n[scenario.a]\n");
+    const auto r = exec({"check", spec, "--update"});
+    INFO(metric << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("spec.ini:4: field '" + metric + "'"));
+    CHECK_FALSE(fs::exists(dir / "b.h5"));
+  }
+  for (const std::string tolerance : {"+0x10", "++5", "+-5", "+1e", "+5%%"}) {
+    write(spec, "baseline = b.h5\nnum-requests = 20\n[tolerance]\nttft_ms.p50 = " + tolerance +
+                    "\n[scenario.a]\n");
+    const auto r = exec({"check", spec, "--update"});
+    INFO(tolerance);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("must be like +10%"));
+  }
+  // Item 7: `client-mix` in an INI file was cut at its first ';' (the comment character): a
+  // ';' inside a value stays, as in Python's configparser; quotes keep a value whole.
+  const std::string mix = "rate=1,input=fixed:100,output=fixed:10;rate=3,input=fixed:50";
+  write(spec, "baseline = b.h5\nnum-requests = 40\ndataset-name = mixture\nclient-mix = " + mix +
+                  "  ; two classes\n[tolerance]\nttft_ms.p50 = +10%\n[scenario.a]\n"
+                  "[scenario.quoted]\nclient-mix = \"" +
+                  mix + " ;rate=2\"\n");
+  const auto up = exec({"check", spec, "--update"});
+  INFO(up.err);
+  REQUIRE(up.code == 0);
+  H5::H5File f((dir / "b.h5").string(), H5F_ACC_RDONLY);
+  for (const auto& [scenario, classes] :
+       std::vector<std::pair<std::string, int>>{{"a", 2}, {"quoted", 3}}) {
+    H5::Group g = f.openGroup("runs/" + scenario);
+    H5::Attribute a = g.openAttribute("summary");
+    std::string text;
+    a.read(a.getStrType(), text);
+    const auto j = nlohmann::json::parse(text);
+    const std::string given = j["config"]["workload"]["client_mix"];
+    CHECK(std::count(given.begin(), given.end(), ';') == classes - 1);
+  }
+  const fs::path config = dir / "c.ini";
+  write(config,
+        "dataset-name = mixture\nnum-requests = 30 ; a comment\nclient-mix = " + mix + "\n");
+  const auto run = exec({"run", "--config", config.string()});
+  INFO(run.err);
+  REQUIRE(run.code == 0);
+  CHECK_THAT(run.out, Catch::Contains("mixture of 2 client classes, 30 requests"));
 }

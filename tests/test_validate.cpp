@@ -329,3 +329,44 @@ TEST_CASE("validate [shared]: real vLLM 0.15.1 runs within the issue's targets",
     CHECK(std::abs(percent_error(r.predicted.e2e_mean, r.truth.measured.e2e_mean)) <= 22.0);
   }
 }
+
+TEST_CASE("validate: bad flags fail the command, names with commas stay one CSV field",
+          "[validate][errors]") {
+  const std::string path = fixture("gt_flags.csv", std::string(kHeader) + row("ok", "0", "2", "5"));
+  // Item 11: a missing --calibration, or --profiles without --cost-model table, marked every
+  // experiment skipped and exited 0 with "nan%".
+  auto r = servesim::test::cli({"validate", path, "--calibration", "/nonexistent/cal.ini"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("/nonexistent/cal.ini"));
+  r = servesim::test::cli({"validate", path, "--profiles", "/tmp"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("field 'profiles': is read only by --cost-model table"));
+  r = servesim::test::cli({"validate", path, "--cost-model", "tabel"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("field 'cost-model'"));
+  const std::string none = fixture(
+      "gt_none.csv", std::string(kHeader) + row("unknown", "0", "2", "5", "acme/not-a-model"));
+  r = servesim::test::cli({"validate", none, "--jobs", "1"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("no experiment could be replayed"));
+  // Item 16: the CSV wrote experiment names unquoted: a comma shifted every column.
+  const std::string comma =
+      fixture("gt_comma.csv", std::string(kHeader) + "\"a, b\"" + row("", "0", "2", "5").substr(0));
+  const std::string csv = servesim::test::scratch("validate_comma").string() + "/v.csv";
+  r = servesim::test::cli({"validate", comma, "--jobs", "1", "--csv", csv});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const std::string text = servesim::test::slurp(csv);
+  const std::string line = text.substr(text.find('\n') + 1);
+  CHECK(line.rfind("\"a, b\",0,", 0) == 0);
+  const std::string header = text.substr(0, text.find('\n'));
+  size_t fields = 1, in_line = 1;
+  for (char c : header)
+    fields += c == ',';
+  bool quoted = false;
+  for (char c : line.substr(0, line.find('\n'))) {
+    if (c == '"') quoted = !quoted;
+    in_line += c == ',' && !quoted;
+  }
+  CHECK(in_line == fields);
+}

@@ -13,6 +13,7 @@
 #include "util/error.hpp"
 #include "util/format.hpp"
 #include "util/hash.hpp"
+#include "util/text_input.hpp"
 
 namespace servesim {
 
@@ -165,8 +166,8 @@ struct Turn {
 void check(const MultiTurnOptions& o) {
   check_num_requests(o.base.num_requests);
   check_count(o.num_turns, 1, kMaxSyntheticRequests, "num-turns");
-  if (!(o.think_time_s >= 0 && std::isfinite(o.think_time_s))) {
-    throw Error("think-time-s", "must be a finite number of seconds >= 0");
+  if (!(o.think_time_s >= 0 && o.think_time_s <= 1e6)) {
+    throw Error("think-time-s", "must be in [0, 1e6] seconds");
   }
 }
 
@@ -199,7 +200,11 @@ std::vector<Turn> session_turns(const MultiTurnOptions& o) {
                                         "more than 2^31-1",
                                         t + 1, (long long)input));
       }
-      if (!std::isfinite(at)) throw Error("think-time-s", "too large: arrival times overflow");
+      if (!(at <= kMaxSimTime_s)) {
+        throw Error("think-time-s", format("turn %zu of a session would arrive at %.6g s, past "
+                                           "the %g s horizon",
+                                           t + 1, at, kMaxSimTime_s));
+      }
       out.push_back({at, int32_t(input), answers[k], uint32_t(s)});
     }
   }
@@ -230,6 +235,10 @@ Workload generate_multi_turn(const MultiTurnOptions& opt) {
   return w;
 }
 
+namespace {
+constexpr double kMaxClassRate = 1e9;  // req/s
+}  // namespace
+
 std::vector<ClientClass> parse_client_mix(const std::string& text) {
   std::vector<ClientClass> out;
   std::istringstream classes(text);
@@ -239,8 +248,9 @@ std::vector<ClientClass> parse_client_mix(const std::string& text) {
     std::istringstream fields(item);
     for (std::string kv; std::getline(fields, kv, ',');) {
       const size_t eq = kv.find('=');
-      const std::string key = kv.substr(0, eq),
-                        value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+      // Spaces around keys and values are the writer's layout: "rate = 2, input = fixed:100".
+      const std::string key(trim(kv.substr(0, eq))),
+          value(eq == std::string::npos ? "" : trim(kv.substr(eq + 1)));
       auto number = [&](double& v) {
         char* end = nullptr;
         v = std::strtod(value.c_str(), &end);
@@ -250,6 +260,10 @@ std::vector<ClientClass> parse_client_mix(const std::string& text) {
       };
       if (key == "rate") {
         number(c.rate);
+        // Bounded so that the classes' sum stays finite: it splits --num-requests.
+        if (c.rate > kMaxClassRate) {
+          throw Error("client-mix", "'" + kv + "': rate must be at most 1e9 req/s");
+        }
         has_rate = true;
       } else if (key == "burstiness") {
         number(c.burstiness);
@@ -273,14 +287,31 @@ Workload generate_client_mixture(const std::vector<ClientClass>& classes, int64_
   if (!(rate_scale > 0) || !std::isfinite(rate_scale)) {
     throw Error("request-rate", "must be a finite number > 0 for a client mixture");
   }
+  // NUM_REQUESTS split in proportion to the rates by largest remainders (Hamilton's method): the
+  // shares sum to exactly NUM_REQUESTS, ties going to the earlier class; a class whose share
+  // rounds to nothing sends nothing.
   double total = 0;
   for (const ClientClass& c : classes)
     total += c.rate;
+  std::vector<int64_t> share(classes.size());
+  std::vector<std::pair<double, size_t>> remainder;
+  int64_t given = 0;
+  for (size_t k = 0; k < classes.size(); ++k) {
+    const double exact = double(num_requests) * (classes[k].rate / total);
+    share[k] = std::min<int64_t>(num_requests - given, int64_t(std::floor(exact)));
+    given += share[k];
+    remainder.emplace_back(exact - std::floor(exact), k);
+  }
+  std::stable_sort(remainder.begin(), remainder.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (size_t i = 0; given < num_requests; i = (i + 1) % remainder.size(), ++given)
+    ++share[remainder[i].second];
   std::vector<RequestSpec> all;
   for (size_t k = 0; k < classes.size(); ++k) {
     const ClientClass& c = classes[k];
+    if (share[k] == 0) continue;
     SyntheticOptions o;
-    o.num_requests = std::max<int64_t>(1, std::llround(double(num_requests) * c.rate / total));
+    o.num_requests = share[k];
     o.request_rate = c.rate * rate_scale;
     o.burstiness = c.burstiness;
     o.input_len = c.input_len;

@@ -83,7 +83,8 @@ Workload generate_multi_turn(const MultiTurnOptions& opt);
 // A client mixture, in the spirit of ServeGen's client pools: several classes of clients, each
 // with its own arrival process (Gamma gaps of its rate and burstiness, as generate_arrivals) and
 // its own length distributions, over the same span. NUM_REQUESTS is split between the classes in
-// proportion to their rates; RATE_SCALE multiplies every rate.
+// proportion to their rates (largest remainders: exactly NUM_REQUESTS in all); RATE_SCALE
+// multiplies every rate.
 struct ClientClass {
   double rate = 1, burstiness = 1;
   LengthDist input_len = LengthDist::parse("fixed:512", "client-mix");

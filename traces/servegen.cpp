@@ -85,8 +85,8 @@ std::string dataset_path(const std::string& trace_csv) {
 
 }  // namespace
 
-std::vector<double> parse_pmf_literal(const std::string& text, const std::string& file,
-                                      const std::string& field) {
+TokenCdf parse_pmf_literal(const std::string& text, const std::string& file,
+                           const std::string& field) {
   auto bad = [&](const std::string& why) { return Error(file, 0, field, why); };
   size_t i = 0;
   skip_spaces(text, i);
@@ -116,21 +116,26 @@ std::vector<double> parse_pmf_literal(const std::string& text, const std::string
   }
   skip_spaces(text, i);
   if (i != text.size()) throw bad("text after the dict literal");
-  std::vector<double> cdf;
+  TokenCdf cdf;
   if (pairs.empty()) return cdf;
-  int64_t max = 0;
   double total = 0;
-  for (const auto& [t, p] : pairs) {
-    max = std::max(max, t);
-    total += p;
-  }
-  if (!(total > 0.5 && total < 1.5)) throw bad("the probabilities sum to " + std::to_string(total));
-  cdf.assign(size_t(max) + 1, 0.0);
   for (const auto& [t, p] : pairs)
-    cdf[size_t(t)] += p / total;
-  for (size_t k = 1; k < cdf.size(); ++k)
-    cdf[k] += cdf[k - 1];
-  cdf.back() = 1.0;
+    total += p;
+  if (!(total > 0.5 && total < 1.5)) throw bad("the probabilities sum to " + std::to_string(total));
+  // Each token's probability summed in the order given, then accumulated in token order: the
+  // same numbers a dense CDF over 0..max holds at the tokens with mass.
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [t, p] : pairs) {
+    if (cdf.tokens.empty() || cdf.tokens.back() != t) {
+      cdf.tokens.push_back(int32_t(t));
+      cdf.cumulative.push_back(0.0);
+    }
+    cdf.cumulative.back() += p / total;
+  }
+  for (size_t k = 1; k < cdf.cumulative.size(); ++k)
+    cdf.cumulative[k] += cdf.cumulative[k - 1];
+  cdf.cumulative.back() = 1.0;
   return cdf;
 }
 
@@ -172,7 +177,7 @@ ServeGenClient load_servegen_client(const std::string& trace_csv) {
 namespace {
 
 // The CDF of the latest dataset window at or before T with data; null when there is none.
-const std::vector<double>* cdf_at(const std::map<int64_t, std::vector<double>>& cdfs, double t) {
+const TokenCdf* cdf_at(const std::map<int64_t, TokenCdf>& cdfs, double t) {
   auto it = cdfs.upper_bound(int64_t(std::floor(t)));
   while (it != cdfs.begin()) {
     --it;
@@ -181,9 +186,11 @@ const std::vector<double>* cdf_at(const std::map<int64_t, std::vector<double>>& 
   return nullptr;
 }
 
-int32_t draw_tokens(const std::vector<double>& cdf, double u) {
-  const size_t k = size_t(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
-  return int32_t(std::max<size_t>(1, std::min(k, cdf.size() - 1)));
+// The first token whose cumulative probability reaches U (ServeGen's searchsorted), at least 1.
+int32_t draw_tokens(const TokenCdf& cdf, double u) {
+  const size_t k = size_t(std::lower_bound(cdf.cumulative.begin(), cdf.cumulative.end(), u) -
+                          cdf.cumulative.begin());
+  return std::max<int32_t>(1, cdf.tokens[std::min(k, cdf.tokens.size() - 1)]);
 }
 
 }  // namespace
@@ -212,8 +219,8 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
     for (const ServeGenWindow& w : c.windows) {
       const double w_end = w.start_s + c.window_s;
       if (w.rate <= 0 || w_end <= o.start_s || w.start_s >= end) continue;
-      const std::vector<double>* in_cdf = cdf_at(c.input_cdf, w.start_s);
-      const std::vector<double>* out_cdf = cdf_at(c.output_cdf, w.start_s);
+      const TokenCdf* in_cdf = cdf_at(c.input_cdf, w.start_s);
+      const TokenCdf* out_cdf = cdf_at(c.output_cdf, w.start_s);
       if (in_cdf == nullptr || out_cdf == nullptr) {
         throw Error(c.name, 0, "window_start_s",
                     "window " + std::to_string(int64_t(w.start_s)) +

@@ -32,22 +32,32 @@ struct ServeGenWindow {
   double shape = 0, scale = 0;
 };
 
+// A length distribution as its support: tokens in increasing order and the cumulative
+// probability up to each (the last exactly 1). Sparse, so a PMF of a few entries near 2^24 tokens
+// takes bytes, not the 128 MiB a dense CDF over 0..max would.
+struct TokenCdf {
+  std::vector<int32_t> tokens;
+  std::vector<double> cumulative;
+  bool empty() const { return tokens.empty(); }
+};
+
 struct ServeGenClient {
   std::string name;                     // the trace file's path
   double window_s = 600;                // the windows' length (the first two starts apart)
   std::vector<ServeGenWindow> windows;  // by start time
-  // Dataset windows by start: cumulative distributions of input and output tokens over 0..max
-  // (empty when the window has no data).
-  std::map<int64_t, std::vector<double>> input_cdf, output_cdf;
+  // Dataset windows by start: cumulative distributions of input and output tokens (empty when
+  // the window has no data).
+  std::map<int64_t, TokenCdf> input_cdf, output_cdf;
 };
 
 // Reads TRACE_CSV and the dataset beside it (its name with "-trace.csv" turned into
 // "-dataset.json").
 ServeGenClient load_servegen_client(const std::string& trace_csv);
 
-// "{224: 0.25, 225: 0.75}" -> the CDF over 0..225. Throws Error(FILE, 0, FIELD) on bad text.
-std::vector<double> parse_pmf_literal(const std::string& text, const std::string& file,
-                                      const std::string& field);
+// "{224: 0.25, 225: 0.75}" -> the CDF {224: 0.25, 225: 1}. Throws Error(FILE, 0, FIELD) on bad
+// text.
+TokenCdf parse_pmf_literal(const std::string& text, const std::string& file,
+                           const std::string& field);
 
 struct ServeGenOptions {
   double start_s = 0, duration_s = 3600;  // the span of the clients' timelines replayed
