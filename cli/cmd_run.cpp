@@ -218,7 +218,7 @@ std::vector<std::vector<RunResult>> run_seeds(const RunArgs& a,
       runs[i].push_back(std::move(step[i]));
   }
   workload += " (" + std::to_string(a.spec.num_seeds) + " seeds: " + std::to_string(a.spec.seed) +
-              " to " + std::to_string(a.spec.seed + a.spec.num_seeds - 1) + ")";
+              " to " + std::to_string(a.spec.seed + (a.spec.num_seeds - 1)) + ")";
   return runs;
 }
 

@@ -70,8 +70,8 @@ std::vector<std::thread> start_threads(int n, const std::function<void()>& body)
                                 "): use a smaller --jobs, or give the process more memory");
       }
       std::fprintf(stderr,
-                   "servesim: --jobs %d: only %zu threads could start (%s); running on %zu\n", n,
-                   pool.size(), e.what(), pool.size());
+                   "servesim: --jobs: only %zu of %d threads could start (%s); running on %zu\n",
+                   pool.size(), n, e.what(), pool.size());
       break;
     }
   }
