@@ -1,11 +1,13 @@
 #include "analysis/check.hpp"
 
 #include <algorithm>
+#include <boost/math/distributions/students_t.hpp>
 #include <cmath>
 #include <filesystem>
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/text_input.hpp"
 
 namespace servesim {
@@ -60,6 +62,17 @@ CheckSpec read_check_spec(const std::string& path, bool update) {
   for (const IniEntry& e : read_ini_entries(path)) {
     if (e.section.empty()) {
       if (e.key == "baseline") s.baseline = e.value;
+      if (e.key == "confidence-level") {
+        if (!parse_double(e.value, s.confidence) || !(s.confidence > 0.5 && s.confidence < 1)) {
+          throw Error(path, e.line, e.key, "must be a number in (0.5, 1), e.g. 0.95");
+        }
+      }
+      if (e.key == "fail-on-alarm") {
+        if (e.value != "true" && e.value != "false") {
+          throw Error(path, e.line, e.key, "a switch: true or false");
+        }
+        s.fail_on_alarm = e.value == "true";
+      }
     } else if (e.section == "tolerance") {
       if (!e.key.empty()) s.tolerances.push_back(parse_tolerance(path, e));
     } else if (e.section.rfind("scenario.", 0) == 0 && e.section.size() > 9) {
@@ -109,6 +122,120 @@ bool is_regression(CheckVerdict v) {
   return v == CheckVerdict::kRegressed || v == CheckVerdict::kBecameUndefined;
 }
 
+const char* change_test_name(ChangeTest t) {
+  switch (t) {
+    case ChangeTest::kPaired:
+      return "paired t";
+    case ChangeTest::kWelch:
+      return "Welch t";
+    case ChangeTest::kOneSample:
+      return "one-sample t";
+    case ChangeTest::kSingle:
+      break;
+  }
+  return "single run";
+}
+
+namespace {
+
+struct Moments {
+  double mean = NAN, var = NAN;
+  size_t n = 0;
+};
+
+Moments moments(const std::vector<double>& v) {
+  Moments m;
+  double sum = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) sum += x, ++m.n;
+  }
+  if (m.n == 0) return m;
+  m.mean = sum / double(m.n);
+  if (m.n < 2) return m;
+  double ss = 0;
+  for (double x : v) {
+    if (std::isfinite(x)) ss += (x - m.mean) * (x - m.mean);
+  }
+  m.var = ss / double(m.n - 1);
+  return m;
+}
+
+// Student t's two-sided quantile at LEVEL with DF degrees of freedom.
+double t_quantile(double level, double df) {
+  return boost::math::quantile(boost::math::students_t(df), 1 - (1 - level) / 2);
+}
+
+}  // namespace
+
+ChangeInterval change_interval(const std::vector<int64_t>& seeds_b, const std::vector<double>& b,
+                               const std::vector<int64_t>& seeds_c, const std::vector<double>& c,
+                               double level) {
+  ChangeInterval out;
+  const Moments mb = moments(b), mc = moments(c);
+  out.baseline = mb.mean;
+  out.current = mc.mean;
+  out.n_baseline = mb.n;
+  out.n_current = mc.n;
+  if (mb.n == 0 || mc.n == 0 || (mb.n < 2 && mc.n < 2)) return out;
+  // Common random numbers: the same seeds on both sides, each once, pair run k with run k.
+  std::vector<int64_t> sb = seeds_b, sc = seeds_c;
+  std::sort(sb.begin(), sb.end());
+  std::sort(sc.begin(), sc.end());
+  const bool paired = sb == sc && sb.size() >= 2 && sb.front() >= 0 &&
+                      std::adjacent_find(sb.begin(), sb.end()) == sb.end();
+  if (paired) {
+    std::vector<double> d;
+    for (size_t i = 0; i < seeds_b.size(); ++i) {
+      const size_t j =
+          size_t(std::find(seeds_c.begin(), seeds_c.end(), seeds_b[i]) - seeds_c.begin());
+      if (std::isfinite(b[i]) && std::isfinite(c[j])) d.push_back(c[j] - b[i]);
+    }
+    const Moments md = moments(d);
+    if (md.n >= 2) {
+      const double h = t_quantile(level, double(md.n - 1)) * std::sqrt(md.var / double(md.n));
+      out.test = ChangeTest::kPaired;
+      out.n_baseline = out.n_current = md.n;
+      out.low = md.mean - h;
+      out.high = md.mean + h;
+      return out;
+    }
+  }
+  const double diff = mc.mean - mb.mean;
+  if (mb.n >= 2 && mc.n >= 2) {
+    // Welch: each side's own variance, Welch-Satterthwaite degrees of freedom.
+    const double vb = mb.var / double(mb.n), vc = mc.var / double(mc.n);
+    const double se = std::sqrt(vb + vc);
+    const double df =
+        se > 0 ? (vb + vc) * (vb + vc) / (vb * vb / double(mb.n - 1) + vc * vc / double(mc.n - 1))
+               : 1;
+    const double h = se > 0 ? t_quantile(level, df) * se : 0;
+    out.test = ChangeTest::kWelch;
+    out.low = diff - h;
+    out.high = diff + h;
+    return out;
+  }
+  // One side ran once: its value is taken as exact, the other side's spread is the noise.
+  const Moments& many = mb.n >= 2 ? mb : mc;
+  const double h = t_quantile(level, double(many.n - 1)) * std::sqrt(many.var / double(many.n));
+  out.test = ChangeTest::kOneSample;
+  out.low = diff - h;
+  out.high = diff + h;
+  return out;
+}
+
+CheckVerdict judge(const Tolerance& t, const ChangeInterval& c) {
+  if (c.test == ChangeTest::kSingle || std::isnan(c.baseline) || std::isnan(c.current)) {
+    return judge(t, c.baseline, c.current);
+  }
+  const double delta = t.relative ? t.amount / 100 * std::abs(c.baseline) : t.amount;
+  // A regression only when the whole interval is beyond the tolerance in the bad direction.
+  const bool worse = t.rise_is_bad ? c.low > delta : c.high < -delta;
+  const bool better = t.rise_is_bad ? c.high < -delta : c.low > delta;
+  if (worse) return CheckVerdict::kRegressed;
+  if (better) return CheckVerdict::kImproved;
+  return CheckVerdict::kOk;
+}
+
 CheckVerdict judge(const Tolerance& t, double b, double c) {
   if (std::isnan(b) && std::isnan(c)) return CheckVerdict::kUndefinedInBoth;
   if (std::isnan(c)) return CheckVerdict::kBecameUndefined;
@@ -138,6 +265,7 @@ const ordered_json* find_path(const ordered_json& j, const std::string& path) {
 double lookup(const ordered_json& j, const std::string& path) {
   const ordered_json* node = find_path(j, path);
   if (node && node->is_number()) return node->get<double>();
+  if (node && node->is_boolean()) return node->get<bool>() ? 1 : 0;
   if (path != kRejectedShare) return NAN;
   const double total = lookup(j, "requests.total");
   return total > 0 ? lookup(j, "requests.rejected") / total : NAN;
@@ -165,30 +293,110 @@ void check_tolerance_metrics(const CheckSpec& spec, const ordered_json& summary)
   }
 }
 
+int64_t summary_seed(const ordered_json& summary) {
+  const ordered_json* seed = find_path(summary, "config.workload.seed");
+  return seed && seed->is_number_integer() ? seed->get<int64_t>() : -1;
+}
+
+std::vector<std::string> config_changes(const ordered_json& baseline, const ordered_json& current) {
+  std::vector<std::string> out;
+  if (!baseline.contains("config") || !current.contains("config")) return out;
+  ordered_json b = baseline["config"], c = current["config"];
+  for (ordered_json* j : {&b, &c}) {
+    if (j->contains("workload") && (*j)["workload"].is_object()) (*j)["workload"].erase("seed");
+  }
+  auto text = [](const ordered_json& v) {
+    std::string s = v.is_string() ? v.get<std::string>() : v.dump();
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+  };
+  for (const auto& [key, value] : b.items()) {
+    if (!c.contains(key)) {
+      out.push_back(key + ": " + text(value) + " -> (none)");
+    } else if (c[key] != value) {
+      out.push_back(key + ": " + text(value) + " -> " + text(c[key]));
+    }
+  }
+  for (const auto& [key, value] : c.items()) {
+    if (!b.contains(key)) out.push_back(key + ": (none) -> " + text(value));
+  }
+  return out;
+}
+
+namespace {
+
+std::vector<double> values_of(const Replicates& r, const std::string& metric) {
+  std::vector<double> v;
+  for (const ordered_json& s : r.summaries)
+    v.push_back(lookup(s, metric));
+  return v;
+}
+
+// The built-in overload line: a scenario overloaded in most seeds now, and not before, fails.
+CheckLine overload_line(const std::string& name, const Replicates& baseline,
+                        const Replicates& current) {
+  auto count = [](const Replicates& r) {
+    size_t n = 0;
+    for (const ordered_json& s : r.summaries)
+      n += lookup(s, "overloaded.overloaded") == 1 ? 1 : 0;
+    return n;
+  };
+  const size_t b = count(baseline), c = count(current);
+  const double sb = baseline.empty() ? NAN : double(b) / double(baseline.summaries.size());
+  const double sc = double(c) / double(current.summaries.size());
+  CheckLine l;
+  l.scenario = name;
+  l.metric = "overloaded";
+  l.tolerance = "no";
+  l.baseline = sb;
+  l.current = sc;
+  l.change = NAN;
+  if (baseline.empty()) {
+    l.verdict = CheckVerdict::kNew;
+  } else if (sc > 0.5 && !(sb > 0.5)) {
+    l.verdict = CheckVerdict::kRegressed;
+  }
+  if (c > 0) {
+    l.note = format(
+        "overloaded in %zu of %zu runs (baseline %zu of %zu): the queue grew for as "
+        "long as requests arrived, so its latencies measure the run's length",
+        c, current.summaries.size(), b, baseline.summaries.size());
+  }
+  return l;
+}
+
+}  // namespace
+
 std::vector<CheckLine> check_scenario(const CheckSpec& spec, const std::string& name,
-                                      const ordered_json& baseline, const ordered_json& current) {
-  check_tolerance_metrics(spec, current);
+                                      const Replicates& baseline, const Replicates& current) {
+  for (const ordered_json& s : current.summaries)
+    check_tolerance_metrics(spec, s);
   std::vector<CheckLine> lines;
   for (const Tolerance& t : spec.tolerances) {
-    CheckLine l{
-        name, &t, lookup(baseline, t.metric), lookup(current, t.metric), NAN, CheckVerdict::kOk,
-        ""};
+    CheckLine l;
+    l.scenario = name;
+    l.metric = t.metric;
+    l.tolerance = t.text;
+    l.interval = change_interval(baseline.seeds, values_of(baseline, t.metric), current.seeds,
+                                 values_of(current, t.metric), spec.confidence);
+    l.baseline = l.interval.baseline;
+    l.current = l.interval.current;
     l.change = l.baseline != 0 ? (l.current / l.baseline - 1) * 100 : NAN;
-    l.verdict = baseline.is_null() ? CheckVerdict::kNew : judge(t, l.baseline, l.current);
+    l.verdict = baseline.empty() ? CheckVerdict::kNew : judge(t, l.interval);
     if (t.metric == kRejectedShare && is_regression(l.verdict)) {
-      l.note = rejected_note(baseline, current);
+      l.note = rejected_note(baseline.summaries.front(), current.summaries.front());
     }
     lines.push_back(l);
   }
   // A latency that improved because the slow requests were rejected is no improvement.
   const bool rejections_rose = std::any_of(lines.begin(), lines.end(), [](const CheckLine& l) {
-    return l.tolerance->metric == kRejectedShare && is_regression(l.verdict);
+    return l.metric == kRejectedShare && is_regression(l.verdict);
   });
   for (CheckLine& l : lines) {
     if (rejections_rose && l.verdict == CheckVerdict::kImproved) {
       l.verdict = CheckVerdict::kFewerRequests;
     }
   }
+  lines.push_back(overload_line(name, baseline, current));
   return lines;
 }
 

@@ -1,6 +1,7 @@
-// `servesim check SPEC.ini [--update]`: the CI gate (analysis/check.hpp). Runs the spec's
-// scenarios in parallel, prints baseline / current / change / tolerance / verdict, and exits 1
-// on a regression; --update rewrites the baseline.
+// `servesim check SPEC.ini [--update] [--json F] [--junit F]`: the CI gate (analysis/check.hpp).
+// Runs the spec's scenarios (each over its seeds) in parallel, prints baseline / current / change
+// and its interval / tolerance / verdict, and exits 1 on a regression; --update rewrites the
+// baseline with every seed's run. --json and --junit write the same lines for CI systems.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -8,11 +9,14 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/check.hpp"
+#include "analysis/diagnose.hpp"
 #include "analysis/report.hpp"
 #include "analysis/results.hpp"
+#include "analysis/windows.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
 #include "cli/grid_args.hpp"
@@ -25,8 +29,10 @@ namespace servesim::cli {
 
 namespace {
 
+using nlohmann::ordered_json;
+
 const char* kCheckHelp =
-    "usage: servesim check SPEC.ini [--update] [--jobs N]\n"
+    "usage: servesim check SPEC.ini [--update] [--jobs N] [--json F] [--junit F]\n"
     "\n"
     "The CI gate. SPEC names a baseline results file, tolerances per summary metric and\n"
     "scenarios (each a `servesim run` configuration). check runs the scenarios, prints baseline\n"
@@ -35,6 +41,9 @@ const char* kCheckHelp =
     "\n"
     "  baseline = check-baseline.h5   # relative to SPEC's folder\n"
     "  model = llama-3.1-8b           # top-level run flags apply to every scenario\n"
+    "  num-seeds = 10                 # replicates: seeds SEED .. SEED+9 (also per scenario)\n"
+    "  confidence-level = 0.95        # of each change's interval\n"
+    "  fail-on-alarm = true           # the Bedrock OTPS alarm is a check (otps_alarm)\n"
     "  [tolerance]\n"
     "  ttft_ms.p50 = +10%             # may rise at most 10%\n"
     "  itl_ms.p99 = +5%\n"
@@ -46,17 +55,30 @@ const char* kCheckHelp =
     "\n"
     "A tolerance is +X% / -X% of the baseline or +X / -X in the metric's unit; its sign says "
     "which\n"
-    "direction is a regression. Metric names are paths in the JSON summary (`run --json`).\n";
+    "direction is a regression. Metric names are paths in the JSON summary (`run --json`).\n"
+    "With replicates each change is judged on its mean's confidence interval (paired t when\n"
+    "both sides ran the same seeds, Welch t when not): a regression is an interval wholly beyond\n"
+    "the tolerance. --json F and --junit F (one test case per scenario and metric) write the\n"
+    "lines for CI systems.\n";
 
-// Each scenario's RunSpec: the section's flags, then the top level's where the section does not
-// set them; checked before anything runs.
-std::vector<RunSpec> scenario_specs(const CheckSpec& c, Inputs& inputs) {
-  std::vector<RunSpec> specs;
+const std::set<std::string> kTopLevelOwn = {"baseline", "num-seeds", "confidence-level",
+                                            "fail-on-alarm"};
+
+// A scenario: its run flags and how many seeds it runs.
+struct Scenario {
+  RunSpec spec;
+  int64_t num_seeds = 1;
+};
+
+// Each scenario's RunSpec and seeds: the section's flags, then the top level's where the section
+// does not set them; checked before anything runs.
+std::vector<Scenario> scenario_specs(const CheckSpec& c, Inputs& inputs) {
+  std::vector<Scenario> out;
   for (const std::string& name : c.scenarios) {
     std::vector<std::pair<std::string, std::string>> run;
     std::map<std::string, std::string> own;
-    add_ini_run_flags(c.path, "scenario." + name, {}, run, own);
-    add_ini_run_flags(c.path, "", {"baseline"}, run, own);
+    add_ini_run_flags(c.path, "scenario." + name, {"num-seeds"}, run, own);
+    add_ini_run_flags(c.path, "", kTopLevelOwn, run, own);
     // Files named in a spec are relative to the spec, as its baseline is.
     const std::filesystem::path dir = std::filesystem::path(c.path).parent_path();
     for (auto& [flag, value] : run) {
@@ -72,27 +94,53 @@ std::vector<RunSpec> scenario_specs(const CheckSpec& c, Inputs& inputs) {
       value = resolved;
     }
     try {
-      specs.push_back(spec_from_flags(run));
-      check_point(specs.back(), inputs);
+      Scenario sc;
+      sc.spec = spec_from_flags(run);
+      if (own.count("num-seeds")) {
+        int64_t n = 0;
+        if (!parse_int(own["num-seeds"], n) || n < 1 || n > 1000) {
+          throw Error("num-seeds", "must be a whole number in [1, 1000]");
+        }
+        sc.num_seeds = n;
+        sc.spec.num_seeds = n;  // checked with --seed as run checks it
+      }
+      check_point(sc.spec, inputs);
+      if (sc.num_seeds > 1 && !sc.spec.trace.empty() && !sc.spec.has("request-rate")) {
+        throw Error("num-seeds",
+                    "a timed trace has no seed to vary: its replicates would be the same run "
+                    "(give request-rate to redraw its arrivals per seed)");
+      }
+      sc.spec.num_seeds = 1;
+      out.push_back(sc);
     } catch (const Error& e) {
       throw Error(c.path, 0, "scenario." + name, e.what());
     }
   }
-  return specs;
+  return out;
 }
 
-// The baseline summary of each scenario; null for a scenario the baseline does not hold (new).
-std::vector<nlohmann::ordered_json> read_baselines(const CheckSpec& c) {
+// The name of scenario NAME's run of replicate K in the baseline file.
+std::string run_name(const std::string& name, size_t k, int64_t seed) {
+  return k == 0 ? name : name + "@seed=" + std::to_string(seed);
+}
+
+// Each scenario's baseline replicates; empty for a scenario the baseline does not hold (new).
+std::vector<Replicates> read_baselines(const CheckSpec& c) {
   std::error_code ec;
   if (!std::filesystem::exists(c.baseline, ec)) {
     throw Error(c.baseline, 0, "",
                 "no baseline yet: run `servesim check " + c.path + " --update` and commit it");
   }
   const std::vector<std::string> held = results_runs(c.baseline);
-  std::vector<nlohmann::ordered_json> out;
+  std::vector<Replicates> out;
   for (const std::string& name : c.scenarios) {
-    const bool known = std::find(held.begin(), held.end(), name) != held.end();
-    out.push_back(known ? read_results_summary(c.baseline, name) : nlohmann::ordered_json());
+    Replicates r;
+    for (const std::string& run : held) {
+      if (run != name && run.rfind(name + "@seed=", 0) != 0) continue;
+      r.summaries.push_back(read_results_summary(c.baseline, run));
+      r.seeds.push_back(summary_seed(r.summaries.back()));
+    }
+    out.push_back(std::move(r));
   }
   return out;
 }
@@ -106,22 +154,41 @@ std::string plural(size_t n, const char* word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+// A line's interval as a change in percent of the baseline mean ("[-3.1%, +8.2%]"), or in the
+// metric's unit when the baseline is 0; "-" without one.
+std::string interval_text(const CheckLine& l) {
+  const ChangeInterval& i = l.interval;
+  if (i.test == ChangeTest::kSingle || !std::isfinite(i.low)) return "-";
+  if (i.baseline != 0 && std::isfinite(i.baseline)) {
+    const double b = std::abs(i.baseline);
+    return format("[%+.1f%%, %+.1f%%]", i.low / b * 100, i.high / b * 100);
+  }
+  return format("[%+.3g, %+.3g]", i.low, i.high);
+}
+
 // The table and the last line; returns the number of regressions.
-int print_check(std::ostream& out, const CheckSpec& c, const std::vector<CheckLine>& lines) {
-  char buf[320];
-  std::snprintf(buf, sizeof buf, "%-20s %-32s %12s %12s %9s %9s  %s\n", "scenario", "metric",
-                "baseline", "current", "change", "tolerance", "verdict");
-  out << buf;
+int print_check(std::ostream& out, const CheckSpec& c, const std::vector<CheckLine>& lines,
+                bool replicated) {
+  out << format("%-20s %-32s %12s %12s %9s %20s %9s  %s\n", "scenario", "metric", "baseline",
+                "current", "change", "interval", "tolerance", "verdict");
   int regressions = 0;
   std::set<std::string> fresh;
   for (const CheckLine& l : lines) {
     regressions += is_regression(l.verdict);
     if (l.verdict == CheckVerdict::kNew) fresh.insert(l.scenario);
-    std::snprintf(buf, sizeof buf, "%-20s %-32s %12s %12s %9s %9s  %s", l.scenario.c_str(),
-                  l.tolerance->metric.c_str(), number(l.baseline, "%.4g").c_str(),
-                  number(l.current, "%.4g").c_str(), number(l.change, "%+.1f%%").c_str(),
-                  l.tolerance->text.c_str(), verdict_text(l.verdict));
-    out << buf << (l.note.empty() ? "" : ": " + l.note) << "\n";
+    out << format("%-20s %-32s %12s %12s %9s %20s %9s  %s", l.scenario.c_str(), l.metric.c_str(),
+                  number(l.baseline, "%.4g").c_str(), number(l.current, "%.4g").c_str(),
+                  number(l.change, "%+.1f%%").c_str(), interval_text(l).c_str(),
+                  l.tolerance.c_str(), verdict_text(l.verdict))
+        << (l.note.empty() ? "" : ": " + l.note) << "\n";
+  }
+  if (replicated) {
+    out << format(
+        "(interval: the change of the mean, %.0f%% confidence; a regression is an "
+        "interval wholly beyond the tolerance)\n",
+        c.confidence * 100);
+  } else {
+    out << "(one run a side: noise is not estimated; give num-seeds = N for intervals)\n";
   }
   out << (regressions ? "check: FAILED, " + plural(size_t(regressions), "regression")
                       : std::string("check: passed"))
@@ -132,10 +199,141 @@ int print_check(std::ostream& out, const CheckSpec& c, const std::vector<CheckLi
   return regressions;
 }
 
+ordered_json number_json(double v) {
+  return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
+}
+
+// --json: every line with its numbers, and each scenario's configuration changes.
+std::string check_json(const CheckSpec& c, const std::vector<CheckLine>& lines,
+                       const std::map<std::string, std::vector<std::string>>& changes,
+                       int regressions) {
+  ordered_json j = {{"spec", c.path},
+                    {"baseline", c.baseline},
+                    {"confidence_level", c.confidence},
+                    {"passed", regressions == 0},
+                    {"regressions", regressions}};
+  j["lines"] = ordered_json::array();
+  for (const CheckLine& l : lines) {
+    j["lines"].push_back({{"scenario", l.scenario},
+                          {"metric", l.metric},
+                          {"tolerance", l.tolerance},
+                          {"baseline", number_json(l.baseline)},
+                          {"current", number_json(l.current)},
+                          {"change_pct", number_json(l.change)},
+                          {"interval", {number_json(l.interval.low), number_json(l.interval.high)}},
+                          {"test", change_test_name(l.interval.test)},
+                          {"n_baseline", l.interval.n_baseline},
+                          {"n_current", l.interval.n_current},
+                          {"verdict", verdict_text(l.verdict)},
+                          {"regression", is_regression(l.verdict)},
+                          {"note", l.note}});
+  }
+  j["config_changes"] = changes;
+  return json_text(j, 2) + "\n";
+}
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        // XML 1.0 allows no control characters but tab and line breaks.
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r') {
+          out += '?';
+        } else {
+          out += ch;
+        }
+    }
+  }
+  return out;
+}
+
+// --junit: one test case per scenario and metric (classname the scenario); a regression is a
+// failure, a new scenario skipped.
+std::string check_junit(const std::vector<CheckLine>& lines) {
+  size_t failures = 0, skipped = 0;
+  std::string cases;
+  for (const CheckLine& l : lines) {
+    const std::string text =
+        format("baseline %s, current %s, change %s, interval %s (%s), tolerance %s: %s",
+               number(l.baseline, "%.6g").c_str(), number(l.current, "%.6g").c_str(),
+               number(l.change, "%+.2f%%").c_str(), interval_text(l).c_str(),
+               change_test_name(l.interval.test), l.tolerance.c_str(), verdict_text(l.verdict)) +
+        (l.note.empty() ? "" : "; " + l.note);
+    cases += "    <testcase classname=\"" + xml_escape(l.scenario) + "\" name=\"" +
+             xml_escape(l.metric) + "\">\n";
+    if (is_regression(l.verdict)) {
+      ++failures;
+      cases += "      <failure message=\"" + xml_escape(verdict_text(l.verdict)) + "\">" +
+               xml_escape(text) + "</failure>\n";
+    } else if (l.verdict == CheckVerdict::kNew) {
+      ++skipped;
+      cases += "      <skipped message=\"no baseline yet\"/>\n";
+    }
+    cases += "      <system-out>" + xml_escape(text) + "</system-out>\n    </testcase>\n";
+  }
+  return format(
+             "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites>\n  <testsuite "
+             "name=\"servesim check\" tests=\"%zu\" failures=\"%zu\" errors=\"0\" "
+             "skipped=\"%zu\">\n",
+             lines.size(), failures, skipped) +
+         cases + "  </testsuite>\n</testsuites>\n";
+}
+
+// fail-on-alarm: the Bedrock OTPS alarm on each seed's current run against the baseline's run of
+// the same replicate; a regression when it fires in most of them.
+CheckLine alarm_line(const CheckSpec& c, const std::string& name, const Replicates& baseline,
+                     const std::vector<PointRun>& runs) {
+  CheckLine l;
+  l.scenario = name;
+  l.metric = "otps_alarm";
+  l.tolerance = "no alarm";
+  l.change = NAN;
+  if (baseline.empty()) {
+    l.verdict = CheckVerdict::kNew;
+    return l;
+  }
+  size_t fired = 0, compared = 0, windows = 0;
+  std::string first;
+  for (size_t k = 0; k < runs.size() && k < baseline.summaries.size(); ++k) {
+    const RequestLog base = read_results_log(c.baseline, run_name(name, k, baseline.seeds[k]));
+    const Diagnosis d = diagnose(base, request_log(runs[k].run), DiagnoseOptions{});
+    ++compared;
+    windows = std::max(windows, d.windows.size());
+    if (d.firings.empty()) continue;
+    ++fired;
+    if (first.empty()) {
+      first = format("windows %zu-%zu of %.0f s below %.4g tok/s", d.firings.front().first,
+                     d.firings.front().last, d.options.period_s, d.alarm_threshold);
+    }
+  }
+  l.baseline = 0;
+  l.current = compared ? double(fired) / double(compared) : NAN;
+  if (2 * fired > compared) l.verdict = CheckVerdict::kRegressed;
+  l.note = format("fired in %zu of %zu runs", fired, compared) +
+           (first.empty() ? "" : " (" + first + ")");
+  if (windows < 3) {
+    l.note += format("; %zu windows of 300 s: the alarm needs 3 breaching of 5", windows);
+  }
+  return l;
+}
+
 }  // namespace
 
 int cmd_check(int argc, const char* const* argv, std::ostream& out) {
-  SplitArgs s = split_args(argc, argv, {"jobs"}, {"help", "update"});
+  SplitArgs s = split_args(argc, argv, {"jobs", "json", "junit"}, {"help", "update"});
   if (s.own.count("help")) {
     out << kCheckHelp;
     return 0;
@@ -144,50 +342,98 @@ int cmd_check(int argc, const char* const* argv, std::ostream& out) {
   if (s.positional.size() != 1) throw Error("check", "expects one SPEC.ini");
   const bool update = s.own.count("update") > 0;
   const int jobs = get_jobs(s.own);
+  const std::string json_out = get(s.own, "json"), junit_out = get(s.own, "junit");
+  if (update && (!json_out.empty() || !junit_out.empty())) {
+    throw Error(json_out.empty() ? "junit" : "json", "reports a check: drop --update");
+  }
   const CheckSpec c = read_check_spec(s.positional[0], update);
   Inputs inputs;
-  const std::vector<RunSpec> specs = scenario_specs(c, inputs);
-  if (update) {  // the baseline must not overwrite the spec or a scenario's files
-    PathPlan paths;
-    paths.input("spec", c.path);
-    for (const RunSpec& spec : specs)
-      add_run_inputs(paths, spec);
+  const std::vector<Scenario> scenarios = scenario_specs(c, inputs);
+  PathPlan paths;  // the baseline and reports must not overwrite the spec or a scenario's files
+  paths.input("spec", c.path);
+  for (const Scenario& sc : scenarios)
+    add_run_inputs(paths, sc.spec);
+  if (update) {
     paths.output("baseline", c.baseline);
-    paths.check();
+  } else {
+    paths.input("baseline", c.baseline);
   }
-  const std::vector<nlohmann::ordered_json> baselines =
-      update ? std::vector<nlohmann::ordered_json>() : read_baselines(c);
-  std::vector<PointRun> runs(specs.size());
+  paths.output("json", json_out);
+  paths.output("junit", junit_out);
+  paths.check();
+  const std::vector<Replicates> baselines = update ? std::vector<Replicates>() : read_baselines(c);
+  // Every (scenario, seed) is one task.
+  std::vector<std::pair<size_t, int64_t>> tasks;
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    for (int64_t k = 0; k < scenarios[i].num_seeds; ++k)
+      tasks.emplace_back(i, k);
+  }
+  std::vector<std::vector<PointRun>> runs(scenarios.size());
+  for (size_t i = 0; i < scenarios.size(); ++i)
+    runs[i].resize(size_t(scenarios[i].num_seeds));
   parallel_for(
-      specs.size(), jobs, "check",
-      [&](size_t i) {
+      tasks.size(), jobs, "check",
+      [&](size_t t) {
+        const auto [i, k] = tasks[t];
         try {
-          runs[i] = run_point(specs[i], inputs);
+          runs[i][size_t(k)] = run_point(with_seed(scenarios[i].spec, k), inputs);
         } catch (const Error& e) {
           throw Error(c.path, 0, "scenario." + c.scenarios[i], e.what());
         }
       },
       [](size_t) {});
+  std::vector<Replicates> current(scenarios.size());
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    for (const PointRun& run : runs[i]) {
+      current[i].summaries.push_back(summary_json(run.run, run.workload));
+      current[i].seeds.push_back(summary_seed(current[i].summaries.back()));
+    }
+  }
   if (update) {
-    for (const PointRun& run : runs)
-      check_tolerance_metrics(c, summary_json(run.run, run.workload));
+    for (const Replicates& r : current) {
+      for (const ordered_json& summary : r.summaries)
+        check_tolerance_metrics(c, summary);
+    }
     std::vector<NamedRun> named;
-    for (size_t i = 0; i < runs.size(); ++i)
-      named.push_back({c.scenarios[i], &runs[i].run, &runs[i].workload});
+    for (size_t i = 0; i < runs.size(); ++i) {
+      for (size_t k = 0; k < runs[i].size(); ++k) {
+        named.push_back({run_name(c.scenarios[i], k, current[i].seeds[k]), &runs[i][k].run,
+                         &runs[i][k].workload});
+      }
+    }
     ResultsOptions o;
     o.steps = false;
-    write_results_h5(c.baseline, named, runs[0].workload, o);
+    write_results_h5(c.baseline, named, runs[0][0].workload, o);
     out << "check: baseline " << c.baseline << " updated with "
-        << plural(c.scenarios.size(), "scenario") << "\n";
+        << plural(c.scenarios.size(), "scenario") << " (" << plural(named.size(), "run") << ")\n";
     return 0;
   }
   std::vector<CheckLine> lines;
+  std::map<std::string, std::vector<std::string>> changes;
+  bool replicated = false;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const auto current = summary_json(runs[i].run, runs[i].workload);
-    for (CheckLine& l : check_scenario(c, c.scenarios[i], baselines[i], current))
+    for (CheckLine& l : check_scenario(c, c.scenarios[i], baselines[i], current[i])) {
+      replicated = replicated || l.interval.test != ChangeTest::kSingle;
       lines.push_back(l);
+    }
+    if (c.fail_on_alarm) lines.push_back(alarm_line(c, c.scenarios[i], baselines[i], runs[i]));
+    if (!baselines[i].empty()) {
+      changes[c.scenarios[i]] =
+          config_changes(baselines[i].summaries.front(), current[i].summaries.front());
+    }
   }
-  return print_check(out, c, lines) ? 1 : 0;
+  const int regressions = print_check(out, c, lines, replicated);
+  for (const auto& [name, list] : changes) {
+    if (list.empty()) continue;
+    std::string joined;
+    for (const std::string& change : list)
+      joined += (joined.empty() ? "" : "; ") + change;
+    out << "WARNING: " << name << ": the configuration differs from the baseline's: " << joined
+        << "\n";
+  }
+  if (!json_out.empty()) write_text_file(json_out, check_json(c, lines, changes, regressions));
+  if (!junit_out.empty()) write_text_file(junit_out, check_junit(lines));
+  return regressions ? 1 : 0;
 }
 
 }  // namespace servesim::cli

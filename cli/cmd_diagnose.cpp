@@ -22,7 +22,7 @@ struct DiagnoseArgs {
   std::string latency_unit = "ms", time_unit = "s";
   CsvLogColumns columns;
   DiagnoseOptions options;
-  bool windows = false;
+  bool windows = false, fail_on_alarm = false;
 };
 
 po::options_description diagnose_options(DiagnoseArgs& a) {
@@ -64,6 +64,8 @@ po::options_description diagnose_options(DiagnoseArgs& a) {
   po::options_description out("output");
   out.add_options()("windows", po::bool_switch(&a.windows),
                     "print the current log's periods with their alarm state")(
+      "fail-on-alarm", po::bool_switch(&a.fail_on_alarm),
+      "exit 1 when the OTPS alarm went to ALARM (a failing CI step)")(
       "json", po::value(&a.json), "write the whole diagnosis as JSON to FILE")(
       "config", po::value(&a.config), "read any of these flags from an INI file")("help,h",
                                                                                   "show this help");
@@ -137,6 +139,10 @@ int cmd_diagnose(int argc, const char* const* argv, std::ostream& out) {
   const Diagnosis d = diagnose(baseline, current, a.options);
   print_diagnosis(out, d, a.windows);
   if (!a.json.empty()) write_text_file(a.json, json_text(diagnosis_json(d), 2) + "\n");
+  if (a.fail_on_alarm && !d.firings.empty()) {
+    out << "diagnose: FAILED, the OTPS alarm fired (--fail-on-alarm)\n";
+    return 1;
+  }
   return 0;
 }
 
