@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/math/distributions/students_t.hpp>
 
+#include "analysis/check.hpp"
 #include "analysis/report.hpp"
 #include "util/format.hpp"
 
@@ -159,6 +160,39 @@ bool kept_up(const std::vector<RunResult>& runs) {
 
 }  // namespace
 
+namespace {
+
+// Seed k of each run list: the seeds every policy of a compare shares.
+std::vector<int64_t> seed_indices(size_t n) {
+  std::vector<int64_t> v(n);
+  for (size_t k = 0; k < n; ++k)
+    v[k] = int64_t(k);
+  return v;
+}
+
+ChangeInterval paired_change(const Replicate& first, const Replicate& other) {
+  return change_interval(seed_indices(first.values.size()), first.values,
+                         seed_indices(other.values.size()), other.values, 0.95);
+}
+
+}  // namespace
+
+nlohmann::ordered_json paired_changes_json(const std::vector<RunResult>& first,
+                                           const std::vector<RunResult>& other) {
+  const std::vector<Replicate> a = replicate(first), b = replicate(other);
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  for (const Replicate& x : a) {
+    const Replicate* y = find(b, x.metric.c_str());
+    if (y == nullptr) continue;
+    const ChangeInterval c = paired_change(x, *y);
+    metrics[x.metric] = {{"change", number(c.current - c.baseline)},
+                         {"ci95", {number(c.low), number(c.high)}},
+                         {"test", change_test_name(c.test)},
+                         {"n", c.n_current}};
+  }
+  return {{"vs", run_label(first.front())}, {"metrics", metrics}};
+}
+
 void print_compare_replicates(std::ostream& out, const std::vector<std::vector<RunResult>>& runs) {
   const std::pair<const char*, const char*> columns[] = {
       {"TTFT p50 ms", "ttft_ms.p50"}, {"TTFT p99 ms", "ttft_ms.p99"},
@@ -183,13 +217,38 @@ void print_compare_replicates(std::ostream& out, const std::vector<std::vector<R
     if (t && t->mean < ttft) ttft = t->mean, best_ttft = &policy.front();
     if (i && i->mean < itl) itl = i->mean, best_itl = &policy.front();
   }
+  // Paired differences against the first policy: the seeds are shared, so seed noise cancels.
+  if (runs.size() > 1 && runs.front().size() > 1) {
+    out << "\nchange from " << run_label(runs.front().front())
+        << ", paired over the shared seeds (mean [95% CI]):\n";
+    const std::vector<Replicate> first = replicate(runs.front());
+    for (size_t i = 1; i < runs.size(); ++i) {
+      const std::vector<Replicate> other = replicate(runs[i]);
+      out << format("%-14s", run_label(runs[i].front()).c_str());
+      for (const auto& [title, metric] : columns) {
+        const Replicate* x = find(first, metric);
+        const Replicate* y = find(other, metric);
+        std::string cell = "-";
+        if (x != nullptr && y != nullptr) {
+          const ChangeInterval c = paired_change(*x, *y);
+          if (std::isfinite(c.low)) {
+            cell = format("%+.1f [%+.1f,%+.1f]", c.current - c.baseline, c.low, c.high);
+          }
+        }
+        out << format(" %17s", cell.c_str());
+      }
+      out << "\n";
+    }
+  }
   if (best_ttft == nullptr || best_itl == nullptr) {
     out << "\nNo policy kept up without rejecting requests in every seed.\n";
     return;
   }
   out << format(
       "\n%s has the lowest mean TTFT p50 (%.0f ms) and %s the lowest mean ITL p99 "
-      "(%.0f ms), over %zu seeds; overlapping intervals are no clear difference.\n",
+      "(%.0f ms), over %zu seeds; overlapping intervals are no clear difference (the paired "
+      "changes above are "
+      "the sharper test).\n",
       run_label(*best_ttft).c_str(), ttft, run_label(*best_itl).c_str(), itl, runs.front().size());
 }
 

@@ -46,4 +46,11 @@ void print_replicate_warnings(std::ostream& out, const std::vector<RunResult>& r
 // rejected at most 1% in every seed.
 void print_compare_replicates(std::ostream& out, const std::vector<std::vector<RunResult>>& runs);
 
+// The change of each headline metric of RUNS[i] from RUNS[0], seed by seed (every policy ran the
+// same seeds: common random numbers), with its paired 95% interval: {"vs": label of RUNS[0],
+// "metrics": {path: {"change", "ci95": [lo, hi], "test", "n"}}}. Printed by
+// print_compare_replicates, one line per policy after the first.
+nlohmann::ordered_json paired_changes_json(const std::vector<RunResult>& first,
+                                           const std::vector<RunResult>& other);
+
 }  // namespace servesim

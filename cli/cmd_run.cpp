@@ -266,8 +266,14 @@ int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, 
   j["runs"] = ordered_json::array();
   for (const auto& policy : runs) {
     print_replicate_warnings(out, policy, run_label(policy.front()) + ": ");
-    j["runs"].push_back({{"label", run_label(policy.front())},
-                         {"replicates", replicates_json(replicate(policy), seeds_of(a.spec))}});
+    ordered_json row = {{"label", run_label(policy.front())},
+                        {"replicates", replicates_json(replicate(policy), seeds_of(a.spec))}};
+    if (&policy != &runs.front()) row["paired_change"] = paired_changes_json(runs.front(), policy);
+    // Every seed's whole summary, with its configuration.
+    row["summaries"] = ordered_json::array();
+    for (const RunResult& r : policy)
+      row["summaries"].push_back(summary_json(r, ordered_json::object()));
+    j["runs"].push_back(row);
   }
   if (!a.json.empty()) write_text_file(a.json, json_text(j, 2) + "\n");
   return 0;

@@ -188,3 +188,34 @@ TEST_CASE("check noise: overload, a changed configuration, the OTPS alarm and JU
   CHECK_THAT(failing.out, Catch::Contains("the OTPS alarm fired"));
   CHECK(cli({"diagnose", base, base, "--fail-on-alarm"}).code == 0);
 }
+
+TEST_CASE("compare --num-seeds: changes paired over the shared seeds, every seed's summary",
+          "[cli][replicates]") {
+  // Issue 24: compare's intervals were unpaired although every policy runs the same seeds, and
+  // its JSON kept 11 metrics and no configuration.
+  const fs::path dir = scratch("compare_paired");
+  const auto r = cli({"compare", "--num-requests", "300", "--request-rate", "8", "--num-seeds",
+                      "5", "--scheduler", "vllm-v0,chunked:512", "--json",
+                      (dir / "c.json").string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("paired over the shared seeds"));
+  const auto j = nlohmann::json::parse(slurp(dir / "c.json"));
+  REQUIRE(j["runs"].size() == 2);
+  CHECK_FALSE(j["runs"][0].contains("paired_change"));
+  const auto& change = j["runs"][1]["paired_change"];
+  CHECK(change["vs"] == j["runs"][0]["label"]);
+  const auto& otps = change["metrics"]["otps.p50"];
+  CHECK(otps["test"] == "paired t");
+  CHECK(otps["n"] == 5);
+  // Seed noise cancels: the paired interval is narrower than the two unpaired ones together.
+  auto half = [&](int run) {
+    const auto& ci = j["runs"][run]["replicates"]["metrics"]["otps.p50"]["ci95"];
+    return (ci[1].get<double>() - ci[0].get<double>()) / 2;
+  };
+  const double paired = (otps["ci95"][1].get<double>() - otps["ci95"][0].get<double>()) / 2;
+  CHECK(paired < half(0) + half(1));
+  REQUIRE(j["runs"][1]["summaries"].size() == 5);
+  CHECK(j["runs"][1]["summaries"][0].contains("config"));
+  CHECK(j["runs"][1]["summaries"][0].contains("queue_ms"));
+}
