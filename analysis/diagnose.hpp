@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 #include <ostream>
+#include <string>
 #include <vector>
 
 #include "analysis/cloudwatch_alarm.hpp"
@@ -55,6 +56,12 @@ Diagnosis diagnose(const RequestLog& baseline, const RequestLog& current,
 // The table, the decomposition, the verdict in words and the alarm; WINDOWS adds one row per
 // period. The JSON holds the same, the verdict as its finding, headline and details.
 void print_diagnosis(std::ostream& out, const Diagnosis& d, bool windows = false);
+
+// Below this many completed requests in a log, a p50 or p95 moves with noise: the verdict is
+// printed with a warning (issue 24: a 2-request log got a verdict as any other).
+inline constexpr int kMinRequestsForVerdict = 30;
+// The warnings of D on its sample sizes ("" none), printed first and in the JSON's "warnings".
+std::vector<std::string> small_sample_warnings(const Diagnosis& d);
 nlohmann::ordered_json diagnosis_json(const Diagnosis& d);
 
 }  // namespace servesim

@@ -263,7 +263,24 @@ ordered_json alarm_json(const Diagnosis& d) {
 
 }  // namespace
 
+std::vector<std::string> small_sample_warnings(const Diagnosis& d) {
+  std::vector<std::string> out;
+  for (const auto& [name, stats] :
+       {std::pair<const char*, const LogStats*>{"baseline", &d.baseline},
+        {"current", &d.current}}) {
+    if (stats->completed < kMinRequestsForVerdict) {
+      out.push_back(
+          format("the %s log has %lld completed requests (fewer than %d): its "
+                 "percentiles, and this verdict, may be noise",
+                 name, static_cast<long long>(stats->completed), kMinRequestsForVerdict));
+    }
+  }
+  return out;
+}
+
 void print_diagnosis(std::ostream& out, const Diagnosis& d, bool show_windows) {
+  for (const std::string& w : small_sample_warnings(d))
+    out << "WARNING: " << w << "\n";
   print_logs(out, d);
   print_table(out, d.baseline, d.current);
   print_decomposition(out, d.p50, d.p95);
@@ -283,6 +300,7 @@ nlohmann::ordered_json diagnosis_json(const Diagnosis& d) {
         {"p95", parts_json(d.p95)}}},
       {"verdict", verdict_json(d.verdict)},
       {"alarm", alarm_json(d)},
+      {"warnings", small_sample_warnings(d)},
   };
 }
 

@@ -194,9 +194,8 @@ TEST_CASE("compare --num-seeds: changes paired over the shared seeds, every seed
   // Issue 24: compare's intervals were unpaired although every policy runs the same seeds, and
   // its JSON kept 11 metrics and no configuration.
   const fs::path dir = scratch("compare_paired");
-  const auto r = cli({"compare", "--num-requests", "300", "--request-rate", "8", "--num-seeds",
-                      "5", "--scheduler", "vllm-v0,chunked:512", "--json",
-                      (dir / "c.json").string()});
+  const auto r = cli({"compare", "--num-requests", "300", "--request-rate", "8", "--num-seeds", "5",
+                      "--scheduler", "vllm-v0,chunked:512", "--json", (dir / "c.json").string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("paired over the shared seeds"));
@@ -218,4 +217,20 @@ TEST_CASE("compare --num-seeds: changes paired over the shared seeds, every seed
   REQUIRE(j["runs"][1]["summaries"].size() == 5);
   CHECK(j["runs"][1]["summaries"][0].contains("config"));
   CHECK(j["runs"][1]["summaries"][0].contains("queue_ms"));
+}
+
+TEST_CASE("diagnose: a verdict on a handful of requests says it may be noise", "[diagnose][cli]") {
+  // Issue 24: a 2-request log got a verdict with no sample-size warning.
+  const fs::path dir = scratch("diagnose_small_sample");
+  const std::string small = (dir / "s.csv").string(), big = (dir / "b.csv").string();
+  REQUIRE(cli({"run", "--num-requests", "5", "--requests-csv", small}).code == 0);
+  REQUIRE(cli({"run", "--num-requests", "200", "--requests-csv", big}).code == 0);
+  const auto few = cli({"diagnose", big, small, "--json", (dir / "d.json").string()});
+  INFO(few.err);
+  REQUIRE(few.code == 0);
+  CHECK_THAT(few.out, Catch::Contains("WARNING: the current log has 5 completed requests"));
+  const auto j = nlohmann::json::parse(slurp(dir / "d.json"));
+  REQUIRE(j["warnings"].size() == 1);
+  const auto many = cli({"diagnose", big, big});
+  CHECK_THAT(many.out, !Catch::Contains("WARNING"));
 }
