@@ -347,8 +347,8 @@ CheckLine overload_line(const std::string& name, const Replicates& baseline,
   l.scenario = name;
   l.metric = "overloaded";
   l.tolerance = "no";
-  l.baseline = sb;
-  l.current = sc;
+  l.interval.baseline = sb;
+  l.interval.current = sc;
   l.change = NAN;
   if (baseline.empty()) {
     l.verdict = CheckVerdict::kNew;
@@ -378,9 +378,8 @@ std::vector<CheckLine> check_scenario(const CheckSpec& spec, const std::string& 
     l.tolerance = t.text;
     l.interval = change_interval(baseline.seeds, values_of(baseline, t.metric), current.seeds,
                                  values_of(current, t.metric), spec.confidence);
-    l.baseline = l.interval.baseline;
-    l.current = l.interval.current;
-    l.change = l.baseline != 0 ? (l.current / l.baseline - 1) * 100 : NAN;
+    const ChangeInterval& i = l.interval;
+    l.change = i.baseline != 0 ? (i.current / i.baseline - 1) * 100 : NAN;
     l.verdict = baseline.empty() ? CheckVerdict::kNew : judge(t, l.interval);
     if (t.metric == kRejectedShare && is_regression(l.verdict)) {
       l.note = rejected_note(baseline.summaries.front(), current.summaries.front());

@@ -94,9 +94,8 @@ ChangeInterval change_interval(const std::vector<int64_t>& seeds_b, const std::v
 
 struct CheckLine {
   std::string scenario, metric, tolerance;  // the tolerance as written ("+10%")
-  double baseline = 0, current = 0;         // the means
-  double change = 0;                        // relative, in percent; NaN when the baseline is 0
-  ChangeInterval interval;
+  ChangeInterval interval;  // the means (interval.baseline, interval.current) and their change
+  double change = 0;        // relative, in percent; NaN when the baseline is 0
   CheckVerdict verdict = CheckVerdict::kOk;
   std::string note;  // what a regressed rejected share means, in requests; the alarm's windows
 };

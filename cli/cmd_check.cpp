@@ -177,9 +177,9 @@ int print_check(std::ostream& out, const CheckSpec& c, const std::vector<CheckLi
     regressions += is_regression(l.verdict);
     if (l.verdict == CheckVerdict::kNew) fresh.insert(l.scenario);
     out << format("%-20s %-32s %12s %12s %9s %20s %9s  %s", l.scenario.c_str(), l.metric.c_str(),
-                  number(l.baseline, "%.4g").c_str(), number(l.current, "%.4g").c_str(),
-                  number(l.change, "%+.1f%%").c_str(), interval_text(l).c_str(),
-                  l.tolerance.c_str(), verdict_text(l.verdict))
+                  number(l.interval.baseline, "%.4g").c_str(),
+                  number(l.interval.current, "%.4g").c_str(), number(l.change, "%+.1f%%").c_str(),
+                  interval_text(l).c_str(), l.tolerance.c_str(), verdict_text(l.verdict))
         << (l.note.empty() ? "" : ": " + l.note) << "\n";
   }
   if (replicated) {
@@ -217,8 +217,8 @@ std::string check_json(const CheckSpec& c, const std::vector<CheckLine>& lines,
     j["lines"].push_back({{"scenario", l.scenario},
                           {"metric", l.metric},
                           {"tolerance", l.tolerance},
-                          {"baseline", number_json(l.baseline)},
-                          {"current", number_json(l.current)},
+                          {"baseline", number_json(l.interval.baseline)},
+                          {"current", number_json(l.interval.current)},
                           {"change_pct", number_json(l.change)},
                           {"interval", {number_json(l.interval.low), number_json(l.interval.high)}},
                           {"test", change_test_name(l.interval.test)},
@@ -268,9 +268,10 @@ std::string check_junit(const std::vector<CheckLine>& lines) {
   for (const CheckLine& l : lines) {
     const std::string text =
         format("baseline %s, current %s, change %s, interval %s (%s), tolerance %s: %s",
-               number(l.baseline, "%.6g").c_str(), number(l.current, "%.6g").c_str(),
-               number(l.change, "%+.2f%%").c_str(), interval_text(l).c_str(),
-               change_test_name(l.interval.test), l.tolerance.c_str(), verdict_text(l.verdict)) +
+               number(l.interval.baseline, "%.6g").c_str(),
+               number(l.interval.current, "%.6g").c_str(), number(l.change, "%+.2f%%").c_str(),
+               interval_text(l).c_str(), change_test_name(l.interval.test), l.tolerance.c_str(),
+               verdict_text(l.verdict)) +
         (l.note.empty() ? "" : "; " + l.note);
     cases += "    <testcase classname=\"" + xml_escape(l.scenario) + "\" name=\"" +
              xml_escape(l.metric) + "\">\n";
@@ -319,8 +320,8 @@ CheckLine alarm_line(const CheckSpec& c, const std::string& name, const Replicat
                      d.firings.front().last, d.options.period_s, d.alarm_threshold);
     }
   }
-  l.baseline = 0;
-  l.current = compared ? double(fired) / double(compared) : NAN;
+  l.interval.baseline = 0;
+  l.interval.current = compared ? double(fired) / double(compared) : NAN;
   if (2 * fired > compared) l.verdict = CheckVerdict::kRegressed;
   l.note = format("fired in %zu of %zu runs", fired, compared) +
            (first.empty() ? "" : " (" + first + ")");
