@@ -68,10 +68,13 @@ CheckSpec read_check_spec(const std::string& path, bool update) {
         }
       }
       if (e.key == "fail-on-alarm") {
-        if (e.value != "true" && e.value != "false") {
-          throw Error(path, e.line, e.key, "a switch: true or false");
+        if (e.value != "true" && e.value != "false" && e.value != "any") {
+          throw Error(path, e.line, e.key,
+                      "true (fail when the alarm fires and the verdict puts it on the service), "
+                      "any (whenever it fires) or false");
         }
-        s.fail_on_alarm = e.value == "true";
+        s.fail_on_alarm = e.value != "false";
+        s.fail_on_any_alarm = e.value == "any";
       }
     } else if (e.section == "tolerance") {
       if (!e.key.empty()) s.tolerances.push_back(parse_tolerance(path, e));
@@ -291,35 +294,6 @@ void check_tolerance_metrics(const CheckSpec& spec, const ordered_json& summary)
                   "throughput.output_tokens_per_s)");
     }
   }
-}
-
-int64_t summary_seed(const ordered_json& summary) {
-  const ordered_json* seed = find_path(summary, "config.workload.seed");
-  return seed && seed->is_number_integer() ? seed->get<int64_t>() : -1;
-}
-
-std::vector<std::string> config_changes(const ordered_json& baseline, const ordered_json& current) {
-  std::vector<std::string> out;
-  if (!baseline.contains("config") || !current.contains("config")) return out;
-  ordered_json b = baseline["config"], c = current["config"];
-  for (ordered_json* j : {&b, &c}) {
-    if (j->contains("workload") && (*j)["workload"].is_object()) (*j)["workload"].erase("seed");
-  }
-  auto text = [](const ordered_json& v) {
-    std::string s = v.is_string() ? v.get<std::string>() : v.dump();
-    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
-  };
-  for (const auto& [key, value] : b.items()) {
-    if (!c.contains(key)) {
-      out.push_back(key + ": " + text(value) + " -> (none)");
-    } else if (c[key] != value) {
-      out.push_back(key + ": " + text(value) + " -> " + text(c[key]));
-    }
-  }
-  for (const auto& [key, value] : c.items()) {
-    if (!b.contains(key)) out.push_back(key + ": (none) -> " + text(value));
-  }
-  return out;
 }
 
 namespace {

@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/config_diff.hpp"
 #include "util/ini.hpp"
 
 namespace servesim {
@@ -52,6 +53,7 @@ struct CheckSpec {
   std::vector<std::string> scenarios;  // names, in file order
   double confidence = 0.95;            // confidence-level: of every interval, in (0.5, 1)
   bool fail_on_alarm = false;          // fail-on-alarm: the OTPS alarm is a check
+  bool fail_on_any_alarm = false;      // fail-on-alarm = any: an excused firing fails too
 };
 
 // Reads SPEC's baseline, tolerances (with the default requests.rejected_share = +0 unless the
@@ -111,14 +113,6 @@ struct Replicates {
   std::vector<nlohmann::ordered_json> summaries;
   bool empty() const { return summaries.empty(); }
 };
-
-// The seed a run's summary records (config.workload.seed), or -1.
-int64_t summary_seed(const nlohmann::ordered_json& summary);
-
-// What differs between the configurations two summaries record ("gpu: h100-sxm -> a100-80g"),
-// the workload's seed aside.
-std::vector<std::string> config_changes(const nlohmann::ordered_json& baseline,
-                                        const nlohmann::ordered_json& current);
 
 // Error naming SPEC's line when a tolerance's metric is not a number (or null) in SUMMARY, a run's
 // JSON summary: --update checks it before writing a baseline no check could use.

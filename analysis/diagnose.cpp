@@ -43,6 +43,19 @@ void replay_alarm(const RequestLog& current, Diagnosis& d) {
 
 }  // namespace
 
+bool Diagnosis::alarm_excused() const {
+  if (firings.empty()) return false;
+  switch (verdict.finding) {
+    case Finding::kInputLength:
+    case Finding::kOutputLength:
+    case Finding::kRate:
+    case Finding::kNoise:
+      return true;
+    default:
+      return false;
+  }
+}
+
 void validate(const DiagnoseOptions& o) {
   if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance)) {
     throw Error("tolerance", "must be a finite number >= 0 (a relative change, 0.1 = 10%)");

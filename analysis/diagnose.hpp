@@ -47,6 +47,14 @@ struct Diagnosis {
   std::vector<Window> windows;        // CURRENT's periods (analysis/windows.hpp)
   std::vector<AlarmState> alarm;      // the state after each window
   std::vector<AlarmEpisode> firings;  // when the alarm was in ALARM
+
+  // The alarm fired, but the verdict puts the OTPS drop on the workload (input or output
+  // lengths, the rate) or on noise, not on the service: the article's alarm is for service-side
+  // throughput changes, so `--fail-on-alarm` (and check's fail-on-alarm) do not fail on it
+  // unless asked to fail on any firing (--fail-on-any-alarm, fail-on-alarm = any).
+  bool alarm_excused() const;
+  // Whether the alarm fails a pipeline: it fired, and (ANY) it is not excused.
+  bool alarm_fails(bool any) const { return !firings.empty() && (any || !alarm_excused()); }
 };
 
 // Throws Error when either log has no completed request or an option is out of range.

@@ -46,6 +46,9 @@ void print_table(std::ostream& out, const LogStats& b, const LogStats& c) {
   print_row(out, "input tokens p50", b.input_tokens_p50, c.input_tokens_p50);
   print_row(out, "queueing delay p50 (ms)", b.queue_ms_p50, c.queue_ms_p50);
   print_row(out, "prefill speed p99 (tokens/s)", b.prefill_tps_p99, c.prefill_tps_p99);
+  print_row(out, "request rate (req/s)", b.request_rate, c.request_rate);
+  print_row(out, "decoding at once p50", b.decode.concurrency_p50, c.decode.concurrency_p50);
+  print_row(out, "time per output token p50 (ms)", b.decode.tpot_ms_p50, c.decode.tpot_ms_p50);
 }
 
 // One row of the decomposition: NAME, the part at p50 (X) and at p95 (Y).
@@ -168,6 +171,12 @@ void print_alarm(std::ostream& out, const Diagnosis& d) {
   if (d.firings.empty()) print_never_fired(out, d);
   for (const AlarmEpisode& e : d.firings)
     print_episode(out, d, e);
+  if (d.alarm_excused()) {
+    out << "  the alarm fired as CloudWatch would page, but the verdict (" +
+               std::string(finding_name(d.verdict.finding)) +
+               ") puts the OTPS drop on the workload or noise, not the service: excused "
+               "(--fail-on-alarm does not fail on it; --fail-on-any-alarm does)\n";
+  }
 }
 
 void print_windows(std::ostream& out, const Diagnosis& d) {
@@ -198,7 +207,16 @@ ordered_json stats_json(const LogStats& s) {
                       {"p95", point_json(s.p95)},
                       {"input_tokens_p50", s.input_tokens_p50},
                       {"queue_ms_p50", s.queue_ms_p50},
-                      {"prefill_tps_p99", s.prefill_tps_p99}};
+                      {"prefill_tps_p99", s.prefill_tps_p99},
+                      {"request_rate", s.request_rate},
+                      {"decode_load",
+                       {{"requests", s.decode.requests},
+                        {"tpot_ms_intercept", s.decode.a_ms},
+                        {"tpot_ms_per_concurrent_request", s.decode.b_ms},
+                        {"concurrency_p5", s.decode.concurrency_p5},
+                        {"concurrency_p50", s.decode.concurrency_p50},
+                        {"concurrency_p95", s.decode.concurrency_p95},
+                        {"tpot_ms_p50", s.decode.tpot_ms_p50}}}};
 }
 
 // Under "input_output_speed" input_length + output_length + speed = invocation_latency; under
@@ -219,8 +237,23 @@ ordered_json options_json(const DiagnoseOptions& o) {
 
 ordered_json verdict_json(const Verdict& v) {
   const VerdictText text = verdict_text(v);
-  return ordered_json{
-      {"finding", finding_name(v.finding)}, {"headline", text.headline}, {"details", text.details}};
+  return ordered_json{{"finding", finding_name(v.finding)},
+                      {"headline", text.headline},
+                      {"details", text.details},
+                      {"host_check",
+                       {{"decode_speed_tps_per_sequence",
+                         {{"baseline", v.decode_speed.baseline},
+                          {"current", v.decode_speed.current},
+                          {"relative", v.decode_speed.relative}}},
+                        {"matched_concurrency", v.matched_concurrency},
+                        {"extrapolated", v.decode_extrapolated},
+                        {"decode_slower", v.decode_slower},
+                        {"prefill_slower", v.prefill_slower}}},
+                      {"workload",
+                       {{"input_tokens_p50_relative", v.input_tokens.relative},
+                        {"output_tokens_p50_relative", v.otc.relative},
+                        {"request_rate_relative", v.rate.relative}}},
+                      {"config_changes", v.config_changes}};
 }
 
 ordered_json windows_json(const Diagnosis& d) {
@@ -257,6 +290,7 @@ ordered_json firings_json(const Diagnosis& d) {
 ordered_json alarm_json(const Diagnosis& d) {
   return ordered_json{{"threshold_otps", d.alarm_threshold},
                       {"fired", !d.firings.empty()},
+                      {"excused", d.alarm_excused()},
                       {"firings", firings_json(d)},
                       {"windows", windows_json(d)}};
 }

@@ -10,6 +10,13 @@
 //    Per prompt token, so longer prompts leave it in place; the fastest requests are prefilled
 //    when little else runs, so load barely moves it (chunked prefill or not); a slower host
 //    lowers it. diagnose reads it to tell "longer prompts under load" from "a slower host".
+//    And the decode speed against the load (DecodeLoad): each request's time per output token
+//    after the first, (IL - TTFT) / (OTC - 1), against the mean number of requests decoding at
+//    once over its decode (the batch it shared), fitted as a line. Longer answers, a higher rate
+//    or an unlucky arrival sample raise the concurrency and move along the line; a slower host
+//    (or a scheduler that puts more work in each step) moves the line. diagnose compares the two
+//    logs' lines at matched concurrency to tell "under load each token waits longer" from "the
+//    host generates slower" (issue 24).
 //  - Decomposition: the change of IL_q split, in one of two ways (Split):
 //      kTtftDecode:       dIL = dTTFT + d(OTC_q / OTPS_q x 1000), the decode part split again
 //                         into an output-length part dOTC / OTPS_base x 1000 and a speed part
@@ -24,6 +31,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "analysis/windows.hpp"
@@ -40,14 +48,38 @@ struct LatencyPoint {
   double decode_ms() const;
 };
 
+// The decode time per output token against the decode concurrency (above), over the completed
+// requests with two or more output tokens. Concurrency at time t is the number of requests
+// between their first and last token; a request's is its mean over its own decode (itself
+// included, so >= 1). Fitted by least squares as tpot = a + b x concurrency (b = 0 when the
+// concurrency does not vary). Undefined (requests < kMinDecodeRequests, NaN fields) otherwise.
+struct DecodeLoad {
+  int64_t requests = 0;           // requests in the fit
+  double a_ms = NAN, b_ms = NAN;  // ms per token; ms per token per concurrent request
+  double concurrency_p5 = NAN, concurrency_p50 = NAN, concurrency_p95 = NAN;
+  double tpot_ms_p50 = NAN;
+
+  bool defined() const { return std::isfinite(a_ms) && std::isfinite(b_ms); }
+  double tpot_ms_at(double concurrency) const { return a_ms + b_ms * concurrency; }
+};
+
+inline constexpr int64_t kMinDecodeRequests = 10;
+
+DecodeLoad decode_load(const RequestLog& log);
+
 struct LogStats {
   std::string source;
+  nlohmann::ordered_json config;  // the run's recorded configuration (results files), else null
   int64_t requests = 0, completed = 0;
   LatencyPoint p50, p95;
   double input_tokens_p50 = NAN, queue_ms_p50 = NAN;  // NaN when the log does not say
   // Input tokens / (TTFT - queueing) x 1000, p99 (above); NaN without input and queueing.
   double prefill_tps_p99 = NAN;
   double start_s = 0, end_s = 0;  // first arrival, last completion
+  // Arrivals per second: (requests - 1) / (last arrival - first arrival); NaN below 2 requests
+  // or when they all arrive at once.
+  double request_rate = NAN;
+  DecodeLoad decode;
 };
 
 LogStats log_stats(const RequestLog& log);

@@ -1,6 +1,10 @@
 // diagnose's decision rule: the Verdict on two logs' statistics (analysis/diagnose_verdict.hpp).
 #include "analysis/diagnose_verdict.hpp"
 
+#include <algorithm>
+
+#include "analysis/config_diff.hpp"
+
 namespace servesim {
 
 namespace {
@@ -26,6 +30,24 @@ Verdict measure(const LogStats& base, const LogStats& cur) {
   v.ttft_p95 = change(base.p95.ttft_ms, cur.p95.ttft_ms);
   v.prefill_tps = change(base.prefill_tps_p99, cur.prefill_tps_p99);
   v.completed_share = change(completed_share(base), completed_share(cur));
+  v.rate = change(base.request_rate, cur.request_rate);
+  v.concurrency = change(base.decode.concurrency_p50, cur.decode.concurrency_p50);
+  const DecodeLoad &db = base.decode, &dc = cur.decode;
+  if (db.defined() && dc.defined()) {
+    // Compare the lines where both logs have requests, as near the current's p50 as they allow.
+    const double lo = std::max(db.concurrency_p5, dc.concurrency_p5);
+    const double hi = std::min(db.concurrency_p95, dc.concurrency_p95);
+    v.decode_extrapolated = !(lo <= hi);
+    v.matched_concurrency =
+        v.decode_extrapolated ? dc.concurrency_p50 : std::clamp(dc.concurrency_p50, lo, hi);
+    const double tb = db.tpot_ms_at(v.matched_concurrency);
+    const double tc = dc.tpot_ms_at(v.matched_concurrency);
+    if (tb > 0 && tc > 0) v.decode_speed = change(1e3 / tb, 1e3 / tc);
+  }
+  v.configs_recorded = base.config.is_object() && cur.config.is_object();
+  if (v.configs_recorded) v.config_changes = configuration_changes(base.config, cur.config);
+  v.baseline_seed = config_seed(base.config);
+  v.current_seed = config_seed(cur.config);
   return v;
 }
 
@@ -43,6 +65,10 @@ void judge_p50s(Verdict& v) {
   v.any_moved = std::abs(v.il.relative) > tol || std::abs(v.ttft.relative) > tol ||
                 std::abs(v.otps.relative) > tol || std::abs(v.otc.relative) > tol;
   v.small_drift = v.il_up && v.ttft.defined() && v.otps.defined() && v.otc.defined();
+  v.rate_up = v.rate.relative > tol;
+  v.decode_slower = v.decode_speed.relative < -tol;
+  v.decode_held = v.decode_speed.defined() && !v.decode_slower;
+  v.prefill_slower = v.prefill_tps.relative < -tol;
 }
 
 // The notes beside the finding: the host check, queueing, the tail, dropped requests.
@@ -62,7 +88,16 @@ Finding first_match(const Verdict& v) {
   if ((v.longer_prompts && v.worse) || (v.shorter_prompts && v.better)) {
     return Finding::kInputLength;
   }
-  if (v.otps_down) return Finding::kThroughput;
+  if ((v.decode_slower && v.worse) || (v.otps_down && !v.decode_speed.defined())) {
+    return Finding::kThroughput;
+  }
+  if (v.otps_down) {  // the host decodes as fast at matched concurrency: bigger batches
+    if (v.otc_up) return Finding::kOutputLength;
+    if (v.rate_up) return Finding::kRate;
+    if (!v.config_changes.empty()) return Finding::kConfig;
+    return Finding::kNoise;
+  }
+  if (v.ttft_up && v.rate_up && !v.prefill_slower) return Finding::kRate;
   if (v.ttft_up) return Finding::kTtft;
   if (v.il_up && v.otc_up) return Finding::kOutputLength;
   return Finding::kNone;
@@ -85,6 +120,12 @@ const char* finding_name(Finding f) {
       return "ttft";
     case Finding::kOutputLength:
       return "output_length";
+    case Finding::kRate:
+      return "rate";
+    case Finding::kConfig:
+      return "config";
+    case Finding::kNoise:
+      return "noise";
     case Finding::kNone:
       break;
   }

@@ -26,6 +26,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
 
 #include "analysis/diagnose_stats.hpp"
 
@@ -40,23 +43,45 @@ namespace servesim {
 //                    split into input length, output length and speed (Split::kInputOutputSpeed).
 //                    Prompts that moved against the latency change (shorter prompts, slower
 //                    answers) explain nothing: the rules below decide, and the text notes them.
-//  2. kThroughput:   OTPS p50 fell by more than the tolerance (whatever TTFT did): the host
-//                    generates slower. First of the rest because it is the one change to page
-//                    for, and because slower generation also delays queued requests' first
-//                    tokens.
-//  3. kTtft:         TTFT p50 rose by more than the tolerance while OTPS held: queueing or
+//  2. kThroughput:   the host decodes slower: its decode speed at matched concurrency (the
+//                    DecodeLoad lines, diagnose_stats.hpp) fell by more than the tolerance while
+//                    the latency got worse, or OTPS p50 fell by more than the tolerance and the
+//                    decode check is not known (too few requests). The one change to page for.
+//  3. OTPS p50 fell by more than the tolerance while the host's decode speed at matched
+//     concurrency held: the requests decoded in bigger batches, so each token waited longer.
+//     What made the batches bigger is the finding:
+//     kOutputLength:  OutputTokenCount p50 rose beyond the tolerance: longer answers keep more
+//                     requests decoding at once (the case the article's rule, read alone,
+//                     pages for under load);
+//     kRate:          the request rate rose beyond the tolerance;
+//     kConfig:        the recorded configurations differ (results files): the new one batches
+//                     more (max_num_seqs, the token budget, the GPU's memory);
+//     kNoise:         nothing recorded moved, the seed aside: the arrival sample formed bigger
+//                     batches (seed noise near saturation), not the host; not alarm-worthy.
+//  4. kRate:         TTFT p50 rose beyond the tolerance, the rate rose beyond it and the host's
+//                    prefill speed did not fall beyond it: more queueing from more requests.
+//  5. kTtft:         TTFT p50 rose by more than the tolerance while OTPS held: queueing or
 //                    slower prefill before generation (or input length, when the logs do not
 //                    record it).
-//  4. kOutputLength: InvocationLatency p50 rose by more than the tolerance, TTFT and OTPS
+//  6. kOutputLength: InvocationLatency p50 rose by more than the tolerance, TTFT and OTPS
 //                    within it, and OutputTokenCount p50 rose by more than the tolerance: more
 //                    output tokens per request, a workload change.
-//  5. kNone:         none of the above (improvements, sub-tolerance drifts and prompts that moved
+//  7. kNone:         none of the above (improvements, sub-tolerance drifts and prompts that moved
 //                    without moving the latency are noted).
 // Every finding but kInputLength splits the latency change into TTFT and decode
 // (Split::kTtftDecode).
-enum class Finding { kInputLength, kThroughput, kTtft, kOutputLength, kNone };
+enum class Finding {
+  kInputLength,
+  kThroughput,
+  kOutputLength,
+  kRate,
+  kConfig,
+  kNoise,
+  kTtft,
+  kNone
+};
 
-// "input_length", "throughput", "ttft", "output_length", "none"
+// "input_length", "throughput", "output_length", "rate", "config", "noise", "ttft", "none"
 const char* finding_name(Finding f);
 
 // One statistic in both logs (NaN when a log does not say).
@@ -79,6 +104,19 @@ struct Verdict {
   Change otps_p95, ttft_p95;
   Change prefill_tps;
   Change completed_share;
+  Change rate;         // requests/s
+  Change concurrency;  // requests decoding at once, p50 (DecodeLoad)
+  // The host's decode speed per sequence (1000 / tpot, tokens/s) on each log's DecodeLoad line
+  // at the matched concurrency: the current log's p50, moved into the range (p5 to p95) both
+  // logs cover when they overlap; when they do not, the baseline's line is extrapolated.
+  Change decode_speed;
+  double matched_concurrency = NAN;
+  bool decode_extrapolated = false;
+  // What the results files record that differs (analysis/config_diff.hpp), the seed aside;
+  // configs_recorded when both logs recorded theirs; the seeds when both say.
+  std::vector<std::string> config_changes;
+  bool configs_recorded = false;
+  int64_t baseline_seed = -1, current_seed = -1;
   Decomposition p50;  // the change of InvocationLatency p50, split as the finding says
 
   // Which p50s crossed the tolerance, in the direction the rule asks.
@@ -89,6 +127,10 @@ struct Verdict {
   bool small_drift = false;  // IL up while TTFT, OTPS and OTC are defined and within it
   // The prompts: input tokens p50 rose (fell) beyond the tolerance.
   bool longer_prompts = false, shorter_prompts = false;
+  bool rate_up = false;  // the request rate rose beyond the tolerance
+  // The host checks: decode speed at matched concurrency, prefill speed p99, fell beyond it.
+  bool decode_slower = false, prefill_slower = false;
+  bool decode_held = false;  // the decode check is defined and did not fall beyond it
   // Notes beside the finding.
   bool host_slower_too = false;  // kInputLength, and prefill speed p99 fell beyond the tolerance
   bool mostly_queueing = false;  // the queueing delay grew by half or more of a TTFT rise

@@ -158,6 +158,40 @@ std::string host_check_line(const Verdict& v) {
          " tolerance: the host prefills as fast as before";
 }
 
+// The decode host check: each log's decode line at the matched concurrency.
+std::string decode_check_line(const Verdict& v) {
+  const Change& c = v.decode_speed;
+  if (!c.defined()) {
+    return format(
+        "host check: decode speed at matched concurrency not known (needs %lld or more completed "
+        "requests with two or more output tokens in each log)",
+        static_cast<long long>(kMinDecodeRequests));
+  }
+  std::string line = format(
+      "host check: decode speed at matched concurrency (%s requests decoding at once%s) %s -> "
+      "%s tokens/s per sequence (%s)",
+      num(v.matched_concurrency, 1).c_str(),
+      v.decode_extrapolated ? ", the baseline's line extrapolated: the logs' loads do not overlap"
+                            : "",
+      num(c.baseline, 1).c_str(), num(c.current, 1).c_str(), pct(c.relative).c_str());
+  if (v.decode_slower) {
+    return line + ", beyond the " + tolerance_text(v) +
+           " tolerance: at the same load each token takes longer, the host (or the work in each "
+           "step) changed";
+  }
+  return line + ", not down beyond the " + tolerance_text(v) +
+         " tolerance: at the same load the host decodes as fast as before";
+}
+
+std::string concurrency_line(const Verdict& v) {
+  return change_line("requests decoding at once p50", v.concurrency, "");
+}
+
+std::string rate_line(const Verdict& v) {
+  return format("request rate %s -> %s req/s (%s)", num(v.rate.baseline, 2).c_str(),
+                num(v.rate.current, 2).c_str(), pct(v.rate.relative).c_str());
+}
+
 void input_length_text(const Verdict& v, VerdictText& t) {
   t.headline = input_headline(v);
   t.details.push_back(input_line(v));
@@ -173,9 +207,17 @@ void input_length_text(const Verdict& v, VerdictText& t) {
 
 void throughput_text(const Verdict& v, VerdictText& t) {
   t.headline =
-      "OTPS down: the host generates tokens slower, a service-side throughput change "
-      "(alarm-worthy)";
-  t.details.push_back(otps_line(v) + ", beyond the " + tolerance_text(v) + " tolerance");
+      v.decode_speed.defined()
+          ? "the host generates tokens slower at the same load (decode speed at matched "
+            "concurrency " +
+                pct(v.decode_speed.relative) + "), a service-side throughput change (alarm-worthy)"
+          : "OTPS down: the host generates tokens slower, a service-side throughput change "
+            "(alarm-worthy; the decode check at matched concurrency is not known)";
+  t.details.push_back(otps_line(v) +
+                      (v.otps_down ? ", beyond the " + tolerance_text(v) + " tolerance"
+                                   : ", within the " + tolerance_text(v) + " tolerance at p50"));
+  t.details.push_back(decode_check_line(v));
+  t.details.push_back(concurrency_line(v));
   t.details.push_back(parts_line(v));
   t.details.push_back(input_line(v));
   if (!v.ttft_up) return;
@@ -183,6 +225,64 @@ void throughput_text(const Verdict& v, VerdictText& t) {
                       " too: a slower host also prefills slower, and queued requests wait "
                       "behind slower generation");
   t.details.push_back(queue_line(v));
+}
+
+// Bigger batches at the same host speed (rule 3): what the OTPS drop is, in words.
+std::string bigger_batches(const Verdict& v) {
+  return "each step serves more requests and each token waits longer (OTPS p50 " +
+         pct(v.otps.relative) + ", requests decoding at once p50 " + pct(v.concurrency.relative) +
+         "), while the host decodes as fast at matched "
+         "concurrency (" +
+         pct(v.decode_speed.relative) + ")";
+}
+
+// The details every bigger-batches finding shows.
+void batches_details(const Verdict& v, VerdictText& t) {
+  t.details.push_back(otps_line(v) + ": a consequence of the load, not the verdict");
+  t.details.push_back(decode_check_line(v));
+  t.details.push_back(concurrency_line(v));
+  t.details.push_back(parts_line(v));
+}
+
+void rate_text(const Verdict& v, VerdictText& t) {
+  t.headline = "more requests per second (" + rate_line(v) +
+               "), a workload change, not the host: " +
+               (v.otps_down ? bigger_batches(v)
+                            : "more requests queue for each step (TTFT p50 " +
+                                  pct(v.ttft.relative) + ") while the host prefills as fast");
+  t.details.push_back(rate_line(v));
+  if (v.otps_down) {
+    batches_details(v, t);
+  } else {
+    t.details.push_back(ttft_line(v) + "; " + otps_line(v));
+    t.details.push_back(queue_line(v));
+    t.details.push_back(host_check_line(v));
+  }
+}
+
+void config_text(const Verdict& v, VerdictText& t) {
+  t.headline = format(
+      "the recorded configuration changed (%zu setting%s, below) and the host decodes as fast at "
+      "matched concurrency: the OTPS drop follows the bigger batches the new configuration forms",
+      v.config_changes.size(), v.config_changes.size() == 1 ? "" : "s");
+  batches_details(v, t);
+}
+
+void noise_text(const Verdict& v, VerdictText& t) {
+  const bool other_seed = v.baseline_seed >= 0 && v.current_seed >= 0 &&
+                          v.baseline_seed != v.current_seed && v.configs_recorded;
+  t.headline = "OTPS down, but the workload held (input, output and rate within " +
+               tolerance_text(v) + "): " + bigger_batches(v) + "; " +
+               (other_seed ? format("the same configuration at seed %lld instead of %lld: ",
+                                    static_cast<long long>(v.current_seed),
+                                    static_cast<long long>(v.baseline_seed))
+                           : std::string()) +
+               "this arrival sample formed bigger batches (noise near saturation), not a slower "
+               "host; not alarm-worthy";
+  batches_details(v, t);
+  t.details.push_back(rate_line(v));
+  t.details.push_back(
+      "to measure the noise, replicate: check's num-seeds, compare --num-seeds, run --num-seeds");
 }
 
 void ttft_text(const Verdict& v, VerdictText& t) {
@@ -200,6 +300,15 @@ void ttft_text(const Verdict& v, VerdictText& t) {
 }
 
 void output_length_text(const Verdict& v, VerdictText& t) {
+  if (v.otps_down) {  // rule 3: longer answers under load
+    t.headline = "answers got longer (OutputTokenCount p50 " + pct(v.otc.relative) +
+                 "), a workload change, not a throughput incident: under load longer answers "
+                 "keep more requests decoding at once: " +
+                 bigger_batches(v);
+    t.details.push_back(il_line(v) + "; " + otc_line(v));
+    batches_details(v, t);
+    return;
+  }
   t.headline =
       "latency up while TTFT and OTPS hold: more output tokens per request, a workload change "
       "(review cost and UX; not a throughput incident)";
@@ -233,16 +342,33 @@ void no_finding_text(const Verdict& v, VerdictText& t) {
     t.details.push_back(line);
 }
 
-bool says_input(const VerdictText& t) {
+// Whether a detail line of T starts with PREFIX.
+bool says(const VerdictText& t, const std::string& prefix) {
   for (const std::string& line : t.details) {
-    if (line.rfind("input tokens", 0) == 0) return true;
+    if (line.rfind(prefix, 0) == 0) return true;
   }
   return false;
+}
+
+bool says_input(const VerdictText& t) {
+  return says(t, "input tokens");
 }
 
 // The notes after any finding: the prompts (once), the tail, dropped requests, an undefined OTPS.
 void notes_text(const Verdict& v, VerdictText& t) {
   if (!says_input(t)) t.details.push_back(input_line(v));
+  if (!says(t, "host check: decode speed") &&
+      (v.decode_slower || v.otps_down || v.finding == Finding::kTtft)) {
+    t.details.push_back(decode_check_line(v));
+  }
+  constexpr size_t kMaxConfigLines = 12;
+  for (size_t k = 0; k < v.config_changes.size() && k < kMaxConfigLines; ++k) {
+    t.details.push_back("recorded configuration: " + v.config_changes[k]);
+  }
+  if (v.config_changes.size() > kMaxConfigLines) {
+    t.details.push_back(format("recorded configuration: %zu more changes",
+                               v.config_changes.size() - kMaxConfigLines));
+  }
   if (v.tail_otps_down) {
     t.details.push_back("tail: OTPS p95 " + pct(v.otps_p95.relative) +
                         " while p50 held: investigate, do not page");
@@ -279,6 +405,15 @@ VerdictText verdict_text(const Verdict& v) {
       break;
     case Finding::kOutputLength:
       output_length_text(v, t);
+      break;
+    case Finding::kRate:
+      rate_text(v, t);
+      break;
+    case Finding::kConfig:
+      config_text(v, t);
+      break;
+    case Finding::kNoise:
+      noise_text(v, t);
       break;
     case Finding::kNone:
       no_finding_text(v, t);

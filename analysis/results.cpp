@@ -252,7 +252,7 @@ nlohmann::ordered_json read_results_summary(const std::string& path, const std::
 
 RequestLog read_results_log(const std::string& path, const std::string& name) {
   const std::string group = run_group(path, name);
-  return reading(path, [&] {
+  RequestLog result = reading(path, [&] {
     H5::H5File f = open_results(path);
     H5::Group g = f.openGroup(group + "/requests");
     const std::string where = path + ":" + group;
@@ -274,6 +274,9 @@ RequestLog read_results_log(const std::string& path, const std::string& name) {
     }
     return log;
   });
+  const nlohmann::ordered_json summary = read_results_summary(path, name);
+  if (summary.is_object() && summary.contains("config")) result.config = summary["config"];
+  return result;
 }
 
 }  // namespace servesim

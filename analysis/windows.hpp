@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct RequestLog {
   std::vector<int64_t> output_tokens;   // OutputTokenCount
   std::vector<int64_t> input_tokens;    // empty when the log does not say
   std::vector<double> queue_ms;         // empty when the log does not say; NaN per row
+  nlohmann::ordered_json config;        // the recorded configuration (results files), else null
 
   size_t size() const { return arrival_s.size(); }
   bool completed(size_t i) const { return std::isfinite(e2e_ms[i]) && std::isfinite(ttft_ms[i]); }

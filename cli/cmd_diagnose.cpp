@@ -22,7 +22,7 @@ struct DiagnoseArgs {
   std::string latency_unit = "ms", time_unit = "s";
   CsvLogColumns columns;
   DiagnoseOptions options;
-  bool windows = false, fail_on_alarm = false;
+  bool windows = false, fail_on_alarm = false, fail_on_any_alarm = false;
 };
 
 po::options_description diagnose_options(DiagnoseArgs& a) {
@@ -65,7 +65,10 @@ po::options_description diagnose_options(DiagnoseArgs& a) {
   out.add_options()("windows", po::bool_switch(&a.windows),
                     "print the current log's periods with their alarm state")(
       "fail-on-alarm", po::bool_switch(&a.fail_on_alarm),
-      "exit 1 when the OTPS alarm went to ALARM (a failing CI step)")(
+      "exit 1 when the OTPS alarm went to ALARM and the verdict does not put the drop on the "
+      "workload or noise (a failing CI step)")(
+      "fail-on-any-alarm", po::bool_switch(&a.fail_on_any_alarm),
+      "exit 1 whenever the OTPS alarm went to ALARM, as CloudWatch pages")(
       "json", po::value(&a.json), "write the whole diagnosis as JSON to FILE")(
       "config", po::value(&a.config), "read any of these flags from an INI file")("help,h",
                                                                                   "show this help");
@@ -139,8 +142,9 @@ int cmd_diagnose(int argc, const char* const* argv, std::ostream& out) {
   const Diagnosis d = diagnose(baseline, current, a.options);
   print_diagnosis(out, d, a.windows);
   if (!a.json.empty()) write_text_file(a.json, json_text(diagnosis_json(d), 2) + "\n");
-  if (a.fail_on_alarm && !d.firings.empty()) {
-    out << "diagnose: FAILED, the OTPS alarm fired (--fail-on-alarm)\n";
+  if ((a.fail_on_alarm || a.fail_on_any_alarm) && d.alarm_fails(a.fail_on_any_alarm)) {
+    out << "diagnose: FAILED, the OTPS alarm fired ("
+        << (a.fail_on_any_alarm ? "--fail-on-any-alarm" : "--fail-on-alarm") << ")\n";
     return 1;
   }
   return 0;

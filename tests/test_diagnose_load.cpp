@@ -173,3 +173,94 @@ TEST_CASE("diagnose under load: the Azure 2023 code trace with --input-scale 2 i
   // Queueing behind the longer prefills is most of the TTFT change.
   CHECK_THAT(r.out, Contains("mostly waiting to be scheduled"));
 }
+
+namespace {
+
+// `servesim run --scheduler vllm-v1` of 1,000 requests at RATE req/s (the default lengths) at SEED
+// with EXTRA, into DIR/NAME.h5: the results file records the configuration and the workload.
+std::string run_h5(const fs::path& dir, const std::string& name, const std::string& rate,
+                   const std::vector<std::string>& extra = {}, const std::string& seed = "1") {
+  const std::string path = (dir / (name + ".h5")).string();
+  std::vector<std::string> args = {"run",  "--scheduler",    "vllm-v1", "--num-requests",
+                                   "1000", "--request-rate", rate,      "--seed",
+                                   seed,   "--out",          path};
+  args.insert(args.end(), extra.begin(), extra.end());
+  REQUIRE(cli(args).code == 0);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("diagnose under load: longer answers are output_length, a slower host throughput",
+          "[diagnose]") {
+  // The issue's case: outputs of median 512 instead of 256 read as "throughput: OTPS down" at
+  // 5 req/s because under load longer answers keep more requests decoding at once. The host
+  // check at matched concurrency tells them apart at every load.
+  const fs::path dir = servesim::test::scratch("diagnose_load_outputs");
+  for (const std::string rate : {"2", "5", "8"}) {
+    INFO("request rate " << rate << " req/s");
+    const std::string base = run_h5(dir, "base" + rate, rate);
+    const Diagnosed longer = diagnose(
+        dir, base, run_h5(dir, "long" + rate, rate, {"--output-len", "lognormal:512:0.8:4:2000"}));
+    const json& d = longer.d;
+    CHECK(d["verdict"]["finding"] == "output_length");
+    CHECK(rel(d, "output_token_count") == Approx(1.0).margin(0.05));
+    CHECK(d["verdict"]["host_check"]["decode_slower"] == false);
+    CHECK(d["verdict"]["host_check"]["decode_speed_tps_per_sequence"]["relative"].get<double>() >
+          -0.1);
+    // Its decode concurrency rose with the answers' length.
+    CHECK(d["current"]["decode_load"]["concurrency_p50"].get<double>() >
+          1.5 * d["baseline"]["decode_load"]["concurrency_p50"].get<double>());
+    // The recorded workload options are named.
+    CHECK_THAT(longer.out, Contains("recorded configuration: workload.output_len"));
+    CHECK_THAT(longer.out, Contains("not a throughput incident"));
+    if (rate != "2") CHECK(rel(d, "otps") < -0.1);  // the old rule would have paged here
+
+    const Diagnosed slower =
+        diagnose(dir, base, run_h5(dir, "a100_" + rate, rate, {"--gpu", "a100-80g"}));
+    CHECK(slower.d["verdict"]["finding"] == "throughput");
+    CHECK(slower.d["verdict"]["host_check"]["decode_slower"] == true);
+    CHECK(slower.d["verdict"]["host_check"]["decode_speed_tps_per_sequence"]["relative"]
+              .get<double>() < -0.25);
+    CHECK_THAT(slower.out, Contains("recorded configuration: gpu: h100-sxm -> a100-80g"));
+  }
+}
+
+TEST_CASE("diagnose under load: seed noise is never throughput and never fails --fail-on-alarm",
+          "[diagnose]") {
+  // Seed 1 against other seeds, same host, near saturation: OTPS p50 moves by up to ~15% with
+  // the arrival sample. With 30 s periods the CloudWatch alarm fires on some; the verdict puts it
+  // on noise, so --fail-on-alarm passes, and --fail-on-any-alarm (CloudWatch's paging) fails.
+  const fs::path dir = servesim::test::scratch("diagnose_load_noise");
+  int noise = 0, excused = 0;
+  for (const std::string rate : {"2", "5", "8", "9"}) {
+    const std::string base = run_h5(dir, "seed1_" + rate, rate);
+    for (const std::string seed : {"2", "5", "9"}) {
+      INFO("request rate " << rate << " req/s, seed " << seed);
+      const std::string cur = run_h5(dir, "seed" + seed + "_" + rate, rate, {}, seed);
+      const std::string path = (dir / "noise.json").string();
+      const auto r =
+          cli({"diagnose", base, cur, "--period-s", "30", "--fail-on-alarm", "--json", path});
+      CHECK(r.code == 0);
+      const json d = json::parse(slurp(path));
+      const std::string finding = d["verdict"]["finding"].get<std::string>();
+      CHECK((finding == "none" || finding == "noise"));
+      noise += finding == "noise";
+      CHECK(d["verdict"]["config_changes"].empty());
+      if (d["alarm"]["fired"] == true) {
+        ++excused;
+        CHECK(d["alarm"]["excused"] == true);
+        CHECK_THAT(r.out, Contains("excused"));
+        CHECK(cli({"diagnose", base, cur, "--period-s", "30", "--fail-on-any-alarm"}).code == 1);
+      }
+      if (finding == "noise") {
+        CHECK_THAT(d["verdict"]["headline"].get<std::string>(),
+                   Contains("the same configuration at seed " + seed + " instead of 1"));
+      }
+    }
+  }
+  // The cases above include the noisy ones: seed 5 lowers OTPS p50 beyond 10% at 8 and 9 req/s,
+  // and fires the alarm at 9 (measured when this test was written).
+  CHECK(noise >= 2);
+  CHECK(excused >= 1);
+}

@@ -181,3 +181,118 @@ TEST_CASE("diagnose: changes from zero, dropped requests, alarm ends and tiny pe
     CHECK_THROWS_WITH(compute_windows(log, period), Contains("period-s"));
   }
 }
+
+TEST_CASE("diagnose: OTPS down at the same decode speed is the load's cause, by hand",
+          "[diagnose]") {
+  // Both logs' decode lines: tpot = 5 ms + 0.2 ms x concurrency, concurrency 10 to 30. The
+  // current's OTPS p50 halved.
+  LogStats base;
+  base.p50 = {1100, 100, 100, 100};
+  base.request_rate = 5;
+  base.decode.requests = 100;
+  base.decode.a_ms = 5;
+  base.decode.b_ms = 0.2;
+  base.decode.concurrency_p5 = 10;
+  base.decode.concurrency_p50 = 20;
+  base.decode.concurrency_p95 = 30;
+  LogStats cur = base;
+  cur.p50 = {2100, 100, 100, 50};
+  cur.decode.concurrency_p50 = 25;
+  // The same line, bigger batches, nothing else moved: noise.
+  Verdict v = decide(base, cur, 0.1);
+  CHECK(v.finding == Finding::kNoise);
+  CHECK(v.decode_held);
+  CHECK_FALSE(v.decode_extrapolated);
+  CHECK(v.matched_concurrency == 25);  // the current's p50, inside both ranges
+  CHECK(v.decode_speed.relative == Approx(0));
+  CHECK(v.concurrency.relative == Approx(0.25));
+  CHECK_THAT(all_text(verdict_text(v)), Contains("not alarm-worthy"));
+  // Longer answers, or a higher rate, or a changed configuration make the batches bigger.
+  LogStats longer = cur;
+  longer.p50.otc = 200;
+  CHECK(decide(base, longer, 0.1).finding == Finding::kOutputLength);
+  LogStats faster_arrivals = cur;
+  faster_arrivals.request_rate = 6;
+  CHECK(decide(base, faster_arrivals, 0.1).finding == Finding::kRate);
+  LogStats reconfigured = cur;
+  base.config = {{"gpu", "h100-sxm"}, {"max_num_seqs", 256}, {"workload", {{"seed", 1}}}};
+  reconfigured.config = {{"gpu", "h100-sxm"}, {"max_num_seqs", 512}, {"workload", {{"seed", 1}}}};
+  const Verdict config = decide(base, reconfigured, 0.1);
+  CHECK(config.finding == Finding::kConfig);
+  REQUIRE(config.config_changes.size() == 1);
+  CHECK(config.config_changes[0] == "max_num_seqs: 256 -> 512");
+  // Only the seed differs: noise, and the headline names the seeds.
+  LogStats other_seed = cur;
+  other_seed.config = {{"gpu", "h100-sxm"}, {"max_num_seqs", 256}, {"workload", {{"seed", 7}}}};
+  const Verdict seeded = decide(base, other_seed, 0.1);
+  CHECK(seeded.finding == Finding::kNoise);
+  CHECK_THAT(verdict_text(seeded).headline, Contains("at seed 7 instead of 1"));
+  // A steeper line (each token 30% slower at the same concurrency): the host, throughput.
+  LogStats slower = cur;
+  slower.decode.a_ms = 6.5;
+  slower.decode.b_ms = 0.26;
+  const Verdict host = decide(base, slower, 0.1);
+  CHECK(host.finding == Finding::kThroughput);
+  CHECK(host.decode_slower);
+  CHECK(host.decode_speed.relative == Approx(1 / 1.3 - 1));
+  // Longer answers on a slower host: still the host.
+  slower.p50.otc = 200;
+  CHECK(decide(base, slower, 0.1).finding == Finding::kThroughput);
+  // No decode line in a log (too few requests): OTPS down is throughput, as the article reads it.
+  LogStats unknown = cur;
+  unknown.decode = DecodeLoad{};
+  unknown.p50.otc = 200;
+  CHECK(decide(base, unknown, 0.1).finding == Finding::kThroughput);
+  // Loads that do not overlap: the baseline's line extrapolated to the current's p50, and said.
+  LogStats heavy = cur;
+  heavy.decode.concurrency_p5 = 50;
+  heavy.decode.concurrency_p50 = 60;
+  heavy.decode.concurrency_p95 = 70;
+  const Verdict far = decide(base, heavy, 0.1);
+  CHECK(far.decode_extrapolated);
+  CHECK(far.matched_concurrency == 60);
+  CHECK_THAT(all_text(verdict_text(far)), Contains("the baseline's line extrapolated"));
+  // TTFT up with a higher rate while the host prefills as fast: the rate.
+  LogStats queued = base;
+  queued.p50 = {1300, 300, 100, 100};
+  queued.request_rate = 7;
+  CHECK(decide(base, queued, 0.1).finding == Finding::kRate);
+}
+
+TEST_CASE("diagnose: the decode line of a log built by hand", "[diagnose]") {
+  // Twenty requests of 11 tokens: ten alone (concurrency 1, 10 ms a token after the first), ten
+  // in pairs (concurrency 2, 14 ms a token): tpot = 6 + 4 x concurrency.
+  RequestLog log;
+  log.source = "hand";
+  for (int i = 0; i < 10; ++i) {  // alone, 1 s apart
+    log.arrival_s.push_back(i);
+    log.ttft_ms.push_back(50);
+    log.e2e_ms.push_back(50 + 10 * 10);
+  }
+  for (int i = 0; i < 10; ++i) {  // pairs arriving together, 1 s apart, from t = 100 s
+    log.arrival_s.push_back(100 + i / 2);
+    log.ttft_ms.push_back(50);
+    log.e2e_ms.push_back(50 + 10 * 14);
+  }
+  log.output_tokens.assign(20, 11);
+  const DecodeLoad d = decode_load(log);
+  REQUIRE(d.defined());
+  CHECK(d.requests == 20);
+  CHECK(d.a_ms == Approx(6));
+  CHECK(d.b_ms == Approx(4));
+  CHECK(d.concurrency_p5 == Approx(1));
+  CHECK(d.concurrency_p95 == Approx(2));
+  // Fewer than kMinDecodeRequests, or one output token each: undefined.
+  RequestLog few = log;
+  few.output_tokens.assign(20, 1);
+  CHECK_FALSE(decode_load(few).defined());
+  // One concurrency throughout: flat at the mean.
+  RequestLog flat = log;
+  flat.arrival_s.resize(10);
+  flat.ttft_ms.resize(10);
+  flat.e2e_ms.resize(10);
+  flat.output_tokens.resize(10);
+  const DecodeLoad f = decode_load(flat);
+  CHECK(f.b_ms == 0);
+  CHECK(f.a_ms == Approx(10));
+}
