@@ -48,6 +48,8 @@ Verdict measure(const LogStats& base, const LogStats& cur) {
   if (v.configs_recorded) v.config_changes = configuration_changes(base.config, cur.config);
   v.baseline_seed = config_seed(base.config);
   v.current_seed = config_seed(cur.config);
+  v.other_seed_only = v.configs_recorded && v.config_changes.empty() && v.baseline_seed >= 0 &&
+                      v.current_seed >= 0 && v.baseline_seed != v.current_seed;
   return v;
 }
 
@@ -92,12 +94,15 @@ Finding first_match(const Verdict& v) {
     return Finding::kThroughput;
   }
   if (v.otps_down) {  // the host decodes as fast at matched concurrency: bigger batches
+    if (v.other_seed_only) return Finding::kNoise;
     if (v.otc_up) return Finding::kOutputLength;
     if (v.rate_up) return Finding::kRate;
     if (!v.config_changes.empty()) return Finding::kConfig;
     return Finding::kNoise;
   }
-  if (v.ttft_up && v.rate_up && !v.prefill_slower) return Finding::kRate;
+  if (v.ttft_up && v.rate_up && !v.prefill_slower) {
+    return v.other_seed_only ? Finding::kNoise : Finding::kRate;
+  }
   if (v.ttft_up) return Finding::kTtft;
   if (v.il_up && v.otc_up) return Finding::kOutputLength;
   return Finding::kNone;

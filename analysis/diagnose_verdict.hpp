@@ -58,8 +58,11 @@ namespace servesim {
 //                     more (max_num_seqs, the token budget, the GPU's memory);
 //     kNoise:         nothing recorded moved, the seed aside: the arrival sample formed bigger
 //                     batches (seed noise near saturation), not the host; not alarm-worthy.
+//                     First of the four when the results files record configurations equal
+//                     but for the seed: then a realized rate or length that moved is a draw.
 //  4. kRate:         TTFT p50 rose beyond the tolerance, the rate rose beyond it and the host's
-//                    prefill speed did not fall beyond it: more queueing from more requests.
+//                    prefill speed did not fall beyond it: more queueing from more requests
+//                    (kNoise instead when the configurations are equal but for the seed).
 //  5. kTtft:         TTFT p50 rose by more than the tolerance while OTPS held: queueing or
 //                    slower prefill before generation (or input length, when the logs do not
 //                    record it).
@@ -117,6 +120,9 @@ struct Verdict {
   std::vector<std::string> config_changes;
   bool configs_recorded = false;
   int64_t baseline_seed = -1, current_seed = -1;
+  // Both configurations recorded, equal but for the workload's seed: whatever the realized
+  // lengths and rate did, the two runs are draws of one workload.
+  bool other_seed_only = false;
   Decomposition p50;  // the change of InvocationLatency p50, split as the finding says
 
   // Which p50s crossed the tolerance, in the direction the rule asks.

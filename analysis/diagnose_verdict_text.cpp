@@ -269,17 +269,26 @@ void config_text(const Verdict& v, VerdictText& t) {
 }
 
 void noise_text(const Verdict& v, VerdictText& t) {
-  const bool other_seed = v.baseline_seed >= 0 && v.current_seed >= 0 &&
-                          v.baseline_seed != v.current_seed && v.configs_recorded;
-  t.headline = "OTPS down, but the workload held (input, output and rate within " +
-               tolerance_text(v) + "): " + bigger_batches(v) + "; " +
-               (other_seed ? format("the same configuration at seed %lld instead of %lld: ",
-                                    static_cast<long long>(v.current_seed),
-                                    static_cast<long long>(v.baseline_seed))
-                           : std::string()) +
-               "this arrival sample formed bigger batches (noise near saturation), not a slower "
-               "host; not alarm-worthy";
-  batches_details(v, t);
+  const std::string lead =
+      v.other_seed_only
+          ? format("the two runs share their configuration but for the seed (%lld instead of %lld)",
+                   static_cast<long long>(v.current_seed), static_cast<long long>(v.baseline_seed))
+          : "the workload held (input, output and rate within " + tolerance_text(v) + ")";
+  const std::string what = v.otps_down
+                               ? bigger_batches(v)
+                               : "more queueing before the first token (TTFT p50 " +
+                                     pct(v.ttft.relative) + ") while the host prefills as fast";
+  t.headline = std::string(v.otps_down ? "OTPS down" : "TTFT up") + ", but " + lead + ": " + what +
+               "; this arrival sample" +
+               (v.rate_up ? " (its rate " + pct(v.rate.relative) + ")" : "") +
+               " loaded the host more (noise near saturation), not a slower host; not alarm-worthy";
+  if (v.otps_down) {
+    batches_details(v, t);
+  } else {
+    t.details.push_back(ttft_line(v) + "; " + otps_line(v));
+    t.details.push_back(queue_line(v));
+    t.details.push_back(host_check_line(v));
+  }
   t.details.push_back(rate_line(v));
   t.details.push_back(
       "to measure the noise, replicate: check's num-seeds, compare --num-seeds, run --num-seeds");

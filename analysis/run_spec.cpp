@@ -149,6 +149,7 @@ void check_flags(const RunSpec& s) {
   if (s.seed < 0) throw Error("seed", "must be >= 0");
   if (s.max_concurrency < 0) throw Error("max-concurrency", "must be >= 1 (or 0: open loop)");
   if (s.num_seeds < 1 || s.num_seeds > 1000) throw Error("num-seeds", "must be in [1, 1000]");
+  if (s.trace_replicates != "auto") parse_resample(s.trace_replicates);
   if (s.seed > std::numeric_limits<int64_t>::max() - (s.num_seeds - 1)) {
     throw Error("num-seeds", "seeds --seed .. --seed + N - 1 would pass 2^63 - 1: lower --seed");
   }
@@ -397,10 +398,26 @@ TransformOptions transforms(const RunSpec& s, double request_rate) {
   return o;
 }
 
+// How replicates of trace T are drawn: --trace-replicates, auto meaning bootstrap when a timed
+// trace runs as one of several replicates (--num-seeds > 1).
+Resample trace_replicates(const RunSpec& s, const Trace& t) {
+  if (s.trace_replicates == "auto") {
+    return t.timed && s.num_seeds > 1 ? Resample::kBootstrap : Resample::kNone;
+  }
+  const Resample r = parse_resample(s.trace_replicates);
+  if (r != Resample::kNone && !t.timed) {
+    throw Error("trace-replicates", s.trace +
+                                        " has no arrival times to resample: its arrivals are "
+                                        "drawn from --seed (give --num-seeds alone)");
+  }
+  return r;
+}
+
 // The flags that would do nothing on trace T: generator flags on a timed trace (its arrival times
 // are replayed), and import flags of another format.
-void check_trace_flags(const RunSpec& s, const Trace& t) {
+void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
   for (const char* flag : {"burstiness", "seed", "num-seeds"}) {
+    if (replicates != Resample::kNone && std::string(flag) != "burstiness") continue;
     if (t.timed && s.has(flag)) {
       throw Error(flag, "has no effect on " + s.trace +
                             ": its arrival times are replayed (rescaled by --request-rate); it "
@@ -429,8 +446,11 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
     }
   }
   Trace t = *inputs.trace(s.trace, s.import);
-  check_trace_flags(s, t);
-  apply_transforms(t, transforms(s, s.has("request-rate") ? s.request_rate : 0));
+  const Resample replicates = trace_replicates(s, t);
+  check_trace_flags(s, t, replicates);
+  TransformOptions o = transforms(s, s.has("request-rate") ? s.request_rate : 0);
+  o.resample = replicates;
+  apply_transforms(t, o);
   if (!t.timed) {
     throw Error("request-rate", s.trace + " has no arrival times: give --request-rate");
   }
@@ -442,7 +462,12 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
                        "--time-scale or --request-rate",
                        *last));
   }
-  return {to_workload(t), trace_json(t), trace_text(t)};
+  ordered_json j = trace_json(t);
+  if (replicates != Resample::kNone) {  // the replicate drawn: its seed, as generators record it
+    j["replicates"] = resample_name(replicates);
+    j["seed"] = s.seed;
+  }
+  return {to_workload(t), std::move(j), trace_text(t)};
 }
 
 }  // namespace

@@ -117,6 +117,9 @@ struct RunSpec {
   GoodputSlo goodput;
   std::vector<double> metric_percentiles;
   int64_t num_seeds = 1;
+  // Replicates of a timed trace (traces/resample.hpp): auto = bootstrap when num_seeds > 1,
+  // none otherwise; none, bootstrap, jitter.
+  std::string trace_replicates = "auto";
   // The flags the user gave (without dashes): where a flag's default and an explicit value of
   // the same number mean different things (--request-rate with a trace, --tp against
   // --tensor-parallel-size).

@@ -106,13 +106,9 @@ std::vector<Scenario> scenario_specs(const CheckSpec& c, Inputs& inputs) {
         sc.num_seeds = n;
         sc.spec.num_seeds = n;  // checked with --seed as run checks it
       }
+      // A timed trace's replicates are drawn from its seeds (trace-replicates, bootstrap by
+      // default: traces/resample.hpp), so num-seeds stays on the spec that runs each one.
       check_point(sc.spec, inputs);
-      if (sc.num_seeds > 1 && !sc.spec.trace.empty() && !sc.spec.has("request-rate")) {
-        throw Error("num-seeds",
-                    "a timed trace has no seed to vary: its replicates would be the same run "
-                    "(give request-rate to redraw its arrivals per seed)");
-      }
-      sc.spec.num_seeds = 1;
       out.push_back(sc);
     } catch (const Error& e) {
       throw Error(c.path, 0, "scenario." + name, e.what());

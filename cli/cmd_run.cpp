@@ -115,9 +115,10 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
   if (a.spec.num_seeds > 1 && !a.timeline.empty()) {
     throw Error("timeline", "writes one run: drop --num-seeds");
   }
-  if (a.spec.num_seeds > 1 && (!a.out.empty() || !a.requests_csv.empty())) {
-    throw Error(a.out.empty() ? "requests-csv" : "out",
-                "writes one run: with --num-seeds use --json (or sweep --seed LO:HI:1)");
+  if (a.spec.num_seeds > 1 && !a.requests_csv.empty()) {
+    throw Error("requests-csv",
+                "writes one run's requests: with --num-seeds use --out (one run per seed, "
+                "LABEL@seed=K) or --json");
   }
   check_flags(a.spec);
   // Every output writable, and none of them an input or another output, before any work.
@@ -203,23 +204,55 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   return runs;
 }
 
-// --num-seeds: the policies in SPECS over seed k's workload, for each seed: runs[policy][k].
-std::vector<std::vector<RunResult>> run_seeds(const RunArgs& a,
-                                              const std::vector<std::string>& specs, Inputs& inputs,
-                                              std::string& workload, bool compare) {
-  std::vector<std::vector<RunResult>> runs(specs.size());
+// --num-seeds: the policies in SPECS over seed k's workload, for each seed: runs[policy][k], and
+// each seed's workload as the results record it.
+struct SeedRuns {
+  std::vector<std::vector<RunResult>> runs;
+  std::vector<ordered_json> workloads;  // [k]
+  std::string text;                     // seed 0's workload, and the seeds
+};
+
+SeedRuns run_seeds(const RunArgs& a, const std::vector<std::string>& specs, Inputs& inputs,
+                   bool compare) {
+  SeedRuns out;
+  out.runs.resize(specs.size());
   for (int64_t k = 0; k < a.spec.num_seeds; ++k) {
     RunArgs seeded = a;
     seeded.spec = with_seed(a.spec, k);
     const LoadedWorkload w = load_workload(seeded.spec, inputs);
-    if (k == 0) workload = w.text;
+    if (k == 0) out.text = w.text;
+    out.workloads.push_back(w.json);
     std::vector<RunResult> step = run_policies(seeded, specs, w.requests, inputs, compare);
     for (size_t i = 0; i < specs.size(); ++i)
-      runs[i].push_back(std::move(step[i]));
+      out.runs[i].push_back(std::move(step[i]));
   }
-  workload += " (" + std::to_string(a.spec.num_seeds) + " seeds: " + std::to_string(a.spec.seed) +
+  out.text += " (" + std::to_string(a.spec.num_seeds) + " seeds: " + std::to_string(a.spec.seed) +
               " to " + std::to_string(a.spec.seed + (a.spec.num_seeds - 1)) + ")";
-  return runs;
+  return out;
+}
+
+// Every seed's whole summary of one policy, with its configuration and workload.
+ordered_json seed_summaries(const std::vector<RunResult>& runs, const SeedRuns& s) {
+  ordered_json j = ordered_json::array();
+  for (size_t k = 0; k < runs.size(); ++k)
+    j.push_back(summary_json(runs[k], s.workloads[k]));
+  return j;
+}
+
+// --out with --num-seeds: one run per policy and seed, named LABEL@seed=K.
+void write_seed_results(const RunArgs& a, const SeedRuns& s) {
+  if (a.out.empty()) return;
+  std::vector<NamedRun> named;
+  for (const std::vector<RunResult>& policy : s.runs) {
+    for (size_t k = 0; k < policy.size(); ++k) {
+      named.push_back({run_label(policy[k]) + "@seed=" + std::to_string(a.spec.seed + int64_t(k)),
+                       &policy[k], &s.workloads[k]});
+    }
+  }
+  ResultsOptions o;
+  o.period_s = a.period_s;
+  o.steps = !a.no_steps;
+  write_results_h5(a.out, named, s.workloads.front(), o);
 }
 
 std::vector<int64_t> seeds_of(const RunSpec& s) {
@@ -232,35 +265,33 @@ std::vector<int64_t> seeds_of(const RunSpec& s) {
 // `run --num-seeds N`: the replicates' table, and their JSON.
 int run_replicates(const RunArgs& a, std::ostream& out) {
   Inputs inputs;
-  std::string workload;
-  const std::vector<RunResult> runs =
-      run_seeds(a, {scheduler_spec(a.spec)}, inputs, workload, false).front();
+  const SeedRuns seeded = run_seeds(a, {scheduler_spec(a.spec)}, inputs, false);
+  const std::vector<RunResult>& runs = seeded.runs.front();
   const RunResult& r = runs.front();
   out << "servesim run: " << r.config.model.name << " on " << r.config.gpu.name << " x"
-      << r.config.tp << ", " << run_label(r) << "\nworkload: " << workload << "\n\n";
+      << r.config.tp << ", " << run_label(r) << "\nworkload: " << seeded.text << "\n\n";
   const std::vector<Replicate> reps = replicate(runs);
   print_replicates(out, reps);
   print_replicate_warnings(out, runs);
   if (!a.json.empty()) {
     ordered_json j = {{"label", run_label(r)},
                       {"replicates", replicates_json(reps, seeds_of(a.spec))}};
-    j["runs"] = ordered_json::array();
-    for (const RunResult& run : runs)
-      j["runs"].push_back(summary_json(run, ordered_json::object()));
+    j["runs"] = seed_summaries(runs, seeded);
     write_text_file(a.json, json_text(j, 2) + "\n");
   }
+  write_seed_results(a, seeded);
   return 0;
 }
 
 // `compare --num-seeds N`: each policy's means and confidence intervals, and the verdict on them.
 int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, std::ostream& out) {
   Inputs inputs;
-  std::string workload;
-  const std::vector<std::vector<RunResult>> runs = run_seeds(a, specs, inputs, workload, true);
+  const SeedRuns seeded = run_seeds(a, specs, inputs, true);
+  const std::vector<std::vector<RunResult>>& runs = seeded.runs;
   std::vector<RunResult> firsts;
   for (const auto& policy : runs)
     firsts.push_back(policy.front());
-  print_compare_header(out, firsts, workload);
+  print_compare_header(out, firsts, seeded.text);
   print_compare_replicates(out, runs);
   ordered_json j;
   j["runs"] = ordered_json::array();
@@ -270,12 +301,11 @@ int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, 
                         {"replicates", replicates_json(replicate(policy), seeds_of(a.spec))}};
     if (&policy != &runs.front()) row["paired_change"] = paired_changes_json(runs.front(), policy);
     // Every seed's whole summary, with its configuration.
-    row["summaries"] = ordered_json::array();
-    for (const RunResult& r : policy)
-      row["summaries"].push_back(summary_json(r, ordered_json::object()));
+    row["summaries"] = seed_summaries(policy, seeded);
     j["runs"].push_back(row);
   }
   if (!a.json.empty()) write_text_file(a.json, json_text(j, 2) + "\n");
+  write_seed_results(a, seeded);
   return 0;
 }
 

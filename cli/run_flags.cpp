@@ -259,6 +259,14 @@ const std::vector<RunFlag>& run_flags() {
       {"num-seeds", G::kMetrics, Plain<int64_t>{FIELD(num_seeds)}, kShowDefault,
        "replicates: run seeds SEED .. SEED+N-1 and report each headline metric's mean and "
        "95% confidence interval"},
+      {"trace-replicates", G::kMetrics, Plain<std::string>{FIELD(trace_replicates)}, kShowDefault,
+       "replicates of a timed trace, seed k drawing replicate k: bootstrap (blocks of the trace "
+       "resampled over time), jitter (arrivals moved), none, or auto (bootstrap with "
+       "--num-seeds > 1)"},
+      {"replicate-block-s", G::kMetrics, Plain<double>{FIELD(what_if.replicate_block_s)},
+       kShowDefault, "bootstrap: block length in seconds"},
+      {"replicate-jitter-s", G::kMetrics, Plain<double>{FIELD(what_if.replicate_jitter_s)},
+       kShowDefault, "jitter: each arrival moves uniformly within +- half this, in seconds"},
   };
   return flags;
 }

@@ -255,7 +255,7 @@ TEST_CASE("diagnose under load: seed noise is never throughput and never fails -
       }
       if (finding == "noise") {
         CHECK_THAT(d["verdict"]["headline"].get<std::string>(),
-                   Contains("the same configuration at seed " + seed + " instead of 1"));
+                   Contains("but for the seed (" + seed + " instead of 1)"));
       }
     }
   }

@@ -226,7 +226,7 @@ TEST_CASE("diagnose: OTPS down at the same decode speed is the load's cause, by 
   other_seed.config = {{"gpu", "h100-sxm"}, {"max_num_seqs", 256}, {"workload", {{"seed", 7}}}};
   const Verdict seeded = decide(base, other_seed, 0.1);
   CHECK(seeded.finding == Finding::kNoise);
-  CHECK_THAT(verdict_text(seeded).headline, Contains("at seed 7 instead of 1"));
+  CHECK_THAT(verdict_text(seeded).headline, Contains("but for the seed (7 instead of 1)"));
   // A steeper line (each token 30% slower at the same concurrency): the host, throughput.
   LogStats slower = cur;
   slower.decode.a_ms = 6.5;
@@ -295,4 +295,35 @@ TEST_CASE("diagnose: the decode line of a log built by hand", "[diagnose]") {
   const DecodeLoad f = decode_load(flat);
   CHECK(f.b_ms == 0);
   CHECK(f.a_ms == Approx(10));
+}
+
+TEST_CASE("diagnose: configurations equal but for the seed make a realized rate change noise",
+          "[diagnose]") {
+  LogStats base;
+  base.p50 = {1100, 100, 100, 100};
+  base.request_rate = 5;
+  base.decode.requests = 100;
+  base.decode.a_ms = 5;
+  base.decode.b_ms = 0.2;
+  base.decode.concurrency_p5 = 10;
+  base.decode.concurrency_p50 = 20;
+  base.decode.concurrency_p95 = 30;
+  base.config = {{"gpu", "h100-sxm"}, {"workload", {{"request_rate", 9}, {"seed", 0}}}};
+  LogStats cur = base;
+  cur.p50 = {2100, 100, 100, 50};
+  cur.request_rate = 6;  // the draw's realized rate, +20%
+  cur.config["workload"]["seed"] = 1;
+  const Verdict v = decide(base, cur, 0.1);
+  CHECK(v.other_seed_only);
+  CHECK(v.finding == Finding::kNoise);
+  CHECK_THAT(verdict_text(v).headline, Contains("its rate +20.0%"));
+  // TTFT up from more queueing at that rate: noise as well; without recorded configurations,
+  // the rate.
+  LogStats queued = base;
+  queued.p50 = {1300, 300, 100, 100};
+  queued.request_rate = 7;
+  queued.config["workload"]["seed"] = 1;
+  CHECK(decide(base, queued, 0.1).finding == Finding::kNoise);
+  queued.config = nullptr;
+  CHECK(decide(base, queued, 0.1).finding == Finding::kRate);
 }

@@ -11,8 +11,9 @@
 namespace servesim {
 
 bool TransformOptions::any() const {
-  return has_window || max_requests > 0 || time_scale != 1 || request_rate > 0 || input_trim > 0 ||
-         input_scale != 1 || output_scale != 1 || max_input_len > 0 || max_output_len > 0;
+  return has_window || max_requests > 0 || resample != Resample::kNone || time_scale != 1 ||
+         request_rate > 0 || input_trim > 0 || input_scale != 1 || output_scale != 1 ||
+         max_input_len > 0 || max_output_len > 0;
 }
 
 namespace {
@@ -30,6 +31,12 @@ std::string TransformOptions::describe() const {
   };
   if (has_window) add("window", num(window_start_s) + ":" + num(window_end_s));
   if (max_requests > 0) add("max-requests", std::to_string(max_requests));
+  if (resample != Resample::kNone) {
+    add("trace-replicates", resample_name(resample));
+    if (resample == Resample::kBootstrap) add("replicate-block-s", num(replicate_block_s));
+    if (resample == Resample::kJitter) add("replicate-jitter-s", num(replicate_jitter_s));
+    add("seed", std::to_string(seed));
+  }
   if (time_scale != 1) add("time-scale", num(time_scale));
   if (request_rate > 0) add("request-rate", num(request_rate));
   if (input_trim > 0) add("input-trim", std::to_string(input_trim));
@@ -169,6 +176,12 @@ void check(const TransformOptions& o) {
   }
   if (o.max_input_len < 0) throw Error("max-input-len", "must be >= 0");
   if (o.max_output_len < 0) throw Error("max-output-len", "must be >= 0");
+  if (!(o.replicate_block_s > 0 && o.replicate_block_s <= 1e9)) {
+    throw Error("replicate-block-s", "must be a number of seconds in (0, 1e9]");
+  }
+  if (!(o.replicate_jitter_s > 0 && o.replicate_jitter_s <= 1e6)) {
+    throw Error("replicate-jitter-s", "must be a number of seconds in (0, 1e6]");
+  }
 }
 
 }  // namespace
@@ -196,6 +209,16 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
   }
   if (t.size() == 0) {
     throw Error(o.has_window ? "window" : "max-requests", "no request of the trace is left");
+  }
+  if (o.resample != Resample::kNone) {
+    if (!t.timed) {
+      throw Error("trace-replicates",
+                  "needs the trace's own arrival times, and this length-only trace has none (its "
+                  "arrivals are drawn from --seed already)");
+    }
+    resample_trace(t, o.resample,
+                   o.resample == Resample::kBootstrap ? o.replicate_block_s : o.replicate_jitter_s,
+                   o.seed);
   }
   if (t.timed) {
     if (o.time_scale != 1) {

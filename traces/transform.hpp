@@ -1,6 +1,9 @@
 // What-if transforms on a trace, applied in this order (each optional):
 //  1. --window START:END  keep arrivals in [START, END) s, shifted to start at 0 (timed only);
 //  2. --max-requests N    keep the first N;
+//     then --trace-replicates bootstrap|jitter draws a replicate of what is left from --seed
+//     (traces/resample.hpp: a circular block bootstrap of --replicate-block-s blocks, or
+//     arrivals jittered by --replicate-jitter-s), timed traces only;
 //  3. arrivals: on a timed trace --time-scale X stretches them (0.5 = twice the rate) and then
 //     --request-rate R rescales them to mean rate R; a length-only trace gets Gamma arrivals at
 //     rate R with --burstiness and --seed, as the synthetic generator draws them;
@@ -20,6 +23,7 @@
 #include <limits>
 #include <string>
 
+#include "traces/resample.hpp"
 #include "traces/trace.hpp"
 
 namespace servesim {
@@ -31,7 +35,10 @@ struct TransformOptions {
   double time_scale = 1;
   double request_rate = 0;  // 0 = keep the trace's timing
   double burstiness = 1;    // for length-only traces
-  uint64_t seed = 0;        // for length-only traces
+  uint64_t seed = 0;        // for length-only traces, and the replicate drawn
+  Resample resample = Resample::kNone;
+  double replicate_block_s = 60;  // bootstrap: block length
+  double replicate_jitter_s = 1;  // jitter: width of the uniform offset
   int64_t input_trim = 0;
   double input_scale = 1, output_scale = 1;
   int64_t max_input_len = 0, max_output_len = 0;  // 0 = no clip
