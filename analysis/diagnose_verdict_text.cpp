@@ -244,6 +244,17 @@ void batches_details(const Verdict& v, VerdictText& t) {
   t.details.push_back(parts_line(v));
 }
 
+// The details of a load finding: the bigger batches when OTPS fell, else the queueing.
+void load_details(const Verdict& v, VerdictText& t) {
+  if (v.otps_down) {
+    batches_details(v, t);
+    return;
+  }
+  t.details.push_back(ttft_line(v) + "; " + otps_line(v));
+  t.details.push_back(queue_line(v));
+  t.details.push_back(host_check_line(v));
+}
+
 void rate_text(const Verdict& v, VerdictText& t) {
   t.headline = "more requests per second (" + rate_line(v) +
                "), a workload change, not the host: " +
@@ -251,13 +262,7 @@ void rate_text(const Verdict& v, VerdictText& t) {
                             : "more requests queue for each step (TTFT p50 " +
                                   pct(v.ttft.relative) + ") while the host prefills as fast");
   t.details.push_back(rate_line(v));
-  if (v.otps_down) {
-    batches_details(v, t);
-  } else {
-    t.details.push_back(ttft_line(v) + "; " + otps_line(v));
-    t.details.push_back(queue_line(v));
-    t.details.push_back(host_check_line(v));
-  }
+  load_details(v, t);
 }
 
 void config_text(const Verdict& v, VerdictText& t) {
@@ -282,13 +287,7 @@ void noise_text(const Verdict& v, VerdictText& t) {
                "; this arrival sample" +
                (v.rate_up ? " (its rate " + pct(v.rate.relative) + ")" : "") +
                " loaded the host more (noise near saturation), not a slower host; not alarm-worthy";
-  if (v.otps_down) {
-    batches_details(v, t);
-  } else {
-    t.details.push_back(ttft_line(v) + "; " + otps_line(v));
-    t.details.push_back(queue_line(v));
-    t.details.push_back(host_check_line(v));
-  }
+  load_details(v, t);
   t.details.push_back(rate_line(v));
   t.details.push_back(
       "to measure the noise, replicate: check's num-seeds, compare --num-seeds, run --num-seeds");
