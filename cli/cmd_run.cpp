@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "analysis/metrics_as.hpp"
 #include "analysis/replicates.hpp"
 #include "analysis/report.hpp"
 #include "analysis/results.hpp"
@@ -35,8 +36,11 @@ struct RunArgs {
   RunSpec spec;
   std::vector<std::string> schedulers;
   std::string json, requests_csv, config, out, timeline, timeline_window = "0:60";
+  std::string metrics_as = "servesim";
   double period_s = 300;
   bool no_steps = false;
+
+  MetricsTool tool() const { return parse_metrics_tool(metrics_as); }
 };
 
 po::options_description options(RunArgs& a, bool compare) {
@@ -55,6 +59,10 @@ po::options_description options(RunArgs& a, bool compare) {
     policies.add(o);
   po::options_description out("output");
   out.add_options()("json", po::value(&a.json), "write the JSON summary to FILE");
+  out.add_options()("metrics-as", po::value(&a.metrics_as)->default_value(a.metrics_as),
+                    "also report the metrics as this benchmark tool defines and names them: vllm "
+                    "| guidellm | inference-perf (README: Metric definitions), in the JSON's "
+                    "metrics_as (and printed by run)");
   out.add_options()("out", po::value(&a.out),
                     "write the HDF5 results file FILE: per request, per step, per window "
                     "(layout in README.md)")(
@@ -121,6 +129,7 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
                 "LABEL@seed=K) or --json");
   }
   check_flags(a.spec);
+  a.tool();  // a bad --metrics-as before any work
   // Every output writable, and none of them an input or another output, before any work.
   PathPlan paths;
   add_run_inputs(paths, a.spec);
@@ -204,6 +213,15 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   return runs;
 }
 
+// The JSON summary of R, with --metrics-as's view when asked for.
+ordered_json run_summary_json(const RunArgs& a, const RunResult& r, const ordered_json& workload) {
+  ordered_json j = summary_json(r, workload);
+  if (a.tool() != MetricsTool::kServesim) {
+    j["metrics_as"] = metrics_as_json(r, a.tool(), a.spec.metric_percentiles);
+  }
+  return j;
+}
+
 // --num-seeds: the policies in SPECS over seed k's workload, for each seed: runs[policy][k], and
 // each seed's workload as the results record it.
 struct SeedRuns {
@@ -232,10 +250,11 @@ SeedRuns run_seeds(const RunArgs& a, const std::vector<std::string>& specs, Inpu
 }
 
 // Every seed's whole summary of one policy, with its configuration and workload.
-ordered_json seed_summaries(const std::vector<RunResult>& runs, const SeedRuns& s) {
+ordered_json seed_summaries(const RunArgs& a, const std::vector<RunResult>& runs,
+                            const SeedRuns& s) {
   ordered_json j = ordered_json::array();
   for (size_t k = 0; k < runs.size(); ++k)
-    j.push_back(summary_json(runs[k], s.workloads[k]));
+    j.push_back(run_summary_json(a, runs[k], s.workloads[k]));
   return j;
 }
 
@@ -276,7 +295,7 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
   if (!a.json.empty()) {
     ordered_json j = {{"label", run_label(r)},
                       {"replicates", replicates_json(reps, seeds_of(a.spec))}};
-    j["runs"] = seed_summaries(runs, seeded);
+    j["runs"] = seed_summaries(a, runs, seeded);
     write_text_file(a.json, json_text(j, 2) + "\n");
   }
   write_seed_results(a, seeded);
@@ -301,7 +320,7 @@ int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, 
                         {"replicates", replicates_json(replicate(policy), seeds_of(a.spec))}};
     if (&policy != &runs.front()) row["paired_change"] = paired_changes_json(runs.front(), policy);
     // Every seed's whole summary, with its configuration.
-    row["summaries"] = seed_summaries(policy, seeded);
+    row["summaries"] = seed_summaries(a, policy, seeded);
     j["runs"].push_back(row);
   }
   if (!a.json.empty()) write_text_file(a.json, json_text(j, 2) + "\n");
@@ -334,7 +353,9 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
       run_policies(a, {scheduler_spec(a.spec)}, w.requests, inputs, false);
   const RunResult& r = runs.front();
   print_run_summary(out, r, w.text);
-  if (!a.json.empty()) write_text_file(a.json, json_text(summary_json(r, w.json), 2) + "\n");
+  const ordered_json summary = run_summary_json(a, r, w.json);
+  if (summary.contains("metrics_as")) print_metrics_as(out, summary["metrics_as"]);
+  if (!a.json.empty()) write_text_file(a.json, json_text(summary, 2) + "\n");
   write_results(a, runs, w.json);
   if (!a.timeline.empty()) {
     const auto [from, to] = parse_timeline_window(a.timeline_window);
@@ -369,7 +390,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
     ordered_json j;
     j["runs"] = ordered_json::array();
     for (const RunResult& r : runs)
-      j["runs"].push_back(summary_json(r, w.json));
+      j["runs"].push_back(run_summary_json(a, r, w.json));
     write_text_file(a.json, json_text(j, 2) + "\n");
   }
   write_results(a, runs, w.json);
