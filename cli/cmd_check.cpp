@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <ostream>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "analysis/check.hpp"
 #include "analysis/diagnose.hpp"
+#include "analysis/diagnose_verdict_text.hpp"
 #include "analysis/report.hpp"
 #include "analysis/results.hpp"
 #include "analysis/windows.hpp"
@@ -204,7 +206,7 @@ ordered_json number_json(double v) {
 // --json: every line with its numbers, and each scenario's configuration changes.
 std::string check_json(const CheckSpec& c, const std::vector<CheckLine>& lines,
                        const std::map<std::string, std::vector<std::string>>& changes,
-                       int regressions) {
+                       const ordered_json& causes, int regressions) {
   ordered_json j = {{"spec", c.path},
                     {"baseline", c.baseline},
                     {"confidence_level", c.confidence},
@@ -227,6 +229,7 @@ std::string check_json(const CheckSpec& c, const std::vector<CheckLine>& lines,
                           {"note", l.note}});
   }
   j["config_changes"] = changes;
+  j["causes"] = causes;
   return json_text(j, 2) + "\n";
 }
 
@@ -291,27 +294,42 @@ std::string check_junit(const std::vector<CheckLine>& lines) {
          cases + "  </testsuite>\n</testsuites>\n";
 }
 
+// diagnose on each seed's current run against the baseline's run of the same replicate (the
+// current run's log carries its recorded configuration, so that diagnose names what changed).
+// A pair diagnose cannot judge (no completed request in a log) is left out.
+std::vector<Diagnosis> diagnose_replicates(const CheckSpec& c, const std::string& name,
+                                           const Replicates& baseline, const Replicates& current,
+                                           const std::vector<PointRun>& runs) {
+  std::vector<Diagnosis> out;
+  for (size_t k = 0; k < runs.size() && k < baseline.summaries.size(); ++k) {
+    const RequestLog base = read_results_log(c.baseline, run_name(name, k, baseline.seeds[k]));
+    RequestLog cur = request_log(runs[k].run);
+    if (k < current.summaries.size() && current.summaries[k].contains("config")) {
+      cur.config = current.summaries[k]["config"];
+    }
+    try {
+      out.push_back(diagnose(base, cur, DiagnoseOptions{}));
+    } catch (const Error&) {
+      continue;  // nothing completed on a side: the tolerances say so
+    }
+  }
+  return out;
+}
+
 // fail-on-alarm: the Bedrock OTPS alarm on each seed's current run against the baseline's run of
 // the same replicate; a regression when it fires in most of them.
-CheckLine alarm_line(const CheckSpec& c, const std::string& name, const Replicates& baseline,
-                     const std::vector<PointRun>& runs) {
+CheckLine alarm_line(const std::string& name, bool any, const std::vector<Diagnosis>& diagnoses) {
   CheckLine l;
   l.scenario = name;
   l.metric = "otps_alarm";
   l.tolerance = "no alarm";
   l.change = NAN;
-  if (baseline.empty()) {
-    l.verdict = CheckVerdict::kNew;
-    return l;
-  }
-  size_t fired = 0, compared = 0, windows = 0, excused = 0;
+  size_t fired = 0, windows = 0, excused = 0;
+  const size_t compared = diagnoses.size();
   std::string first;
-  for (size_t k = 0; k < runs.size() && k < baseline.summaries.size(); ++k) {
-    const RequestLog base = read_results_log(c.baseline, run_name(name, k, baseline.seeds[k]));
-    const Diagnosis d = diagnose(base, request_log(runs[k].run), DiagnoseOptions{});
-    ++compared;
+  for (const Diagnosis& d : diagnoses) {
     windows = std::max(windows, d.windows.size());
-    if (!d.alarm_fails(c.fail_on_any_alarm)) {
+    if (!d.alarm_fails(any)) {
       excused += d.alarm_excused();
       continue;
     }
@@ -336,6 +354,71 @@ CheckLine alarm_line(const CheckSpec& c, const std::string& name, const Replicat
     l.note += format("; %zu windows of 300 s: the alarm needs 3 breaching of 5", windows);
   }
   return l;
+}
+
+// fail-on-alarm on a scenario the baseline lacks: new, as its other lines.
+CheckLine new_alarm_line(const std::string& name) {
+  CheckLine l;
+  l.scenario = name;
+  l.metric = "otps_alarm";
+  l.tolerance = "no alarm";
+  l.change = NAN;
+  l.verdict = CheckVerdict::kNew;
+  return l;
+}
+
+// Which side a diagnose finding puts a change on.
+const char* side_of(Finding f) {
+  switch (f) {
+    case Finding::kInputLength:
+    case Finding::kOutputLength:
+    case Finding::kRate:
+      return "workload";
+    case Finding::kThroughput:
+    case Finding::kTtft:
+    case Finding::kConfig:
+      return "service";
+    case Finding::kNoise:
+    case Finding::kNone:
+      break;
+  }
+  return "neither";
+}
+
+// What a scenario's regression comes from (issue 24: attribution in every verdict): diagnose's
+// findings over the seeds, the side the most frequent one puts it on (the workload's lengths or
+// rate, or the service: the host's decode and prefill speed at matched load, the configuration),
+// and that finding's headline.
+struct Attribution {
+  std::map<std::string, size_t> findings;  // finding -> runs
+  std::string finding, side, headline;     // the most frequent finding
+  size_t runs = 0;
+  bool empty() const { return runs == 0; }
+  std::string text() const {
+    std::string counts;
+    for (const auto& [f, n] : findings)
+      counts += (counts.empty() ? "" : ", ") + f + format(" %zu", n);
+    return format("cause (diagnose over %zu runs: %s): %s, %s: %s", runs, counts.c_str(),
+                  side.c_str(), finding.c_str(), headline.c_str());
+  }
+};
+
+Attribution attribute(const std::vector<Diagnosis>& diagnoses) {
+  Attribution a;
+  a.runs = diagnoses.size();
+  for (const Diagnosis& d : diagnoses)
+    ++a.findings[finding_name(d.verdict.finding)];
+  size_t best = 0;
+  for (const Diagnosis& d : diagnoses) {
+    const size_t n = a.findings[finding_name(d.verdict.finding)];
+    if (n > best) {
+      best = n;
+      a.finding = finding_name(d.verdict.finding);
+      a.side = side_of(d.verdict.finding);
+      a.headline = verdict_text(d.verdict).headline;
+    }
+  }
+  return a;
 }
 
 }  // namespace
@@ -418,13 +501,33 @@ int cmd_check(int argc, const char* const* argv, std::ostream& out) {
   }
   std::vector<CheckLine> lines;
   std::map<std::string, std::vector<std::string>> changes;
+  std::map<std::string, Attribution> causes;
   bool replicated = false;
   for (size_t i = 0; i < runs.size(); ++i) {
     for (CheckLine& l : check_scenario(c, c.scenarios[i], baselines[i], current[i])) {
       replicated = replicated || l.interval.test != ChangeTest::kSingle;
       lines.push_back(l);
     }
-    if (c.fail_on_alarm) lines.push_back(alarm_line(c, c.scenarios[i], baselines[i], runs[i]));
+    const bool regressed = std::any_of(lines.begin(), lines.end(), [&](const CheckLine& l) {
+      return l.scenario == c.scenarios[i] && is_regression(l.verdict);
+    });
+    std::vector<Diagnosis> diagnoses;
+    if (!baselines[i].empty() && (c.fail_on_alarm || regressed)) {
+      diagnoses = diagnose_replicates(c, c.scenarios[i], baselines[i], current[i], runs[i]);
+    }
+    if (c.fail_on_alarm) {
+      lines.push_back(baselines[i].empty()
+                          ? new_alarm_line(c.scenarios[i])
+                          : alarm_line(c.scenarios[i], c.fail_on_any_alarm, diagnoses));
+    }
+    const Attribution cause = attribute(diagnoses);
+    if (!cause.empty()) {
+      for (CheckLine& l : lines) {
+        if (l.scenario != c.scenarios[i] || !is_regression(l.verdict)) continue;
+        l.note += (l.note.empty() ? "" : "; ") + cause.text();
+      }
+      causes[c.scenarios[i]] = cause;
+    }
     if (!baselines[i].empty()) {
       changes[c.scenarios[i]] =
           config_changes(baselines[i].summaries.front(), current[i].summaries.front());
@@ -433,13 +536,29 @@ int cmd_check(int argc, const char* const* argv, std::ostream& out) {
   const int regressions = print_check(out, c, lines, replicated);
   for (const auto& [name, list] : changes) {
     if (list.empty()) continue;
+    constexpr size_t kShown = 6;  // the rest are in --json's config_changes
     std::string joined;
-    for (const std::string& change : list)
-      joined += (joined.empty() ? "" : "; ") + change;
+    for (size_t k = 0; k < list.size() && k < kShown; ++k)
+      joined += (joined.empty() ? "" : "; ") + list[k];
+    if (list.size() > kShown)
+      joined += format("; and %zu more (--json lists them)", list.size() - kShown);
     out << "WARNING: " << name << ": the configuration differs from the baseline's: " << joined
         << "\n";
   }
-  if (!json_out.empty()) write_text_file(json_out, check_json(c, lines, changes, regressions));
+  for (const auto& [name, cause] : causes) {
+    if (regressions) out << name << ": " << cause.text() << "\n";
+  }
+  ordered_json causes_json = ordered_json::object();
+  for (const auto& [name, cause] : causes) {
+    causes_json[name] = {{"runs", cause.runs},
+                         {"findings", cause.findings},
+                         {"finding", cause.finding},
+                         {"side", cause.side},
+                         {"headline", cause.headline}};
+  }
+  if (!json_out.empty()) {
+    write_text_file(json_out, check_json(c, lines, changes, causes_json, regressions));
+  }
   if (!junit_out.empty()) write_text_file(junit_out, check_junit(lines));
   return regressions ? 1 : 0;
 }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <tuple>
 #include <nlohmann/json.hpp>
 
 #include "analysis/check.hpp"
@@ -233,4 +234,43 @@ TEST_CASE("diagnose: a verdict on a handful of requests says it may be noise", "
   REQUIRE(j["warnings"].size() == 1);
   const auto many = cli({"diagnose", big, big});
   CHECK_THAT(many.out, !Catch::Contains("WARNING"));
+}
+
+TEST_CASE("check attributes a regression to the workload or the service", "[check][cli]") {
+  // Issue 24: a regression line said what moved, not why. Each regressed scenario now carries
+  // diagnose's finding over its seeds, the side it puts the change on and its headline.
+  const fs::path dir = scratch("check_cause");
+  const std::string spec = (dir / "spec.ini").string();
+  const std::string base = "scheduler = vllm-v1\n";
+  write(spec, spec_text(1, 2, base));
+  REQUIRE(cli({"check", spec, "--update"}).code == 0);
+  for (const auto& [extra, side, finding] :
+       {std::tuple<std::string, std::string, std::string>{"gpu = a100-80g\n", "service",
+                                                          "throughput"},
+        {"input-scale = 1.5\n", "workload", "input_length"},
+        {"output-scale = 2\n", "workload", "output_length"}}) {
+    INFO(extra);
+    write(spec, spec_text(1, 2, base + extra));
+    const std::string json_path = (dir / "c.json").string();
+    const auto r = cli({"check", spec, "--json", json_path});
+    CHECK(r.code == 1);
+    CHECK_THAT(r.out, Catch::Contains("chat: cause (diagnose over 2 runs"));
+    const auto j = nlohmann::json::parse(slurp(json_path));
+    const auto& cause = j["causes"]["chat"];
+    CHECK(cause["side"] == side);
+    CHECK(cause["finding"] == finding);
+    CHECK(cause["runs"] == 2);
+    bool noted = false;
+    for (const auto& line : j["lines"]) {
+      if (line["regression"] == true) {
+        noted = line["note"].get<std::string>().find("cause (") != std::string::npos;
+      }
+    }
+    CHECK(noted);
+  }
+  // No regression, no cause.
+  write(spec, spec_text(1, 2, base));
+  const std::string json_path = (dir / "ok.json").string();
+  REQUIRE(cli({"check", spec, "--json", json_path}).code == 0);
+  CHECK(nlohmann::json::parse(slurp(json_path))["causes"].empty());
 }
