@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "analysis/report.hpp"
+#include "models/gpu.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
 #include "util/lookup.hpp"
@@ -86,7 +87,7 @@ std::vector<Bound> parse_slo(const std::string& text) {
 }
 
 double GpuHourCost::of(const std::string& gpu, double file_cost) const {
-  const auto it = by_gpu.find(gpu);
+  const auto it = by_gpu.find(lowercase(gpu));
   if (it != by_gpu.end()) return it->second;
   return std::isnan(all) ? file_cost : all;
 }
@@ -115,14 +116,45 @@ GpuHourCost parse_gpu_hour_cost(const std::string& text) {
       c.all = parse_price(item, item);
       continue;
     }
-    const std::string gpu = lowercase(trim(std::string_view(item).substr(0, eq)));
+    std::string gpu = lowercase(trim(std::string_view(item).substr(0, eq)));
     if (gpu.empty()) throw Error("gpu-hour-cost", "'" + item + "' must be NAME=DOLLARS");
+    // The aliases --gpu accepts ("H100", "A100 80GB") price their catalogue GPU; another name is
+    // a GPU file's.
+    try {
+      gpu = lowercase(find_gpu(gpu).name);
+    } catch (const Error&) {
+    }
     if (!c.by_gpu.emplace(gpu, parse_price(item, item.substr(eq + 1))).second) {
       throw Error("gpu-hour-cost", "two prices for " + gpu);
     }
   }
   if (std::isnan(c.all) && c.by_gpu.empty()) throw Error("gpu-hour-cost", "no price given");
   return c;
+}
+
+FleetPrice price_pools(const std::vector<GpuPool>& pools, const GpuHourCost& cost) {
+  FleetPrice f;
+  f.usd_per_h = 0;
+  for (const GpuPool& p : pools) {
+    f.gpus += p.gpus();
+    f.usd_per_h += double(p.gpus()) * cost.of(p.gpu, p.file_cost);  // NaN stays NaN
+  }
+  if (pools.empty()) f.usd_per_h = NAN;
+  return f;
+}
+
+std::string describe_pools(const std::vector<GpuPool>& pools) {
+  if (pools.size() == 1 && pools[0].replicas == 1) return pools[0].gpu;
+  bool tps_differ = false;
+  for (const GpuPool& p : pools)
+    tps_differ = tps_differ || p.tp != pools.front().tp;
+  std::string s;
+  for (const GpuPool& p : pools) {
+    s += (s.empty() ? "" : " + ") + std::to_string(p.replicas) + "x " + p.gpu;
+    if (tps_differ) s += " tp" + std::to_string(p.tp);
+    if (p.role != "colocated") s += " " + p.role;
+  }
+  return s;
 }
 
 double attainment(const RunResult& r, double ttft_ms, double tpot_ms) {
@@ -162,6 +194,11 @@ std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double att
     }
   };
   if (rejected_share(s) > spec.max_rejected_share) consider("rejected_share", INFINITY);
+  // A queue that grew for as long as requests arrived: its latencies measure the run's length,
+  // not the configuration, so the probe fails whatever they read (issue 25: a 500-request probe
+  // met the SLO while its own row said overloaded).
+  // It binds only when no bound failed: a failed bound says more.
+  if (s.overload.overloaded) consider("overloaded", 1e-12);
   const auto metrics = summary_metrics(s);
   for (const Bound& b : spec.bounds) {
     for (const auto& [name, v] : metrics) {
@@ -192,6 +229,7 @@ Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Input
   pr.model = c.model.name;
   pr.tp = c.tp;
   pr.gpu_file_cost = c.gpu.cost_per_hour;
+  pr.pools = p.pools;
   if (spec.attainment > 0) pr.attained = attainment(p.run, spec.ttft_ms, spec.tpot_ms);
   pr.failed = worst_term(spec, pr.summary, pr.attained);
   pr.ok = pr.failed.empty();
@@ -246,6 +284,16 @@ class Searcher {
     c_.tp = p.tp;
     c_.budget = p.budget;
     c_.gpu_hour_cost = spec_.cost.of(p.gpu, p.gpu_file_cost);
+    c_.pools = p.pools;
+    c_.fleet = describe_pools(p.pools);
+    for (const GpuPool& pool : p.pools) {
+      if (c_.quantization.find(pool.quantization) == std::string::npos) {
+        c_.quantization += (c_.quantization.empty() ? "" : "+") + pool.quantization;
+      }
+    }
+    const FleetPrice price = price_pools(p.pools, spec_.cost);
+    c_.gpus = price.gpus;
+    c_.usd_per_h = price.usd_per_h;
     c_.rejected = p.summary.rejected;
     c_.requests = p.summary.total;
     c_.refused = rejected_share(p.summary) > spec_.max_rejected_share;
@@ -300,14 +348,6 @@ namespace {
 // The cheapest split of the fewest disaggregated replicas meeting SPEC at TARGET (size_fleet).
 void size_split(const RunSpec& base, const CapacitySpec& spec, double target, int64_t ideal,
                 CapacityResult& c, Inputs& inputs) {
-  auto gpu_cost = [&](const std::string& name, int tp) {
-    const GpuSpec g = inputs.gpu(name.empty() ? base.gpu : name, name.empty() ? base.gpu_file : "");
-    const double price = spec.cost.of(g.name, g.cost_per_hour);
-    return double(tp) * (std::isnan(price) ? 1.0 : price);
-  };
-  const int tp = tensor_parallel_size(base);
-  const double p_cost = gpu_cost(base.prefill_gpu, base.prefill_tp > 0 ? base.prefill_tp : tp);
-  const double d_cost = gpu_cost(base.decode_gpu, base.decode_tp > 0 ? base.decode_tp : tp);
   const int64_t limit =
       std::min<int64_t>(2 * ideal * (base.prefill_replicas + base.decode_replicas) + 8, 64);
   for (int64_t n = 2; n <= limit; ++n) {
@@ -317,11 +357,16 @@ void size_split(const RunSpec& base, const CapacitySpec& spec, double target, in
       s.prefill_replicas = int(p);
       s.decode_replicas = int(n - p);
       ++c.iterations;
-      if (!probe_at(s, spec, target, inputs).ok) continue;
-      const double cost = double(p) * p_cost + double(n - p) * d_cost;
+      const Probe probe = probe_at(s, spec, target, inputs);
+      if (!probe.ok) continue;
+      // The cheapest by dollars per hour, or by GPUs when a price is unknown.
+      const FleetPrice price = price_pools(probe.pools, spec.cost);
+      const double cost = std::isnan(price.usd_per_h) ? double(price.gpus) : price.usd_per_h;
       if (cost < best) {
         best = cost;
         c.fleet_split = std::to_string(p) + "+" + std::to_string(n - p);
+        c.fleet_gpus = price.gpus;
+        c.fleet_usd_per_h = price.usd_per_h;
       }
     }
     if (!c.fleet_split.empty()) {
@@ -350,6 +395,7 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     c.fleet_replicas = -1;
     return;
   }
+  std::map<int64_t, FleetPrice> priced;  // the fleets that met it
   auto meets = [&](int64_t k) {
     RunSpec s = base;
     s.num_replicas = int(k);
@@ -362,7 +408,9 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     }
     ++c.iterations;
     try {
-      return probe_at(s, spec, target, inputs).ok;
+      const Probe probe = probe_at(s, spec, target, inputs);
+      if (probe.ok) priced[k] = price_pools(probe.pools, spec.cost);
+      return probe.ok;
     } catch (const Error& e) {
       throw Error("target-rate", format("sizing a fleet of %lld replicas for %g req/s: %s",
                                         static_cast<long long>(k), target, e.what()));
@@ -380,6 +428,10 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     if (k > limit) k = -1;
   }
   c.fleet_replicas = k;
+  if (k > 0) {
+    c.fleet_gpus = priced[k].gpus;
+    c.fleet_usd_per_h = priced[k].usd_per_h;
+  }
 }
 
 namespace {
@@ -410,6 +462,16 @@ std::string capacity_note(const CapacityResult& c) {
     note += (note.empty() ? "" : "; ") + rejected_text(c) +
             " rejected at every rate, within --max-rejected-share";
   }
+  // A short run overstates a capacity: its queue has no time to build before the arrivals end
+  // (issue 25: 500 requests gave 14.0 req/s where 2,000 gave 10.5 and 8,000 10.0).
+  if (c.capacity > 0 && c.requests < kMinCapacityRequests) {
+    note += (note.empty() ? "" : "; ") +
+            format(
+                "short run: %llu requests (a queue has little time to build: the capacity "
+                "may be overstated; give --num-requests %lld or more)",
+                static_cast<unsigned long long>(c.requests),
+                static_cast<long long>(kMinCapacityRequests));
+  }
   return note;
 }
 
@@ -419,24 +481,49 @@ int64_t replicas_for(double target, const CapacityResult& c) {
   return int64_t(std::min(std::ceil(target / c.capacity - 1e-9), 1e15));
 }
 
-double cost_per_million_output_tokens(const CapacityResult& c) {
-  const double tokens_per_s = c.at.summary.output_tokens_per_s;
+namespace {
+
+double per_million(const CapacityResult& c, double tokens_per_s) {
   if (!(c.capacity > 0) || !(tokens_per_s > 0)) return NAN;
-  return c.gpu_hour_cost * c.tp / (tokens_per_s * 3600) * 1e6;
+  return c.usd_per_h / (tokens_per_s * 3600) * 1e6;
+}
+
+}  // namespace
+
+double cost_per_million_output_tokens(const CapacityResult& c) {
+  return per_million(c, c.at.summary.output_tokens_per_s);
+}
+
+double cost_per_million_total_tokens(const CapacityResult& c) {
+  return per_million(c, c.at.summary.total_tokens_per_s);
 }
 
 double fleet_cost_per_hour(double target, const CapacityResult& c) {
-  const int64_t replicas = replicas_for(target, c);
-  return replicas > 0 ? double(replicas) * c.tp * c.gpu_hour_cost : NAN;
+  if (c.fleet_gpus > 0) return c.fleet_usd_per_h;
+  const int64_t copies = replicas_for(target, c);
+  return copies > 0 ? double(copies) * c.usd_per_h : NAN;
+}
+
+int64_t fleet_gpu_count(double target, const CapacityResult& c) {
+  if (c.fleet_gpus > 0) return c.fleet_gpus;
+  return replicas_for(target, c) * c.gpus;
 }
 
 SweepTable capacity_table(const std::vector<CapacityResult>& results, double target,
                           const std::string& slo_text) {
   SweepTable t;
-  t.text_columns = {"label", "gpu", "model", "policy", "note", "binding", "fleet_split"};
-  t.int_columns = {"tp", "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations"};
-  t.real_columns = {"capacity_req_s", "attainment", "gpu_hour_cost",
-                    "cost_per_million_output_tokens", "fleet_cost_per_hour"};
+  t.text_columns = {"label",   "gpu",         "model", "policy",      "note",
+                    "binding", "fleet_split", "fleet", "quantization"};
+  t.int_columns = {
+      "tp",        "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations", "gpus",
+      "fleet_gpus"};
+  t.real_columns = {"capacity_req_s",
+                    "attainment",
+                    "gpu_hour_cost",
+                    "cost_per_million_output_tokens",
+                    "fleet_cost_per_hour",
+                    "cost_per_million_total_tokens",
+                    "usd_per_h"};
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
     t.real_columns.push_back(name);
   t.points_total = results.size();
@@ -445,10 +532,17 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
     const CapacityResult& c = results[i];
     SweepRow row;
     row.point = int64_t(i);
-    row.text = {c.label, c.gpu, c.model, c.policy, capacity_note(c), c.binding, c.fleet_split};
-    row.ints = {c.tp, c.budget, replicas_for(target, c), c.fleet_replicas, c.iterations};
-    row.reals = {c.capacity, c.at.attained, c.gpu_hour_cost, cost_per_million_output_tokens(c),
-                 fleet_cost_per_hour(target, c)};
+    row.text = {c.label,   c.gpu,         c.model, c.policy,      capacity_note(c),
+                c.binding, c.fleet_split, c.fleet, c.quantization};
+    row.ints = {c.tp,         c.budget, replicas_for(target, c),   c.fleet_replicas,
+                c.iterations, c.gpus,   fleet_gpu_count(target, c)};
+    row.reals = {c.capacity,
+                 c.at.attained,
+                 c.gpu_hour_cost,
+                 cost_per_million_output_tokens(c),
+                 fleet_cost_per_hour(target, c),
+                 cost_per_million_total_tokens(c),
+                 c.usd_per_h};
     for (const auto& [name, v] : summary_metrics(c.at.summary))
       row.reals.push_back(c.capacity > 0 ? v : NAN);
     t.rows.push_back(row);
@@ -472,11 +566,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejec
                                    prefix_cache, steps, prefill_only_steps, decode_only_steps,
                                    mixed_steps, prefill_tokens, decode_tokens, makespan_s, busy_s,
                                    flops, bytes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
-                                   model, tp, budget, gpu_file_cost)
+                                   model, tp, budget, gpu_file_cost, pools)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, tp, budget, capacity,
                                    above_max, below_min, refused, rejected, requests, iterations,
-                                   binding, gpu_hour_cost, at, fleet_replicas, router, fleet_split)
+                                   binding, gpu_hour_cost, pools, fleet, quantization, gpus,
+                                   usd_per_h, at, fleet_replicas, router, fleet_split, fleet_gpus,
+                                   fleet_usd_per_h)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

@@ -16,9 +16,14 @@
 //    depend on the rate. A configuration rejecting more than --max-rejected-share of the requests
 //    does not serve the workload at any rate (capacity 0, binding `rejected_share`); within the
 //    share, its capacity is searched as usual and the note counts the rejected requests.
-//  - Cost: dollars per GPU-hour from --gpu-hour-cost (a number, or NAME=X per GPU) or else the
-//    GPU file's cost_per_hour; cost per million output tokens at capacity = price x tp /
-//    (output_tokens_per_s x 3600) x 1e6, NaN when no price is known.
+//  - Cost: dollars per GPU-hour from --gpu-hour-cost (a number, or NAME=X per GPU name or alias)
+//    or else the GPU file's cost_per_hour. A configuration's dollars per hour are those of every
+//    GPU it simulates: replicas x TP of each pool (a fleet's copies, each group of a mixed fleet,
+//    the prefill and the decode pool), priced by its GPU (price_pools, the one place that
+//    computes it). Cost per million output (total) tokens at capacity = dollars per hour /
+//    (output (total) tokens per s x 3600) x 1e6 of the same simulated fleet, NaN when a price is
+//    unknown. The fleet serving --target-rate is priced as simulated (size_fleet), or as the
+//    ideal count of copies of the configuration when it could not be sized.
 // Promises: the reported capacity met the SLO when simulated; results depend only on the inputs
 // (never on threads or timing).
 #pragma once
@@ -60,6 +65,16 @@ struct GpuHourCost {
 // others): Error naming --gpu-hour-cost unless every price is a number in (0, 1e7].
 GpuHourCost parse_gpu_hour_cost(const std::string& text);
 
+// The GPUs of POOLS and their dollars per hour under COST (NaN when a pool's price is unknown).
+struct FleetPrice {
+  int64_t gpus = 0;
+  double usd_per_h = NAN;
+};
+FleetPrice price_pools(const std::vector<GpuPool>& pools, const GpuHourCost& cost);
+// "h100-sxm", "2x h100-sxm", "1x h100-sxm prefill + 3x h100-sxm decode", "2x a100-80g + 1x
+// h100-sxm" (with "tpN" when the pools' TP differ).
+std::string describe_pools(const std::vector<GpuPool>& pools);
+
 struct CapacitySpec {
   std::vector<Bound> bounds;
   double attainment = 0, ttft_ms = INFINITY, tpot_ms = INFINITY;
@@ -81,6 +96,7 @@ struct Probe {
   int tp = 1;
   int64_t budget = 0;
   double gpu_file_cost = NAN;  // the GPU file's cost_per_hour
+  std::vector<GpuPool> pools;  // every GPU simulated
 };
 
 struct CapacityResult {
@@ -92,14 +108,20 @@ struct CapacityResult {
   bool refused = false;                 // rejects more than --max-rejected-share: no capacity
   uint64_t rejected = 0, requests = 0;  // rejected at every rate, of the workload's requests
   int iterations = 0;
-  std::string binding;         // the binding term ("" when none)
-  double gpu_hour_cost = NAN;  // dollars per GPU-hour, NaN when unknown
-  Probe at;                    // the probe at the capacity (the highest rate that met the SLO)
+  std::string binding;              // the binding term ("" when none)
+  double gpu_hour_cost = NAN;       // dollars per GPU-hour of its (first) GPU, NaN when unknown
+  std::vector<GpuPool> pools;       // the configuration's GPUs
+  std::string fleet, quantization;  // describe_pools(pools); the models' quantizations
+  int64_t gpus = 0;                 // of the configuration
+  double usd_per_h = NAN;           // of the configuration (price_pools)
+  Probe at;                         // the probe at the capacity (the highest rate that met the SLO)
   // With --target-rate: the fewest replicas that met the SLO at the target when simulated as a
   // fleet behind the router (0: not sized; -1: none up to the search's limit), and the router.
   int64_t fleet_replicas = 0;
   std::string router;
-  std::string fleet_split;  // disaggregated: the cheapest "P+D" among the fewest that met it
+  std::string fleet_split;       // disaggregated: the cheapest "P+D" among the fewest that met it
+  int64_t fleet_gpus = 0;        // of the sized fleet (0: not sized)
+  double fleet_usd_per_h = NAN;  // of the sized fleet, as simulated
 };
 
 // R as bytes (CBOR of its fields, NaN kept) and back, exactly: what an MPI rank sends rank 0.
@@ -117,7 +139,11 @@ RunSpec one_replica(const RunSpec& base);
 CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
                       const ProbeHook& on_probe = {});
 
-// Why a result is not a plain capacity, and how many requests it rejects ("" when neither).
+// Below this many requests a capacity search warns that its run may be too short to judge.
+inline constexpr int64_t kMinCapacityRequests = 2000;
+
+// Why a result is not a plain capacity, how many requests it rejects, and whether its run is too
+// short to judge ("" when none).
 std::string capacity_note(const CapacityResult& c);
 
 // Replicas that serve TARGET req/s at capacity C under ideal spreading; 0 without a target or
@@ -135,10 +161,15 @@ int64_t replicas_for(double target, const CapacityResult& c);
 void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
                 Inputs& inputs);
 
-// Dollars per million output tokens at the capacity; NaN without a capacity or a price.
+// Dollars per million output (total) tokens at the capacity, over every GPU of the configuration;
+// NaN without a capacity or a price.
 double cost_per_million_output_tokens(const CapacityResult& c);
-// Dollars per hour of the replicas that serve TARGET (replicas x tp x price); NaN when unknown.
+double cost_per_million_total_tokens(const CapacityResult& c);
+// Dollars per hour of the fleet that serves TARGET: as simulated by size_fleet, else the ideal
+// count of copies of the configuration; NaN when unknown.
 double fleet_cost_per_hour(double target, const CapacityResult& c);
+// GPUs of that fleet (the same way); 0 when unknown.
+int64_t fleet_gpu_count(double target, const CapacityResult& c);
 
 // The capacity table (`capacity --out/--csv`): one row per configuration.
 SweepTable capacity_table(const std::vector<CapacityResult>& results, double target,

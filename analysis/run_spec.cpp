@@ -713,6 +713,28 @@ SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::stri
   return resolve(c);
 }
 
+std::vector<GpuPool> gpu_pools(const SimConfig& c, const SimulateOptions& o) {
+  auto pool = [](const SimConfig& g, int replicas, const char* role) {
+    GpuPool p;
+    p.gpu = g.gpu.name;
+    p.role = role;
+    p.quantization = g.model.quantization();
+    p.replicas = replicas;
+    p.tp = g.tp;
+    p.file_cost = g.gpu.cost_per_hour;
+    return p;
+  };
+  std::vector<GpuPool> pools;
+  for (const ReplicaGroup& g : o.fleet.groups) {
+    pools.push_back(pool(g.config, g.count,
+                         g.role == ReplicaRole::kPrefill  ? "prefill"
+                         : g.role == ReplicaRole::kDecode ? "decode"
+                                                          : "colocated"));
+  }
+  if (pools.empty()) pools.push_back(pool(c, std::max(o.fleet.num_replicas, 1), "colocated"));
+  return pools;
+}
+
 PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep) {
   check_flags(s);
   LoadedWorkload w = load_workload(s, inputs);
@@ -726,6 +748,7 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
   o.progress = keep.progress;
   p.run = simulate(c, w.requests, nullptr, o);
   p.workload = std::move(w.json);
+  p.pools = gpu_pools(c, o);
   return p;
 }
 

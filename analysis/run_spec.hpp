@@ -204,11 +204,24 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs);
 SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler);
 
 // One simulated point of a sweep, a capacity search or a check scenario.
+// The GPUs of one pool of a simulated configuration: REPLICAS instances of TP GPUs each (a
+// single replica, a fleet's copies, a mixed fleet's group, a disaggregated prefill or decode pool).
+struct GpuPool {
+  std::string gpu, role;  // catalogue or file name; "colocated", "prefill", "decode"
+  std::string quantization;
+  int replicas = 1, tp = 1;
+  double file_cost = NAN;  // the GPU file's cost_per_hour
+  int64_t gpus() const { return int64_t(replicas) * tp; }
+};
+
 struct PointRun {
   RunResult run;
+  std::vector<GpuPool> pools;  // every GPU the run simulated
   nlohmann::ordered_json workload;
   double request_rate = NAN;  // req/s asked for; NaN when a trace kept its own timing
 };
+// The pools of GPUs configuration C simulates with options O (a fleet's groups, else its copies).
+std::vector<GpuPool> gpu_pools(const SimConfig& c, const SimulateOptions& o);
 // Checks, loads and simulates S, as `servesim run` does. Throws Error on a bad value.
 PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep = {});
 // Checks S as run_point would, without simulating: names, files, the workload (generated for

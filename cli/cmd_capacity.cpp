@@ -323,10 +323,14 @@ struct Shown {
   std::vector<std::string> terms;
   bool cost = false;
   double target = 0;
+  bool quantization = false;  // a row is quantized
 };
 
 std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) {
-  std::vector<std::string> r = {c.label, c.gpu, c.model, std::to_string(c.tp), cell(c.capacity)};
+  std::vector<std::string> r = {c.label, c.fleet.empty() ? c.gpu : c.fleet, c.model,
+                                std::to_string(c.tp), std::to_string(c.gpus)};
+  if (shown.quantization) r.push_back(c.quantization);
+  r.push_back(cell(c.capacity));
   for (const std::string& t : shown.terms)
     r.push_back(term_cell(c, t));
   r.push_back(std::to_string(c.iterations));
@@ -338,6 +342,7 @@ std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) 
                                                : "n/a";
     if (!c.fleet_split.empty()) fleet += " (" + c.fleet_split + ")";
     r.push_back(fleet);
+    r.push_back(c.capacity > 0 ? std::to_string(fleet_gpu_count(shown.target, c)) : "n/a");
     if (shown.cost) r.push_back(cell(fleet_cost_per_hour(shown.target, c)));
   }
   return r;
@@ -345,7 +350,9 @@ std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) 
 
 TextTable capacity_text_table(const std::vector<CapacityResult>& results, const Shown& shown) {
   TextTable t;
-  t.header = {"scheduler", "gpu", "model", "tp", "capacity_rps"};
+  t.header = {"scheduler", "fleet", "model", "tp", "gpus"};
+  if (shown.quantization) t.header.push_back("quantization");
+  t.header.push_back("capacity_rps");
   t.left = 3;
   for (const std::string& term : shown.terms)
     t.header.push_back(term + " ");
@@ -354,6 +361,7 @@ TextTable capacity_text_table(const std::vector<CapacityResult>& results, const 
   if (shown.target > 0) {
     t.header.push_back("replicas");
     t.header.push_back("fleet_replicas");
+    t.header.push_back("fleet_gpus");
   }
   if (shown.target > 0 && shown.cost) t.header.push_back("fleet_usd_per_h");
   for (const CapacityResult& c : results) {
@@ -374,14 +382,18 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
            "margin)\n";
   }
   if (shown.cost) {
-    out << "usd_per_Mtok: dollars per million output tokens at capacity = $/GPU-hour * tp / "
-           "(output_tokens_per_s * 3600) * 1e6\n";
+    out << "usd_per_Mtok: dollars per million output tokens at capacity = the configuration's "
+           "$/h (every GPU: replicas * tp of each pool) / (output_tokens_per_s * 3600) * 1e6 "
+           "(per million total tokens in --csv/--out)\n";
   }
   if (shown.target > 0) {
     out << "replicas serve --target-rate " << shown.target
         << " req/s assuming ideal spreading: each replica sees target/replicas req/s with the "
            "same arrival pattern (no router imbalance)"
-        << (shown.cost ? "; fleet_usd_per_h = replicas * tp * $/GPU-hour" : "") << ".\n"
+        << (shown.cost ? "; fleet_usd_per_h prices the fleet_replicas fleet as simulated (its "
+                         "gpus), else replicas copies"
+                       : "")
+        << ".\n"
         << "fleet_replicas: the fewest replicas meeting the SLO at the target when simulated as "
            "one fleet behind --router "
         << (results.empty() ? std::string("round-robin") : results.front().router)
@@ -398,6 +410,9 @@ void print_capacity(std::ostream& out, const std::vector<CapacityResult>& result
   }
   out << "\n";
   Shown shown{term_names(spec), false, target};
+  shown.quantization = std::any_of(results.begin(), results.end(), [](const CapacityResult& c) {
+    return !c.quantization.empty() && c.quantization != "none";
+  });
   shown.cost = std::any_of(results.begin(), results.end(),
                            [](const CapacityResult& c) { return !std::isnan(c.gpu_hour_cost); });
   capacity_text_table(results, shown).print(out);

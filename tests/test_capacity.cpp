@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "analysis/capacity.hpp"
@@ -190,10 +191,11 @@ TEST_CASE("capacity: each SLO term's value at capacity, and the binding term mar
     return std::make_pair(r.out, rows[0]);
   };
   // With a loose ITL bound, TTFT p99 binds; its p99 at capacity is in the table and the file.
-  const auto [out, row] = run("ttft_p99_ms=1500,itl_p99_ms=100000", "a.csv");
+  // (At 1500 ms the replica overloads first: then `overloaded` binds, below.)
+  const auto [out, row] = run("ttft_p99_ms=500,itl_p99_ms=100000", "a.csv");
   CHECK(row.at("binding") == "ttft_ms_p99");
   const double ttft = num(row, "ttft_ms_p99");
-  CHECK(ttft <= 1500);
+  CHECK(ttft <= 500);
   CHECK(num(row, "itl_ms_p99") <= 100000);
   CHECK_THAT(out, Catch::Contains("ttft_ms_p99") && Catch::Contains("itl_ms_p99"));
   char cell[32];
@@ -203,10 +205,16 @@ TEST_CASE("capacity: each SLO term's value at capacity, and the binding term mar
   CHECK(run("ttft_p99_ms=100000,itl_p99_ms=30", "b.csv").second.at("binding") == "itl_ms_p99");
   // The goodput form is a term too.
   const auto g = exec({"capacity", "--num-requests", "300", "--attainment", "0.9", "--slo-ttft-ms",
-                       "800", "--csv", (dir / "g.csv").string()});
+                       "400", "--csv", (dir / "g.csv").string()});
   REQUIRE(g.code == 0);
   CHECK(read_csv(dir / "g.csv")[0].at("binding") == "attainment");
   CHECK_THAT(g.out, Catch::Contains("attainment"));
+  // Bounds so loose that every latency passes while the queue diverges: an overloaded probe
+  // fails the SLO (issue 25: capacity took probes its own CSV marked overloaded), and binds.
+  const auto [loose_out, loose] = run("ttft_p99_ms=1500,itl_p99_ms=100000", "o.csv");
+  CHECK(loose.at("binding") == "overloaded");
+  CHECK(num(loose, "overloaded") == 0);  // the capacity's own probe kept up
+  CHECK_THAT(loose_out, Catch::Contains("short run: 300 requests"));
 }
 
 TEST_CASE("capacity: cost per million output tokens from --gpu-hour-cost or the GPU file",
@@ -385,4 +393,75 @@ TEST_CASE("capacity: --target-rate whose fleet lands on a limit is a row, not a 
   REQUIRE(att.code == 0);
   CHECK_THAT(att.out, Catch::Contains("90% of requests with TTFT <= 800 ms\n"));
   CHECK_THAT(att.out, !Catch::Contains("inf"));
+}
+
+TEST_CASE("capacity prices every GPU of every fleet shape, by hand", "[capacity]") {
+  // Issue 25: a 2-replica fleet was priced as one GPU, a 1P+1D split as one GPU, and the fleet's
+  // $/h came from the ideal count. price_pools is the one place that prices.
+  using namespace servesim;
+  GpuHourCost cost = parse_gpu_hour_cost("2,h100=3");  // an alias prices its catalogue GPU
+  CHECK(cost.of("h100-sxm", NAN) == 3);
+  CHECK(cost.of("a100-80g", NAN) == 2);
+  auto pool = [](const char* gpu, const char* role, int replicas, int tp) {
+    GpuPool p;
+    p.gpu = gpu;
+    p.role = role;
+    p.replicas = replicas;
+    p.tp = tp;
+    return p;
+  };
+  const std::vector<GpuPool> one = {pool("h100-sxm", "colocated", 1, 1)};
+  const std::vector<GpuPool> copies = {pool("h100-sxm", "colocated", 4, 2)};
+  const std::vector<GpuPool> mixed = {pool("h100-sxm", "colocated", 2, 1),
+                                      pool("a100-80g", "colocated", 3, 1)};
+  const std::vector<GpuPool> split = {pool("h100-sxm", "prefill", 1, 4),
+                                      pool("h100-sxm", "decode", 2, 2)};
+  CHECK(price_pools(one, cost).usd_per_h == 3);
+  CHECK(price_pools(copies, cost).gpus == 8);
+  CHECK(price_pools(copies, cost).usd_per_h == 24);
+  CHECK(price_pools(mixed, cost).gpus == 5);
+  CHECK(price_pools(mixed, cost).usd_per_h == 2 * 3 + 3 * 2);
+  CHECK(price_pools(split, cost).gpus == 8);
+  CHECK(price_pools(split, cost).usd_per_h == 24);
+  CHECK(std::isnan(price_pools(one, GpuHourCost{}).usd_per_h));  // no price known
+  CHECK(describe_pools(one) == "h100-sxm");
+  CHECK(describe_pools(copies) == "4x h100-sxm");
+  CHECK(describe_pools(mixed) == "2x h100-sxm + 3x a100-80g");
+  CHECK(describe_pools(split) == "1x h100-sxm tp4 prefill + 2x h100-sxm tp2 decode");
+}
+
+TEST_CASE("cli: capacity's dollars count every simulated GPU", "[capacity][cli]") {
+  const fs::path dir = servesim::test::scratch("capacity_money");
+  auto row_of = [&](std::vector<std::string> args, const std::string& csv) {
+    args.insert(args.begin(), {"capacity", "--num-requests", "300", "--slo", "ttft_p50_ms=500",
+                               "--gpu-hour-cost", "3", "--csv", (dir / csv).string()});
+    const auto r = exec(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    return std::make_pair(r.out, read_csv(dir / csv).at(0));
+  };
+  for (const auto& [args, gpus, fleet] :
+       {std::tuple<std::vector<std::string>, double, std::string>{{}, 1, "h100-sxm"},
+        {{"--num-replicas", "2"}, 2, "2x h100-sxm"},
+        {{"--tp", "2", "--num-replicas", "2"}, 4, "2x h100-sxm"},
+        {{"--scheduler", "vllm-v1", "--prefill-replicas", "1", "--decode-replicas", "1"},
+         2,
+         "1x h100-sxm prefill + 1x h100-sxm decode"}}) {
+    const auto [out, row] = row_of(args, "m.csv");
+    INFO(fleet);
+    CHECK(num(row, "gpus") == gpus);
+    CHECK(row.at("fleet") == fleet);
+    CHECK(num(row, "usd_per_h") == Approx(3 * gpus));
+    // Dollars per million tokens over the same fleet's throughput at capacity.
+    CHECK(num(row, "cost_per_million_output_tokens") ==
+          Approx(3 * gpus / (num(row, "output_tokens_per_s") * 3600) * 1e6));
+    CHECK(num(row, "cost_per_million_total_tokens") ==
+          Approx(3 * gpus / (num(row, "total_tokens_per_s") * 3600) * 1e6));
+    CHECK_THAT(out, Catch::Contains(fleet));
+  }
+  // With a target, the fleet is priced as simulated: its GPUs times the price.
+  const auto [out, sized] = row_of({"--target-rate", "20"}, "t.csv");
+  REQUIRE(num(sized, "fleet_replicas") > 0);
+  CHECK(num(sized, "fleet_gpus") == num(sized, "fleet_replicas"));
+  CHECK(num(sized, "fleet_cost_per_hour") == Approx(3 * num(sized, "fleet_gpus")));
 }

@@ -344,7 +344,8 @@ TEST_CASE("capacity: the rate found meets the SLO, a little more does not", "[ca
   CHECK(ok.ttft_ms.p50 <= 400);
   CHECK(ok.itl_ms.p99 <= 100);
   const RunSummary over = at(cap * 1.03);
-  CHECK((over.ttft_ms.p50 > 400 || over.itl_ms.p99 > 100));
+  // A little more fails a bound, or overloads the replica (which fails the SLO too).
+  CHECK((over.ttft_ms.p50 > 400 || over.itl_ms.p99 > 100 || over.overload.overloaded));
   CHECK_THAT(r.out, Catch::Contains(std::to_string(int(std::ceil(50 / cap)))));
   CHECK_THAT(slurp(dir / "c.csv"), Catch::Contains("chunked:512"));
 
