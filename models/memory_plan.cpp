@@ -75,8 +75,11 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
                     " - activations " + gib(p.activation_bytes) + " - runtime reserve " +
                     gib(p.reserve_bytes) + " leaves " + gib(p.kv_cache_bytes) +
                     " for the KV cache, less than one " + std::to_string(p.kv_bytes_per_block) +
-                    "-byte block (raise --tp, --gpu-memory-utilization or lower "
-                    "--max-num-batched-tokens)");
+                    "-byte block (raise --tp or --gpu-memory-utilization, or lower " +
+                    std::string(opt.v1_engine ? "--max-num-seqs or --max-num-batched-tokens, "
+                                                "which size the activation reserve"
+                                              : "--max-num-batched-tokens") +
+                    ")");
   }
   return p;
 }

@@ -465,3 +465,22 @@ TEST_CASE("cli: capacity's dollars count every simulated GPU", "[capacity][cli]"
   CHECK(num(sized, "fleet_gpus") == num(sized, "fleet_replicas"));
   CHECK(num(sized, "fleet_cost_per_hour") == Approx(3 * num(sized, "fleet_gpus")));
 }
+
+TEST_CASE("a configuration vLLM refuses to start is refused with vLLM's reason",
+          "[capacity][cli]") {
+  // Issue 25: 70B at TP2 under vllm-v1's defaults got 8 KV blocks (128 tokens) and rejected every
+  // request silently; vLLM stops at start-up when max_model_len exceeds what the cache holds.
+  servesim::test::refused(
+      {"run", "--model", "llama-3.1-70b", "--tp", "2", "--scheduler", "vllm-v1", "--num-requests",
+       "20"},
+      "larger than the maximum number of tokens that can be stored in KV cache");
+  servesim::test::refused({"run", "--model", "llama-3.1-70b", "--tp", "2", "--scheduler", "vllm-v1",
+                           "--num-requests", "20"},
+                          "field 'max-model-len'");
+  // A max_model_len the cache holds starts (and serves what fits).
+  const auto ok = exec({"run", "--model", "llama-3.1-70b", "--tp", "2", "--scheduler", "vllm-v1",
+                        "--num-requests", "20", "--max-model-len", "96", "--input-len", "fixed:32",
+                        "--output-len", "fixed:8"});
+  INFO(ok.err);
+  CHECK(ok.code == 0);
+}
