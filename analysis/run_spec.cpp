@@ -231,9 +231,13 @@ SimulateOptions simulate_options(const RunSpec& s) {
     throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
   }
   const bool pools = s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
-  if (o.fleet.num_replicas == 1 && !pools && (s.has("router") || s.has("router-signal-delay-s"))) {
+  // --num-replicas 1 --router X is a fleet of one (a loop over 1, 2, 4 replicas, issue 25): its
+  // router sends everything to it. A router without any replica count is a mistake.
+  const bool counted = s.has("num-replicas") || s.has("data-parallel-size");
+  if (o.fleet.num_replicas == 1 && !pools && !counted &&
+      (s.has("router") || s.has("router-signal-delay-s"))) {
     throw Error(s.has("router") ? "router" : "router-signal-delay-s",
-                "routes between replicas: give --num-replicas N > 1");
+                "routes between replicas: give --num-replicas N (1 for a fleet of one)");
   }
   return o;
 }

@@ -144,6 +144,11 @@ std::vector<Configuration> expand(
     if (flag == "request-rate") {
       throw Error("request-rate", "is what capacity searches; see --rate-start and --rate-max");
     }
+    if (flag == "time-scale") {  // the search's rate rescales the arrivals after it (issue 25)
+      throw Error("time-scale",
+                  "has no effect on capacity: each probe rescales the arrivals to its own rate "
+                  "(the trace's shape is kept)");
+    }
     if (!kListFlags.count(flag) || value.empty()) {
       shared.flags.emplace_back(flag, value);
       continue;

@@ -484,3 +484,20 @@ TEST_CASE("a configuration vLLM refuses to start is refused with vLLM's reason",
   INFO(ok.err);
   CHECK(ok.code == 0);
 }
+
+TEST_CASE("loops over replica counts and silent no-ops", "[capacity][cli]") {
+  // Issue 25: --num-replicas 1 --router X was an error, which broke loops over 1, 2, 4.
+  for (const char* n : {"1", "2"}) {
+    const auto r =
+        exec({"run", "--num-replicas", n, "--router", "least-requests", "--num-requests", "40"});
+    INFO(n << r.err);
+    CHECK(r.code == 0);
+  }
+  // A router with no replica count at all is still a mistake, and says how to ask for one.
+  servesim::test::refused({"run", "--router", "least-requests", "--num-requests", "10"},
+                          "1 for a fleet of one");
+  // capacity sets the rate, so --time-scale would do nothing: refused.
+  servesim::test::refused(
+      {"capacity", "--num-requests", "50", "--slo", "ttft_p50_ms=500", "--time-scale", "0.5"},
+      "field 'time-scale'");
+}
