@@ -33,7 +33,15 @@ std::string reasons_text(const RunSummary& s) {
 void print_header(std::ostream& out, const RunResult& r, const std::string& workload) {
   const SimConfig& c = r.config;
   const RunSummary& s = r.summary;
-  out << "servesim run: " << c.model.name << " on " << c.gpu.name << " x" << c.tp;
+  const std::vector<PoolSummary>& pools = r.fleet.pools;
+  out << "servesim run: " << c.model.name << " on ";
+  if (pools.size() > 1) {  // a mixed or disaggregated fleet: every pool, not the first's GPU
+    for (size_t k = 0; k < pools.size(); ++k)
+      out << (k ? " + " : "") << pools[k].replicas << "x " << pools[k].name;
+    out << " (TP " << c.tp << " in the first)";
+  } else {
+    out << c.gpu.name << " x" << c.tp;
+  }
   if (r.fleet.num_replicas > 1) {
     out << ", " << r.fleet.num_replicas << " replicas (" << r.fleet.router << ")";
   }
@@ -42,6 +50,7 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
       << ", max_model_len " << c.scheduler.max_model_len << ")\n";
   out << "engine: " << engine_text(c) << "; hardware: " << arch_name(c.gpu.arch) << ", "
       << c.hardware_source << "\n";
+  if (pools.size() > 1) out << "first pool (" << pools.front().name << "): ";
   out << format(
       "KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU\n",
       static_cast<long long>(r.memory.num_gpu_blocks), c.scheduler.block_size,

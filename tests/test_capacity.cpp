@@ -501,3 +501,16 @@ TEST_CASE("loops over replica counts and silent no-ops", "[capacity][cli]") {
       {"capacity", "--num-requests", "50", "--slo", "ttft_p50_ms=500", "--time-scale", "0.5"},
       "field 'time-scale'");
 }
+
+TEST_CASE("a mixed or disaggregated fleet's header names every pool", "[fleet][cli]") {
+  // Issue 25: the header named the first GPU ("on h100-sxm x1, 3 replicas") for a mixed fleet.
+  const auto mixed =
+      exec({"run", "--replica-gpus", "h100-sxm:2,a100-80g:1", "--num-requests", "30"});
+  REQUIRE(mixed.code == 0);
+  CHECK_THAT(mixed.out, Catch::Contains("on 2x h100-sxm + 1x a100-80g"));
+  CHECK_THAT(mixed.out, Catch::Contains("first pool (h100-sxm): KV cache"));
+  const auto split = exec({"run", "--scheduler", "vllm-v1", "--prefill-replicas", "1",
+                           "--decode-replicas", "2", "--num-requests", "30"});
+  REQUIRE(split.code == 0);
+  CHECK_THAT(split.out, Catch::Contains("1x prefill h100-sxm + 2x decode h100-sxm"));
+}
