@@ -230,6 +230,7 @@ Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Input
   pr.tp = c.tp;
   pr.gpu_file_cost = c.gpu.cost_per_hour;
   pr.pools = p.pools;
+  pr.router_warnings = p.run.fleet.router_warnings;
   if (spec.attainment > 0) pr.attained = attainment(p.run, spec.ttft_ms, spec.tpot_ms);
   pr.failed = worst_term(spec, pr.summary, pr.attained);
   pr.ok = pr.failed.empty();
@@ -410,6 +411,7 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     try {
       const Probe probe = probe_at(s, spec, target, inputs);
       if (probe.ok) priced[k] = price_pools(probe.pools, spec.cost);
+      if (c.router_warnings.empty()) c.router_warnings = probe.router_warnings;
       return probe.ok;
     } catch (const Error& e) {
       throw Error("target-rate", format("sizing a fleet of %lld replicas for %g req/s: %s",
@@ -462,6 +464,8 @@ std::string capacity_note(const CapacityResult& c) {
     note += (note.empty() ? "" : "; ") + rejected_text(c) +
             " rejected at every rate, within --max-rejected-share";
   }
+  for (const std::string& w : c.router_warnings)
+    note += (note.empty() ? "" : "; ") + w;
   // A short run overstates a capacity: its queue has no time to build before the arrivals end
   // (issue 25: 500 requests gave 14.0 req/s where 2,000 gave 10.5 and 8,000 10.0).
   if (c.capacity > 0 && c.requests < kMinCapacityRequests) {
@@ -568,12 +572,12 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejec
                                    flops, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
-                                   model, tp, budget, gpu_file_cost, pools)
+                                   model, tp, budget, gpu_file_cost, pools, router_warnings)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, tp, budget, capacity,
                                    above_max, below_min, refused, rejected, requests, iterations,
                                    binding, gpu_hour_cost, pools, fleet, quantization, gpus,
-                                   usd_per_h, at, fleet_replicas, router, fleet_split, fleet_gpus,
-                                   fleet_usd_per_h)
+                                   usd_per_h, at, fleet_replicas, router, fleet_split,
+                                   router_warnings, fleet_gpus, fleet_usd_per_h)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

@@ -95,8 +95,9 @@ struct Probe {
   std::string label, policy, gpu, model;
   int tp = 1;
   int64_t budget = 0;
-  double gpu_file_cost = NAN;  // the GPU file's cost_per_hour
-  std::vector<GpuPool> pools;  // every GPU simulated
+  double gpu_file_cost = NAN;                // the GPU file's cost_per_hour
+  std::vector<GpuPool> pools;                // every GPU simulated
+  std::vector<std::string> router_warnings;  // a router with nothing to act on
 };
 
 struct CapacityResult {
@@ -119,9 +120,10 @@ struct CapacityResult {
   // fleet behind the router (0: not sized; -1: none up to the search's limit), and the router.
   int64_t fleet_replicas = 0;
   std::string router;
-  std::string fleet_split;       // disaggregated: the cheapest "P+D" among the fewest that met it
-  int64_t fleet_gpus = 0;        // of the sized fleet (0: not sized)
-  double fleet_usd_per_h = NAN;  // of the sized fleet, as simulated
+  std::string fleet_split;  // disaggregated: the cheapest "P+D" among the fewest that met it
+  std::vector<std::string> router_warnings;  // of the sizing probes' router
+  int64_t fleet_gpus = 0;                    // of the sized fleet (0: not sized)
+  double fleet_usd_per_h = NAN;              // of the sized fleet, as simulated
 };
 
 // R as bytes (CBOR of its fields, NaN kept) and back, exactly: what an MPI rank sends rank 0.

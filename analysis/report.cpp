@@ -232,6 +232,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
     j["fleet"] = {{"num_replicas", f.num_replicas},
                   {"pools", pools},
                   {"router", f.router},
+                  {"router_warnings", f.router_warnings},
                   {"busy_imbalance", number(f.busy_imbalance)},
                   {"queue_imbalance", number(f.queue_imbalance)},
                   {"kv_transfers", f.kv_transfers},

@@ -152,6 +152,8 @@ std::vector<std::string> run_warnings(const RunResult& r) {
         static_cast<long long>(o.waiting_at_median_arrival), o.arrival_rate_req_s,
         o.completion_rate_req_s, o.drain_s));
   }
+  for (const std::string& router : r.fleet.router_warnings)
+    w.push_back(router);
   if (s.rejected > 0) {
     w.push_back(format(
         "%llu of %llu requests (%.1f%%) were rejected (%s): they are in no latency "

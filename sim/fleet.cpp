@@ -180,6 +180,40 @@ const char* role_name(ReplicaRole r) {
 
 }  // namespace
 
+namespace {
+
+// What KIND cannot act on in this fleet and workload (FleetSummary::router_warnings).
+std::vector<std::string> router_warnings(RouterKind kind, const std::vector<ReplicaGroup>& groups,
+                                         const Workload& w) {
+  std::vector<std::string> out;
+  if (kind == RouterKind::kPrefixAware) {
+    if (!w.has_content()) {
+      out.push_back(
+          "prefix-aware has no prompt content to score: the workload names no shared tokens (no "
+          "hash ids, shared prefixes or sessions), so it routes by load alone, as least-kv "
+          "would");
+    }
+    for (const ReplicaGroup& g : groups) {
+      const SchedulerConfig& s = g.config.scheduler;
+      if (!v1_scheduler(s.policy) || !s.enable_prefix_caching) {
+        out.push_back(std::string("prefix-aware scores cached prefixes, but ") +
+                      policy_name(s.policy) +
+                      " keeps no prefix cache here (a V0 policy, or prefix caching off): it "
+                      "routes by load alone");
+        break;
+      }
+    }
+  }
+  if (kind == RouterKind::kSession && !w.has_content()) {
+    out.push_back(
+        "session has no sessions to keep together: the workload has no conversations (no "
+        "session ids or multi-turn content), so it routes as least-requests would");
+  }
+  return out;
+}
+
+}  // namespace
+
 RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOptions& options) {
   const FleetOptions& fleet = options.fleet;
   const std::vector<ReplicaGroup> groups = fleet_groups(c, fleet);
@@ -194,6 +228,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   FleetSummary& out = result.fleet;
   out.num_replicas = int(n);
   out.router = router_name(fleet.router.kind);
+  out.router_warnings = router_warnings(fleet.router.kind, groups, w);
   result.config = groups[0].config;
   result.memory = parts[0].memory;
   const int block_size = groups[0].config.scheduler.block_size;

@@ -89,6 +89,9 @@ struct FleetSummary {
   // Load imbalance: the most loaded replica over the mean, of busy time (steps in flight) and of
   // the time-weighted mean waiting queue; 1 = perfectly even, NaN when all are zero.
   double busy_imbalance = NAN, queue_imbalance = NAN;
+  // A router with nothing to act on (issue 25): prefix-aware without prompt content or without a
+  // prefix cache, session without sessions. Printed as warnings, in the JSON and the tables.
+  std::vector<std::string> router_warnings;
 };
 
 struct RunResult {

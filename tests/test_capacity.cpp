@@ -514,3 +514,35 @@ TEST_CASE("a mixed or disaggregated fleet's header names every pool", "[fleet][c
   REQUIRE(split.code == 0);
   CHECK_THAT(split.out, Catch::Contains("1x prefill h100-sxm + 2x decode h100-sxm"));
 }
+
+TEST_CASE("a router with nothing to act on says so", "[fleet][cli]") {
+  // Issue 25: prefix-aware on a workload without prompt content silently equalled least-kv, and
+  // on a V0 policy (no prefix cache) ran anyway.
+  const fs::path dir = servesim::test::scratch("honest_router");
+  const std::string json_path = (dir / "r.json").string();
+  const auto none = exec({"run", "--num-replicas", "2", "--router", "prefix-aware", "--scheduler",
+                          "vllm-v1", "--num-requests", "40", "--json", json_path});
+  REQUIRE(none.code == 0);
+  CHECK_THAT(none.out, Catch::Contains("WARNING: prefix-aware has no prompt content to score"));
+  const auto j = nlohmann::json::parse(slurp(json_path));
+  REQUIRE(j["fleet"]["router_warnings"].size() == 1);
+  const auto v0 = exec({"run", "--num-replicas", "2", "--router", "prefix-aware", "--scheduler",
+                        "vllm-v0", "--dataset-name", "prefix_repetition", "--num-requests", "40"});
+  REQUIRE(v0.code == 0);
+  CHECK_THAT(v0.out, Catch::Contains("keeps no prefix cache here"));
+  CHECK_THAT(v0.out, !Catch::Contains("has no prompt content"));
+  // With shared prefixes and vLLM V1's prefix cache, nothing to say.
+  const auto ok = exec({"run", "--num-replicas", "2", "--router", "prefix-aware", "--scheduler",
+                        "vllm-v1", "--dataset-name", "prefix_repetition", "--num-requests", "40"});
+  REQUIRE(ok.code == 0);
+  CHECK_THAT(ok.out, !Catch::Contains("WARNING: prefix-aware"));
+  const auto session =
+      exec({"run", "--num-replicas", "2", "--router", "session", "--num-requests", "40"});
+  CHECK_THAT(session.out, Catch::Contains("session has no sessions to keep together"));
+  // capacity's sizing notes it in the table.
+  const std::string csv = (dir / "c.csv").string();
+  REQUIRE(exec({"capacity", "--num-requests", "200", "--slo", "ttft_p50_ms=500", "--target-rate",
+                "60", "--router", "prefix-aware", "--csv", csv})
+              .code == 0);
+  CHECK_THAT(read_csv(csv).at(0).at("note"), Catch::Contains("prefix-aware has no prompt content"));
+}
