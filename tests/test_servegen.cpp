@@ -288,3 +288,41 @@ TEST_CASE("mixture: --num-requests is the number of requests, whatever the class
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("10 requests"));
 }
+
+TEST_CASE("servegen: empty windows, multimodal chunks, and a client given to --trace",
+          "[servegen]") {
+  // Issue 25: the public release's reasoning and multimodal chunks failed: an empty "{}" window
+  // after the last active one stopped the reader, and a multimodal chunk's per-modality fields
+  // read as a missing input_tokens.
+  const fs::path dir = servesim::test::scratch("servegen_release");
+  CHECK(parse_pmf_literal("{}", "f", "x").empty());
+  CHECK(parse_pmf_literal(" { } ", "f", "x").empty());
+  const ServeGenClient tail = load_servegen_client(
+      client(dir, "chunk-0", "0,1,1,Gamma,1,1\n600,1,1,Gamma,1,1\n",
+             R"({"0": {"input_tokens": "{100: 1.0}", "output_tokens": "{10: 1.0}"},)"
+             R"( "600": {"input_tokens": "{}", "output_tokens": "{}"}, "1200": {}})"));
+  ServeGenOptions o;
+  o.duration_s = 1200;
+  const Workload w = generate_servegen({tail}, o);
+  REQUIRE(w.size() > 1000);
+  for (const RequestSpec& r : w)
+    CHECK(r.input_tokens == 100);  // windows without data reuse the last with data
+  // Multimodal: input = text + image tokens, one draw each (0 images is a draw too).
+  const ServeGenClient mm = load_servegen_client(
+      client(dir, "chunk-1", "0,1,1,Gamma,1,1\n",
+             R"({"0": {"text_tokens": "{100: 1.0}", "image_tokens": "{0: 0.5, 256: 0.5}",)"
+             R"( "output_tokens": "{10: 1.0}"}})"));
+  CHECK(mm.input_fields == std::vector<std::string>{"image_tokens", "text_tokens"});
+  o.duration_s = 600;
+  std::set<int32_t> inputs;
+  for (const RequestSpec& r : generate_servegen({mm}, o))
+    inputs.insert(r.input_tokens);
+  CHECK(inputs == std::set<int32_t>{100, 356});
+  CHECK_THAT(load_error(client(dir, "chunk-2", "0,1,1,Gamma,1,1\n",
+                               R"({"0": {"output_tokens": "{10: 1.0}"}})")),
+             Catch::Contains("a *_tokens field per modality"));
+  // --trace on a client points to the generator that reads it.
+  const auto r = servesim::test::cli({"run", "--trace", client(dir, "chunk-3", kRows)});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--dataset-name servegen --servegen"));
+}

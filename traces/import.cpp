@@ -69,6 +69,18 @@ std::string detect_csv(const std::string& path, const Header& h, const ImportOpt
   if (h.has("Timestamp") && h.has("Request tokens") && h.has("Response tokens")) return "burstgpt";
   if (h.has("num_prefill_tokens") && h.has("num_decode_tokens")) return "vidur";
   if (!opt.col_input.empty()) return "csv";
+  // A ServeGen client (chunk-N-trace.csv: window_start_s,rate,cv,Weibull|Gamma|,arg1,arg2, no
+  // header) holds per-window statistics, not requests: it is a generator's input (issue 25).
+  const std::string name = std::filesystem::path(path).filename().string();
+  const bool chunk = name.rfind("chunk-", 0) == 0 && name.size() > 10 &&
+                     name.compare(name.size() - 10, 10, "-trace.csv") == 0;
+  if (chunk || h.text.find(",Weibull,") != std::string::npos ||
+      h.text.find(",Gamma,") != std::string::npos) {
+    throw Error(path, 1, "",
+                "is a ServeGen client (per-window arrival statistics, not requests): replay it "
+                "with --dataset-name servegen --servegen " +
+                    path + " (the chunk-N-dataset.json beside it gives the lengths)");
+  }
   throw Error(path, 1, "",
               "cannot tell the trace format from the header " + h.text +
                   " (known: azure, burstgpt, mooncake, vidur, servesim; for any other CSV give "

@@ -95,7 +95,10 @@ TokenCdf parse_pmf_literal(const std::string& text, const std::string& file,
   std::vector<std::pair<int64_t, double>> pairs;
   for (;;) {
     skip_spaces(text, i);
-    if (i < text.size() && text[i] == '}' && pairs.empty()) break;
+    if (i < text.size() && text[i] == '}' && pairs.empty()) {  // "{}": a window without data
+      ++i;
+      break;
+    }
     size_t key_end = text.find(':', i);
     if (key_end == std::string::npos) throw bad("expected 'token: p'");
     int64_t token = 0;
@@ -162,14 +165,47 @@ ServeGenClient load_servegen_client(const std::string& trace_csv) {
       throw Error(json_path, 0, key, "a window start must be an integer number of seconds");
     }
     if (!fields.is_object()) throw Error(json_path, 0, key, "expected an object of fields");
-    for (const char* field : {"input_tokens", "output_tokens"}) {
-      const std::string where = key + "." + field;
-      if (!fields.contains(field) || !fields[field].is_string()) {
+    if (fields.empty()) {  // a window without data (the public release ends chunks with them)
+      c.input_cdf[start] = TokenCdf{};
+      c.output_cdf[start] = TokenCdf{};
+      continue;
+    }
+    const std::string& window = key;
+    const nlohmann::json& values = fields;
+    auto pmf = [&](const std::string& field) {
+      const std::string where = window + "." + field;
+      if (!values.contains(field) || !values[field].is_string()) {
         throw Error(json_path, 0, where, "expected a string holding a dict literal");
       }
-      auto& cdfs = std::string(field) == "input_tokens" ? c.input_cdf : c.output_cdf;
-      cdfs[start] = parse_pmf_literal(fields[field].get<std::string>(), json_path, where);
+      return parse_pmf_literal(values[field].get<std::string>(), json_path, where);
+    };
+    c.output_cdf[start] = pmf("output_tokens");
+    if (fields.contains("input_tokens")) {
+      c.input_cdf[start] = pmf("input_tokens");
+      continue;
     }
+    // Multimodal: every other *_tokens field is a modality of the input.
+    std::vector<std::string> names;
+    for (const auto& [name, value] : fields.items()) {
+      const std::string tail = "_tokens";
+      if (name != "output_tokens" && name.size() > tail.size() &&
+          name.compare(name.size() - tail.size(), tail.size(), tail) == 0) {
+        names.push_back(name);
+      }
+    }
+    if (names.empty()) {
+      throw Error(json_path, 0, key + ".input_tokens",
+                  "expected input_tokens, or a *_tokens field per modality (text_tokens, "
+                  "image_tokens, ...)");
+    }
+    std::sort(names.begin(), names.end());
+    if (c.input_fields.empty()) c.input_fields = names;
+    if (names != c.input_fields) {
+      throw Error(json_path, 0, key, "the window's modalities differ from the first window's");
+    }
+    std::vector<TokenCdf>& parts = c.input_parts[start];
+    for (const std::string& name : names)
+      parts.push_back(pmf(name));
   }
   return c;
 }
@@ -186,11 +222,30 @@ const TokenCdf* cdf_at(const std::map<int64_t, TokenCdf>& cdfs, double t) {
   return nullptr;
 }
 
-// The first token whose cumulative probability reaches U (ServeGen's searchsorted), at least 1.
-int32_t draw_tokens(const TokenCdf& cdf, double u) {
+// The first token whose cumulative probability reaches U (ServeGen's searchsorted).
+int32_t draw_raw(const TokenCdf& cdf, double u) {
   const size_t k = size_t(std::lower_bound(cdf.cumulative.begin(), cdf.cumulative.end(), u) -
                           cdf.cumulative.begin());
-  return std::max<int32_t>(1, cdf.tokens[std::min(k, cdf.tokens.size() - 1)]);
+  return cdf.tokens[std::min(k, cdf.tokens.size() - 1)];
+}
+
+// The same, at least 1.
+int32_t draw_tokens(const TokenCdf& cdf, double u) {
+  return std::max<int32_t>(1, draw_raw(cdf, u));
+}
+
+// The modalities' CDFs of the latest dataset window at or before T with data; null when none.
+const std::vector<TokenCdf>* parts_at(const std::map<int64_t, std::vector<TokenCdf>>& parts,
+                                      double t) {
+  auto it = parts.upper_bound(int64_t(std::floor(t)));
+  while (it != parts.begin()) {
+    --it;
+    bool data = !it->second.empty();
+    for (const TokenCdf& cdf : it->second)
+      data = data && !cdf.empty();
+    if (data) return &it->second;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -220,8 +275,9 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
       const double w_end = w.start_s + c.window_s;
       if (w.rate <= 0 || w_end <= o.start_s || w.start_s >= end) continue;
       const TokenCdf* in_cdf = cdf_at(c.input_cdf, w.start_s);
+      const std::vector<TokenCdf>* in_parts = parts_at(c.input_parts, w.start_s);
       const TokenCdf* out_cdf = cdf_at(c.output_cdf, w.start_s);
-      if (in_cdf == nullptr || out_cdf == nullptr) {
+      if ((in_cdf == nullptr && in_parts == nullptr) || out_cdf == nullptr) {
         throw Error(c.name, 0, "window_start_s",
                     "window " + std::to_string(int64_t(w.start_s)) +
                         " has no dataset window at or before it");
@@ -242,8 +298,15 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
         t += g * factor;
         if (!(t < w_end)) break;
         if (t < o.start_s || t >= end) continue;
-        all.push_back(
-            {t - o.start_s, draw_tokens(*in_cdf, unit(rng)), draw_tokens(*out_cdf, unit(rng))});
+        int64_t in = 0;
+        if (in_cdf != nullptr) {
+          in = draw_tokens(*in_cdf, unit(rng));
+        } else {  // the modalities' tokens, one draw each
+          for (const TokenCdf& part : *in_parts)
+            in += draw_raw(part, unit(rng));
+          in = std::clamp<int64_t>(in, 1, kMaxTokens);
+        }
+        all.push_back({t - o.start_s, int32_t(in), draw_tokens(*out_cdf, unit(rng))});
       }
     }
   }

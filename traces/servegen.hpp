@@ -48,6 +48,12 @@ struct ServeGenClient {
   // Dataset windows by start: cumulative distributions of input and output tokens (empty when
   // the window has no data).
   std::map<int64_t, TokenCdf> input_cdf, output_cdf;
+  // A multimodal chunk has no input_tokens but one distribution per modality (text_tokens,
+  // image_tokens, audio_tokens, video_tokens: every *_tokens field but output_tokens): a request's
+  // input is the sum of one draw from each (ServeGen's multimodal requests carry each modality's
+  // tokens). Their names, and by window start their CDFs in that order (empty: no data).
+  std::vector<std::string> input_fields;
+  std::map<int64_t, std::vector<TokenCdf>> input_parts;
 };
 
 // Reads TRACE_CSV and the dataset beside it (its name with "-trace.csv" turned into
