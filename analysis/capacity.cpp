@@ -380,11 +380,28 @@ void size_split(const RunSpec& base, const CapacitySpec& spec, double target, in
 
 }  // namespace
 
+namespace {
+
+// --replica-gpus with every group's count times K ("h100-sxm:2,a100-80g:1" x 2 =
+// "h100-sxm:4,a100-80g:2"); the items were checked when the configuration was.
+std::string scaled_groups(const std::string& groups, int64_t k) {
+  std::string out;
+  std::istringstream items(groups);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t colon = item.rfind(':');
+    int64_t count = 0;
+    parse_int(item.substr(colon + 1), count);
+    out += (out.empty() ? "" : ",") + item.substr(0, colon) + ":" + std::to_string(count * k);
+  }
+  return out;
+}
+
+}  // namespace
+
 void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
                 Inputs& inputs) {
   const int64_t ideal = replicas_for(target, c);
-  // A mixed fleet (--replica-gpus) is sized as given: its capacity is already the fleet's.
-  if (ideal <= 0 || !base.replica_gpus.empty()) return;
+  if (ideal <= 0) return;
   c.router = base.router;
   if (base.prefill_replicas > 0 || base.decode_replicas > 0) {
     size_split(base, spec, target, ideal, c, inputs);
@@ -396,14 +413,26 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     c.fleet_replicas = -1;
     return;
   }
+  // A mixed fleet (--replica-gpus) grows in proportion: K copies of its groups (issue 25), K
+  // counted in fleet_replicas as copies of the whole fleet.
+  const bool mixed = !base.replica_gpus.empty();
+  const int64_t per_copy = mixed ? c.gpus : 1;  // GPUs per copy, to keep within the limit
+  if (mixed && ideal * std::max<int64_t>(per_copy, 1) > kMaxReplicas) {
+    c.fleet_replicas = -1;
+    return;
+  }
   std::map<int64_t, FleetPrice> priced;  // the fleets that met it
   auto meets = [&](int64_t k) {
     RunSpec s = base;
-    s.num_replicas = int(k);
-    s.data_parallel_size = 0;
-    s.given.erase("data-parallel-size");
-    s.given.insert("num-replicas");
-    if (k == 1) {  // one replica has no router to configure
+    if (mixed) {
+      s.replica_gpus = scaled_groups(base.replica_gpus, k);
+    } else {
+      s.num_replicas = int(k);
+      s.data_parallel_size = 0;
+      s.given.erase("data-parallel-size");
+      s.given.insert("num-replicas");
+    }
+    if (k == 1 && !mixed) {  // one replica has no router to configure
       s.given.erase("router");
       s.given.erase("router-signal-delay-s");
     }
@@ -418,7 +447,8 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
                                         static_cast<long long>(k), target, e.what()));
     }
   };
-  const int64_t limit = std::min<int64_t>(4 * ideal + 8, kMaxReplicas);
+  const int64_t limit =
+      std::min<int64_t>(4 * ideal + 8, kMaxReplicas / std::max<int64_t>(per_copy, 1));
   int64_t k = ideal;
   if (meets(k)) {
     while (k > 1 && meets(k - 1))

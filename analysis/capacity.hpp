@@ -155,8 +155,9 @@ int64_t replicas_for(double target, const CapacityResult& c);
 // The fleet behind BASE's router that serves TARGET req/s: from the ideal-spreading count, the
 // fewest replicas whose fleet meets SPEC when simulated at TARGET (down while it still meets it,
 // up until it does, at most 4 x ideal + 8). Sets C.fleet_replicas and C.router; adds its probes
-// to C.iterations. Nothing without a target or a capacity, nor for a mixed fleet (--replica-gpus),
-// whose capacity is already the fleet's. A disaggregated BASE is sized by its
+// to C.iterations. Nothing without a target or a capacity. A mixed fleet (--replica-gpus) grows
+// in proportion: K copies of every group, K the count (its capacity is the whole fleet's, so the
+// ideal count is of copies). A disaggregated BASE is sized by its
 // P:D split instead: the fewest replicas in all for which some split meets SPEC at TARGET (every
 // split of each total tried, from 2 up to twice the ideal count of BASE's fleets + 8, at most
 // 64), and among those splits the cheapest (GPU-hours by --gpu-hour-cost, else GPUs).

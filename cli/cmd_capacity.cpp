@@ -10,6 +10,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -190,8 +191,19 @@ std::vector<Configuration> configurations(const SplitArgs& s, Inputs& inputs) {
 void check_prices(const GpuHourCost& cost, const std::vector<Configuration>& configs,
                   Inputs& inputs) {
   std::set<std::string> gpus;
-  for (const Configuration& c : configs)
+  for (const Configuration& c : configs) {
     gpus.insert(inputs.gpu(c.spec.gpu, c.spec.gpu_file).name);
+    // The pools' GPUs: a mixed fleet's groups, the prefill and decode pools (issue 25).
+    std::istringstream groups(c.spec.replica_gpus);
+    for (std::string item; std::getline(groups, item, ',');) {
+      if (const size_t colon = item.rfind(':'); colon != std::string::npos) {
+        gpus.insert(inputs.gpu(item.substr(0, colon), "").name);
+      }
+    }
+    for (const std::string& pool : {c.spec.prefill_gpu, c.spec.decode_gpu}) {
+      if (!pool.empty()) gpus.insert(inputs.gpu(pool, "").name);
+    }
+  }
   std::string known;
   for (const std::string& g : gpus)
     known.append(known.empty() ? "" : ", ").append(g);

@@ -546,3 +546,22 @@ TEST_CASE("a router with nothing to act on says so", "[fleet][cli]") {
               .code == 0);
   CHECK_THAT(read_csv(csv).at(0).at("note"), Catch::Contains("prefix-aware has no prompt content"));
 }
+
+TEST_CASE("cli: a mixed fleet is priced per group and sized in proportion", "[capacity][cli]") {
+  // Issue 25: --gpu-hour-cost could not price a mixed fleet, which capacity did not size.
+  const fs::path dir = servesim::test::scratch("capacity_mixed");
+  const std::string csv = (dir / "m.csv").string();
+  const auto r = exec({"capacity", "--replica-gpus", "h100-sxm:1,a100-80g:1", "--num-requests",
+                       "300", "--slo", "ttft_p50_ms=500", "--target-rate", "40", "--gpu-hour-cost",
+                       "h100=3,a100=2", "--csv", csv});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto row = read_csv(csv).at(0);
+  CHECK(row.at("fleet") == "1x h100-sxm + 1x a100-80g");
+  CHECK(num(row, "gpus") == 2);
+  CHECK(num(row, "usd_per_h") == Approx(5));
+  const double copies = num(row, "fleet_replicas");
+  REQUIRE(copies > 0);
+  CHECK(num(row, "fleet_gpus") == 2 * copies);
+  CHECK(num(row, "fleet_cost_per_hour") == Approx(5 * copies));
+}
