@@ -391,7 +391,8 @@ std::string scaled_groups(const std::string& groups, int64_t k) {
     const size_t colon = item.rfind(':');
     int64_t count = 0;
     parse_int(item.substr(colon + 1), count);
-    out += (out.empty() ? "" : ",") + item.substr(0, colon) + ":" + std::to_string(count * k);
+    if (!out.empty()) out.push_back(',');
+    out.append(item, 0, colon).append(":").append(std::to_string(count * k));
   }
   return out;
 }
