@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <tuple>
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "analysis/check.hpp"
 #include "cli_helpers.hpp"
@@ -244,11 +244,10 @@ TEST_CASE("check attributes a regression to the workload or the service", "[chec
   const std::string base = "scheduler = vllm-v1\n";
   write(spec, spec_text(1, 2, base));
   REQUIRE(cli({"check", spec, "--update"}).code == 0);
-  for (const auto& [extra, side, finding] :
-       {std::tuple<std::string, std::string, std::string>{"gpu = a100-80g\n", "service",
-                                                          "throughput"},
-        {"input-scale = 1.5\n", "workload", "input_length"},
-        {"output-scale = 2\n", "workload", "output_length"}}) {
+  for (const auto& [extra, side, finding] : {std::tuple<std::string, std::string, std::string>{
+                                                 "gpu = a100-80g\n", "service", "throughput"},
+                                             {"input-scale = 1.5\n", "workload", "input_length"},
+                                             {"output-scale = 2\n", "workload", "output_length"}}) {
     INFO(extra);
     write(spec, spec_text(1, 2, base + extra));
     const std::string json_path = (dir / "c.json").string();

@@ -40,6 +40,21 @@ RequestLog uniform_log(int64_t input, double ttft_ms, double decode_ms) {
   return log;
 }
 
+// A log at 5 req/s whose decode line is tpot = 5 ms + 0.2 ms x concurrency over concurrencies 10
+// to 30 (p50 20), p50s IL 1100 ms, TTFT 100 ms, OTC 100, OTPS 100.
+LogStats loaded_stats() {
+  LogStats s;
+  s.p50 = {1100, 100, 100, 100};
+  s.request_rate = 5;
+  s.decode.requests = 100;
+  s.decode.a_ms = 5;
+  s.decode.b_ms = 0.2;
+  s.decode.concurrency_p5 = 10;
+  s.decode.concurrency_p50 = 20;
+  s.decode.concurrency_p95 = 30;
+  return s;
+}
+
 // The current log's prefill speed p99, as the JSON reports it.
 double prefill_tps(const Diagnosis& d) {
   return diagnosis_json(d)["current"]["prefill_tps_p99"].get<double>();
@@ -186,15 +201,7 @@ TEST_CASE("diagnose: OTPS down at the same decode speed is the load's cause, by 
           "[diagnose]") {
   // Both logs' decode lines: tpot = 5 ms + 0.2 ms x concurrency, concurrency 10 to 30. The
   // current's OTPS p50 halved.
-  LogStats base;
-  base.p50 = {1100, 100, 100, 100};
-  base.request_rate = 5;
-  base.decode.requests = 100;
-  base.decode.a_ms = 5;
-  base.decode.b_ms = 0.2;
-  base.decode.concurrency_p5 = 10;
-  base.decode.concurrency_p50 = 20;
-  base.decode.concurrency_p95 = 30;
+  LogStats base = loaded_stats();
   LogStats cur = base;
   cur.p50 = {2100, 100, 100, 50};
   cur.decode.concurrency_p50 = 25;
@@ -299,15 +306,7 @@ TEST_CASE("diagnose: the decode line of a log built by hand", "[diagnose]") {
 
 TEST_CASE("diagnose: configurations equal but for the seed make a realized rate change noise",
           "[diagnose]") {
-  LogStats base;
-  base.p50 = {1100, 100, 100, 100};
-  base.request_rate = 5;
-  base.decode.requests = 100;
-  base.decode.a_ms = 5;
-  base.decode.b_ms = 0.2;
-  base.decode.concurrency_p5 = 10;
-  base.decode.concurrency_p50 = 20;
-  base.decode.concurrency_p95 = 30;
+  LogStats base = loaded_stats();
   base.config = {{"gpu", "h100-sxm"}, {"workload", {{"request_rate", 9}, {"seed", 0}}}};
   LogStats cur = base;
   cur.p50 = {2100, 100, 100, 50};
