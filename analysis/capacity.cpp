@@ -212,15 +212,17 @@ std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double att
   return worst;
 }
 
-// BASE at RATE, simulated and judged against SPEC.
-Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs) {
-  RunSpec s = base;
-  s.request_rate = rate;
-  s.given.insert("request-rate");
+}  // namespace
+
+std::string slo_failure(const CapacitySpec& spec, const RunSummary& s, double attained) {
+  return worst_term(spec, s, attained);
+}
+
+Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs) {
   const PointRun p = run_point(s, inputs);
   const SimConfig& c = p.run.config;
   Probe pr;
-  pr.rate = rate;
+  pr.rate = s.request_rate;
   pr.summary = p.run.summary;
   pr.label = run_label(p.run);
   pr.policy = policy_name(c.scheduler.policy);
@@ -235,6 +237,16 @@ Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Input
   pr.failed = worst_term(spec, pr.summary, pr.attained);
   pr.ok = pr.failed.empty();
   return pr;
+}
+
+namespace {
+
+// BASE at RATE, simulated and judged against SPEC.
+Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs) {
+  RunSpec s = base;
+  s.request_rate = rate;
+  s.given.insert("request-rate");
+  return judge_run(s, spec, inputs);
 }
 
 // One search: the highest rate known to meet the SLO (LO, 0 = none) and the lowest known to fail

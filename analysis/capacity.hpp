@@ -100,6 +100,12 @@ struct Probe {
   std::vector<std::string> router_warnings;  // a router with nothing to act on
 };
 
+// S simulated as it is and judged against SPEC (its rate: S's).
+Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs);
+// The term of SPEC that S (and ATTAINED, the goodput share) fails by the widest margin ("" when
+// it meets every term).
+std::string slo_failure(const CapacitySpec& spec, const RunSummary& s, double attained);
+
 struct CapacityResult {
   std::string label, policy, gpu, model;
   int tp = 1;

@@ -240,8 +240,32 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                    number(f.kv_transfers ? f.kv_transfer_s / double(f.kv_transfers) : NAN)},
                   {"kv_transfer_bytes_per_gpu", f.kv_transfer_bytes},
                   {"replicas", replicas}};
+    if (f.autoscale.enabled) j["fleet"]["autoscale"] = autoscale_json(f.autoscale, r.config.tp);
   }
   return j;
+}
+
+ordered_json autoscale_json(const AutoscaleSummary& a, int tp) {
+  ordered_json timeline = ordered_json::array();
+  for (const ScaleEvent& e : a.timeline) {
+    timeline.push_back({{"time_s", e.time_s},
+                        {"ready", e.ready},
+                        {"starting", e.starting},
+                        {"draining", e.draining},
+                        {"desired", e.desired},
+                        {"metric", number(e.metric)}});
+  }
+  return {{"metric", a.metric},
+          {"target", a.target},
+          {"min_replicas", a.min_replicas},
+          {"max_replicas", a.max_replicas},
+          {"provision_s", a.provision_s},
+          {"peak_replicas", a.peak_replicas},
+          {"replicas_started", a.scale_ups},
+          {"replicas_removed", a.scale_downs},
+          {"replica_hours", a.replica_hours},
+          {"gpu_hours", a.replica_hours * tp},
+          {"timeline", timeline}};
 }
 
 void write_requests_csv(std::ostream& out, const RunResult& r) {

@@ -26,6 +26,8 @@ std::string run_label(const RunResult& r);
 std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s);
 
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
+// An autoscaled fleet's summary and timeline (TP: GPUs per replica, for the GPU-hours).
+nlohmann::ordered_json autoscale_json(const AutoscaleSummary& a, int tp);
 
 // The text of J as dump(INDENT) writes it, except that bytes of a string that are not UTF-8 (a
 // Latin-1 file name, trace value or HDF5 attribute) become U+FFFD instead of failing the write.

@@ -42,7 +42,10 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
   } else {
     out << c.gpu.name << " x" << c.tp;
   }
-  if (r.fleet.num_replicas > 1) {
+  if (r.fleet.autoscale.enabled) {
+    out << ", " << r.fleet.autoscale.min_replicas << " to " << r.fleet.autoscale.max_replicas
+        << " replicas, autoscaled (" << r.fleet.router << ")";
+  } else if (r.fleet.num_replicas > 1) {
     out << ", " << r.fleet.num_replicas << " replicas (" << r.fleet.router << ")";
   }
   out << ", " << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
@@ -173,8 +176,8 @@ bool comparable(const RunResult& r) {
 void print_fleet(std::ostream& out, const FleetSummary& f) {
   // An imbalance over nothing (no queue ever formed) is undefined: "-", not "nan".
   out << format("\nfleet: %d replicas behind %s; load imbalance (max/mean) busy %s, queue %s\n",
-                f.num_replicas, f.router.c_str(), cell(f.busy_imbalance, 0, 2).c_str(),
-                cell(f.queue_imbalance, 0, 2).c_str());
+                f.autoscale.enabled ? f.autoscale.peak_replicas : f.num_replicas, f.router.c_str(),
+                cell(f.busy_imbalance, 0, 2).c_str(), cell(f.queue_imbalance, 0, 2).c_str());
   if (f.kv_transfers > 0) {
     out << format("KV transfers: %llu, mean %.2f ms and %.1f MB per GPU each\n",
                   static_cast<unsigned long long>(f.kv_transfers),
@@ -192,10 +195,22 @@ void print_fleet(std::ostream& out, const FleetSummary& f) {
           << cell(p.step_time_fraction * 100, 6, 1) << "\n";
     }
   }
+  const AutoscaleSummary& a = f.autoscale;
+  if (a.enabled) {
+    out << "autoscaler: "
+        << (a.metric == "schedule" ? std::string("a schedule of replica counts")
+                                   : format("%s target %g per replica", a.metric.c_str(), a.target))
+        << format(
+               ", %d to %d replicas, a new one serving after %.0f s; peak %d, %d started, "
+               "%d removed; %.2f replica-hours\n",
+               a.min_replicas, a.max_replicas, a.provision_s, a.peak_replicas, a.scale_ups,
+               a.scale_downs, a.replica_hours);
+  }
   out << format("%-8s %-18s %8s %9s %9s %8s %6s %7s %8s %8s\n", "replica", "pool", "requests",
                 "TTFT p50", "TTFT p99", "ITL p50", "step%", "KV%", "queue", "prefix%");
   for (size_t i = 0; i < f.replicas.size(); ++i) {
     const RunSummary& q = f.replicas[i];
+    if (a.enabled && f.routed[i] == 0) continue;  // a slot the autoscaler never filled
     out << format("%-8zu %-18s %8llu", i, i < f.pool.size() ? f.pool[i].c_str() : "",
                   static_cast<unsigned long long>(f.routed[i]))
         << " " << cell(q.ttft_ms.p50, 9, 1) << " " << cell(q.ttft_ms.p99, 9, 1) << " "
@@ -213,7 +228,7 @@ void print_run_summary(std::ostream& out, const RunResult& r, const std::string&
   print_header(out, r, workload);
   print_stats_table(out, r.summary);
   print_use(out, r.summary);
-  if (r.fleet.num_replicas > 1) print_fleet(out, r.fleet);
+  if (r.fleet.num_replicas > 1 || r.fleet.autoscale.enabled) print_fleet(out, r.fleet);
   for (const std::string& w : run_warnings(r))
     out << "WARNING: " << w << "\n";
 }

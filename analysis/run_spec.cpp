@@ -11,6 +11,7 @@
 #include "models/calibration.hpp"
 #include "scheduler/policy.hpp"
 #include "traces/datasets.hpp"
+#include "traces/rate_pattern.hpp"
 #include "traces/servegen.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
@@ -90,6 +91,12 @@ void check_dataset_flags(const RunSpec& s) {
   if (!s.trace.empty() && s.has("num-priorities")) {
     throw Error("num-priorities", "not used with --trace: a csv trace's --col-priority gives them");
   }
+  if (!s.trace.empty() && !s.rate_pattern.empty()) {
+    throw Error("rate-pattern",
+                "shapes generated arrivals; a trace keeps its own (capacity --target-scale "
+                "scales a trace's rate)");
+  }
+  if (!s.rate_pattern.empty()) RatePattern::parse(s.rate_pattern, "rate-pattern");
   const std::string& d = s.dataset_name;
   if (std::find(std::begin(kDatasets), std::end(kDatasets), d) == std::end(kDatasets)) {
     throw Error(
@@ -211,6 +218,58 @@ std::string scheduler_spec(const RunSpec& s) {
   return s.scheduler;
 }
 
+namespace {
+
+// The autoscaler the flags ask for, into F.autoscale (Error naming the flag).
+void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
+  static const char* const kFlags[] = {
+      "autoscale-target",   "min-replicas",      "max-replicas",
+      "autoscale-period-s", "scale-up-window-s", "scale-down-window-s",
+      "provision-s",        "engine-startup-s",  "model-load-gb-per-s"};
+  const bool scheduled = !s.autoscale_schedule.empty();
+  if (s.autoscale.empty() && !scheduled) {
+    for (const char* flag : kFlags) {
+      if (s.has(flag)) throw Error(flag, "needs --autoscale METRIC");
+    }
+    return;
+  }
+  AutoscaleOptions& a = f.autoscale;
+  a.enabled = true;
+  if (scheduled) {
+    a.metric = ScaleMetric::kSchedule;
+    a.schedule = s.autoscale_schedule;
+  } else {
+    a.metric = parse_scale_metric(s.autoscale);
+    if (!s.has("autoscale-target")) throw Error("autoscale", "needs --autoscale-target X");
+    if (!s.has("max-replicas")) throw Error("autoscale", "needs --max-replicas N");
+  }
+  if (pools) {
+    throw Error("autoscale",
+                "scales a fleet of one configuration (not --replica-gpus or prefill/decode "
+                "pools)");
+  }
+  a.target = s.autoscale_target;
+  a.min_replicas = s.min_replicas;
+  a.max_replicas = scheduled ? 0 : s.max_replicas;
+  for (const auto& [t, n] : a.schedule)
+    a.max_replicas = std::max(a.max_replicas, n);
+  a.period_s = s.autoscale_period_s;
+  a.up_window_s = s.scale_up_window_s;
+  a.down_window_s = s.scale_down_window_s;
+  a.provision_s = s.provision_s;
+  a.startup_s = s.engine_startup_s;
+  a.load_gb_per_s = s.model_load_gb_per_s;
+  check_autoscale(a);
+  // The count at the start: --num-replicas when given, else the fewest.
+  const bool counted = s.has("num-replicas") || s.has("data-parallel-size");
+  if (!counted) f.num_replicas = a.min_replicas;
+  if (!scheduled && (f.num_replicas < a.min_replicas || f.num_replicas > a.max_replicas)) {
+    throw Error("num-replicas", "must be in [--min-replicas, --max-replicas] with --autoscale");
+  }
+}
+
+}  // namespace
+
 SimulateOptions simulate_options(const RunSpec& s) {
   SimulateOptions o;
   o.metrics.percentiles = s.metric_percentiles;
@@ -231,10 +290,11 @@ SimulateOptions simulate_options(const RunSpec& s) {
     throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
   }
   const bool pools = s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
+  autoscale_options(s, pools, o.fleet);
   // --num-replicas 1 --router X is a fleet of one (a loop over 1, 2, 4 replicas, issue 25): its
   // router sends everything to it. A router without any replica count is a mistake.
   const bool counted = s.has("num-replicas") || s.has("data-parallel-size");
-  if (o.fleet.num_replicas == 1 && !pools && !counted &&
+  if (o.fleet.num_replicas == 1 && !pools && !counted && !o.fleet.autoscale.enabled &&
       (s.has("router") || s.has("router-signal-delay-s"))) {
     throw Error(s.has("router") ? "router" : "router-signal-delay-s",
                 "routes between replicas: give --num-replicas N (1 for a fleet of one)");
@@ -458,6 +518,7 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
   if (!t.timed) {
     throw Error("request-rate", s.trace + " has no arrival times: give --request-rate");
   }
+  if (s.rate_scale != 1) scale_trace_rate(t, s.rate_scale, uint64_t(s.seed) ^ 0x7a26e5ca1eULL);
   const auto last = std::max_element(t.arrival_s.begin(), t.arrival_s.end());
   if (last != t.arrival_s.end() && !(*last <= kMaxSimTime_s)) {
     throw Error(s.trace, 0, "arrival",
@@ -550,6 +611,7 @@ LoadedWorkload servegen_workload(const RunSpec& s) {
     if (!std::isfinite(s.request_rate)) throw Error("request-rate", "must be finite for servegen");
     o.rate_scale = s.request_rate / natural;
   }
+  o.rate_scale *= s.rate_scale;
   Workload w = generate_servegen(clients, o);
   ordered_json j = {{"kind", "generated"},        {"dataset_name", "servegen"},
                     {"clients", s.servegen},      {"start_s", o.start_s},
@@ -567,8 +629,10 @@ LoadedWorkload mixture_workload(const RunSpec& s) {
   double total = 0;
   for (const ClientClass& c : classes)
     total += c.rate;
-  const double scale = s.has("request-rate") ? s.request_rate / total : 1.0;
-  Workload w = generate_client_mixture(classes, num_requests(s), scale, uint64_t(s.seed));
+  const double scale = (s.has("request-rate") ? s.request_rate / total : 1.0) * s.rate_scale;
+  Workload w = generate_client_mixture(
+      classes, int64_t(std::llround(double(num_requests(s)) * s.rate_scale)), scale,
+      uint64_t(s.seed));
   ordered_json j = {{"kind", "generated"},        {"dataset_name", "mixture"},
                     {"client_mix", s.client_mix}, {"rate_scale", scale},
                     {"requests", w.size()},       {"seed", s.seed}};
@@ -582,8 +646,8 @@ LoadedWorkload generate_dataset(const RunSpec& s) {
   if (s.dataset_name == "servegen") return servegen_workload(s);
   if (s.dataset_name == "mixture") return mixture_workload(s);
   SyntheticOptions w;
-  w.num_requests = num_requests(s);
-  w.request_rate = s.request_rate;
+  w.num_requests = int64_t(std::llround(double(num_requests(s)) * s.rate_scale));
+  w.request_rate = s.request_rate * s.rate_scale;
   w.burstiness = s.burstiness;
   w.input_len = s.input_len;
   w.output_len = s.output_len;
@@ -598,6 +662,15 @@ LoadedWorkload generate_dataset(const RunSpec& s) {
 LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
   if (!s.trace.empty()) return load_trace_workload(s, inputs);
   LoadedWorkload out = generate_dataset(s);
+  if (!s.rate_pattern.empty()) {
+    if (s.dataset_name == "servegen") {
+      throw Error("rate-pattern", "servegen clients have their own rate over time");
+    }
+    const RatePattern p = RatePattern::parse(s.rate_pattern, "rate-pattern");
+    apply_rate_pattern(out.requests, p);
+    out.json["rate_pattern"] = p.spec;
+    out.text += ", rate pattern " + p.spec;
+  }
   if (s.num_priorities > 1 || s.has("num-priorities")) {
     draw_priorities(out.requests, s.num_priorities, uint64_t(s.seed));
     out.json["num_priorities"] = s.num_priorities;

@@ -67,6 +67,16 @@ struct RunSpec {
   // --dataset-name servegen: client files (chunk-N-trace.csv, comma-separated) and the span.
   std::string servegen;
   double servegen_start_s = 0, servegen_duration_s = 3600, servegen_rate_scale = 1;
+  // An autoscaled fleet (sim/autoscaler.hpp): the metric ("" = a fixed fleet), its target per
+  // replica, the bounds (--num-replicas: the count at the start), the HPA's timing and how long a
+  // new replica takes to serve (NaN: start-up + weights / load bandwidth). capacity --over-time
+  // sets a SCHEDULE (window start, replicas) instead of a metric.
+  std::string autoscale;
+  double autoscale_target = 0;
+  int min_replicas = 1, max_replicas = 0;
+  double autoscale_period_s = 15, scale_up_window_s = 0, scale_down_window_s = 300;
+  double provision_s = NAN, engine_startup_s = 60, model_load_gb_per_s = 2;
+  std::vector<std::pair<double, int>> autoscale_schedule;
   // Mixed pools: colocated replicas of several GPUs, "h100-sxm:4,a100-80g:2".
   std::string replica_gpus;
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
@@ -98,6 +108,11 @@ struct RunSpec {
   int64_t max_concurrency = 0;         // closed loop: at most this many in flight (0 = open loop)
   double request_rate = kDefaultRate;  // req/s, infinity = all at t = 0
   double burstiness = 1.0;
+  // The workload's rate times this, its shape over time kept (capacity --target-scale): a
+  // generator draws RATE_SCALE x the requests at RATE_SCALE x the rate; a trace is superposed
+  // or thinned (scale_trace_rate).
+  double rate_scale = 1;
+  std::string rate_pattern;  // generated arrivals: diurnal[:...] | spike:... (traces/rate_pattern)
   LengthDist input_len = LengthDist::parse(kDefaultInputLen, "input-len");
   LengthDist output_len = LengthDist::parse(kDefaultOutputLen, "output-len");
   int64_t seed = 0;  // signed so that "-1" is an error, not 2^64 - 1

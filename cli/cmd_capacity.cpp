@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "analysis/capacity.hpp"
+#include "analysis/capacity_plan.hpp"
 #include "analysis/report.hpp"
 #include "cli/commands.hpp"
 #include "cli/grid_args.hpp"
@@ -60,6 +61,17 @@ const char* kCapacityHelp =
     "  --target-rate R      also print the replicas of each configuration that serve R req/s,\n"
     "                       assuming ideal spreading (each replica sees R/replicas), and their\n"
     "                       cost per hour when the GPU's price is known\n"
+    "  --over-time S        a day, not a rate: on a timed workload (a trace, or a generator with\n"
+    "                       --rate-pattern diurnal and --request-rate as its mean), the fewest\n"
+    "                       replicas meeting the SLO in each window of S seconds, then the day\n"
+    "                       simulated under a fixed fleet (the most any window needs), the plan\n"
+    "                       (those counts as a schedule) and, with --autoscale, the autoscaler:\n"
+    "                       peak, replica- and GPU-hours, cost, windows and requests meeting\n"
+    "                       the SLO. --max-replicas bounds a window (default 64); --router and\n"
+    "                       the autoscaler's flags apply; one configuration\n"
+    "  --target-scale X     --over-time: the workload at X times its rate, its shape over the\n"
+    "                       day kept (a trace's rows superposed or thinned; a generator's\n"
+    "                       requests and rate times X)\n"
     "  --rate-start R       first rate tried (default 1); it doubles or halves to a bracket\n"
     "  --rate-max R         the highest rate tried (default 100000)\n"
     "  --rel-tol F          stop when the bracket is within F of its top (default 0.02)\n"
@@ -76,7 +88,8 @@ const char* kCapacityHelp =
 const std::set<std::string> kCapacityOwn = {
     "slo",           "attainment",  "slo-ttft-ms", "slo-tpot-ms", "max-rejected-share",
     "gpu-hour-cost", "target-rate", "rate-start",  "rate-max",    "rel-tol",
-    "jobs",          "out",         "csv",         "config"};
+    "jobs",          "out",         "csv",         "config",      "over-time",
+    "target-scale"};
 
 // The run flags that may be lists: one configuration per combination.
 const std::set<std::string> kListFlags = {
@@ -436,6 +449,50 @@ void print_capacity(std::ostream& out, const std::vector<CapacityResult>& result
   print_footer(out, results, shown);
 }
 
+// capacity --over-time: one configuration's day plan (analysis/capacity_plan.hpp).
+int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& out,
+              const std::string& slo) {
+  for (const char* own : {"target-rate", "rate-start", "rate-max", "rel-tol"}) {
+    if (s.own.count(own)) {
+      throw Error(own, "searches a rate; --over-time sizes each window at the workload's rate");
+    }
+  }
+  for (const auto& [flag, value] : s.run) {
+    if (kListFlags.count(flag) && value.find(',') != std::string::npos) {
+      throw Error(flag, "--over-time plans one configuration: give one value");
+    }
+    if (flag == "time-scale") {
+      throw Error("time-scale", "changes the day's length; --target-scale scales its rate");
+    }
+  }
+  const double window_s = get_number(s.own, "over-time", 0);
+  const double scale = get_number(s.own, "target-scale", 1);
+  if (!(scale > 0 && scale <= 1000)) throw Error("target-scale", "must be in (0, 1000]");
+  RunSpec base = spec_from_flags(s.run);
+  base.rate_scale = scale;
+  // Without an autoscaler --max-replicas is the plan's limit per window only.
+  int limit = 64;
+  if (base.has("max-replicas")) {
+    limit = base.max_replicas;
+    if (!(limit >= 1 && limit <= 2048)) throw Error("max-replicas", "must be in [1, 2048]");
+    if (base.autoscale.empty()) base.given.erase("max-replicas");
+  }
+  Inputs inputs;
+  check_point(base, inputs);
+  const DayPlan plan = plan_day(base, spec, window_s, limit, jobs, inputs);
+  out << "servesim capacity --over-time: the replicas meeting " << slo << " window by window";
+  if (scale != 1) out << format(", at %g x the workload's rate", scale);
+  out << "\n" << day_plan_text(plan);
+  const SweepTable t = day_plan_table(plan);
+  const std::string h5_out = get(s.own, "out"), csv_out = get(s.own, "csv");
+  if (!h5_out.empty()) {
+    write_table_h5(h5_out, t, "servesim-capacity-plan", "windows",
+                   {{"slo", slo}, {"window_s", format("%g", window_s)}});
+  }
+  if (!csv_out.empty()) write_sweep_csv(csv_out, t);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
@@ -453,6 +510,15 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   double target = 0;
   const CapacitySpec spec = capacity_spec(s.own, target);
   const int jobs = get_jobs(s.own);
+  if (s.own.count("over-time")) {
+    PathPlan paths;
+    add_flag_inputs(paths, s.run, s.own);
+    paths.output("out", get(s.own, "out"));
+    paths.output("csv", get(s.own, "csv"));
+    paths.check();
+    return over_time(s, spec, jobs, out, slo_text(s.own, spec));
+  }
+  if (s.own.count("target-scale")) throw Error("target-scale", "goes with --over-time");
   bool fleet = target > 0;
   for (const auto& [flag, value] : s.run) {
     fleet = fleet || flag == "num-replicas" || flag == "data-parallel-size" ||

@@ -77,6 +77,29 @@ const std::vector<RunFlag>& run_flags() {
        "prefix-cache, queue and KV scorers, 3:2:2) | session (sticky by conversation)"},
       {"router-signal-delay-s", G::kHardware, Plain<double>{FIELD(router_signal_delay_s)},
        kShowDefault, "how stale the load the router sees is, seconds (0 = live)"},
+      {"autoscale", G::kHardware, Plain<std::string>{FIELD(autoscale)}, kNoDefault,
+       "add and remove replicas during the run as Kubernetes' HPA on a vLLM metric per "
+       "replica: waiting | running | kv | rate (--num-replicas starts it)"},
+      {"autoscale-target", G::kHardware, Plain<double>{FIELD(autoscale_target)}, kNoDefault,
+       "the metric's target per replica (waiting or running requests, KV usage 0..1, req/s)"},
+      {"min-replicas", G::kHardware, Plain<int>{FIELD(min_replicas)}, kShowDefault,
+       "--autoscale: the fewest replicas"},
+      {"max-replicas", G::kHardware, Plain<int>{FIELD(max_replicas)}, kNoDefault,
+       "--autoscale: the most replicas (required)"},
+      {"autoscale-period-s", G::kHardware, Plain<double>{FIELD(autoscale_period_s)}, kShowDefault,
+       "--autoscale: seconds between decisions (the HPA's sync period)"},
+      {"scale-up-window-s", G::kHardware, Plain<double>{FIELD(scale_up_window_s)}, kShowDefault,
+       "--autoscale: scale-up stabilisation window, seconds (lowest recommendation in it)"},
+      {"scale-down-window-s", G::kHardware, Plain<double>{FIELD(scale_down_window_s)}, kShowDefault,
+       "--autoscale: scale-down stabilisation window, seconds (highest recommendation in it)"},
+      {"provision-s", G::kHardware, Plain<double>{FIELD(provision_s)}, kNoDefault,
+       "--autoscale: seconds from the decision to a new replica serving (default "
+       "--engine-startup-s + weights / --model-load-gb-per-s)"},
+      {"engine-startup-s", G::kHardware, Plain<double>{FIELD(engine_startup_s)}, kShowDefault,
+       "--autoscale: a new replica's start-up besides loading weights (container, CUDA graphs, "
+       "torch.compile), seconds"},
+      {"model-load-gb-per-s", G::kHardware, Plain<double>{FIELD(model_load_gb_per_s)}, kShowDefault,
+       "--autoscale: the bandwidth a new replica reads its weights at, GB/s"},
       {"replica-gpus", G::kHardware, Plain<std::string>{FIELD(replica_gpus)}, kNoDefault,
        "a mixed fleet of colocated replicas, GPU:COUNT,... e.g. h100-sxm:4,a100-80g:2"},
       {"prefill-replicas", G::kHardware, Plain<int>{FIELD(prefill_replicas)}, kNoDefault,
@@ -167,6 +190,10 @@ const std::vector<RunFlag>& run_flags() {
        "mean arrival rate in requests/s, or inf for all at t=0"},
       {"burstiness", G::kWorkload, Plain<double>{FIELD(burstiness)}, kShowDefault,
        "Gamma shape of inter-arrival times (1 = Poisson)"},
+      {"rate-pattern", G::kWorkload, Plain<std::string>{FIELD(rate_pattern)}, kNoDefault,
+       "generated arrivals over time: diurnal[:AMPLITUDE[:PERIOD_S[:PEAK_S]]] (mean "
+       "--request-rate, (1 +- A) x it at peak and trough; 0.6, 86400, 50400) | "
+       "spike:AT_S:DURATION_S:FACTOR"},
       {"input-len", G::kWorkload, Length{FIELD(input_len)}, kShowDefault,
        "prompt tokens: fixed:N | uniform:LO:HI | normal:MEAN:STD[:MIN:MAX] | "
        "lognormal:MEDIAN:SIGMA[:MIN:MAX]"},

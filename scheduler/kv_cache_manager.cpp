@@ -118,6 +118,16 @@ void KvCacheManager::uncache(int32_t b) {
   k.hash = 0;
 }
 
+bool KvCacheManager::reset_prefix_cache() {
+  if (used_blocks() > 0) return false;
+  for (Block& b : blocks_) {
+    b.hash = 0;
+    b.dup_prev = b.dup_next = -1;
+  }
+  std::fill(map_keys_.begin(), map_keys_.end(), 0);
+  return true;
+}
+
 // --- request tables ---------------------------------------------------------------------------
 
 KvCacheManager::Table& KvCacheManager::table(uint32_t id) {

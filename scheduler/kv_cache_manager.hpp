@@ -64,6 +64,10 @@ class KvCacheManager {
   // asks each replica (llm-d's precise prefix-cache scorer, fed by vLLM's KV events). 0 when
   // caching is off.
   int64_t cached_prefix_blocks(const BlockHasher& hasher, uint32_t id, int64_t num_tokens) const;
+  // vLLM's KVCacheManager.reset_prefix_cache(): forgets every cached block's hash, so no prefix
+  // is found again; refused (false, nothing changed) while a request holds blocks. For a replica
+  // started afresh by an autoscaler (a new pod has an empty cache).
+  bool reset_prefix_cache();
   int64_t usable_blocks() const { return usable_; }
   int64_t free_blocks() const { return num_free_; }
   int64_t used_blocks() const { return usable_ - num_free_; }

@@ -135,6 +135,9 @@ class Scheduler {
   // V0's block manager (vllm-v0, chunked); V1's KV cache manager (vllm-v1).
   const BlockManager& block_manager() const { return blocks_; }
   const KvCacheManager* kv_cache_manager() const { return kv_.get(); }
+  // Empties the prefix cache (V1; nothing to do on V0's block manager): false while requests
+  // hold blocks.
+  bool reset_prefix_cache() { return kv_ ? kv_->reset_prefix_cache() : blocks_.used_blocks() == 0; }
   // KV blocks in use and usable, whichever manager the policy runs.
   int64_t used_blocks() const { return kv_ ? kv_->used_blocks() : blocks_.used_blocks(); }
   int64_t usable_blocks() const { return kv_ ? kv_->usable_blocks() : blocks_.total_blocks(); }

@@ -21,14 +21,13 @@ class ArrivalProcess::Pool final : public Router::Fleet {
     return members_[router_ ? router_->route(a_.w_[i], now) : 0];
   }
   bool empty() const { return members_.empty(); }
+  // Colocated pools only (members are the fleet's indices in order).
+  void set_routable(uint32_t replica, bool routable) {
+    if (router_) router_->set_routable(replica, routable);
+  }
 
   size_t size() const override { return members_.size(); }
-  ReplicaLoad load(size_t i) const override {
-    const uint32_t r = members_[i];
-    const Scheduler& s = a_.replicas_[r].host->scheduler();
-    return {a_.outstanding_[r], int64_t(s.num_waiting()),
-            double(s.used_blocks()) / double(std::max<int64_t>(1, s.usable_blocks()))};
-  }
+  ReplicaLoad load(size_t i) const override { return a_.load(members_[i]); }
   int64_t cached_prompt_blocks(size_t i, const RequestSpec& r) const override {
     const KvCacheManager* kv = a_.replicas_[members_[i]].host->scheduler().kv_cache_manager();
     return kv != nullptr ? kv->cached_prefix_blocks(*a_.hasher_, r.id, r.input_tokens) : 0;
@@ -59,6 +58,16 @@ ArrivalProcess::ArrivalProcess(const Workload& w, const SimulateOptions& o,
 }
 
 ArrivalProcess::~ArrivalProcess() = default;
+
+ReplicaLoad ArrivalProcess::load(uint32_t r) const {
+  const Scheduler& s = replicas_[r].host->scheduler();
+  return {outstanding_[r], int64_t(s.num_waiting()),
+          double(s.used_blocks()) / double(std::max<int64_t>(1, s.usable_blocks()))};
+}
+
+void ArrivalProcess::set_routable(uint32_t replica, bool routable) {
+  entry_->set_routable(replica, routable);
+}
 
 void ArrivalProcess::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
   replicas_ = std::move(replicas);
@@ -124,9 +133,11 @@ void ArrivalProcess::on_prefill_done(uint32_t id) {
 void ArrivalProcess::on_request_done(uint32_t id) {
   if (!replica_of_.empty()) {
     const bool decoded = !decode_of_.empty() && decode_of_[id] != kNone;
-    --outstanding_[decoded ? decode_of_[id] : replica_of_[id]];
+    const uint32_t r = decoded ? decode_of_[id] : replica_of_[id];
+    if (--outstanding_[r] == 0 && autoscaler_ != nullptr) autoscaler_->on_idle(r, loop_->now());
   }
-  if (options_.progress && ++done_ % kProgressEvery == 0) options_.progress(done_, w_.size());
+  ++done_;
+  if (options_.progress && done_ % kProgressEvery == 0) options_.progress(done_, w_.size());
   if (!limited()) return;
   --in_flight_;
   if (held_.empty() || in_flight_ >= size_t(options_.max_concurrency)) return;

@@ -17,6 +17,7 @@
 #include "models/cost_model.hpp"
 #include "models/memory_plan.hpp"
 #include "scheduler/block_hasher.hpp"
+#include "sim/autoscaler.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/host.hpp"
 #include "sim/metrics.hpp"
@@ -60,6 +61,14 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
   std::vector<double> take_kv_sent_s() { return std::move(kv_sent_s_); }
   std::vector<double> take_kv_landed_s() { return std::move(kv_landed_s_); }
 
+  // An autoscaled fleet (colocated): the replicas' loads by fleet index, which of them the router
+  // may pick, and the autoscaler told when a replica has no request left.
+  ReplicaLoad load(uint32_t replica) const;
+  void set_routable(uint32_t replica, bool routable);
+  void set_autoscaler(Autoscaler* a) { autoscaler_ = a; }
+  size_t arrived() const { return next_; }
+  bool finished() const { return done_ == w_.size(); }
+
  private:
   class Pool;
   static constexpr size_t kProgressEvery = 1 << 14;
@@ -83,6 +92,7 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
   std::vector<uint32_t> decode_of_;       // disaggregated: each request's decode replica
   std::vector<int64_t> outstanding_;      // per replica: routed, not yet done there
   EventLoop* loop_ = nullptr;
+  Autoscaler* autoscaler_ = nullptr;
   size_t next_ = 0, in_flight_ = 0, done_ = 0;
   std::deque<size_t> held_;
   std::vector<double> sent_s_;                   // when each request was sent

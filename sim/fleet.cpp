@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "scheduler/policy.hpp"
@@ -174,6 +175,30 @@ double kv_link_gb_per_s(const FleetOptions& f, const GpuSpec& gpu,
   return gb;
 }
 
+// The autoscaler's view of the fleet: the gateway's loads and routing, the replicas' caches.
+class ScaledFleet final : public Autoscaler::Fleet {
+ public:
+  ScaledFleet(ArrivalProcess& a, const std::vector<std::unique_ptr<Replica>>& r)
+      : a_(a), replicas_(r) {}
+  size_t size() const override { return replicas_.size(); }
+  ReplicaLoad load(size_t i) const override { return a_.load(uint32_t(i)); }
+  void set_routable(size_t i, bool on) override { a_.set_routable(uint32_t(i), on); }
+  void restart(size_t i) override { replicas_[i]->scheduler.reset_prefix_cache(); }
+  uint64_t sent() const override { return a_.arrived(); }
+  bool finished() const override { return a_.finished(); }
+
+ private:
+  ArrivalProcess& a_;
+  const std::vector<std::unique_ptr<Replica>>& replicas_;
+};
+
+// Seconds from an autoscaler's decision to a new replica serving: the flag's, else the engine's
+// start-up plus the weights (every GPU's shard, over one node's storage link).
+double provision_seconds(const AutoscaleOptions& o, const SimConfig& c) {
+  if (!std::isnan(o.provision_s)) return o.provision_s;
+  return o.startup_s + double(c.model.weight_bytes()) / (o.load_gb_per_s * 1e9);
+}
+
 const char* role_name(ReplicaRole r) {
   return r == ReplicaRole::kPrefill ? "prefill" : r == ReplicaRole::kDecode ? "decode" : "";
 }
@@ -216,7 +241,17 @@ std::vector<std::string> router_warnings(RouterKind kind, const std::vector<Repl
 
 RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOptions& options) {
   const FleetOptions& fleet = options.fleet;
-  const std::vector<ReplicaGroup> groups = fleet_groups(c, fleet);
+  const AutoscaleOptions& scale = fleet.autoscale;
+  std::vector<ReplicaGroup> groups = fleet_groups(c, fleet);
+  if (scale.enabled) {
+    check_autoscale(scale);
+    if (groups.size() != 1 || groups[0].role != ReplicaRole::kColocated) {
+      throw Error("autoscale",
+                  "scales a fleet of one configuration (not --replica-gpus or prefill/decode "
+                  "pools)");
+    }
+    groups[0].count = std::min(autoscale_slots(scale), kMaxReplicas);
+  }
   std::vector<GroupParts> parts;
   for (const ReplicaGroup& g : groups)
     parts.push_back({&g, checked_memory_plan(g.config), make_cost_model(g.config)});
@@ -259,6 +294,14 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     }
   }
   arrivals.start(loop, links);
+  ScaledFleet scaled(arrivals, replicas);
+  std::optional<Autoscaler> autoscaler;
+  if (scale.enabled) {
+    autoscaler.emplace(scale, provision_seconds(scale, groups[0].config), scaled,
+                       fleet.num_replicas);
+    arrivals.set_autoscaler(&*autoscaler);
+    autoscaler->start(loop, w.empty() ? 0.0 : w.front().arrival_s);
+  }
   loop.run();
 
   out.replica_of = arrivals.take_replica_of();
@@ -284,16 +327,29 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     }
   }
   result.requests.reserve(w.size());
+  double end_s = w.empty() ? 0.0 : w.back().arrival_s;
   for (size_t id = 0; id < w.size(); ++id) {
     const Replica& r = *replicas[finisher(id)];
     result.requests.push_back(metrics.record(uint32_t(id), r.scheduler.seqs()[local_of[id]]));
+    end_s = std::max(end_s, result.requests.back().last_token_s);
+  }
+  double fleet_size = double(n);  // replicas on average (autoscaled: billed time over the span)
+  if (autoscaler) {
+    // Throughput and MFU over the GPUs the fleet had on average, not over every slot.
+    out.autoscale = autoscaler->summary(end_s);
+    const double span_s = end_s - (w.empty() ? 0.0 : w.front().arrival_s);
+    const double mean_replicas =
+        span_s > 0 ? out.autoscale.replica_hours * 3600 / span_s : double(autoscaler->initial());
+    peak_flops *= mean_replicas / double(n);
+    peak_bytes *= mean_replicas / double(n);
+    fleet_size = mean_replicas;
   }
   const bool uniform = groups.size() == 1;
   // KV usage over one replica's blocks: with one configuration the fleet's figures are per
   // replica, time-weighted.
   result.summary = metrics.summary(result.requests, peak_flops, peak_bytes,
                                    replicas[0]->scheduler.usable_blocks());
-  result.summary.step_time_fraction /= double(n);  // busy time summed over the replicas
+  result.summary.step_time_fraction /= fleet_size;  // busy time summed over the replicas
   std::vector<double> busy(n), queue(n);
   std::vector<std::vector<RequestRecord>> records(n);
   double kv_weighted = 0, kv_max = 0;
@@ -322,6 +378,16 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   if (!uniform) out.pools = pool_summaries(replicas, records, out);
   for (const RequestRecord& r : result.requests)
     result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
+  if (autoscaler) {  // over the slots that served: the others never existed for the router
+    std::vector<double> b, q;
+    for (size_t i = 0; i < n; ++i) {
+      if (out.routed[i] == 0) continue;
+      b.push_back(busy[i]);
+      q.push_back(queue[i]);
+    }
+    busy = std::move(b);
+    queue = std::move(q);
+  }
   out.busy_imbalance = max_over_mean(busy);
   out.queue_imbalance = max_over_mean(queue);
   result.steps = metrics.take_steps();

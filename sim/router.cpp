@@ -41,7 +41,15 @@ Router::Router(const RouterOptions& options, const Fleet& fleet, const Workload&
     : options_(options), fleet_(fleet), workload_(workload) {
   seen_.resize(fleet.size());
   scores_.resize(fleet.size());
+  off_.assign(fleet.size(), 0);
   last_ = fleet.size() - 1;  // the first pick among equals is replica 0
+}
+
+void Router::set_routable(size_t replica, bool routable) {
+  const uint8_t off = routable ? 0 : 1;
+  if (off_[replica] == off) return;
+  off_[replica] = off;
+  num_off_ += off ? 1 : size_t(-1);
 }
 
 void Router::refresh(double now) {
@@ -55,7 +63,13 @@ void Router::refresh(double now) {
 
 size_t Router::best_score() {
   const size_t n = scores_.size();
+  if (num_off_ > 0) {
+    for (size_t i = 0; i < n; ++i)
+      if (off_[i]) scores_[i] = -INFINITY;
+  }
   size_t best = (last_ + 1) % n;
+  for (size_t k = 0; off_[best] && k < n; ++k)
+    best = (best + 1) % n;
   for (size_t k = 1; k < n; ++k) {
     const size_t i = (last_ + 1 + k) % n;
     if (scores_[i] > scores_[best]) best = i;
@@ -70,13 +84,15 @@ size_t Router::least(double (*key)(const ReplicaLoad&)) {
 }
 
 size_t Router::prefix_aware(const RequestSpec& r) {
-  int64_t qmin = seen_[0].waiting, qmax = seen_[0].waiting;
-  for (const ReplicaLoad& l : seen_) {
-    qmin = std::min(qmin, l.waiting);
-    qmax = std::max(qmax, l.waiting);
+  int64_t qmin = INT64_MAX, qmax = INT64_MIN;
+  for (size_t i = 0; i < seen_.size(); ++i) {
+    if (off_[i]) continue;
+    qmin = std::min(qmin, seen_[i].waiting);
+    qmax = std::max(qmax, seen_[i].waiting);
   }
   const int64_t blocks = r.input_tokens / fleet_.block_size();
   for (size_t i = 0; i < seen_.size(); ++i) {
+    if (off_[i]) continue;  // best_score() sets its score
     const double prefix =
         blocks > 0 ? double(fleet_.cached_prompt_blocks(i, r)) / double(blocks) : 0.0;
     // llm-d's queue scorer: (max - q) / (max - min), 1 for all when the queues are equal.
@@ -92,9 +108,9 @@ size_t Router::session(const RequestSpec& r) {
   if (r.num_spans == 0 || !r.output_continues) return least(fewest);
   const uint64_t key = workload_.spans[r.first_span + r.num_spans - 1].stream;
   const auto it = sessions_.find(key);
-  if (it != sessions_.end()) return it->second;
+  if (it != sessions_.end() && !off_[it->second]) return it->second;
   const size_t chosen = least(fewest);
-  sessions_.emplace(key, uint32_t(chosen));
+  sessions_[key] = uint32_t(chosen);  // a new conversation, or one whose replica went away
   return chosen;
 }
 
@@ -103,6 +119,8 @@ size_t Router::route(const RequestSpec& r, double now) {
   size_t chosen = 0;
   if (options_.kind == RouterKind::kRoundRobin) {
     chosen = (last_ + 1) % n;
+    for (size_t k = 0; num_off_ > 0 && off_[chosen] && k < n; ++k)
+      chosen = (chosen + 1) % n;
   } else {
     refresh(now);
     switch (options_.kind) {

@@ -16,6 +16,7 @@
 // sees a snapshot taken at the first decision at or after each multiple of d, deterministically.
 // The prefix cache is asked live (KV events arrive within a step). Ties go to the first replica
 // after the one chosen last, so an idle fleet is filled evenly and every run repeats exactly.
+// Replicas an autoscaler has taken out (set_routable) are skipped by every policy.
 // Cost per decision: O(1) for round-robin and a known session; O(replicas) for the others (and
 // O(replicas x cached blocks of the prompt) for prefix-aware).
 #pragma once
@@ -71,6 +72,9 @@ class Router {
   // The replica for R, sent at NOW (non-decreasing across calls).
   size_t route(const RequestSpec& r, double now);
   const RouterOptions& options() const { return options_; }
+  // An autoscaled fleet: a replica that is starting, draining or stopped gets no request (a
+  // session pinned to it moves). REQUIRES: at least one replica stays routable.
+  void set_routable(size_t replica, bool routable);
 
  private:
   void refresh(double now);
@@ -87,6 +91,8 @@ class Router {
   std::vector<double> scores_;
   double next_refresh_s_ = -1;
   size_t last_ = 0;
+  std::vector<uint8_t> off_;  // per replica: 1 when not routable
+  size_t num_off_ = 0;
   std::unordered_map<uint64_t, uint32_t> sessions_;
 };
 

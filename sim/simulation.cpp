@@ -145,7 +145,8 @@ SimConfig resolve(SimConfig c) {
 
 RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override,
                    const SimulateOptions& options) {
-  if (options.fleet.num_replicas != 1 || !options.fleet.groups.empty()) {
+  if (options.fleet.num_replicas != 1 || !options.fleet.groups.empty() ||
+      options.fleet.autoscale.enabled) {
     if (cost_override != nullptr) throw Error("num-replicas", "a fleet takes its own cost model");
     return simulate_fleet(c, w, options);
   }

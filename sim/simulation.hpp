@@ -23,6 +23,7 @@
 #include "models/profiles.hpp"
 #include "models/roofline.hpp"
 #include "scheduler/scheduler.hpp"
+#include "sim/autoscaler.hpp"
 #include "sim/host.hpp"
 #include "sim/metrics.hpp"
 #include "sim/router.hpp"
@@ -92,6 +93,7 @@ struct FleetSummary {
   // A router with nothing to act on (issue 25): prefix-aware without prompt content or without a
   // prefix cache, session without sessions. Printed as warnings, in the JSON and the tables.
   std::vector<std::string> router_warnings;
+  AutoscaleSummary autoscale;  // an autoscaled run: the fleet's size over time, replica-hours
 };
 
 struct RunResult {
@@ -131,6 +133,9 @@ struct FleetOptions {
   double kv_transfer_gb_per_s = 0;
   bool kv_transfer_nvlink = false;  // the pools share an NVLink domain (one node)
   double kv_transfer_latency_s = 1e-3;
+  // Replicas added and removed during the run (sim/autoscaler.hpp): colocated fleets of one
+  // configuration; NUM_REPLICAS is the count at the start.
+  AutoscaleOptions autoscale;
 };
 
 struct SimulateOptions {

@@ -177,3 +177,24 @@ TEST_CASE("kv cache: without caching nothing is hashed or hit", "[kv_cache]") {
   CHECK_FALSE(kv.is_cached(1));
   CHECK(kv.stats().queries == 0);
 }
+
+TEST_CASE("kv cache: a prefix cache reset forgets every block, and waits for none in use",
+          "[kv_cache][autoscale]") {
+  GroupHasher h;
+  h.shared = {{0, {7, 4}}, {1, {7, 4}}};  // requests 0 and 1 share their four blocks
+  KvCacheManager kv(9, 4, true, 100, &h, 4);
+  SeqState s = prompt(16);
+  REQUIRE(kv.allocate_slots(0, s, 16, 0, false));
+  CHECK_FALSE(kv.reset_prefix_cache());  // request 0 holds blocks: nothing changes
+  CHECK(kv.is_cached(1));
+  kv.free(0);
+  CHECK(kv.cached_prefix_blocks(h, 1, 16) == 4);
+  CHECK(kv.reset_prefix_cache());
+  CHECK(kv.cached_prefix_blocks(h, 1, 16) == 0);
+  for (int32_t b = 1; b <= 8; ++b)
+    CHECK_FALSE(kv.is_cached(b));
+  CHECK(kv.free_blocks() == kv.usable_blocks());
+  // The cache fills again afterwards.
+  REQUIRE(kv.allocate_slots(1, prompt(16), 16, 0, false));
+  CHECK(kv.is_cached(kv.blocks_of(1)[0]));
+}

@@ -141,6 +141,30 @@ Resample parse_resample(const std::string& name) {
   throw Error("trace-replicates", "expected none, bootstrap or jitter, got '" + name + "'");
 }
 
+void scale_trace_rate(Trace& t, double factor, uint64_t seed) {
+  if (factor == 1 || t.size() == 0) return;
+  boost::random::mt19937_64 rng(seed);
+  boost::random::uniform_real_distribution<double> unit(0, 1);
+  const auto [lo, hi] = std::minmax_element(t.arrival_s.begin(), t.arrival_s.end());
+  const double gap = t.size() > 1 ? (*hi - *lo) / double(t.size() - 1) : 1.0;
+  const double whole = std::floor(factor), part = factor - whole;
+  std::vector<std::pair<double, std::pair<size_t, uint64_t>>> rows;  // (arrival, (row, copy))
+  rows.reserve(size_t(double(t.size()) * factor) + 16);
+  for (size_t i = 0; i < t.size(); ++i) {
+    const int copies = int(whole) + (unit(rng) < part ? 1 : 0);
+    for (int k = 0; k < copies; ++k) {
+      const double shift = k == 0 ? 0.0 : (unit(rng) * 2 - 1) * gap;
+      rows.push_back({std::max(0.0, t.arrival_s[i] + shift), {i, uint64_t(k)}});
+    }
+  }
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  Trace out = empty_like(t);
+  for (const auto& [arrival, which] : rows)
+    append_row(t, which.first, which.second, arrival, out);
+  t = std::move(out);
+}
+
 void resample_trace(Trace& t, Resample method, double length_s, uint64_t seed) {
   if (method == Resample::kNone || t.size() == 0) return;
   boost::random::mt19937_64 rng(seed);

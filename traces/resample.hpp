@@ -36,4 +36,12 @@ Resample parse_resample(const std::string& name);
 // REQUIRES: t.timed, LENGTH_S > 0 and finite (BLOCK for bootstrap, JITTER for jitter).
 void resample_trace(Trace& t, Resample method, double length_s, uint64_t seed);
 
+// A timed trace at FACTOR x its rate with its shape over time kept (capacity --target-scale: next
+// year's traffic at the same hours): every row kept floor(FACTOR) times and once more with
+// probability FACTOR - floor(FACTOR) (below 1: thinning). The row itself stays where it is; its
+// extra copies move by a uniform offset within one mean gap of the trace either way and are
+// renamed (as bootstrap copies) so that a copy never finds its original's prefix cached.
+// REQUIRES: t.timed, FACTOR in (0, 1000].
+void scale_trace_rate(Trace& t, double factor, uint64_t seed);
+
 }  // namespace servesim
