@@ -1,5 +1,7 @@
 #include "analysis/timeline.hpp"
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstdlib>
 #include <string>
@@ -121,6 +123,24 @@ ordered_json timeline_json(const RunResult& r, double from_s, double to_s) {
       phase(events, rid, first, "prefill", q.first_scheduled_s, q.first_token_s);
     }
     phase(events, rid, last, "decode", q.first_token_s, q.last_token_s);
+  }
+  // An autoscaled fleet: its size as a counter track (ready, starting, draining replicas), from
+  // the state at FROM_S to the last change before TO_S.
+  const AutoscaleSummary& a = f.autoscale;
+  if (a.enabled && !a.timeline.empty()) {
+    const int pid = int(replicas);
+    events.push_back(metadata("process_name", pid, 0, "autoscaler (" + a.metric + ")"));
+    for (size_t k = 0; k < a.timeline.size(); ++k) {
+      const ScaleEvent& e = a.timeline[k];
+      const bool next_in = k + 1 < a.timeline.size() && a.timeline[k + 1].time_s > from_s;
+      if (e.time_s > to_s || (e.time_s < from_s && !next_in)) continue;
+      events.push_back(
+          {{"name", "replicas"},
+           {"ph", "C"},
+           {"pid", pid},
+           {"ts", us(std::max(e.time_s, from_s))},
+           {"args", {{"ready", e.ready}, {"starting", e.starting}, {"draining", e.draining}}}});
+    }
   }
   return {{"traceEvents", events},
           {"displayTimeUnit", "ms"},

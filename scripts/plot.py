@@ -590,6 +590,7 @@ def draw_best(ax, kind, x, y):
 REQUEST_COLS = ("ttft_ms", "status")
 REQUEST_OPTIONAL = ("e2e_ms", "output_tokens")
 WINDOW_COLS = ("start_s", "end_s", "otps", "ttft_ms_p50", "ttft_ms_p95")
+WINDOW_OPTIONAL = ("arrivals",)
 ITL_COLS = ("upper_ms", "count")
 
 
@@ -649,7 +650,7 @@ def load_results(f):
             "overloaded": summary_overloaded(summary),
             "rejected_share": summary_rejected_share(summary),
             "requests": read_table(g, "requests", REQUEST_COLS, REQUEST_OPTIONAL),
-            "windows": read_table(g, "windows", WINDOW_COLS),
+            "windows": read_table(g, "windows", WINDOW_COLS, WINDOW_OPTIONAL),
             "itl": read_table(g, "itl", ITL_COLS),
         })
     return runs, attr_number(f, "period_s")
@@ -838,6 +839,62 @@ def plot_timeseries(path, stem, runs, period_s, args, baseline, outdir, written)
                                       "threshold_source": source if threshold else None})
 
 
+def autoscale_of(r):
+    """The autoscaler summary of a run's summary JSON (fleet.autoscale), or None."""
+    fleet = r["summary"].get("fleet") if isinstance(r["summary"], dict) else None
+    a = fleet.get("autoscale") if isinstance(fleet, dict) else None
+    return a if isinstance(a, dict) and a.get("timeline") else None
+
+
+def plot_fleet_size(path, stem, runs, period_s, outdir, written):
+    """Autoscaled runs: the arrival rate per window above, the replicas serving, starting and
+    draining below (step lines, as the autoscaler changed them)."""
+    scaled = [(i, r, autoscale_of(r)) for i, r in enumerate(runs) if autoscale_of(r)]
+    if not scaled:
+        return
+    name = f"{stem}_fleet_size.png"
+    fig, (ax_rate, ax_n) = new_figure(9, 6, rows=2, sharex=True)
+    for i, r, a in scaled:
+        c = color(i)
+        w = r["windows"]
+        if table_len(w) and "arrivals" in w and math.isfinite(period_s) and period_s > 0:
+            t = (w["start_s"] + w["end_s"]) / 120.0
+            ax_rate.plot(t, w["arrivals"] / period_s, color=c, marker="o", markersize=2,
+                         label=r["label"])
+        tl = a["timeline"]
+        t = np.array([e["time_s"] for e in tl], dtype=float) / 60.0
+        ready = np.array([e["ready"] for e in tl], dtype=float)
+        starting = np.array([e["starting"] for e in tl], dtype=float)
+        draining = np.array([e["draining"] for e in tl], dtype=float)
+        ax_n.step(t, ready, where="post", color=c, label=f"{r['label']}: serving")
+        ax_n.step(t, ready + starting, where="post", color=c, linestyle="--",
+                  label=f"{r['label']}: + starting")
+        if draining.any():
+            ax_n.step(t, ready + starting + draining, where="post", color=c, linestyle=":",
+                      label=f"{r['label']}: + draining")
+    a0 = scaled[0][2]
+    how = ("a schedule" if a0.get("metric") == "schedule"
+           else f"{a0.get('metric')} target {a0.get('target'):g} per replica")
+    set_title(fig, runs_title(stem, f"autoscaled fleet ({how}; "
+                              f"{a0.get('replica_hours', math.nan):.2f} replica-hours)",
+                              [r for _, r, _ in scaled]))
+    ax_rate.set_ylabel("arrivals (requests/s per window)")
+    zero_based(ax_rate)
+    ax_rate.grid(True, alpha=0.3)
+    h, l = ax_rate.get_legend_handles_labels()
+    if h:
+        legend(ax_rate, h, l)
+    ax_n.set_ylabel("replicas")
+    zero_based(ax_n)
+    ax_n.grid(True, alpha=0.3)
+    h, l = ax_n.get_legend_handles_labels()
+    legend(ax_n, h, l)
+    ax_n.set_xlabel("time (minutes)")
+    save(fig, outdir, name, written, {"kind": "fleet_size",
+                                      "replica_hours": a0.get("replica_hours"),
+                                      "peak_replicas": a0.get("peak_replicas")})
+
+
 def finish_ttft_panel(ax_ttft, runs, drawn_otps, drawn_ttft, all_ttft, span, labels=None):
     if spans_decade(all_ttft):
         ax_ttft.set_yscale("log")
@@ -947,6 +1004,7 @@ def plot_results(path, stem, data, args, outdir, written, baseline=None):
     plot_ttft_cdf(path, stem, runs, args, outdir, written)
     plot_itl_cdf(path, stem, runs, args, outdir, written)
     plot_timeseries(path, stem, runs, period_s, args, baseline, outdir, written)
+    plot_fleet_size(path, stem, runs, period_s, outdir, written)
     if baseline is not None:
         plot_vs_baseline(path, stem, runs, period_s, args, baseline, outdir, written)
 

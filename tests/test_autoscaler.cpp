@@ -333,10 +333,29 @@ TEST_CASE("rate scaling: a trace at twice and half its rate keeps its day", "[au
 
 TEST_CASE("cli: run --autoscale reports the fleet over time", "[autoscale][cli]") {
   const auto dir = servesim::test::scratch("autoscale_run");
-  const auto r = cli({"run", "--scheduler", "vllm-v1", "--num-requests", "3000", "--request-rate",
-                      "12", "--rate-pattern", "spike:60:60:3", "--autoscale", "running",
-                      "--autoscale-target", "30", "--max-replicas", "4", "--router",
-                      "least-requests", "--json", (dir / "r.json").string()});
+  const auto r = cli({"run",
+                      "--scheduler",
+                      "vllm-v1",
+                      "--num-requests",
+                      "3000",
+                      "--request-rate",
+                      "12",
+                      "--rate-pattern",
+                      "spike:60:60:3",
+                      "--autoscale",
+                      "running",
+                      "--autoscale-target",
+                      "30",
+                      "--max-replicas",
+                      "4",
+                      "--router",
+                      "least-requests",
+                      "--json",
+                      (dir / "r.json").string(),
+                      "--timeline",
+                      (dir / "t.json").string(),
+                      "--timeline-window",
+                      "0:600"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("autoscaler: running target 30 per replica"));
@@ -346,6 +365,17 @@ TEST_CASE("cli: run --autoscale reports the fleet over time", "[autoscale][cli]"
   CHECK(a.at("timeline").size() >= 2);
   CHECK(a.at("replica_hours").get<double>() > 0);
   CHECK(a.at("gpu_hours").get<double>() == a.at("replica_hours").get<double>());
+  // The Perfetto timeline carries the fleet's size as a counter track.
+  const nlohmann::json t = nlohmann::json::parse(servesim::test::slurp(dir / "t.json"));
+  int counters = 0, most = 0;
+  for (const auto& e : t.at("traceEvents")) {
+    if (e.at("ph") != "C") continue;
+    ++counters;
+    CHECK(e.at("name") == "replicas");
+    most = std::max(most, e.at("args").at("ready").get<int>());
+  }
+  CHECK(counters >= 2);
+  CHECK(most == a.at("peak_replicas").get<int>());
   servesim::test::refused({"run", "--autoscale", "waiting", "--max-replicas", "3"},
                           "--autoscale-target");
   servesim::test::refused({"run", "--max-replicas", "3"}, "needs --autoscale");
