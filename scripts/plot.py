@@ -825,18 +825,23 @@ def plot_timeseries(path, stem, runs, period_s, args, baseline, outdir, written)
 
     period = f"{period_s:g} s windows" if math.isfinite(period_s) and period_s > 0 else "windows"
     set_title(fig, runs_title(stem, f"per-window metrics ({period})", runs))
-    ax_otps.set_ylabel("OTPS, CloudWatch (output tokens/s)")
-    zero_based(ax_otps)
-    ax_otps.grid(True, alpha=0.3)
-    h, l = ax_otps.get_legend_handles_labels()
-    if h:
-        legend(ax_otps, h, l)
+    linear_panel(ax_otps, "OTPS, CloudWatch (output tokens/s)")
     if not drawn_otps:
         ax_otps.text(0.5, 0.5, "no window has an OTPS", transform=ax_otps.transAxes,
                      ha="center", va="center", color="gray")
     finish_ttft_panel(ax_ttft, runs, drawn_otps, drawn_ttft, all_ttft, span)
     save(fig, outdir, name, written, {"kind": "timeseries", "threshold_otps": threshold,
                                       "threshold_source": source if threshold else None})
+
+
+def linear_panel(ax, ylabel):
+    """A panel's y label, a linear axis from 0, a grid, and its legend when it has entries."""
+    ax.set_ylabel(ylabel)
+    zero_based(ax)
+    ax.grid(True, alpha=0.3)
+    h, l = ax.get_legend_handles_labels()
+    if h:
+        legend(ax, h, l)
 
 
 def autoscale_of(r):
@@ -878,17 +883,8 @@ def plot_fleet_size(path, stem, runs, period_s, outdir, written):
     set_title(fig, runs_title(stem, f"autoscaled fleet ({how}; "
                               f"{a0.get('replica_hours', math.nan):.2f} replica-hours)",
                               [r for _, r, _ in scaled]))
-    ax_rate.set_ylabel("arrivals (requests/s per window)")
-    zero_based(ax_rate)
-    ax_rate.grid(True, alpha=0.3)
-    h, l = ax_rate.get_legend_handles_labels()
-    if h:
-        legend(ax_rate, h, l)
-    ax_n.set_ylabel("replicas")
-    zero_based(ax_n)
-    ax_n.grid(True, alpha=0.3)
-    h, l = ax_n.get_legend_handles_labels()
-    legend(ax_n, h, l)
+    linear_panel(ax_rate, "arrivals (requests/s per window)")
+    linear_panel(ax_n, "replicas")
     ax_n.set_xlabel("time (minutes)")
     save(fig, outdir, name, written, {"kind": "fleet_size",
                                       "replica_hours": a0.get("replica_hours"),
