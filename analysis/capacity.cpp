@@ -409,6 +409,63 @@ std::string scaled_groups(const std::string& groups, int64_t k) {
   return out;
 }
 
+// GROUPS with GPU's count set to K (the others kept); -1 when no group is GPU's. The count of
+// GPU's group in GROUPS is returned in FOUND.
+std::string with_group_count(const std::string& groups, const std::string& gpu, int64_t k,
+                             int64_t* found = nullptr) {
+  std::string out;
+  bool seen = false;
+  std::istringstream items(groups);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t colon = item.rfind(':');
+    int64_t count = 0;
+    parse_int(item.substr(colon + 1), count);
+    const bool mine = item.substr(0, colon) == gpu;
+    if (mine && found != nullptr) *found = count;
+    seen = seen || mine;
+    if (!out.empty()) out.push_back(',');
+    out.append(item, 0, colon).append(":").append(std::to_string(mine ? k : count));
+  }
+  return seen ? out : std::string();
+}
+
+// size_fleet for --size-group: the fewest replicas of that group, from its given count START,
+// for which the fleet meets SPEC at TARGET (at least one, at most 4 x START + 8 and the fleet's
+// limit). fleet_replicas is that count; fleet_split the fleet's groups.
+void size_group(const RunSpec& base, const CapacitySpec& spec, double target, int64_t start,
+                CapacityResult& c, Inputs& inputs) {
+  int64_t others = 0;  // GPUs of the fixed groups
+  for (const GpuPool& p : c.pools)
+    others += p.gpu == spec.size_group ? 0 : int64_t(p.replicas) * p.tp;
+  std::map<int64_t, FleetPrice> priced;
+  auto meets = [&](int64_t k) {
+    RunSpec s = base;
+    s.replica_gpus = with_group_count(base.replica_gpus, spec.size_group, k);
+    ++c.iterations;
+    const Probe probe = probe_at(s, spec, target, inputs);
+    if (probe.ok) priced[k] = price_pools(probe.pools, spec.cost);
+    if (c.router_warnings.empty()) c.router_warnings = probe.router_warnings;
+    return probe.ok;
+  };
+  const int64_t limit = std::min<int64_t>(4 * start + 8, kMaxReplicas - others);
+  int64_t k = std::max<int64_t>(1, std::min(start, limit));
+  if (meets(k)) {
+    while (k > 1 && meets(k - 1))
+      --k;
+  } else {
+    do {
+      ++k;
+    } while (k <= limit && !meets(k));
+    if (k > limit) k = -1;
+  }
+  c.fleet_replicas = k;
+  if (k > 0) {
+    c.fleet_split = with_group_count(base.replica_gpus, spec.size_group, k);
+    c.fleet_gpus = priced[k].gpus;
+    c.fleet_usd_per_h = priced[k].usd_per_h;
+  }
+}
+
 }  // namespace
 
 void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
@@ -429,6 +486,17 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
   // A mixed fleet (--replica-gpus) grows in proportion: K copies of its groups (issue 25), K
   // counted in fleet_replicas as copies of the whole fleet.
   const bool mixed = !base.replica_gpus.empty();
+  // --size-group GPU: only that group's count moves, the others as given (issue 25).
+  const bool one_group = mixed && !spec.size_group.empty();
+  int64_t start = 0;
+  if (one_group && with_group_count(base.replica_gpus, spec.size_group, 0, &start).empty()) {
+    throw Error("size-group",
+                "'" + spec.size_group + "' is not a group of --replica-gpus " + base.replica_gpus);
+  }
+  if (one_group) {
+    size_group(base, spec, target, start, c, inputs);
+    return;
+  }
   const int64_t per_copy = mixed ? c.gpus : 1;  // GPUs per copy, to keep within the limit
   if (mixed && ideal * std::max<int64_t>(per_copy, 1) > kMaxReplicas) {
     c.fleet_replicas = -1;

@@ -81,6 +81,8 @@ struct CapacitySpec {
   double max_rejected_share = 0;  // in [0, 1)
   double rate_start = 1, rate_max = 100000, rel_tol = 0.02;
   GpuHourCost cost;
+  // --size-group GPU: with --replica-gpus and --target-rate, search that group's count only.
+  std::string size_group;
 };
 
 // The share of all requests meeting the per-request SLOs (rejected requests miss).

@@ -72,6 +72,8 @@ const char* kCapacityHelp =
     "  --target-scale X     --over-time: the workload at X times its rate, its shape over the\n"
     "                       day kept (a trace's rows superposed or thinned; a generator's\n"
     "                       requests and rate times X)\n"
+    "  --size-group GPU     with --replica-gpus and --target-rate: size that group's count only,\n"
+    "                       the other groups as given (fleet_replicas is its count)\n"
     "  --rate-start R       first rate tried (default 1); it doubles or halves to a bracket\n"
     "  --rate-max R         the highest rate tried (default 100000)\n"
     "  --rel-tol F          stop when the bracket is within F of its top (default 0.02)\n"
@@ -89,7 +91,7 @@ const std::set<std::string> kCapacityOwn = {
     "slo",           "attainment",  "slo-ttft-ms", "slo-tpot-ms", "max-rejected-share",
     "gpu-hour-cost", "target-rate", "rate-start",  "rate-max",    "rel-tol",
     "jobs",          "out",         "csv",         "config",      "over-time",
-    "target-scale"};
+    "target-scale",  "size-group"};
 
 // The run flags that may be lists: one configuration per combination.
 const std::set<std::string> kListFlags = {
@@ -137,6 +139,10 @@ CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& targ
   if (!(spec.rel_tol > 0 && spec.rel_tol < 1)) throw Error("rel-tol", "must be in (0, 1)");
   if (!(target >= 0 && target <= 1e9)) {
     throw Error("target-rate", "must be a rate in [0, 1e9] requests per second");
+  }
+  spec.size_group = get(own, "size-group");
+  if (own.count("size-group") && target == 0) {
+    throw Error("size-group", "sizes a group for --target-rate R: give it");
   }
   return spec;
 }
@@ -195,7 +201,13 @@ std::vector<Configuration> configurations(const SplitArgs& s, Inputs& inputs) {
   }
   for (Configuration& c : out) {
     c.spec = spec_from_flags(c.flags);
-    check_point(one_replica(c.spec), inputs);
+    // Checked as a probe runs it, at a rate: a length-only trace (ShareGPT, Vidur's arXiv CSV)
+    // has no arrivals of its own, and each probe gives it Gamma arrivals at the probe's rate
+    // (issue 25: it was refused for lacking the --request-rate that capacity itself refuses).
+    RunSpec probe = one_replica(c.spec);
+    probe.request_rate = 1;
+    probe.given.insert("request-rate");
+    check_point(probe, inputs);
   }
   return out;
 }
@@ -428,7 +440,12 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
            "one fleet behind --router "
         << (results.empty() ? std::string("round-robin") : results.front().router)
         << " (none: not within 4 x replicas + 8); disaggregated, the fewest replicas in all with "
-           "the cheapest prefill+decode split that meets it.\n";
+           "the cheapest prefill+decode split that meets it"
+        << (results.empty() || results.front().fleet_split.empty() ||
+                    results.front().fleet_split.find(':') == std::string::npos
+                ? std::string()
+                : "; with --size-group, that group's count (the fleet in brackets)")
+        << ".\n";
   }
 }
 
@@ -537,6 +554,11 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   Inputs inputs;
   const std::vector<Configuration> configs = configurations(s, inputs);
   check_prices(spec.cost, configs, inputs);
+  for (const Configuration& c : configs) {
+    if (!spec.size_group.empty() && c.spec.replica_gpus.empty()) {
+      throw Error("size-group", "sizes one group of a mixed fleet: give --replica-gpus");
+    }
+  }
   std::vector<CapacityResult> results;
   if (mpi::world().distributed()) {
     // Under mpirun: rank 0 hands the configurations out, the other ranks search (and size) them

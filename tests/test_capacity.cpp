@@ -565,3 +565,65 @@ TEST_CASE("cli: a mixed fleet is priced per group and sized in proportion", "[ca
   CHECK(num(row, "fleet_gpus") == 2 * copies);
   CHECK(num(row, "fleet_cost_per_hour") == Approx(5 * copies));
 }
+
+TEST_CASE("cli: capacity sizes a length-only trace without an import step", "[capacity][cli]") {
+  // Issue 25: capacity refused --request-rate (it searches the rate) while the length-only trace
+  // was refused for lacking one. Each probe now gives its rows Gamma arrivals at its rate.
+  const fs::path dir = servesim::test::scratch("capacity_lengths");
+  std::string rows = "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n";
+  for (int i = 0; i < 400; ++i)
+    rows += std::to_string(200 + 37 * (i % 20)) + "," + std::to_string(20 + 7 * (i % 9)) + ",0,1\n";
+  servesim::test::write(dir / "lengths.csv", rows);
+  const auto r = exec({"capacity", "--trace", (dir / "lengths.csv").string(), "--slo",
+                       "ttft_p99_ms=1000", "--csv", (dir / "c.csv").string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto row = read_csv(dir / "c.csv").at(0);
+  CHECK(num(row, "capacity_req_s") > 1);
+  CHECK(num(row, "completed") == 400);
+}
+
+TEST_CASE("cli: capacity --size-group sizes one group of a mixed fleet, the others fixed",
+          "[capacity][cli]") {
+  const fs::path dir = servesim::test::scratch("capacity_size_group");
+  const std::vector<std::string> base = {"capacity",
+                                         "--scheduler",
+                                         "vllm-v1",
+                                         "--num-requests",
+                                         "1200",
+                                         "--replica-gpus",
+                                         "h100-sxm:1,a100-80g:1",
+                                         "--router",
+                                         "least-requests",
+                                         "--slo",
+                                         "ttft_p99_ms=2000,itl_p99_ms=250",
+                                         "--gpu-hour-cost",
+                                         "h100-sxm=3,a100-80g=1.8"};
+  std::vector<std::string> args = base;
+  args.insert(args.end(), {"--target-rate", "25", "--size-group", "a100-80g", "--csv",
+                           (dir / "g.csv").string()});
+  const auto r = exec(args);
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto row = read_csv(dir / "g.csv").at(0);
+  const double k = num(row, "fleet_replicas");
+  REQUIRE(k >= 2);  // one A100 beside the H100 cannot serve 25 req/s
+  CHECK(row.at("fleet_split") == "h100-sxm:1,a100-80g:" + std::to_string(int(k)));
+  CHECK(num(row, "fleet_gpus") == 1 + k);
+  CHECK(num(row, "fleet_cost_per_hour") == Approx(3 + 1.8 * k));
+  // The count found is the fewest: one A100 fewer fails the SLO at the target.
+  const auto fewer =
+      exec({"run", "--scheduler", "vllm-v1", "--num-requests", "1200", "--replica-gpus",
+            "h100-sxm:1,a100-80g:" + std::to_string(int(k) - 1), "--router", "least-requests",
+            "--request-rate", "25", "--json", (dir / "f.json").string()});
+  REQUIRE(fewer.code == 0);
+  const auto j = nlohmann::json::parse(slurp(dir / "f.json"));
+  const double ttft = j["ttft_ms"]["p99"], itl = j["itl_ms"]["p99"];
+  CHECK((ttft > 2000 || itl > 250 || j["overloaded"]["overloaded"].get<bool>()));
+  servesim::test::refused(
+      {"capacity", "--slo", "ttft_p99_ms=2000", "--target-rate", "5", "--size-group", "a100-80g"},
+      "give --replica-gpus");
+  args = base;
+  args.insert(args.end(), {"--target-rate", "5", "--size-group", "l40s"});
+  servesim::test::refused(args, "not a group");
+}
