@@ -293,6 +293,15 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
                          (*role_name(g.group->role) ? " " : "") + gc.gpu.name);
     }
   }
+  if (groups.size() > 1) {
+    // KV caches of different sizes: each replica's usage as a fraction of its own cache, in the
+    // first replica's blocks (MetricsCollector::set_kv_scale).
+    std::vector<double> scale;
+    const double ref = double(replicas[0]->scheduler.usable_blocks());
+    for (const auto& r : replicas)
+      scale.push_back(ref / double(std::max<int64_t>(1, r->scheduler.usable_blocks())));
+    metrics.set_kv_scale(std::move(scale));
+  }
   arrivals.start(loop, links);
   ScaledFleet scaled(arrivals, replicas);
   std::optional<Autoscaler> autoscaler;
@@ -352,7 +361,6 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   result.summary.step_time_fraction /= fleet_size;  // busy time summed over the replicas
   std::vector<double> busy(n), queue(n);
   std::vector<std::vector<RequestRecord>> records(n);
-  double kv_weighted = 0, kv_max = 0;
   for (size_t i = 0; i < n; ++i) {
     const Replica& r = *replicas[i];
     const SimConfig& rc = r.parts.group->config;
@@ -365,15 +373,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     result.discarded_tokens += r.scheduler.discarded_tokens();
     busy[i] = s.busy_s;
     queue[i] = s.queue_len.mean;
-    kv_weighted += s.kv_usage_mean * s.busy_s;
-    kv_max = std::max(kv_max, s.kv_usage_max);
     out.replicas.push_back(std::move(s));
-  }
-  if (!uniform) {  // replicas of different sizes: busy-weighted mean and max of their usage
-    const double total_busy = std::accumulate(busy.begin(), busy.end(), 0.0);
-    result.summary.kv_usage_mean = total_busy > 0 ? kv_weighted / total_busy : 0;
-    result.summary.kv_usage_max = kv_max;
-    result.summary.kv_usage_p50 = result.summary.kv_usage_p99 = NAN;
   }
   if (!uniform) out.pools = pool_summaries(replicas, records, out);
   for (const RequestRecord& r : result.requests)

@@ -54,12 +54,14 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
                                uint32_t replica) {
   ++steps_;
   waiting_.add(double(waiting), cost.seconds);
-  kv_blocks_.add(double(kv_used_blocks), cost.seconds);
+  const double kv =
+      kv_scale_.empty() ? double(kv_used_blocks) : double(kv_used_blocks) * kv_scale_[replica];
+  kv_blocks_.add(kv, cost.seconds);
   busy_s_ += cost.seconds;
   flops_ += cost.flops;
   bytes_ += cost.bytes;
-  kv_block_seconds_ += double(kv_used_blocks) * cost.seconds;
-  kv_max_blocks_ = std::max(kv_max_blocks_, kv_used_blocks);
+  kv_block_seconds_ += kv * cost.seconds;
+  kv_max_blocks_ = std::max(kv_max_blocks_, int64_t(std::llround(kv)));
   prefill_tokens_ += batch.prefill_tokens();
   decode_tokens_ += batch.decode_tokens();
   const bool has_prefill = batch.prefill_tokens() > 0, has_decode = batch.decode_tokens() > 0;

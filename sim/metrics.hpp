@@ -170,6 +170,11 @@ class MetricsCollector {
     }
     r.last_token_s = t;
   }
+  // A fleet of replicas with KV caches of different sizes (a mixed fleet): each replica's used
+  // blocks count as SCALE[replica] blocks of the fleet's reference replica, so that the KV usage
+  // mean, percentiles and max (over the reference's blocks) are of each replica's own fraction,
+  // time-weighted over every replica's steps. Step records keep the replica's own blocks.
+  void set_kv_scale(std::vector<double> scale) { kv_scale_ = std::move(scale); }
   // A step of BATCH starts at T while KV_USED_BLOCKS are in use and WAITING requests wait.
   void on_step(double t, const StepCost& cost, const Batch& batch, int64_t kv_used_blocks,
                size_t waiting, int64_t cached_tokens = 0, uint32_t replica = 0);
@@ -200,6 +205,7 @@ class MetricsCollector {
   MetricOptions options_;
   LogHistogram itl_s_;
   TimeHistogram waiting_, kv_blocks_;
+  std::vector<double> kv_scale_;  // per replica (set_kv_scale); empty: 1
   size_t offered_ = 0, admitted_ = 0;
   double first_offered_s_ = NAN, last_offered_s_ = 0;
   int64_t waiting_at_median_ = 0, waiting_at_last_ = 0;

@@ -353,6 +353,34 @@ TEST_CASE("fleet: one API server latency whatever the order of a mixed fleet's g
   CHECK(h100.frontend_latency_s == a100.frontend_latency_s);
 }
 
+TEST_CASE("fleet: a mixed fleet's KV usage percentiles are of each replica's own cache",
+          "[fleet][sim]") {
+  // Issue 25: they were "-". One request on the A100 alone (round robin sends the first to the
+  // H100 replica, the second to the A100), far apart: the fleet's usage at any step is that
+  // replica's own fraction.
+  SimConfig h100 = v1_config(), a100 = v1_config();
+  a100.gpu = find_gpu("a100-40g");
+  a100.hardware.reset();
+  a100.engine_params.reset();
+  a100.scheduler.max_model_len = 32768;  // its cache holds 129,008 tokens: vLLM refuses 131,072
+  a100 = resolve(a100);
+  Workload w = {request(0, 4000), request(1, 4000)};
+  w[0].output_tokens = w[1].output_tokens = 200;
+  w[1].arrival_s = 100;
+  SimulateOptions o;
+  o.fleet.groups = {ReplicaGroup{h100, 1, ReplicaRole::kColocated},
+                    ReplicaGroup{a100, 1, ReplicaRole::kColocated}};
+  const RunResult r = simulate(h100, w, nullptr, o);
+  REQUIRE(r.summary.completed == 2);
+  const double h = r.fleet.replicas[0].kv_usage_max, a = r.fleet.replicas[1].kv_usage_max;
+  REQUIRE(a > h);  // the same request fills more of the A100-40GB's smaller cache
+  CHECK(std::isfinite(r.summary.kv_usage_p50));
+  CHECK(std::isfinite(r.summary.kv_usage_p99));
+  CHECK(r.summary.kv_usage_max == Approx(a).epsilon(0.01));
+  CHECK(r.summary.kv_usage_p99 <= r.summary.kv_usage_max * 1.05);
+  CHECK(r.summary.kv_usage_p99 > h);  // the A100's steps count at the A100's fraction
+}
+
 TEST_CASE("fleet: disaggregated KV crosses the network unless the pools share NVLink",
           "[fleet][disaggregated]") {
   const SimConfig c = v1_config();
