@@ -487,6 +487,11 @@ int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& ou
   if (!(scale > 0 && scale <= 1000)) throw Error("target-scale", "must be in (0, 1000]");
   RunSpec base = spec_from_flags(s.run);
   base.rate_scale = scale;
+  if (!base.replica_gpus.empty() || base.prefill_replicas > 0 || base.decode_replicas > 0) {
+    throw Error("over-time",
+                "plans replicas of one configuration (not --replica-gpus or prefill/decode "
+                "pools)");
+  }
   // Without an autoscaler --max-replicas is the plan's limit per window only.
   int limit = 64;
   if (base.has("max-replicas")) {

@@ -466,4 +466,14 @@ TEST_CASE("cli: capacity --over-time plans a day by the window and prices three 
       "one configuration");
   servesim::test::refused({"capacity", "--slo", "ttft_p99_ms=2000", "--target-scale", "2"},
                           "--over-time");
+  servesim::test::refused({"capacity", "--over-time", "300", "--slo", "ttft_p99_ms=2000",
+                           "--replica-gpus", "h100-sxm:1,a100-80g:1"},
+                          "one configuration");
+  const std::string lengths = (dir / "lengths.csv").string();
+  servesim::test::write(lengths,
+                        "num_prefill_tokens,num_decode_tokens,num_total_tokens,pd_ratio\n"
+                        "100,10,110,10\n");
+  servesim::test::refused(
+      {"run", "--trace", lengths, "--request-rate", "1", "--rate-pattern", "diurnal"},
+      "a trace keeps its own");
 }
