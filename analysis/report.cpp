@@ -268,11 +268,20 @@ ordered_json autoscale_json(const AutoscaleSummary& a, int tp) {
           {"timeline", timeline}};
 }
 
-void write_requests_csv(std::ostream& out, const RunResult& r) {
+void write_requests_csv(std::ostream& out, const RunResult& r, const InputParts* parts) {
+  const size_t n = r.requests.size();
+  if (parts != nullptr && (parts->empty() || parts->tokens.size() != n * parts->names.size())) {
+    parts = nullptr;
+  }
   out << "id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,tpot_ms,"
-         "otps,max_itl_ms,queue_ms,preemptions,cached_tokens,status\n";
+         "otps,max_itl_ms,queue_ms,preemptions,cached_tokens,status";
+  if (parts != nullptr) {
+    for (const std::string& name : parts->names)
+      out << ",input_" << name;
+  }
+  out << "\n";
   char line[512];
-  for (size_t id = 0; id < r.requests.size(); ++id) {
+  for (size_t id = 0; id < n; ++id) {
     const RequestRecord& q = r.requests[id];
     if (q.finished()) {
       const std::string tpot = q.has_decode() ? fmt("%.3f", q.tpot_s() * 1e3) : "";
@@ -286,7 +295,16 @@ void write_requests_csv(std::ostream& out, const RunResult& r) {
       std::snprintf(line, sizeof line, "%zu,%.6f,%d,%d,,,,,,,,,%d,,rejected:%s\n", id, q.arrival_s,
                     q.input_tokens, q.output_tokens, q.preemptions, reason_code(q.reject));
     }
-    out << line;
+    if (parts == nullptr) {
+      out << line;
+      continue;
+    }
+    std::string_view row(line);
+    row.remove_suffix(1);  // the newline
+    out << row;
+    for (size_t k = 0; k < parts->names.size(); ++k)
+      out << ',' << parts->at(id, k);
+    out << '\n';
   }
 }
 

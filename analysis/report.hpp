@@ -36,8 +36,9 @@ std::string json_text(const nlohmann::ordered_json& j, int indent = -1);
 
 // id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,tpot_ms,otps,
 // max_itl_ms,queue_ms,preemptions,cached_tokens,status (cached_tokens: prompt tokens the prefix
-// cache held when the request was first scheduled, vLLM's num_cached_tokens)
-void write_requests_csv(std::ostream& out, const RunResult& r);
+// cache held when the request was first scheduled, vLLM's num_cached_tokens), then
+// input_NAME_tokens per modality of PARTS when given (ServeGen's multimodal clients)
+void write_requests_csv(std::ostream& out, const RunResult& r, const InputParts* parts = nullptr);
 
 // Why a run's numbers are not what they seem, one line each (empty when they are): overload (the
 // queue grew instead of draining: latencies then grow with the run's length) and rejections (the

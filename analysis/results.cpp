@@ -31,7 +31,7 @@ std::string status_codes() {
   return s;
 }
 
-void write_requests(H5::Group& g, const RunResult& r) {
+void write_requests(H5::Group& g, const RunResult& r, const InputParts* parts) {
   const size_t n = r.requests.size();
   std::vector<int64_t> id(n), input(n), output(n), preempt(n), cached(n);
   std::vector<double> arrival(n), first(n), finish(n), ttft(n), e2e(n), tpot(n), otps(n), itl(n),
@@ -72,6 +72,15 @@ void write_requests(H5::Group& g, const RunResult& r) {
   write_column(g, "cached_tokens", cached);
   write_column(g, "status", status);
   write_attr(g, "status_codes", status_codes());
+  if (parts == nullptr || parts->empty() || parts->tokens.size() != n * parts->names.size()) {
+    return;
+  }
+  std::vector<int64_t> tokens(n);
+  for (size_t k = 0; k < parts->names.size(); ++k) {
+    for (size_t i = 0; i < n; ++i)
+      tokens[i] = parts->at(i, k);
+    write_column(g, "input_" + parts->names[k], tokens);
+  }
 }
 
 void write_steps(H5::Group& g, const std::vector<StepRecord>& steps) {
@@ -176,7 +185,7 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
       write_attr(g, "summary", json_text(summary));
       write_attr(g, "config", json_text(summary["config"]));
       H5::Group req = h5::create_group(g, "requests");
-      write_requests(req, r);
+      write_requests(req, r, options.input_parts);
       if (options.steps) {
         H5::Group steps = h5::create_group(g, "steps");
         write_steps(steps, r.steps);

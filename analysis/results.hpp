@@ -5,7 +5,8 @@
 //                          period_s, workload (JSON)
 //   /runs/NAME             attrs label, policy, max_num_batched_tokens, summary (JSON), config
 //                          (JSON); NAME is the run's label ("chunked:512") or a scenario name
-//   /runs/NAME/requests/   one 1-D column per field of the requests CSV
+//   /runs/NAME/requests/   one 1-D column per field of the requests CSV (with the input's
+//                          modalities, text_tokens, image_tokens, ..., where the workload has them)
 //   /runs/NAME/steps/      start_s, duration_s, prefill_tokens, decode_tokens, batch_size,
 //                          kv_blocks_used, flops, bytes (absent with --no-steps)
 //   /runs/NAME/windows/    the Window fields (sim/windows.hpp), one row per period
@@ -27,6 +28,9 @@ namespace servesim {
 struct ResultsOptions {
   double period_s = 300;  // window length (CloudWatch's 5-minute period)
   bool steps = true;      // write the per-step table
+  // The workload's input by modality, one requests column each (ServeGen's multimodal clients);
+  // null or empty: none.
+  const InputParts* input_parts = nullptr;
 };
 
 struct NamedRun {

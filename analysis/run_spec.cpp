@@ -620,6 +620,20 @@ LoadedWorkload servegen_workload(const RunSpec& s) {
   std::string text =
       format("servegen, %zu clients, %zu requests over %g s from t=%g s (rate x%.3g)",
              clients.size(), w.size(), o.duration_s, o.start_s, o.rate_scale);
+  const InputParts& parts = w.input_parts;
+  if (!parts.empty() && !w.empty()) {  // the input's tokens by modality, in the mean
+    ordered_json mean = ordered_json::object();
+    text += ", input";
+    for (size_t k = 0; k < parts.names.size(); ++k) {
+      double sum = 0;
+      for (size_t i = 0; i < w.size(); ++i)
+        sum += parts.at(i, k);
+      mean[parts.names[k]] = sum / double(w.size());
+      text += format(" %s %.0f", parts.names[k].c_str(), sum / double(w.size()));
+    }
+    text += " (mean; columns input_* of the requests)";
+    j["input_mean_tokens"] = std::move(mean);
+  }
   return {std::move(w), std::move(j), std::move(text)};
 }
 
@@ -678,6 +692,7 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
   }
   const TransformOptions what_if = transforms(s, 0);
   if (what_if.any()) {  // the what-if transforms apply to generated requests too, spans included
+    // (not the input's modalities: a transform changes the input, so its parts are dropped)
     Trace t = from_workload(out.requests);
     apply_transforms(t, what_if);
     out.requests = to_workload(t);

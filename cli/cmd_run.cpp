@@ -329,8 +329,7 @@ int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, 
 }
 
 // --out: the HDF5 results file, one group per run named by its label.
-void write_results(const RunArgs& a, const std::vector<RunResult>& runs,
-                   const ordered_json& workload) {
+void write_results(const RunArgs& a, const std::vector<RunResult>& runs, const LoadedWorkload& w) {
   if (a.out.empty()) return;
   std::vector<NamedRun> named;
   for (const RunResult& r : runs)
@@ -338,7 +337,8 @@ void write_results(const RunArgs& a, const std::vector<RunResult>& runs,
   ResultsOptions o;
   o.period_s = a.period_s;
   o.steps = !a.no_steps;
-  write_results_h5(a.out, named, workload, o);
+  o.input_parts = &w.requests.input_parts;
+  write_results_h5(a.out, named, w.json, o);
 }
 
 }  // namespace
@@ -356,14 +356,14 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   const ordered_json summary = run_summary_json(a, r, w.json);
   if (summary.contains("metrics_as")) print_metrics_as(out, summary["metrics_as"]);
   if (!a.json.empty()) write_text_file(a.json, json_text(summary, 2) + "\n");
-  write_results(a, runs, w.json);
+  write_results(a, runs, w);
   if (!a.timeline.empty()) {
     const auto [from, to] = parse_timeline_window(a.timeline_window);
     write_text_file(a.timeline, json_text(timeline_json(r, from, to)) + "\n");
   }
   if (!a.requests_csv.empty()) {
     std::ostringstream csv;
-    write_requests_csv(csv, r);
+    write_requests_csv(csv, r, &w.requests.input_parts);
     write_text_file(a.requests_csv, csv.str());
   }
   return 0;
@@ -393,7 +393,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
       j["runs"].push_back(run_summary_json(a, r, w.json));
     write_text_file(a.json, json_text(j, 2) + "\n");
   }
-  write_results(a, runs, w.json);
+  write_results(a, runs, w);
   return 0;
 }
 

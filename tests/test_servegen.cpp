@@ -2,13 +2,17 @@
 // generating their requests window by window as ServeGen's generator does, mixtures of clients,
 // and the real Alibaba sample in ../shared.
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <set>
+#include <sstream>
 
+#include "analysis/results.hpp"
 #include "cli_helpers.hpp"
 #include "shared_data.hpp"
 #include "traces/datasets.hpp"
 #include "traces/servegen.hpp"
 #include "util/error.hpp"
+#include "util/h5_columns.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;
@@ -325,4 +329,65 @@ TEST_CASE("servegen: empty windows, multimodal chunks, and a client given to --t
   const auto r = servesim::test::cli({"run", "--trace", client(dir, "chunk-3", kRows)});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("--dataset-name servegen --servegen"));
+}
+
+TEST_CASE("servegen: a multimodal client's input is kept by modality in the requests' columns",
+          "[servegen][cli]") {
+  // Issue 25: the input is the sum of its modalities' tokens, each kept as a column.
+  const fs::path dir = servesim::test::scratch("servegen_modalities");
+  const std::string mm = client(
+      dir, "chunk-0", "0,1,1,Gamma,1,1\n",
+      R"({"0": {"text_tokens": "{100: 0.5, 120: 0.5}", "image_tokens": "{0: 0.5, 256: 0.5}",)"
+      R"( "output_tokens": "{10: 1.0}"}})");
+  const std::string lang = client(dir, "chunk-1", "0,0.5,1,Gamma,1,1\n");
+  ServeGenOptions o;
+  o.duration_s = 600;
+  const Workload w = generate_servegen({load_servegen_client(mm), load_servegen_client(lang)}, o);
+  REQUIRE(w.input_parts.names == std::vector<std::string>{"image_tokens", "text_tokens"});
+  REQUIRE(w.input_parts.tokens.size() == 2 * w.size());
+  std::set<int32_t> images, texts;
+  for (size_t i = 0; i < w.size(); ++i) {
+    const int32_t image = w.input_parts.at(i, 0), text = w.input_parts.at(i, 1);
+    CHECK(image + text == w[i].input_tokens);  // the parts sum to the input
+    images.insert(image);
+    texts.insert(text);
+  }
+  CHECK(images == std::set<int32_t>{0, 256});  // the language client's rows have no image
+  CHECK(texts == std::set<int32_t>{100, 120, 200});
+  // A language-only workload has no parts.
+  CHECK(generate_servegen({load_servegen_client(lang)}, o).input_parts.empty());
+  // The CLI writes them as columns of --requests-csv and of --out's requests group.
+  const std::string csv = (dir / "requests.csv").string(), h5 = (dir / "r.h5").string();
+  const auto r = servesim::test::cli({"run", "--dataset-name", "servegen", "--servegen", mm,
+                                      "--servegen-duration-s", "600", "--requests-csv", csv,
+                                      "--out", h5, "--no-steps"});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains(", input image_tokens "));  // means, in the workload line
+  std::ifstream in(csv);
+  std::string header, row;
+  std::getline(in, header);
+  CHECK_THAT(header, Catch::EndsWith(",status,input_image_tokens,input_text_tokens"));
+  int rows = 0;
+  while (std::getline(in, row)) {
+    std::vector<std::string> f;
+    std::stringstream cells(row);
+    for (std::string c; std::getline(cells, c, ',');)
+      f.push_back(c);
+    REQUIRE(f.size() == 17);
+    CHECK(std::stoi(f[15]) + std::stoi(f[16]) == std::stoi(f[2]));
+    ++rows;
+  }
+  CHECK(rows > 100);
+  H5::H5File file(h5, H5F_ACC_RDONLY);
+  H5::Group g = file.openGroup("runs/" + servesim::results_runs(h5).front() + "/requests");
+  const auto input = h5::read_column<int64_t>(g, "input_tokens", hsize_t(rows));
+  const auto image = h5::read_column<int64_t>(g, "input_image_tokens", hsize_t(rows));
+  const auto text = h5::read_column<int64_t>(g, "input_text_tokens", hsize_t(rows));
+  for (int i = 0; i < rows; ++i)
+    CHECK(image[size_t(i)] + text[size_t(i)] == input[size_t(i)]);
+  // A modality's name becomes a column's: only letters, digits and '_'.
+  CHECK_THAT(
+      load_error(client(dir, "chunk-2", "0,1,1,Gamma,1,1\n",
+                        R"({"0": {"te,xt_tokens": "{1: 1.0}", "output_tokens": "{10: 1.0}"}})")),
+      Catch::Contains("only letters, digits and '_'"));
 }

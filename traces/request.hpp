@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace servesim {
@@ -42,11 +43,23 @@ struct RequestSpec {
   bool output_continues = false;  // output tokens continue the last span's stream
 };
 
+// A request's input by modality (ServeGen's multimodal clients: text_tokens, image_tokens, ...):
+// the names, and for request I its counts at tokens[I * names.size() + k], which sum to its
+// input_tokens before the clamp to [1, kMaxTokens]. Empty when the input is one modality. Kept
+// for the results' columns only: the simulator sees input_tokens.
+struct InputParts {
+  std::vector<std::string> names;
+  std::vector<int32_t> tokens;
+  bool empty() const { return names.empty(); }
+  int32_t at(size_t request, size_t k) const { return tokens[request * names.size() + k]; }
+};
+
 // The requests, in arrival order, and the spans their prompts share. A vector of RequestSpec with
-// one side table, so that generators and importers fill it as a vector.
+// side tables, so that generators and importers fill it as a vector.
 struct Workload : std::vector<RequestSpec> {
   using std::vector<RequestSpec>::vector;
   std::vector<TokenSpan> spans;
+  InputParts input_parts;
   bool has_content() const { return !spans.empty(); }
 };
 

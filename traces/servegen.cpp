@@ -5,6 +5,7 @@
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/uniform_01.hpp>
 #include <boost/random/weibull_distribution.hpp>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -198,6 +199,15 @@ ServeGenClient load_servegen_client(const std::string& trace_csv) {
                   "expected input_tokens, or a *_tokens field per modality (text_tokens, "
                   "image_tokens, ...)");
     }
+    for (const std::string& name : names) {  // each becomes a results column
+      if (!std::all_of(name.begin(), name.end(), [](char ch) {
+            return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_';
+          })) {
+        throw Error(json_path, 0, key + "." + name,
+                    "a modality's name holds only letters, digits and '_'");
+      }
+    }
+    if (names.size() > 16) throw Error(json_path, 0, key, "more than 16 modalities");
     std::sort(names.begin(), names.end());
     if (c.input_fields.empty()) c.input_fields = names;
     if (names != c.input_fields) {
@@ -264,8 +274,34 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
   struct Arrival {
     double t;
     int32_t in, out;
+    size_t parts;  // its row in `drawn` when the input is by modality
   };
   std::vector<Arrival> all;
+  // By modality when a client is multimodal: the names of every client's modalities, a
+  // language client's input counted as text_tokens; each arrival's counts in `drawn`.
+  InputParts parts;
+  for (const ServeGenClient& c : clients) {
+    for (const std::string& f : c.input_fields) {
+      if (std::find(parts.names.begin(), parts.names.end(), f) == parts.names.end()) {
+        parts.names.push_back(f);
+      }
+    }
+  }
+  const auto column = [&](const std::string& name) {
+    auto it = std::find(parts.names.begin(), parts.names.end(), name);
+    if (it == parts.names.end()) it = parts.names.insert(it, name);
+    return size_t(it - parts.names.begin());
+  };
+  std::vector<std::vector<size_t>> columns(clients.size());  // client's field -> column
+  if (!parts.empty()) {
+    for (size_t k = 0; k < clients.size(); ++k) {
+      for (const std::string& f : clients[k].input_fields)
+        columns[k].push_back(column(f));
+      if (clients[k].input_fields.empty()) columns[k].push_back(column("text_tokens"));
+    }
+  }
+  std::vector<int32_t> drawn;
+  const size_t width = parts.names.size();
   const double end = o.start_s + o.duration_s;
   for (size_t k = 0; k < clients.size(); ++k) {
     const ServeGenClient& c = clients[k];
@@ -299,14 +335,20 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
         if (!(t < w_end)) break;
         if (t < o.start_s || t >= end) continue;
         int64_t in = 0;
+        const size_t row = drawn.size();
+        drawn.resize(row + width, 0);
         if (in_cdf != nullptr) {
           in = draw_tokens(*in_cdf, unit(rng));
+          if (width > 0) drawn[row + columns[k][0]] = int32_t(in);
         } else {  // the modalities' tokens, one draw each
-          for (const TokenCdf& part : *in_parts)
-            in += draw_raw(part, unit(rng));
+          for (size_t m = 0; m < in_parts->size(); ++m) {
+            const int32_t tokens = draw_raw((*in_parts)[m], unit(rng));
+            drawn[row + columns[k][m]] = tokens;
+            in += tokens;
+          }
           in = std::clamp<int64_t>(in, 1, kMaxTokens);
         }
-        all.push_back({t - o.start_s, int32_t(in), draw_tokens(*out_cdf, unit(rng))});
+        all.push_back({t - o.start_s, int32_t(in), draw_tokens(*out_cdf, unit(rng)), row});
       }
     }
   }
@@ -320,6 +362,13 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
     r.arrival_s = all[i].t;
     r.input_tokens = all[i].in;
     r.output_tokens = all[i].out;
+  }
+  if (!parts.empty()) {
+    parts.tokens.reserve(drawn.size());
+    for (const Arrival& a : all)
+      parts.tokens.insert(parts.tokens.end(), drawn.begin() + std::ptrdiff_t(a.parts),
+                          drawn.begin() + std::ptrdiff_t(a.parts + width));
+    out.input_parts = std::move(parts);
   }
   return out;
 }

@@ -72,6 +72,8 @@ struct ServeGenOptions {
 };
 
 // The requests CLIENTS send in [start_s, start_s + duration_s), arrivals shifted to start at 0.
+// When a client is multimodal the Workload's input_parts hold each request's tokens by modality
+// (every client's *_tokens fields; a language client's input is text_tokens).
 // Throws Error naming the flag on bad options, or the client file when a window it needs has no
 // dataset before it.
 Workload generate_servegen(const std::vector<ServeGenClient>& clients, const ServeGenOptions& o);
