@@ -75,7 +75,9 @@ void BM_PolicyStep(benchmark::State& state) {
   const WorkloadBlockHasher hasher(w, c.block_size);
   // V1 keeps a record per block: 2^20 blocks of 16 tokens hold every request's decodes for the
   // benchmark's fixed 50,000 steps (V0 counts blocks only).
-  Scheduler s(c, c.policy == Policy::kVllmV1 ? int64_t(1) << 20 : int64_t(1) << 30, n, &hasher);
+  const std::unique_ptr<Scheduler> scheduler = make_scheduler(
+      c, c.policy == Policy::kVllmV1 ? int64_t(1) << 20 : int64_t(1) << 30, n, &hasher);
+  Scheduler& s = *scheduler;
   for (uint32_t id = 0; id < n; ++id) {
     // V1's outputs must fit its 2^20 blocks (servesim rejects what never could).
     const int32_t output = c.policy == Policy::kVllmV1 ? 1 << 23 : 1 << 29;

@@ -9,7 +9,8 @@
 // A policy is the scheduling algorithm only: it runs on an engine (models/engine.hpp), by default
 // the one vLLM ran it on (default_engine), and the engine's runtime costs, memory plan and
 // defaults are the engine's.
-// The Scheduler (scheduler/scheduler.hpp) switches on it; names exist only at the boundary.
+// make_scheduler (scheduler/scheduler.hpp) builds the V0Scheduler or V1Scheduler it names; names
+// exist only at the boundary.
 #pragma once
 
 #include <cstdint>

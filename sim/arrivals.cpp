@@ -5,6 +5,7 @@
 
 #include "models/roofline.hpp"
 #include "models/table_model.hpp"
+#include "scheduler/kv_cache_manager.hpp"
 #include "scheduler/policy.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"

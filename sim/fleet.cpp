@@ -45,17 +45,18 @@ struct Replica {
           EventLoop& loop, Host::Listener& listener, MetricsCollector& fleet, uint32_t index)
       : parts(g),
         local_hasher(hasher, global_of),
-        scheduler(g.group->config.scheduler, g.memory.num_gpu_blocks, 0, &local_hasher),
+        scheduler(
+            make_scheduler(g.group->config.scheduler, g.memory.num_gpu_blocks, 0, &local_hasher)),
         metrics(w.empty() ? 0.0 : w.front().arrival_s, expected),
-        host(loop, scheduler, *g.cost, metrics, &listener, &fleet, &global_of, g.group->role,
+        host(loop, *scheduler, *g.cost, metrics, &listener, &fleet, &global_of, g.group->role,
              index) {
     global_of.reserve(expected);
-    scheduler.reserve(expected);
+    scheduler->reserve(expected);
   }
   const GroupParts& parts;
   std::vector<uint32_t> global_of;  // the workload id of each of its requests
   ReplicaHasher local_hasher;
-  Scheduler scheduler;
+  std::unique_ptr<Scheduler> scheduler;
   MetricsCollector metrics;
   Host host;
 };
@@ -183,7 +184,7 @@ class ScaledFleet final : public Autoscaler::Fleet {
   size_t size() const override { return replicas_.size(); }
   ReplicaLoad load(size_t i) const override { return a_.load(uint32_t(i)); }
   void set_routable(size_t i, bool on) override { a_.set_routable(uint32_t(i), on); }
-  void restart(size_t i) override { replicas_[i]->scheduler.reset_prefix_cache(); }
+  void restart(size_t i) override { replicas_[i]->scheduler->reset_prefix_cache(); }
   uint64_t sent() const override { return a_.arrived(); }
   bool finished() const override { return a_.finished(); }
 
@@ -297,9 +298,9 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     // KV caches of different sizes: each replica's usage as a fraction of its own cache, in the
     // first replica's blocks (MetricsCollector::set_kv_scale).
     std::vector<double> scale;
-    const double ref = double(replicas[0]->scheduler.usable_blocks());
+    const double ref = double(replicas[0]->scheduler->usable_blocks());
     for (const auto& r : replicas)
-      scale.push_back(ref / double(std::max<int64_t>(1, r->scheduler.usable_blocks())));
+      scale.push_back(ref / double(std::max<int64_t>(1, r->scheduler->usable_blocks())));
     metrics.set_kv_scale(std::move(scale));
   }
   arrivals.start(loop, links);
@@ -339,7 +340,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   double end_s = w.empty() ? 0.0 : w.back().arrival_s;
   for (size_t id = 0; id < w.size(); ++id) {
     const Replica& r = *replicas[finisher(id)];
-    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler.seqs()[local_of[id]]));
+    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler->seqs()[local_of[id]]));
     end_s = std::max(end_s, result.requests.back().last_token_s);
   }
   double fleet_size = double(n);  // replicas on average (autoscaled: billed time over the span)
@@ -357,20 +358,21 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   // KV usage over one replica's blocks: with one configuration the fleet's figures are per
   // replica, time-weighted.
   result.summary = metrics.summary(result.requests, peak_flops, peak_bytes,
-                                   replicas[0]->scheduler.usable_blocks());
+                                   replicas[0]->scheduler->usable_blocks());
   result.summary.step_time_fraction /= fleet_size;  // busy time summed over the replicas
   std::vector<double> busy(n), queue(n);
   std::vector<std::vector<RequestRecord>> records(n);
   for (size_t i = 0; i < n; ++i) {
     const Replica& r = *replicas[i];
     const SimConfig& rc = r.parts.group->config;
-    records[i] = r.metrics.records(r.scheduler.seqs());
+    records[i] = r.metrics.records(r.scheduler->seqs());
     const std::vector<RequestRecord>& mine = records[i];
-    RunSummary s = r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp,
-                                     rc.gpu.hbm_bytes_per_s() * rc.tp, r.scheduler.usable_blocks());
-    s.prefix_cache = prefix_cache_summary(r.scheduler, mine);
+    RunSummary s =
+        r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp, rc.gpu.hbm_bytes_per_s() * rc.tp,
+                          r.scheduler->usable_blocks());
+    s.prefix_cache = prefix_cache_summary(*r.scheduler, mine);
     add_prefix_cache(s.prefix_cache, result.summary.prefix_cache);
-    result.discarded_tokens += r.scheduler.discarded_tokens();
+    result.discarded_tokens += r.scheduler->discarded_tokens();
     busy[i] = s.busy_s;
     queue[i] = s.queue_len.mean;
     out.replicas.push_back(std::move(s));

@@ -157,23 +157,24 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   if (cost_override == nullptr) own = make_cost_model(c);
   const CostModel& cost = cost_override ? *cost_override : *own;
   const WorkloadBlockHasher hasher(w, c.scheduler.block_size);
-  Scheduler scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size(), &hasher);
+  const std::unique_ptr<Scheduler> scheduler =
+      make_scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size(), &hasher);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
   ArrivalProcess arrivals(w, options, metrics, c.frontend_latency_s, nullptr,
                           c.scheduler.block_size, &hasher);
   const bool listen = options.max_concurrency > 0 || bool(options.progress);
-  Host host(loop, scheduler, cost, metrics, listen ? &arrivals : nullptr);
+  Host host(loop, *scheduler, cost, metrics, listen ? &arrivals : nullptr);
   arrivals.start(loop, {ReplicaLink{&host}});
   loop.run();
 
-  result.requests = metrics.records(scheduler.seqs());
+  result.requests = metrics.records(scheduler->seqs());
   result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.tp,
-                                   c.gpu.hbm_bytes_per_s() * c.tp, scheduler.usable_blocks());
-  result.summary.prefix_cache = prefix_cache_summary(scheduler, result.requests);
+                                   c.gpu.hbm_bytes_per_s() * c.tp, scheduler->usable_blocks());
+  result.summary.prefix_cache = prefix_cache_summary(*scheduler, result.requests);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);
-  result.discarded_tokens = scheduler.discarded_tokens();
+  result.discarded_tokens = scheduler->discarded_tokens();
   return result;
 }
 

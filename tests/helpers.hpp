@@ -8,7 +8,8 @@
 
 #include "models/cost_model.hpp"
 #include "scheduler/block_hasher.hpp"
-#include "scheduler/scheduler.hpp"
+#include "scheduler/v0_scheduler.hpp"
+#include "scheduler/v1_scheduler.hpp"
 #include "util/error.hpp"
 #include "util/hash.hpp"
 

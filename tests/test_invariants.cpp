@@ -22,7 +22,7 @@ std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
   const size_t n = 1500;
   boost::random::mt19937_64 rng(seed);
   boost::random::uniform_int_distribution<int> input(1, 700), output(1, 300), arrivals(0, 4);
-  Scheduler s(c, num_blocks, n);
+  V0Scheduler s(c, num_blocks, n);
   size_t next = 0;
   int64_t rejected = 0, finished = 0, idle = 0, step = 0;
   std::vector<int32_t> lengths_out(n);

@@ -28,7 +28,7 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
   boost::random::uniform_int_distribution<int> input(1, 700), output(1, 300), arrivals(0, 4),
       group(0, 7), shared_blocks(0, 40), priority(0, 3);
   GroupHasher h;
-  Scheduler s(c, num_blocks, n, &h);
+  V1Scheduler s(c, num_blocks, n, &h);
   const KvCacheManager& kv = *s.kv_cache_manager();
   size_t next = 0;
   int64_t rejected = 0, finished = 0, idle = 0, step = 0;

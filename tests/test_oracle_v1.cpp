@@ -27,7 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/scheduler.hpp"
+#include "scheduler/v0_scheduler.hpp"
+#include "scheduler/v1_scheduler.hpp"
 #include "shared_data.hpp"
 #include "sim/block_content.hpp"
 #include "traces/request.hpp"
@@ -331,7 +332,7 @@ class Replay {
   std::vector<OracleRequest> reqs_;
   Workload workload_;
   WorkloadBlockHasher hasher_;
-  Scheduler sched_;
+  V1Scheduler sched_;
   size_t next_ = 0;
   bool finished_last_ = false;
   std::vector<std::string> rejected_;

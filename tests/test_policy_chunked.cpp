@@ -8,7 +8,7 @@ using namespace servesim::test;
 
 TEST_CASE("chunked: decodes first, then the partial prefill, then new prompts, within budget",
           "[policy][chunked]") {
-  Scheduler s(config("chunked", 32), 1000, 8);
+  V0Scheduler s(config("chunked", 32), 1000, 8);
   s.add_request(0, 8, 10);
   s.add_request(1, 8, 10);
   s.add_request(2, 8, 10);
@@ -44,7 +44,7 @@ TEST_CASE("chunked: decodes first, then the partial prefill, then new prompts, w
 
 TEST_CASE("chunked: running is rebuilt as decodes, partial prefills, new prefills",
           "[policy][chunked]") {
-  Scheduler s(config("chunked", 20), 1000, 8);
+  V0Scheduler s(config("chunked", 20), 1000, 8);
   s.add_request(0, 30, 10);  // a long prompt, chunked
   s.add_request(1, 4, 10);
   CHECK(entries(s.schedule()) == Entries{{0, 20}});
@@ -65,7 +65,7 @@ TEST_CASE("chunked: running is rebuilt as decodes, partial prefills, new prefill
 
 TEST_CASE("chunked: new prompts wait while running decodes take the whole budget",
           "[policy][chunked]") {
-  Scheduler s(config("chunked", 3, /*max_num_seqs=*/4), 1000, 8);
+  V0Scheduler s(config("chunked", 3, /*max_num_seqs=*/4), 1000, 8);
   for (uint32_t id = 0; id < 4; ++id)
     s.add_request(id, 1, 10);
   CHECK(entries(s.schedule()) == Entries{{0, 1}, {1, 1}, {2, 1}});
@@ -76,7 +76,7 @@ TEST_CASE("chunked: new prompts wait while running decodes take the whole budget
 
 TEST_CASE("chunked: prompts are not limited by the budget, only by max_model_len",
           "[policy][chunked]") {
-  Scheduler s(config("chunked", 16, 8, /*max_model_len=*/1000), 1000, 8);
+  V0Scheduler s(config("chunked", 16, 8, /*max_model_len=*/1000), 1000, 8);
   s.add_request(0, 100, 5);  // longer than the budget: chunked, not ignored
   CHECK(entries(s.schedule()) == Entries{{0, 16}});
   CHECK(s.seq(0).status == SeqStatus::kRunning);
@@ -86,7 +86,7 @@ TEST_CASE("chunked: preemption takes the tail, then the request itself, both req
           "[policy][chunked]") {
   SchedulerConfig c = config("chunked", 16, 8, 1000, /*block_size=*/4);
   c.watermark = 0.0;
-  Scheduler s(c, 3, 8);
+  V0Scheduler s(c, 3, 8);
   for (uint32_t id = 0; id < 3; ++id)
     s.add_request(id, 4, 3);  // lifetime: 6 tokens, 2 blocks
   CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}, {2, 4}});
@@ -105,7 +105,7 @@ TEST_CASE("chunked: a partial prefill with no free block preempts itself (vLLM t
           "[policy][chunked]") {
   SchedulerConfig c = config("chunked", 8, 8, 1000, /*block_size=*/4);
   c.watermark = 0.0;
-  Scheduler s(c, 4, 8);
+  V0Scheduler s(c, 4, 8);
   s.add_request(0, 4, 5);
   s.add_request(1, 6, 3);  // 2 blocks, allocated whole at admission
   CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});

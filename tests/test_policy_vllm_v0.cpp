@@ -8,7 +8,7 @@ using namespace servesim::test;
 
 TEST_CASE("vllm-v0: the first prompt that does not fit the budget stops admission",
           "[policy][vllm-v0]") {
-  Scheduler s(config("vllm-v0", 100), 1000, 8);
+  V0Scheduler s(config("vllm-v0", 100), 1000, 8);
   s.add_request(0, 60, 5);
   s.add_request(1, 50, 5);
   s.add_request(2, 10, 5);  // would fit after 0, but FCFS never skips 1
@@ -32,7 +32,7 @@ TEST_CASE("vllm-v0: the first prompt that does not fit the budget stops admissio
 }
 
 TEST_CASE("vllm-v0: a step is all prefill or all decode", "[policy][vllm-v0]") {
-  Scheduler s(config("vllm-v0", 4096), 1000, 8);
+  V0Scheduler s(config("vllm-v0", 4096), 1000, 8);
   s.add_request(0, 100, 10);
   s.schedule();
   complete_step(s);
@@ -47,7 +47,7 @@ TEST_CASE("vllm-v0: a step is all prefill or all decode", "[policy][vllm-v0]") {
 }
 
 TEST_CASE("vllm-v0: running requests hold their max_num_seqs slots first", "[policy][vllm-v0]") {
-  Scheduler s(config("vllm-v0", 4096, /*max_num_seqs=*/2), 1000, 8);
+  V0Scheduler s(config("vllm-v0", 4096, /*max_num_seqs=*/2), 1000, 8);
   s.add_request(0, 10, 10);
   s.schedule();
   complete_step(s);
@@ -62,7 +62,7 @@ TEST_CASE("vllm-v0: requests that could outgrow min(max_model_len, budget) are r
           "[policy][vllm-v0]") {
   // vLLM ignores a prompt over the prompt limit; a preempted request recomputes input plus
   // generated tokens as one prompt, so servesim rejects when input + output - 1 could exceed it.
-  Scheduler s(config("vllm-v0", 100, 8, /*max_model_len=*/1000), 1000, 8);
+  V0Scheduler s(config("vllm-v0", 100, 8, /*max_model_len=*/1000), 1000, 8);
   CHECK(s.add_request(0, 150, 5) == RejectReason::kPromptLimit);
   CHECK(s.add_request(1, 95, 7) == RejectReason::kPromptLimit);  // 101 tokens if preempted late
   CHECK(s.add_request(2, 95, 6) == RejectReason::kNone);         // 100: fits
@@ -70,13 +70,13 @@ TEST_CASE("vllm-v0: requests that could outgrow min(max_model_len, budget) are r
   CHECK(entries(s.schedule()) == Entries{{2, 95}});  // the queue moves on; 3 does not fit with 2
   CHECK(s.seq(0).status == SeqStatus::kRejected);
   // With chunked prefill the budget limits nothing: only max_model_len does.
-  Scheduler t(config("chunked", 100, 8, 1000), 1000, 8);
+  V0Scheduler t(config("chunked", 100, 8, 1000), 1000, 8);
   CHECK(t.add_request(0, 150, 5) == RejectReason::kNone);
 }
 
 TEST_CASE("front end: input + output over max_model_len is rejected before scheduling",
           "[policy]") {
-  Scheduler s(config("vllm-v0", 2048, 8, /*max_model_len=*/100), 1000, 8);
+  V0Scheduler s(config("vllm-v0", 2048, 8, /*max_model_len=*/100), 1000, 8);
   CHECK(s.add_request(0, 90, 11) == RejectReason::kContextLength);
   CHECK(s.add_request(1, 90, 10) == RejectReason::kNone);
   CHECK(s.seq(0).status == SeqStatus::kRejected);
@@ -86,11 +86,11 @@ TEST_CASE("front end: input + output over max_model_len is rejected before sched
 TEST_CASE("front end: a request the KV cache can never finish is rejected up front", "[policy]") {
   // 10 blocks of 16, watermark int(0.01 x 10) = 0, and vLLM's can_append_slots always wants one
   // free block: a request may hold at most 9 blocks (144 tokens) over its lifetime.
-  Scheduler s(config("chunked", 512, 8, 1000, /*block_size=*/16), /*num_gpu_blocks=*/10, 8);
+  V0Scheduler s(config("chunked", 512, 8, 1000, /*block_size=*/16), /*num_gpu_blocks=*/10, 8);
   CHECK(s.add_request(0, 100, 46) == RejectReason::kKvCapacity);  // 145 tokens: 10 blocks
   CHECK(s.add_request(1, 100, 45) == RejectReason::kNone);        // 144 tokens: 9 blocks
   // 1000 blocks: the watermark (10 blocks) is what must stay free.
-  Scheduler t(config("chunked", 512, 8, 100000, 16), 1000, 8);
+  V0Scheduler t(config("chunked", 512, 8, 100000, 16), 1000, 8);
   CHECK(t.add_request(0, 990 * 16, 1) == RejectReason::kNone);
   CHECK(t.add_request(1, 990 * 16 + 1, 1) == RejectReason::kKvCapacity);
 }
@@ -98,7 +98,7 @@ TEST_CASE("front end: a request the KV cache can never finish is rejected up fro
 TEST_CASE("vllm-v0: the block manager's LATER stops admission", "[policy][vllm-v0]") {
   SchedulerConfig c = config("vllm-v0", 4096, 8, 1000, /*block_size=*/4);
   c.watermark = 0.2;  // int(0.2 * 10) = 2 blocks
-  Scheduler s(c, /*num_gpu_blocks=*/10, 8);
+  V0Scheduler s(c, /*num_gpu_blocks=*/10, 8);
   s.add_request(0, 32, 1);  // 8 blocks: 10 - 8 = 2 >= watermark: OK
   s.add_request(1, 4, 2);   // 1 block: 2 free - 1 < 2: LATER, so it waits
   s.add_request(2, 1, 1);   // would fit the budget, but FCFS never skips 1
@@ -112,7 +112,7 @@ TEST_CASE("vllm-v0: preemption takes the tail of running, requeues it first, and
           "[policy][vllm-v0]") {
   SchedulerConfig c = config("vllm-v0", 4096, 8, 1000, /*block_size=*/4);
   c.watermark = 0.0;
-  Scheduler s(c, /*num_gpu_blocks=*/6, 8);
+  V0Scheduler s(c, /*num_gpu_blocks=*/6, 8);
   for (uint32_t id = 0; id < 3; ++id)
     s.add_request(id, 4, 10);
   s.add_request(3, 4, 10);  // admitted later, once blocks free up
@@ -141,7 +141,7 @@ TEST_CASE("vllm-v0: a preempted request recomputes prompt and generated tokens i
           "[policy][vllm-v0]") {
   SchedulerConfig c = config("vllm-v0", 4096, 8, 1000, /*block_size=*/4);
   c.watermark = 0.0;
-  Scheduler s(c, 3, 8);
+  V0Scheduler s(c, 3, 8);
   s.add_request(0, 4, 2);
   s.add_request(1, 4, 3);
   s.schedule();  // prefill both: a block each, one left

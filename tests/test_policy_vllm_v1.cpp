@@ -37,7 +37,7 @@ SimConfig v1_run_config(bool async_scheduling) {
 
 TEST_CASE("vllm-v1: running first in admission order, then waiting, in one token budget",
           "[policy][vllm-v1]") {
-  Scheduler s(v1(16), 1000, 8);
+  V1Scheduler s(v1(16), 1000, 8);
   s.add_request(0, 20, 3);
   CHECK(entries(s.schedule()) == Entries{{0, 16}});
   complete_step(s);
@@ -54,7 +54,7 @@ TEST_CASE("vllm-v1: long_prefill_token_threshold caps each request's new tokens"
           "[policy][vllm-v1]") {
   SchedulerConfig c = v1(32);
   c.long_prefill_token_threshold = 10;
-  Scheduler s(c, 1000, 8);
+  V1Scheduler s(c, 1000, 8);
   s.add_request(0, 30, 3);
   s.add_request(1, 8, 3);
   CHECK(entries(s.schedule()) == Entries{{0, 10}, {1, 8}});
@@ -64,7 +64,7 @@ TEST_CASE("vllm-v1: long_prefill_token_threshold caps each request's new tokens"
 
 TEST_CASE("vllm-v1: a preemption in a step stops admission in that step", "[policy][vllm-v1]") {
   // 3 usable blocks of 4 tokens (4 with vLLM's null block).
-  Scheduler s(v1(64), 4, 8);
+  V1Scheduler s(v1(64), 4, 8);
   s.add_request(0, 4, 5);
   s.add_request(1, 4, 5);
   CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});
@@ -88,7 +88,7 @@ TEST_CASE("vllm-v1: with scheduler_reserve_full_isl a new request's whole prompt
   for (const bool reserve : {false, true}) {
     SchedulerConfig c = v1(6);
     c.reserve_full_isl = reserve;
-    Scheduler s(c, 5, 8);  // 4 usable blocks of 4 tokens
+    V1Scheduler s(c, 5, 8);  // 4 usable blocks of 4 tokens
     s.add_request(0, 8, 4);
     s.add_request(1, 12, 2);
     CHECK(entries(s.schedule()) == Entries{{0, 6}});
@@ -105,7 +105,7 @@ TEST_CASE("vllm-v1: with scheduler_reserve_full_isl a new request's whole prompt
 }
 
 TEST_CASE("vllm-v1: max_num_seqs counts every running request", "[policy][vllm-v1]") {
-  Scheduler s(v1(64, /*max_num_seqs=*/2), 1000, 8);
+  V1Scheduler s(v1(64, /*max_num_seqs=*/2), 1000, 8);
   for (uint32_t id = 0; id < 3; ++id)
     s.add_request(id, 4, 3);
   CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});
@@ -116,7 +116,7 @@ TEST_CASE("vllm-v1: the priority policy admits and preempts by (priority, arriva
           "[policy][vllm-v1]") {
   SchedulerConfig c = v1(64);
   c.scheduling_policy = SchedulingPolicy::kPriority;
-  Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
+  V1Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
   s.add_request(0, 4, 5, /*priority=*/5);
   s.add_request(1, 4, 5, /*priority=*/0);
   // The lower value runs first, whatever the arrival order.
@@ -134,7 +134,7 @@ TEST_CASE("vllm-v1: between equal priorities and arrival times the victim is the
   for (const double arrival_1 : {0.5, 0.75}) {
     SchedulerConfig c = v1(64);
     c.scheduling_policy = SchedulingPolicy::kPriority;
-    Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
+    V1Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
     s.add_request(0, 4, 5, /*priority=*/0, /*arrival_s=*/0.5);
     s.add_request(1, 4, 5, /*priority=*/0, arrival_1);
     CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});
@@ -158,7 +158,7 @@ TEST_CASE(
     "[policy][vllm-v1]") {
   SchedulerConfig c = v1(64);
   c.scheduling_policy = SchedulingPolicy::kPriority;
-  Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
+  V1Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
   s.add_request(0, 4, 5, /*priority=*/9);
   CHECK(entries(s.schedule()) == Entries{{0, 4}});
   complete_step(s);
@@ -178,7 +178,7 @@ TEST_CASE(
 TEST_CASE("vllm-v1: a preempted request hits its own cached blocks when re-admitted",
           "[policy][vllm-v1][kv_cache]") {
   GroupHasher h;
-  Scheduler s(v1(64, 8, 4, /*caching=*/true), 6, 8, &h);  // 5 usable blocks
+  V1Scheduler s(v1(64, 8, 4, /*caching=*/true), 6, 8, &h);  // 5 usable blocks
   s.add_request(0, 8, 2);
   s.add_request(1, 8, 9);
   CHECK(entries(s.schedule()) == Entries{{0, 8}, {1, 8}});
@@ -199,7 +199,7 @@ TEST_CASE("vllm-v1: requests sharing a prefix hit it, and finished requests free
           "[policy][vllm-v1][kv_cache]") {
   GroupHasher h;
   h.shared = {{0, {3, 2}}, {1, {3, 2}}};
-  Scheduler s(v1(64, 8, 4, /*caching=*/true), 100, 8, &h);
+  V1Scheduler s(v1(64, 8, 4, /*caching=*/true), 100, 8, &h);
   s.add_request(0, 10, 1);
   CHECK(entries(s.schedule()) == Entries{{0, 10}});
   complete_step(s);

@@ -1,16 +1,12 @@
-// The vllm-v1 policy: vLLM V1's Scheduler.schedule() (vllm/v1/core/sched/scheduler.py at
-// 9aaf83ef5, 2026-05, the code of ../shared/vllm-oracle; the same rules since v0.8), without
-// speculative decoding, encoders, LoRA or KV connectors. "There's no decoding phase nor prefill
-// phase": each request just has tokens not yet computed, and each step gives them budget.
-#include <algorithm>
+#include "scheduler/v1_scheduler.hpp"
 
-#include "scheduler/scheduler.hpp"
+#include <algorithm>
 
 namespace servesim {
 
 namespace {
 
-// vLLM's PriorityRequestQueue order, Request.__lt__ (at 9aaf83ef5): (priority, arrival_time,
+// vLLM's PriorityRequestQueue order, Request.__lt__: (priority, arrival_time,
 // request_id), ids standing for request ids. A heap with this comparison keeps the smallest on
 // top.
 struct LaterOrLowerPriority {
@@ -25,11 +21,11 @@ struct LaterOrLowerPriority {
 
 }  // namespace
 
-uint32_t Scheduler::waiting_front() const {
+uint32_t V1Scheduler::waiting_front() const {
   return waiting_heap_.empty() ? waiting_.front() : waiting_heap_.front();
 }
 
-void Scheduler::waiting_pop_front() {
+void V1Scheduler::waiting_pop_front() {
   if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
     std::pop_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
     waiting_heap_.pop_back();
@@ -38,7 +34,7 @@ void Scheduler::waiting_pop_front() {
   }
 }
 
-void Scheduler::waiting_push_front(uint32_t id) {
+void V1Scheduler::waiting_push_front(uint32_t id) {
   // _preempt_request: self.waiting.prepend_request(request); under the priority policy the queue
   // is a heap and "prepend" is a push.
   if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
@@ -49,16 +45,54 @@ void Scheduler::waiting_push_front(uint32_t id) {
   }
 }
 
-void Scheduler::schedule_v1() {
-  int64_t token_budget = config_.max_num_batched_tokens;
-  schedule_v1_running(token_budget);
-  // "Next, schedule the WAITING requests" only if nothing was preempted in this step.
-  if (out_.preempted.empty()) schedule_v1_waiting(token_budget);
-  assert(token_budget >= 0);
-  assert(int64_t(running_.size()) <= config_.max_num_seqs);
+V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests,
+                         const BlockHasher* hasher)
+    : Scheduler(config, num_requests),
+      kv_(num_gpu_blocks, config.block_size, config.enable_prefix_caching, config.max_model_len,
+          hasher, num_requests),
+      waiting_(64) {
+  assert(v1_scheduler(config.policy));
+  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+    waiting_heap_.reserve(std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16));
+  }
 }
 
-uint32_t Scheduler::v1_victim() const {
+void V1Scheduler::reserve(size_t num_requests) {
+  Scheduler::reserve(num_requests);
+  kv_.reserve(num_requests);
+}
+
+RejectReason V1Scheduler::engine_reject(const SeqState&, int64_t lifetime) const {
+  // No watermark: a request alone in the cache needs blocks for what it computes.
+  return kv_.blocks_for(lifetime) > kv_.usable_blocks() ? RejectReason::kKvCapacity
+                                                        : RejectReason::kNone;
+}
+
+void V1Scheduler::enqueue(uint32_t id) {
+  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+    waiting_push_front(id);  // a heap: the position is the priority's
+  } else {
+    waiting_.push_back(id);
+  }
+}
+
+void V1Scheduler::free_request(uint32_t id) {
+  kv_.free(id);
+  seqs_[id].blocks = 0;
+}
+
+const Batch& V1Scheduler::schedule() {
+  begin_step();
+  int64_t token_budget = config_.max_num_batched_tokens;
+  schedule_running(token_budget);
+  // "Next, schedule the WAITING requests" only if nothing was preempted in this step.
+  if (out_.preempted.empty()) schedule_waiting(token_budget);
+  assert(token_budget >= 0);
+  assert(int64_t(running_.size()) <= config_.max_num_seqs);
+  return batch_;
+}
+
+uint32_t V1Scheduler::victim() const {
   if (config_.scheduling_policy == SchedulingPolicy::kFcfs) return running_.back();
   // max(self.running, key=lambda r: (r.priority, r.arrival_time)): Python's max keeps the first
   // of equal keys, so the request id does not enter.
@@ -71,29 +105,13 @@ uint32_t Scheduler::v1_victim() const {
   return victim;
 }
 
-void Scheduler::v1_unschedule(uint32_t id, int64_t& token_budget) {
-  // Priority preemption of a request already scheduled this step: its tokens go back to the
-  // budget and it leaves the batch.
-  token_budget += batch_.remove(id);
-}
-
-void Scheduler::v1_preempt(uint32_t id) {
-  // _preempt_request: free its blocks (they stay cached, to be hit on re-admission), recompute
-  // from 0, back to the front of `waiting`.
-  SeqState& s = seqs_[id];
-  kv_->free(id);
-  s.blocks = 0;
-  discarded_tokens_ += s.num_computed_tokens;
-  s.num_computed_tokens = 0;
-  s.prefill_stage = true;
-  s.status = SeqStatus::kWaiting;
-  ++s.preemptions;
-  ++num_preemptions_;
-  out_.preempted.push_back(id);
+void V1Scheduler::preempt(uint32_t id) {
+  free_request(id);
+  mark_preempted(id);
   waiting_push_front(id);
 }
 
-void Scheduler::schedule_v1_running(int64_t& token_budget) {
+void V1Scheduler::schedule_running(int64_t& token_budget) {
   size_t idx = 0;
   while (idx < running_.size() && token_budget > 0) {
     const uint32_t id = running_[idx];
@@ -111,9 +129,9 @@ void Scheduler::schedule_v1_running(int64_t& token_budget) {
       continue;
     }
     bool scheduled = true;
-    while (!kv_->allocate_slots(id, s, n, 0, false)) {
+    while (!kv_.allocate_slots(id, s, n, 0, false)) {
       // "The request cannot be scheduled. Preempt the lowest-priority request."
-      const uint32_t victim = v1_victim();
+      const uint32_t victim = this->victim();
       if (config_.scheduling_policy == SchedulingPolicy::kFcfs) {
         running_.pop_back();
       } else {
@@ -121,44 +139,44 @@ void Scheduler::schedule_v1_running(int64_t& token_budget) {
         while (running_[at] != victim)
           ++at;
         running_.remove_if([victim](uint32_t r) { return r == victim; });
-        if (at < idx) {  // already scheduled in this step
-          v1_unschedule(victim, token_budget);
+        if (at < idx) {  // already scheduled in this step: its tokens go back to the budget
+          token_budget += batch_.remove(victim);
           --idx;
         }
       }
-      v1_preempt(victim);
+      preempt(victim);
       if (victim == id) {
         scheduled = false;  // "No more request to preempt. Cannot schedule this request."
         break;
       }
     }
     if (!scheduled) break;
-    s.blocks = static_cast<int32_t>(kv_->blocks_held(id));
+    s.blocks = static_cast<int32_t>(kv_.blocks_held(id));
     add_to_batch(id, n);
     token_budget -= n;
     ++idx;
   }
 }
 
-void Scheduler::schedule_v1_waiting(int64_t& token_budget) {
+void V1Scheduler::schedule_waiting(int64_t& token_budget) {
   while (num_waiting() > 0 && token_budget > 0) {
     if (int64_t(running_.size()) == config_.max_num_seqs) break;
     const uint32_t id = waiting_front();
     SeqState& s = seqs_[id];
     // A waiting request has computed nothing (a preempted one restarts from 0): look up the
     // prefix cache.
-    const int64_t hit = kv_->get_computed_blocks(id, s);
+    const int64_t hit = kv_.get_computed_blocks(id, s);
     // A KV connector's tokens beyond the local hit: allocated now, never computed here
-    // (Scheduler.schedule, vLLM v0.15: num_computed_tokens = local + external).
+    // (Scheduler.schedule: num_computed_tokens = local + external).
     const int64_t external = std::max<int64_t>(0, int64_t(s.external_tokens) - hit);
     int64_t n = s.num_tokens() - hit - external;
     const int64_t threshold = config_.long_prefill_token_threshold;
     if (0 < threshold && threshold < n) n = threshold;
     n = std::min(n, token_budget);
     assert(n > 0);
-    if (!kv_->allocate_slots(id, s, external + n, hit, config_.reserve_full_isl)) break;
+    if (!kv_.allocate_slots(id, s, external + n, hit, config_.reserve_full_isl)) break;
     waiting_pop_front();
-    s.blocks = static_cast<int32_t>(kv_->blocks_held(id));
+    s.blocks = static_cast<int32_t>(kv_.blocks_held(id));
     running_.push_back(id);
     s.status = SeqStatus::kRunning;
     s.prefill_stage = true;

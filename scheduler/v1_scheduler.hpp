@@ -1,0 +1,64 @@
+// V1Scheduler: vLLM V1's Scheduler.schedule() (vllm/v1/core/sched/scheduler.py at the revision of
+// scheduler/vllm_revision.hpp), policy vllm-v1, over V1's KV cache manager and its prefix cache;
+// without speculative decoding, encoders, LoRA or KV connectors beyond a disaggregated prefill's
+// external tokens. "There's no decoding phase nor prefill phase": each request just has tokens
+// not yet computed, and each step gives them budget:
+//  - `running` first, in order: each its new tokens (capped by long_prefill_token_threshold and
+//    the budget); allocate_slots, and when it fails preempt the lowest-priority request (the
+//    tail of `running`, or under the priority policy the largest (priority, arrival)), itself
+//    last;
+//  - then, only if nothing was preempted, `waiting` (FCFS, or vLLM's PriorityRequestQueue): the
+//    prefix cache's hit, then allocate_slots, until the budget, max_num_seqs or the cache stops.
+#pragma once
+
+#include <vector>
+
+#include "scheduler/kv_cache_manager.hpp"
+#include "scheduler/scheduler.hpp"
+
+namespace servesim {
+
+class V1Scheduler final : public Scheduler {
+ public:
+  // REQUIRES: CONFIG's policy is vllm-v1, resolved; num_gpu_blocks >= 2 (the count includes the
+  // null block).
+  V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests,
+              const BlockHasher* hasher = nullptr);
+
+  void reserve(size_t num_requests) override;
+  const Batch& schedule() override;
+  size_t num_waiting() const override { return waiting_.size() + waiting_heap_.size(); }
+  int64_t used_blocks() const override { return kv_.used_blocks(); }
+  int64_t usable_blocks() const override { return kv_.usable_blocks(); }
+  bool reset_prefix_cache() override { return kv_.reset_prefix_cache(); }
+  const KvCacheManager* kv_cache_manager() const override { return &kv_; }
+
+  // FCFS: `waiting`, in order (under the priority policy it is a heap: use num_waiting()).
+  const RequestQueue& waiting() const { return waiting_; }
+
+ private:
+  RejectReason engine_reject(const SeqState& s, int64_t lifetime) const override;
+  void enqueue(uint32_t id) override;
+  void add_request_slot() override { kv_.add_request_slot(); }
+  void free_request(uint32_t id) override;
+
+  void schedule_running(int64_t& token_budget);
+  void schedule_waiting(int64_t& token_budget);
+  // The preemption victim: the tail of `running`, or under the priority policy the request with
+  // the largest (priority, arrival_s), the first in `running` among equals.
+  uint32_t victim() const;
+  // _preempt_request: free its blocks (they stay cached, to be hit on re-admission), recompute
+  // from 0, back to the front of `waiting`.
+  void preempt(uint32_t id);
+  uint32_t waiting_front() const;
+  void waiting_pop_front();
+  void waiting_push_front(uint32_t id);
+
+  KvCacheManager kv_;
+  RequestQueue waiting_;
+  // The priority policy: `waiting` is this heap of (priority, arrival) instead (vLLM's
+  // PriorityRequestQueue).
+  std::vector<uint32_t> waiting_heap_;
+};
+
+}  // namespace servesim
