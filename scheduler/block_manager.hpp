@@ -1,6 +1,7 @@
 // BlockManager: vLLM V0's paged KV-cache accounting for one replica (vllm/core/block_manager.py,
-// SelfAttnBlockSpaceManager, v0.6-v0.8), reduced to counts because no block is shared without
-// prefix caching. It answers the scheduler's two questions the way vLLM does:
+// SelfAttnBlockSpaceManager, at the V0 revision of scheduler/vllm_revision.hpp), reduced to counts
+// because no block is shared without prefix caching. It answers the scheduler's two questions the
+// way vLLM does:
 //  - can_allocate: blocks for every known token; NEVER if even an empty cache would leave fewer
 //    than the watermark free, LATER if the free blocks would drop below the watermark now.
 //  - can_append_slots: the blocks an append "touches" (block_table.

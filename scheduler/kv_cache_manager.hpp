@@ -1,7 +1,7 @@
 // KvCacheManager: vLLM V1's paged KV cache with its prefix cache, for one replica
 // (vllm/v1/core/kv_cache_manager.py KVCacheManager, block_pool.py BlockPool,
-// single_type_kv_cache_manager.py FullAttentionManager; vLLM 9aaf83ef5, 2026-05, the version of
-// ../shared/vllm-oracle). Same rules, fewer objects:
+// single_type_kv_cache_manager.py FullAttentionManager, at the V1 revision of
+// scheduler/vllm_revision.hpp). Same rules, fewer objects:
 //  - blocks are allocated for exactly the tokens a step computes (no watermark); a cached block
 //    with no user (reference count 0) stays in the free queue and counts as free;
 //  - the free queue is least-recently-freed first: a request frees its blocks tail first, so its

@@ -1,16 +1,17 @@
 // Policy: which documented scheduler a replica runs (`servesim list schedulers`).
-//  - vllm-v0: vLLM V0's default, Scheduler._schedule_default (v0.6-v0.8): prefills first; a step
+//  - vllm-v0: vLLM V0's default, Scheduler._schedule_default: prefills first; a step
 //    is all prefill or all decode.
-//  - chunked: vLLM V0 with --enable-chunked-prefill, Scheduler._schedule_chunked_prefill
-//    (v0.6-v0.8), i.e. Sarathi-Serve stall-free batching: running requests first (decodes, then
+//  - chunked: vLLM V0 with --enable-chunked-prefill, Scheduler._schedule_chunked_prefill,
+//    i.e. Sarathi-Serve stall-free batching: running requests first (decodes, then
 //    partial prefills), then new prefills chunked to the remaining token budget.
-//  - vllm-v1: vLLM V1's Scheduler.schedule() (v0.8-v0.15): one token budget, running requests
+//  - vllm-v1: vLLM V1's Scheduler.schedule(): one token budget, running requests
 //    first, per-chunk KV allocation, the prefix cache.
 // A policy is the scheduling algorithm only: it runs on an engine (models/engine.hpp), by default
 // the one vLLM ran it on (default_engine), and the engine's runtime costs, memory plan and
 // defaults are the engine's.
-// make_scheduler (scheduler/scheduler.hpp) builds the V0Scheduler or V1Scheduler it names; names
-// exist only at the boundary.
+// The vLLM code each transcribes: scheduler/vllm_revision.hpp. make_scheduler
+// (scheduler/scheduler.hpp) builds the V0Scheduler or V1Scheduler it names; names exist only at
+// the boundary.
 #pragma once
 
 #include <cstdint>

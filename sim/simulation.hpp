@@ -1,9 +1,9 @@
-// simulate(): one replica serving one workload under one configuration, end to end. It resolves
-// the configuration the way vLLM does (max_model_len from the model, the policy's default token
-// budget, the KV cache from the memory plan), replays the arrivals through an EventLoop into a
-// Host, and returns the per-request records and the run summary.
-// Promises: deterministic (same inputs, same result, bit for bit); every request of the workload
-// ends finished or rejected with a reason.
+// simulate(): one workload under one configuration, end to end, on one replica or on a fleet of
+// them (FleetOptions, sim/fleet.cpp). It resolves the configuration the way vLLM does
+// (max_model_len from the model, the policy's default token budget, the KV cache from the memory
+// plan), replays the arrivals through an EventLoop into a Host, and returns the per-request records
+// and the run summary. Promises: deterministic (same inputs, same result, bit for bit); every
+// request of the workload ends finished or rejected with a reason.
 #pragma once
 
 #include <cstdint>
