@@ -191,15 +191,22 @@ std::set<std::string> load_ini_fields(const std::string& path,
   std::map<std::string, const IniField*> by_key;
   for (const IniField& f : fields)
     by_key.emplace(f.key, &f);
-  const std::map<std::string, int> line_of =
-      check_ini_keys(path, text, [&](const std::string& key) { return by_key.count(key) > 0; });
+  check_ini_keys(path, text, [&](const std::string& key) { return by_key.count(key) > 0; });
+  // Every line of each key, so that an error names the occurrence at fault (a repeat's own line).
+  std::map<std::string, std::vector<int>> lines_of;
+  for (const IniEntry& e : parse_ini_entries(path, text)) {
+    if (!e.key.empty()) lines_of[e.key].push_back(e.line);
+  }
   // Second pass: values, in file order.
   std::set<std::string> given;
+  std::map<std::string, size_t> seen;
   for (const auto& [key, value] : config_pairs(path, text)) {
     const auto known = by_key.find(key);
     if (known == by_key.end()) throw Error(path, 0, key, "unrecognised option '" + key + "'");
     const IniField& f = *known->second;
-    const int line = line_of.count(key) ? line_of.at(key) : 0;
+    const std::vector<int>& lines = lines_of[key];
+    const size_t nth = seen[key]++;
+    const int line = nth < lines.size() ? lines[nth] : 0;
     if (!given.insert(key).second) {
       throw Error(path, line, key, "option '" + key + "' cannot be specified more than once");
     }
