@@ -7,9 +7,11 @@
 // scheduled requests in order with their tokens, computed tokens, kind and prefix-cache hit,
 // preemptions, finished requests, KV free and used blocks, and the running and waiting queues.
 //
-// Not modelled step by step: async scheduling (servesim's flag only overlaps CPU with GPU time)
-// and disabled chunked prefill; such scenarios are skipped with a warning. V0 scenarios are
-// covered elsewhere.
+// Not modelled step by step: async scheduling (vLLM's AsyncScheduler; servesim's flag only
+// overlaps CPU with GPU time) and disabled chunked prefill. A scenario that needs them is a known
+// gap: the test case for the gaps replays it anyway and reports where servesim differs, as a
+// failure ([!mayfail]: Catch2 prints it as failed and the suite goes on), never as a pass. V0
+// scenarios: tests/test_oracle_v0.cpp.
 //
 // A hidden test ([.oracle-random]) runs the same comparison on every case folder under
 // $SERVESIM_ORACLE_DIR (scripts/oracle-v1-random.py writes them) and prints one line per case.
@@ -23,10 +25,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "oracle_common.hpp"
 #include "scheduler/v0_scheduler.hpp"
 #include "scheduler/v1_scheduler.hpp"
 #include "shared_data.hpp"
@@ -36,28 +40,9 @@
 using namespace servesim;
 namespace fs = std::filesystem;
 using json = nlohmann::json;
+using namespace servesim::test::oracle;
 
 namespace {
-
-json read_json(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  return json::parse(in);
-}
-
-// steps.jsonl without its summary line.
-std::vector<json> read_steps(const fs::path& p) {
-  std::ifstream in(p);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  std::vector<json> steps;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    json j = json::parse(line);
-    if (!j.contains("summary")) steps.push_back(std::move(j));
-  }
-  return steps;
-}
 
 // run_v1.py's DEFAULTS, overridden by the scenario's config.json.
 struct OracleConfig {
@@ -108,50 +93,6 @@ std::string unsupported(const OracleConfig& c, const json& workload) {
     if (r.contains("prompt_token_ids")) return "explicit prompt_token_ids are not modelled";
   }
   return "";
-}
-
-struct OracleRequest {
-  std::string name;
-  int64_t arrival_step = 0;
-  double arrival_time = 0;
-  int32_t prompt_len = 0, max_tokens = 0, priority = 0;
-  size_t listing = 0;  // index in workload.json (common.py's req_idx)
-  json spec;
-};
-
-// common.py arrival_steps(): (step, time) of each request.
-void set_arrival(OracleRequest& r, double dt) {
-  const json& j = r.spec;
-  if (j.contains("arrival_step")) {
-    r.arrival_step = j["arrival_step"].get<int64_t>();
-    r.arrival_time = j.value("arrival_time", double(r.arrival_step) * (dt > 0 ? dt : 1.0));
-  } else if (j.contains("arrival_time")) {
-    if (dt <= 0) throw std::runtime_error("arrival_time needs config step_duration_s");
-    r.arrival_time = j["arrival_time"].get<double>();
-    r.arrival_step = std::max<int64_t>(0, int64_t(std::ceil(r.arrival_time / dt - 1e-12)));
-  }
-}
-
-// The requests in run_v1.py's arrival order (step, time, listing order); servesim's id of a
-// request is its index here, so ids are in arrival order as servesim's scheduler assumes.
-std::vector<OracleRequest> load_requests(const json& workload, double dt) {
-  std::vector<OracleRequest> reqs;
-  for (const json& j : workload["requests"]) {
-    OracleRequest r;
-    r.name = j["id"].get<std::string>();
-    r.prompt_len = j["prompt_len"].get<int32_t>();
-    r.max_tokens = j["max_tokens"].get<int32_t>();
-    r.priority = j.value("priority", 0);
-    r.listing = reqs.size();
-    r.spec = j;
-    set_arrival(r, dt);
-    reqs.push_back(std::move(r));
-  }
-  std::stable_sort(reqs.begin(), reqs.end(), [](const OracleRequest& a, const OracleRequest& b) {
-    if (a.arrival_step != b.arrival_step) return a.arrival_step < b.arrival_step;
-    return a.arrival_time < b.arrival_time;
-  });
-  return reqs;
 }
 
 // common.py build_prompt(): [shared_prefix tokens][prefix_blocks tokens][unique filler], as
@@ -368,59 +309,19 @@ json comparable(const json& rec) {
   return c;
 }
 
-// Finished requests in id order (the oracle lists them in its engine-output order).
-json sorted_finished(json fin) {
-  std::sort(fin.begin(), fin.end(), [](const json& a, const json& b) {
-    return a["id"].get<std::string>() < b["id"].get<std::string>();
-  });
-  return fin;
-}
-
-// The first difference between the oracle's steps and servesim's, or "" when they agree.
-std::string first_difference(const std::vector<json>& expected, const std::vector<json>& got) {
-  const size_t n = std::min(expected.size(), got.size());
-  for (size_t i = 0; i < n; ++i) {
-    json e = comparable(expected[i]), g = got[i];
-    if (e.contains("finished")) e["finished"] = sorted_finished(e["finished"]);
-    if (g.contains("finished")) g["finished"] = sorted_finished(g["finished"]);
-    if (e == g) continue;
-    std::ostringstream msg;
-    msg << "step " << i << ":";
-    for (const auto& [key, value] : e.items()) {
-      if (!g.contains(key)) {
-        msg << "\n  " << key << ": vLLM " << value.dump() << ", servesim (absent)";
-      } else if (g[key] != value) {
-        msg << "\n  " << key << ": vLLM " << value.dump() << ", servesim " << g[key].dump();
-      }
-    }
-    for (const auto& [key, value] : g.items()) {
-      if (!e.contains(key)) msg << "\n  " << key << ": vLLM (absent), servesim " << value.dump();
-    }
-    msg << "\n  vLLM step:     " << e.dump() << "\n  servesim step: " << g.dump();
-    return msg.str();
-  }
-  if (expected.size() != got.size()) {
-    std::ostringstream msg;
-    msg << "vLLM ran " << expected.size() << " steps, servesim " << got.size();
-    if (got.size() > n) msg << "; servesim's step " << n << ": " << got[n].dump();
-    if (expected.size() > n) msg << "; vLLM's step " << n << ": " << comparable(expected[n]).dump();
-    return msg.str();
-  }
-  return "";
-}
-
 struct Outcome {
   enum Kind { kMatch, kMismatch, kSkipped, kNotV1 } kind = kMatch;
   std::string detail;
 };
 
-// DUMP: also write servesim's steps to DIR/servesim_steps.jsonl.
-Outcome compare_case(const fs::path& dir, bool dump = false) {
+// DUMP: also write servesim's steps to DIR/servesim_steps.jsonl. ANYWAY: replay a scenario that
+// needs what servesim does not model (to show where it differs).
+Outcome compare_case(const fs::path& dir, bool dump = false, bool anyway = false) {
   const json config = read_json(dir / "config.json");
   if (config.value("scheduler", std::string()) != "v1") return {Outcome::kNotV1, ""};
   const json workload = read_json(dir / "workload.json");
   const OracleConfig cfg = parse_config(config);
-  if (std::string why = unsupported(cfg, workload); !why.empty()) {
+  if (std::string why = unsupported(cfg, workload); !why.empty() && !anyway) {
     return {Outcome::kSkipped, why};
   }
   const std::vector<json> expected = read_steps(dir / "steps.jsonl");
@@ -431,36 +332,31 @@ Outcome compare_case(const fs::path& dir, bool dump = false) {
     for (const json& rec : got)
       out << rec.dump() << "\n";
   }
-  const std::string diff = first_difference(expected, got);
+  const std::string diff = first_difference(expected, got, comparable);
   if (diff.empty()) return {Outcome::kMatch, ""};
   return {Outcome::kMismatch, diff};
 }
 
-std::vector<fs::path> case_dirs(const fs::path& root) {
-  std::vector<fs::path> dirs;
-  for (const auto& e : fs::directory_iterator(root)) {
-    if (e.is_directory() && fs::exists(e.path() / "config.json")) dirs.push_back(e.path());
-  }
-  std::sort(dirs.begin(), dirs.end());
-  return dirs;
-}
-
 }  // namespace
+
+// The V1 scenarios servesim cannot replay yet, and why (the test case below replays them).
+const std::set<std::string> kKnownGaps = {"v1_async_sched"};
 
 TEST_CASE("vllm-v1 matches vLLM's real V1 scheduler step by step on the oracle's scenarios",
           "[shared][oracle]") {
   if (!servesim::test::have_shared("vllm-oracle/scenarios")) return;
   const fs::path root = servesim::test::shared_path("vllm-oracle/scenarios");
   int compared = 0;
+  std::set<std::string> skipped;
   for (const fs::path& dir : case_dirs(root)) {
     const std::string name = dir.filename().string();
-    if (name.rfind("v1_", 0) != 0) continue;  // V0 scenarios: covered elsewhere
     const Outcome o = compare_case(dir);
     switch (o.kind) {
       case Outcome::kNotV1:
         break;
       case Outcome::kSkipped:
-        WARN("oracle scenario " << name << " skipped: " << o.detail);
+        skipped.insert(name);
+        WARN("oracle scenario " << name << " is a known gap: " << o.detail);
         break;
       case Outcome::kMismatch:
         ++compared;
@@ -472,8 +368,20 @@ TEST_CASE("vllm-v1 matches vLLM's real V1 scheduler step by step on the oracle's
         break;
     }
   }
-  // The five committed sync V1 scenarios at least.
+  // Every V1 scenario is compared or a known gap (a new unsupported one fails here).
+  CHECK(skipped == kKnownGaps);
   CHECK(compared >= 5);
+}
+
+TEST_CASE("vllm-v1's known gaps against the oracle: async scheduling (AsyncScheduler's lag)",
+          "[shared][oracle][!mayfail]") {
+  if (!servesim::test::have_shared("vllm-oracle/scenarios")) return;
+  const fs::path root = servesim::test::shared_path("vllm-oracle/scenarios");
+  for (const std::string& name : kKnownGaps) {
+    const Outcome o = compare_case(root / name, false, /*anyway=*/true);
+    INFO("oracle scenario " << name);
+    CHECK(o.detail == "");  // reported as failed while servesim differs from vLLM there
+  }
 }
 
 // Run by scripts/oracle-v1-random.py: every case folder (workload.json, config.json, steps.jsonl)

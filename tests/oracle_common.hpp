@@ -1,0 +1,138 @@
+// What the oracle replays of ../shared/vllm-oracle share (tests/test_oracle_v0.cpp, _v1.cpp):
+// reading a scenario's files, the requests in the drivers' arrival order (common.py), and the
+// first difference between vLLM's step records and servesim's.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace servesim::test::oracle {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+inline json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  return json::parse(in);
+}
+
+// steps.jsonl without its summary line.
+inline std::vector<json> read_steps(const fs::path& p) {
+  std::ifstream in(p);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  std::vector<json> steps;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json j = json::parse(line);
+    if (!j.contains("summary")) steps.push_back(std::move(j));
+  }
+  return steps;
+}
+
+struct OracleRequest {
+  std::string name;
+  int64_t arrival_step = 0;
+  double arrival_time = 0;
+  int32_t prompt_len = 0, max_tokens = 0, priority = 0;
+  size_t listing = 0;  // index in workload.json (common.py's req_idx)
+  json spec;
+};
+
+// common.py arrival_steps(): (step, time) of each request.
+inline void set_arrival(OracleRequest& r, double dt) {
+  const json& j = r.spec;
+  if (j.contains("arrival_step")) {
+    r.arrival_step = j["arrival_step"].get<int64_t>();
+    r.arrival_time = j.value("arrival_time", double(r.arrival_step) * (dt > 0 ? dt : 1.0));
+  } else if (j.contains("arrival_time")) {
+    if (dt <= 0) throw std::runtime_error("arrival_time needs config step_duration_s");
+    r.arrival_time = j["arrival_time"].get<double>();
+    r.arrival_step = std::max<int64_t>(0, int64_t(std::ceil(r.arrival_time / dt - 1e-12)));
+  }
+}
+
+// The requests in run_v1.py's arrival order (step, time, listing order); servesim's id of a
+// request is its index here, so ids are in arrival order as servesim's scheduler assumes.
+inline std::vector<OracleRequest> load_requests(const json& workload, double dt) {
+  std::vector<OracleRequest> reqs;
+  for (const json& j : workload["requests"]) {
+    OracleRequest r;
+    r.name = j["id"].get<std::string>();
+    r.prompt_len = j["prompt_len"].get<int32_t>();
+    r.max_tokens = j["max_tokens"].get<int32_t>();
+    r.priority = j.value("priority", 0);
+    r.listing = reqs.size();
+    r.spec = j;
+    set_arrival(r, dt);
+    reqs.push_back(std::move(r));
+  }
+  std::stable_sort(reqs.begin(), reqs.end(), [](const OracleRequest& a, const OracleRequest& b) {
+    if (a.arrival_step != b.arrival_step) return a.arrival_step < b.arrival_step;
+    return a.arrival_time < b.arrival_time;
+  });
+  return reqs;
+}
+
+// The scenario folders under ROOT (those with a config.json), sorted.
+inline std::vector<fs::path> case_dirs(const fs::path& root) {
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root)) {
+    if (e.is_directory() && fs::exists(e.path() / "config.json")) dirs.push_back(e.path());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  return dirs;
+}
+
+inline json sorted_finished(json fin) {
+  std::sort(fin.begin(), fin.end(), [](const json& a, const json& b) {
+    return a["id"].get<std::string>() < b["id"].get<std::string>();
+  });
+  return fin;
+}
+
+// The first difference between the oracle's steps and servesim's, or "" when they agree.
+// COMPARABLE: the fields of a vLLM record that servesim reproduces, in servesim's form.
+inline std::string first_difference(const std::vector<json>& expected, const std::vector<json>& got,
+                                    const std::function<json(const json&)>& comparable) {
+  const size_t n = std::min(expected.size(), got.size());
+  for (size_t i = 0; i < n; ++i) {
+    json e = comparable(expected[i]), g = got[i];
+    if (e.contains("finished")) e["finished"] = sorted_finished(e["finished"]);
+    if (g.contains("finished")) g["finished"] = sorted_finished(g["finished"]);
+    if (e == g) continue;
+    std::ostringstream msg;
+    msg << "step " << i << ":";
+    for (const auto& [key, value] : e.items()) {
+      if (!g.contains(key)) {
+        msg << "\n  " << key << ": vLLM " << value.dump() << ", servesim (absent)";
+      } else if (g[key] != value) {
+        msg << "\n  " << key << ": vLLM " << value.dump() << ", servesim " << g[key].dump();
+      }
+    }
+    for (const auto& [key, value] : g.items()) {
+      if (!e.contains(key)) msg << "\n  " << key << ": vLLM (absent), servesim " << value.dump();
+    }
+    msg << "\n  vLLM step:     " << e.dump() << "\n  servesim step: " << g.dump();
+    return msg.str();
+  }
+  if (expected.size() != got.size()) {
+    std::ostringstream msg;
+    msg << "vLLM ran " << expected.size() << " steps, servesim " << got.size();
+    if (got.size() > n) msg << "; servesim's step " << n << ": " << got[n].dump();
+    if (expected.size() > n) msg << "; vLLM's step " << n << ": " << comparable(expected[n]).dump();
+    return msg.str();
+  }
+  return "";
+}
+
+}  // namespace servesim::test::oracle
