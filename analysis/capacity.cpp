@@ -171,6 +171,21 @@ double attainment(const RunResult& r, double ttft_ms, double tpot_ms) {
 
 namespace {
 
+// The fewest replicas that meet the SLO by MEETS, walking from START: down while one fewer still
+// meets it, else up to LIMIT; -1 when none up to LIMIT does.
+int64_t fewest_meeting(int64_t start, int64_t limit, const std::function<bool(int64_t)>& meets) {
+  int64_t k = start;
+  if (meets(k)) {
+    while (k > 1 && meets(k - 1))
+      --k;
+    return k;
+  }
+  do {
+    ++k;
+  } while (k <= limit && !meets(k));
+  return k > limit ? -1 : k;
+}
+
 double rejected_share(const RunSummary& s) {
   return s.total > 0 ? double(s.rejected) / double(s.total) : 0.0;
 }
@@ -448,16 +463,7 @@ void size_group(const RunSpec& base, const CapacitySpec& spec, double target, in
     return probe.ok;
   };
   const int64_t limit = std::min<int64_t>(4 * start + 8, kMaxReplicas - others);
-  int64_t k = std::max<int64_t>(1, std::min(start, limit));
-  if (meets(k)) {
-    while (k > 1 && meets(k - 1))
-      --k;
-  } else {
-    do {
-      ++k;
-    } while (k <= limit && !meets(k));
-    if (k > limit) k = -1;
-  }
+  const int64_t k = fewest_meeting(std::max<int64_t>(1, std::min(start, limit)), limit, meets);
   c.fleet_replicas = k;
   if (k > 0) {
     c.fleet_split = with_group_count(base.replica_gpus, spec.size_group, k);
@@ -530,16 +536,7 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
   };
   const int64_t limit =
       std::min<int64_t>(4 * ideal + 8, kMaxReplicas / std::max<int64_t>(per_copy, 1));
-  int64_t k = ideal;
-  if (meets(k)) {
-    while (k > 1 && meets(k - 1))
-      --k;
-  } else {
-    do {
-      ++k;
-    } while (k <= limit && !meets(k));
-    if (k > limit) k = -1;
-  }
+  const int64_t k = fewest_meeting(ideal, limit, meets);
   c.fleet_replicas = k;
   if (k > 0) {
     c.fleet_gpus = priced[k].gpus;
