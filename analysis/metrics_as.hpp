@@ -1,6 +1,6 @@
 // A run's metrics as a benchmark tool reports them, so that a simulated report and a measured one
-// diff field by field (`run`/`compare --metrics-as TOOL`, README "Metric definitions"). The tools
-// disagree on what the same names mean:
+// diff field by field (`run`/`compare --metrics-as TOOL`, docs/manual/run-and-compare.md). The
+// tools disagree on what the same names mean:
 //  - vllm (vLLM's `vllm bench serve`, benchmarks/benchmark_serving.py, v0.15): per completed
 //    request TTFT and E2EL (ms) and TPOT = (E2EL - TTFT) / (output tokens - 1), over the requests
 //    with two or more output tokens; ITL is every gap between streamed chunks, pooled over all

@@ -1,9 +1,8 @@
-// Reports of a run: the JSON summary (keys documented in README.md), the per-request CSV, the
-// one-screen text summary of `run` and the one-row-per-policy table of `compare`
-// (analysis/report_text.cpp), with warnings where an answer is not what it seems. A statistic
-// over no request is null in JSON and "-" in text.
-// Promises: output is a pure function of the RunResult (no clocks, no addresses), so equal runs
-// give byte-identical files.
+// Reports of a run: the JSON summary (keys documented in docs/manual/run-and-compare.md), the
+// per-request CSV, the one-screen text summary of `run` and the one-row-per-policy table of
+// `compare` (analysis/report_text.cpp), with warnings where an answer is not what it seems. A
+// statistic over no request is null in JSON and "-" in text. Promises: output is a pure function of
+// the RunResult (no clocks, no addresses), so equal runs give byte-identical files.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,6 +1,6 @@
-// The servesim results file: one or more runs in HDF5, with a documented layout (README.md,
-// "Results files"). Written by `run`/`compare --out`, `check --update`; read by `diagnose`,
-// `check` and scripts/plot.py.
+// The servesim results file: one or more runs in HDF5, with a documented layout
+// (docs/manual/run-and-compare.md, "Results files"). Written by `run`/`compare --out`, `check
+// --update`; read by `diagnose`, `check` and scripts/plot.py.
 //   /                      attrs magic "servesim-results", version, runs (names, one per line),
 //                          period_s, workload (JSON)
 //   /runs/NAME             attrs label, policy, max_num_batched_tokens, summary (JSON), config

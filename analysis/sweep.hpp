@@ -8,8 +8,8 @@
 //  - A shard K/N (0 <= K < N) owns the points whose number is K modulo N, so that the N shards
 //    of a job array share the work evenly and deterministically.
 //  - A SweepTable has text, integer and real columns and rows sorted by point. Its HDF5 file
-//    (layout in README.md) records the grid, its id and the shard; merging shard files checks
-//    that they come from the same grid.
+//    (layout in docs/manual/sweeps.md) records the grid, its id and the shard; merging shard files
+//    checks that they come from the same grid.
 // Promises: a point's arguments, and so its result, depend only on the grid and its number, never
 // on the number of threads or shards; equal tables give byte-identical files.
 #pragma once

@@ -61,11 +61,11 @@ po::options_description options(RunArgs& a, bool compare) {
   out.add_options()("json", po::value(&a.json), "write the JSON summary to FILE");
   out.add_options()("metrics-as", po::value(&a.metrics_as)->default_value(a.metrics_as),
                     "also report the metrics as this benchmark tool defines and names them: vllm "
-                    "| guidellm | inference-perf (README: Metric definitions), in the JSON's "
+                    "| guidellm | inference-perf (docs/manual/run-and-compare.md), in the JSON's "
                     "metrics_as (and printed by run)");
   out.add_options()("out", po::value(&a.out),
                     "write the HDF5 results file FILE: per request, per step, per window "
-                    "(layout in README.md)")(
+                    "(layout in docs/manual/run-and-compare.md)")(
       "period-s", po::value(&a.period_s)->default_value(300),
       "window length of the results file's per-window table, in seconds (CloudWatch: 300)")(
       "no-steps", po::bool_switch(&a.no_steps), "leave the per-step table out of --out");

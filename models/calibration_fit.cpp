@@ -288,7 +288,7 @@ RooflineParams fit_gemms(const RooflineParams& start, const ClassSpec& spec, siz
   // starts with one): on H100 it halves the GEMM error and corrects small-batch decodes from +27%
   // to +3%; on the A100 profiles it gains 1.2 points of GEMM error and costs the composed steps'
   // cross-validation at TP4 (it no longer hides the DGX all-reduce's bump at 128-256 KB), so the
-  // ampere fit goes without (README, "Cost model").
+  // ampere fit goes without (docs/design/cost-model.md).
   const bool latency = start.hw.linear_latency_s_per_layer > 0;
   auto candidate = [&spec, latency](double tile, RooflineParams& p) {
     p.hw.linear_tile_tokens = tile;

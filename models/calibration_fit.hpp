@@ -25,7 +25,7 @@ enum class Kind { kEfficiency, kHbm, kPositive, kSharpness };
 
 // The most of the datasheet HBM bandwidth a kernel sustains: BabelStream's triad reaches 83% on
 // an A100-80GB and 89% on an H100 SXM, its dot 86% and 95%, a tuned read kernel 88% on the A100
-// (public measurements; README, "Cost model").
+// (public measurements; docs/design/cost-model.md).
 inline constexpr double kMaxHbmEfficiency = 0.9;
 
 // One fitted parameter: a hardware or an engine field of RooflineParams.

@@ -19,7 +19,7 @@ Engine parse_engine(std::string_view name) {
 namespace {
 
 // V1's runtime, fitted on real vLLM 0.15.1 runs (../shared/groundtruth, both files: 17 experiments
-// on H100, A100 and L40S; README, "Validation against real vLLM") by scripts/fit-engine.py, each
+// on H100, A100 and L40S; docs/validation.md) by scripts/fit-engine.py, each
 // within the bound that script states:
 EngineParams v1_params() {
   EngineParams p;

@@ -46,7 +46,8 @@ struct EngineParams {
   double floor_fraction = 1;
 };
 
-// vLLM's engines as servesim models them (values and sources in engine.cpp and the README).
+// vLLM's engines as servesim models them (values and sources in engine.cpp and
+// docs/design/cost-model.md).
 EngineParams engine_params(Engine e);
 // Where E's parameters come from, in a sentence.
 std::string engine_source(Engine e);

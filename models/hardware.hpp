@@ -11,7 +11,7 @@
 //  - hopper: Vidur's H100 profiles (../shared/profiles-h100: Llama-2-7B GEMMs and element-wise
 //    ops at TP1-8, pair-NVLink all-reduce), with vLLM's custom all-reduce from published H100
 //    kernel timings; attention has no H100 profile here and keeps the ampere fit's efficiencies
-//    (ratios to the peak) except where the README says otherwise.
+//    (ratios to the peak) except where docs/design/cost-model.md says otherwise.
 // ada, blackwell and cdna3 have no profile at hand: they take the nearest fitted architecture's
 // efficiencies against their own datasheet peaks (hardware_source() says which).
 #pragma once

@@ -16,7 +16,7 @@
 //    1 - gpu_memory_utilization headroom).
 // The V1 constants were read off the KV block counts vLLM 0.15.1 logged on H100
 // (../shared/groundtruth): 38 B/logit and 4 B/(token x hidden) from the sampler's tensors, the two
-// reserves fitted; every dense model of that file is then within 0.6% (README, "Memory plan").
+// reserves fitted; every dense model of that file is then within 0.6% (docs/design/memory-plan.md).
 // Promises: num_gpu_blocks >= 1, or plan_memory throws an Error stating the bytes.
 #pragma once
 

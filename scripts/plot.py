@@ -6,7 +6,7 @@
                     [--self-threshold] [--together [NAME]] [--max-rejected-share 0.01]
                     [--describe JSON]
 
-Each FILE's kind comes from its root attribute `magic` (layouts: README.md and analysis/results.hpp):
+Each FILE's kind comes from its root attribute `magic` (layouts: docs/manual/run-and-compare.md, docs/manual/sweeps.md and analysis/results.hpp):
   servesim-results   (run|compare --out)  STEM_ttft_cdf.png, STEM_itl_cdf.png, STEM_timeseries.png,
                                           and with --baseline STEM_vs_BASESTEM_otps.png
   servesim-sweep     (sweep --out)        STEM_frontier.png

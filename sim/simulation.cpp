@@ -41,7 +41,7 @@ void resolve_model(SimConfig& c) {
 
 // The token budget's default and the budgets' ranges. vLLM also refuses max_num_batched_tokens
 // below max_model_len without chunking, or below max_num_seqs (vllm/config.py SchedulerConfig.
-// _verify_args); servesim runs both, for sweeps (README, Schedulers).
+// _verify_args); servesim runs both, for sweeps (docs/manual/schedulers.md).
 void resolve_scheduler(SimConfig& c) {
   SchedulerConfig& s = c.scheduler;
   if (!c.engine_given) c.engine = default_engine(s.policy);

@@ -46,7 +46,7 @@ void check_targets(const char* model_name, int tp) {
             << "% (max " << cal.cv.max_ape * 100 << "%)\n";
   CHECK(uncalibrated.composed.n == grid.size());
   CHECK(uncalibrated.composed.mape <= 0.20);  // the target for uncalibrated defaults
-  CHECK(defaults.composed.mape <= 0.06);      // README: 3.3-4.7%
+  CHECK(defaults.composed.mape <= 0.06);      // docs/design/cost-model.md: 3.3-4.7%
   CHECK(defaults.composed.max_ape <= 0.15);
   CHECK(cal.cv.n == grid.size());
   CHECK(cal.cv.mape <= 0.05);
@@ -55,7 +55,8 @@ void check_targets(const char* model_name, int tp) {
   for (const FidelityRow& row : defaults.rows) {
     if (row.point.label == "prefill N=128 ctx=0") {
       CHECK(row.predicted.total > row.measured.total / 3);
-      CHECK(row.predicted.total == Approx(row.measured.total).epsilon(0.08));  // README: < 7%
+      CHECK(row.predicted.total ==
+            Approx(row.measured.total).epsilon(0.08));  // docs/design/cost-model.md: < 7%
     }
   }
 }

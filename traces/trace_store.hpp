@@ -1,5 +1,6 @@
-// The servesim trace file: a Trace in HDF5, compact and self-describing (layout in README.md).
-// Datasets are 1-D columns, chunked and deflate-compressed with the shuffle filter:
+// The servesim trace file: a Trace in HDF5, compact and self-describing (layout in
+// docs/manual/traces.md). Datasets are 1-D columns, chunked and deflate-compressed with the shuffle
+// filter:
 //   /arrival_s float64, /input_tokens int32, /output_tokens int32, and when present
 //   /hash_offsets uint64 (n + 1), /hash_ids uint64, /session_id int64, /request_class uint8,
 //   /priority int32, and token spans as /span_offsets uint64 (n + 1), /span_stream uint64,
