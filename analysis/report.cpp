@@ -186,7 +186,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
       {"watermark", c.scheduler.watermark},
       {"enable_prefix_caching", c.scheduler.enable_prefix_caching},
       {"scheduling_policy",
-       c.scheduler.scheduling_policy == SchedulingPolicy::kPriority ? "priority" : "fcfs"},
+       c.scheduler.scheduling_policy == WaitingOrder::kPriority ? "priority" : "fcfs"},
       {"long_prefill_token_threshold", c.scheduler.long_prefill_token_threshold},
       {"async_scheduling", c.scheduler.async_scheduling},
       {"scheduler_reserve_full_isl", c.scheduler.reserve_full_isl},

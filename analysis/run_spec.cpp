@@ -773,9 +773,9 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
     }
   }
   if (s.scheduling_policy == "fcfs") {
-    c.scheduling_policy = SchedulingPolicy::kFcfs;
+    c.scheduling_policy = WaitingOrder::kFcfs;
   } else if (s.scheduling_policy == "priority") {
-    c.scheduling_policy = SchedulingPolicy::kPriority;
+    c.scheduling_policy = WaitingOrder::kPriority;
   } else {
     throw Error("scheduling-policy",
                 "expected fcfs or priority, got '" + s.scheduling_policy + "'");

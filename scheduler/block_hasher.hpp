@@ -2,7 +2,7 @@
 // vLLM V1 hashes a block (vllm/v1/core/kv_cache_utils.py hash_block_tokens): a hash of the
 // parent block's hash and the block's tokens, so that equal hashes mean equal content from the
 // start of the sequence. servesim has no token ids; the simulator implements this from the
-// workload's token names (sim/block_content.hpp).
+// workload's token names (sim/workload_block_hasher.hpp).
 #pragma once
 
 #include <cstdint>

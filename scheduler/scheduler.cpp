@@ -44,7 +44,7 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
   s.input_tokens = input_tokens;
   s.output_tokens = output_tokens;
   s.priority = priority;
-  s.arrival_time = arrival_s < 0 ? double(id) : arrival_s;
+  s.workload_arrival_s = arrival_s < 0 ? double(id) : arrival_s;
   s.external_tokens = external_tokens;
   // vLLM OpenAI server (serving_engine._validate_input): prompt + max_tokens > max_model_len is a
   // 400 error before the request reaches the engine.

@@ -30,8 +30,9 @@ namespace servesim {
 
 class KvCacheManager;
 
-// vLLM V1's --scheduling-policy.
-enum class SchedulingPolicy : uint8_t { kFcfs, kPriority };
+// The order of V1's `waiting`, vLLM V1's --scheduling-policy (fcfs or priority). Not a Policy
+// (policy.hpp), which is the scheduling algorithm.
+enum class WaitingOrder : uint8_t { kFcfs, kPriority };
 
 struct SchedulerConfig {
   Policy policy = Policy::kChunked;
@@ -42,7 +43,7 @@ struct SchedulerConfig {
   double watermark = 0.01;  // vLLM CacheConfig default; not a CLI flag in vLLM
   bool enable_prefix_caching = false;
   // vLLM V1 only.
-  SchedulingPolicy scheduling_policy = SchedulingPolicy::kFcfs;
+  WaitingOrder scheduling_policy = WaitingOrder::kFcfs;
   int64_t long_prefill_token_threshold = 0;  // 0 = no cap
   bool async_scheduling = true;              // read by the engine loop (sim/host.cpp)
   bool reserve_full_isl = true;              // vLLM scheduler_reserve_full_isl

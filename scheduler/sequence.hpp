@@ -65,7 +65,9 @@ struct SeqState {
   // Prompt tokens whose KV another instance computed and sent (disaggregated prefill: vLLM's KV
   // connector, get_num_new_matched_tokens), taken at the first scheduling only.
   int32_t external_tokens = 0;
-  double arrival_time = 0;  // vLLM's arrival_time (s): breaks priority ties
+  // When the workload offers the request (s; vLLM's Request.arrival_time): orders equal
+  // priorities. Not the time it reached the replica (RequestTimes::arrival_s, sim/metrics.hpp).
+  double workload_arrival_s = 0;
   SeqStatus status = SeqStatus::kPending;
   RejectReason reject = RejectReason::kNone;
   bool prefill_stage = true;  // vLLM SequenceStage.PREFILL until every known token is computed

@@ -14,7 +14,8 @@ struct LaterOrLowerPriority {
   bool operator()(uint32_t a, uint32_t b) const {
     const SeqState &sa = seqs[a], &sb = seqs[b];
     if (sa.priority != sb.priority) return sa.priority > sb.priority;
-    if (sa.arrival_time != sb.arrival_time) return sa.arrival_time > sb.arrival_time;
+    if (sa.workload_arrival_s != sb.workload_arrival_s)
+      return sa.workload_arrival_s > sb.workload_arrival_s;
     return a > b;
   }
 };
@@ -26,7 +27,7 @@ uint32_t V1Scheduler::waiting_front() const {
 }
 
 void V1Scheduler::waiting_pop_front() {
-  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+  if (config_.scheduling_policy == WaitingOrder::kPriority) {
     std::pop_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
     waiting_heap_.pop_back();
   } else {
@@ -37,7 +38,7 @@ void V1Scheduler::waiting_pop_front() {
 void V1Scheduler::waiting_push_front(uint32_t id) {
   // _preempt_request: self.waiting.prepend_request(request); under the priority policy the queue
   // is a heap and "prepend" is a push.
-  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+  if (config_.scheduling_policy == WaitingOrder::kPriority) {
     waiting_heap_.push_back(id);
     std::push_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
   } else {
@@ -52,7 +53,7 @@ V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, 
           hasher, num_requests),
       waiting_(64) {
   assert(v1_scheduler(config.policy));
-  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+  if (config_.scheduling_policy == WaitingOrder::kPriority) {
     waiting_heap_.reserve(std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16));
   }
 }
@@ -69,7 +70,7 @@ RejectReason V1Scheduler::engine_reject(const SeqState&, int64_t lifetime) const
 }
 
 void V1Scheduler::enqueue(uint32_t id) {
-  if (config_.scheduling_policy == SchedulingPolicy::kPriority) {
+  if (config_.scheduling_policy == WaitingOrder::kPriority) {
     waiting_push_front(id);  // a heap: the position is the priority's
   } else {
     waiting_.push_back(id);
@@ -93,13 +94,14 @@ const Batch& V1Scheduler::schedule() {
 }
 
 uint32_t V1Scheduler::victim() const {
-  if (config_.scheduling_policy == SchedulingPolicy::kFcfs) return running_.back();
+  if (config_.scheduling_policy == WaitingOrder::kFcfs) return running_.back();
   // max(self.running, key=lambda r: (r.priority, r.arrival_time)): Python's max keeps the first
   // of equal keys, so the request id does not enter.
   uint32_t victim = running_[0];
   for (size_t i = 1; i < running_.size(); ++i) {
     const SeqState &s = seqs_[running_[i]], &v = seqs_[victim];
-    if (s.priority > v.priority || (s.priority == v.priority && s.arrival_time > v.arrival_time))
+    if (s.priority > v.priority ||
+        (s.priority == v.priority && s.workload_arrival_s > v.workload_arrival_s))
       victim = running_[i];
   }
   return victim;
@@ -132,7 +134,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
     while (!kv_.allocate_slots(id, s, n, 0, false)) {
       // "The request cannot be scheduled. Preempt the lowest-priority request."
       const uint32_t victim = this->victim();
-      if (config_.scheduling_policy == SchedulingPolicy::kFcfs) {
+      if (config_.scheduling_policy == WaitingOrder::kFcfs) {
         running_.pop_back();
       } else {
         size_t at = 0;

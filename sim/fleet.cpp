@@ -7,9 +7,11 @@
 #include <string>
 
 #include "scheduler/policy.hpp"
-#include "sim/arrivals.hpp"
-#include "sim/block_content.hpp"
+#include "sim/gateway.hpp"
+#include "sim/replica_config.hpp"
+#include "sim/run_summaries.hpp"
 #include "sim/simulation.hpp"
+#include "sim/workload_block_hasher.hpp"
 #include "util/error.hpp"
 
 namespace servesim {
@@ -179,8 +181,7 @@ double kv_link_gb_per_s(const FleetOptions& f, const GpuSpec& gpu,
 // The autoscaler's view of the fleet: the gateway's loads and routing, the replicas' caches.
 class ScaledFleet final : public Autoscaler::Fleet {
  public:
-  ScaledFleet(ArrivalProcess& a, const std::vector<std::unique_ptr<Replica>>& r)
-      : a_(a), replicas_(r) {}
+  ScaledFleet(Gateway& a, const std::vector<std::unique_ptr<Replica>>& r) : a_(a), replicas_(r) {}
   size_t size() const override { return replicas_.size(); }
   ReplicaLoad load(size_t i) const override { return a_.load(uint32_t(i)); }
   void set_routable(size_t i, bool on) override { a_.set_routable(uint32_t(i), on); }
@@ -189,7 +190,7 @@ class ScaledFleet final : public Autoscaler::Fleet {
   bool finished() const override { return a_.finished(); }
 
  private:
-  ArrivalProcess& a_;
+  Gateway& a_;
   const std::vector<std::unique_ptr<Replica>>& replicas_;
 };
 
@@ -272,8 +273,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
   // One API server latency for every request, whichever replica or pool serves it.
-  ArrivalProcess arrivals(w, options, metrics, c.frontend_latency_s, &fleet.router, block_size,
-                          &hasher);
+  Gateway arrivals(w, options, metrics, c.frontend_latency_s, &fleet.router, block_size, &hasher);
   std::vector<std::unique_ptr<Replica>> replicas;
   std::vector<ReplicaLink> links;
   const size_t expected = w.size() / n + 1;
@@ -325,7 +325,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   // replica, when it reached one).
   std::vector<uint32_t> local_of(w.size());
   auto finisher = [&](size_t id) {
-    const bool decoded = !out.decode_of.empty() && out.decode_of[id] != ArrivalProcess::kNone;
+    const bool decoded = !out.decode_of.empty() && out.decode_of[id] != Gateway::kNone;
     return decoded ? out.decode_of[id] : out.replica_of[id];
   };
   out.routed.assign(n, 0);

@@ -4,7 +4,7 @@
 // request's arrival at the engine by all of it, so every TTFT and end-to-end latency a client
 // measures holds it once. It is the server's, not the
 // GPU's or the engine's: the same for every cost model, every policy and every replica of a fleet
-// (sim/arrivals.cpp adds it once per request, when the request is sent).
+// (sim/gateway.cpp adds it once per request, when the request is sent).
 #pragma once
 
 namespace servesim {

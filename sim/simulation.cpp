@@ -4,11 +4,13 @@
 
 #include "models/table_model.hpp"
 #include "scheduler/policy.hpp"
-#include "sim/arrivals.hpp"
-#include "sim/block_content.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/frontend.hpp"
+#include "sim/gateway.hpp"
 #include "sim/host.hpp"
+#include "sim/replica_config.hpp"
+#include "sim/run_summaries.hpp"
+#include "sim/workload_block_hasher.hpp"
 #include "util/error.hpp"
 
 namespace servesim {
@@ -161,8 +163,8 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
       make_scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size(), &hasher);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
-  ArrivalProcess arrivals(w, options, metrics, c.frontend_latency_s, nullptr,
-                          c.scheduler.block_size, &hasher);
+  Gateway arrivals(w, options, metrics, c.frontend_latency_s, nullptr, c.scheduler.block_size,
+                   &hasher);
   const bool listen = options.max_concurrency > 0 || bool(options.progress);
   Host host(loop, *scheduler, cost, metrics, listen ? &arrivals : nullptr);
   arrivals.start(loop, {ReplicaLink{&host}});

@@ -124,7 +124,7 @@ TEST_CASE("vllm-v1 invariants hold at every step of random shared-prefix workloa
           c.enable_prefix_caching = true;
           c.reserve_full_isl = seed == 1;
           c.long_prefill_token_threshold = threshold;
-          c.scheduling_policy = priority ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
+          c.scheduling_policy = priority ? WaitingOrder::kPriority : WaitingOrder::kFcfs;
           const DriveResult r = drive_v1(c, blocks, seed);
           CHECK(r.failure == "");
           CHECK(r.hits > 0);  // shared prefixes and preemptions are hit

@@ -34,7 +34,7 @@
 #include "scheduler/v0_scheduler.hpp"
 #include "scheduler/v1_scheduler.hpp"
 #include "shared_data.hpp"
-#include "sim/block_content.hpp"
+#include "sim/workload_block_hasher.hpp"
 #include "traces/request.hpp"
 
 using namespace servesim;
@@ -139,7 +139,7 @@ SchedulerConfig scheduler_config(const OracleConfig& c) {
   s.max_model_len = c.max_model_len;
   s.block_size = c.block_size;
   s.enable_prefix_caching = c.enable_prefix_caching;
-  s.scheduling_policy = c.priority ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
+  s.scheduling_policy = c.priority ? WaitingOrder::kPriority : WaitingOrder::kFcfs;
   s.long_prefill_token_threshold = c.long_prefill_token_threshold;
   s.async_scheduling = false;  // the oracle's sync EngineCore.step()
   s.reserve_full_isl = c.reserve_full_isl;

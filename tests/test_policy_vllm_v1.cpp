@@ -115,7 +115,7 @@ TEST_CASE("vllm-v1: max_num_seqs counts every running request", "[policy][vllm-v
 TEST_CASE("vllm-v1: the priority policy admits and preempts by (priority, arrival)",
           "[policy][vllm-v1]") {
   SchedulerConfig c = v1(64);
-  c.scheduling_policy = SchedulingPolicy::kPriority;
+  c.scheduling_policy = WaitingOrder::kPriority;
   V1Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
   s.add_request(0, 4, 5, /*priority=*/5);
   s.add_request(1, 4, 5, /*priority=*/0);
@@ -133,7 +133,7 @@ TEST_CASE("vllm-v1: between equal priorities and arrival times the victim is the
   // max(self.running, key=lambda r: (r.priority, r.arrival_time)) keeps the first of equal keys.
   for (const double arrival_1 : {0.5, 0.75}) {
     SchedulerConfig c = v1(64);
-    c.scheduling_policy = SchedulingPolicy::kPriority;
+    c.scheduling_policy = WaitingOrder::kPriority;
     V1Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
     s.add_request(0, 4, 5, /*priority=*/0, /*arrival_s=*/0.5);
     s.add_request(1, 4, 5, /*priority=*/0, arrival_1);
@@ -157,7 +157,7 @@ TEST_CASE(
     "budget",
     "[policy][vllm-v1]") {
   SchedulerConfig c = v1(64);
-  c.scheduling_policy = SchedulingPolicy::kPriority;
+  c.scheduling_policy = WaitingOrder::kPriority;
   V1Scheduler s(c, 4, 8);  // 3 usable blocks of 4 tokens
   s.add_request(0, 4, 5, /*priority=*/9);
   CHECK(entries(s.schedule()) == Entries{{0, 4}});

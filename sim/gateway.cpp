@@ -1,10 +1,8 @@
-#include "sim/arrivals.hpp"
+#include "sim/gateway.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "models/roofline.hpp"
-#include "models/table_model.hpp"
 #include "scheduler/kv_cache_manager.hpp"
 #include "scheduler/policy.hpp"
 #include "util/error.hpp"
@@ -13,9 +11,9 @@
 namespace servesim {
 
 // The replicas of one role, as its router sees them.
-class ArrivalProcess::Pool final : public Router::Fleet {
+class Gateway::Pool final : public Router::Fleet {
  public:
-  Pool(ArrivalProcess& a, std::vector<uint32_t> members) : a_(a), members_(std::move(members)) {}
+  Pool(Gateway& a, std::vector<uint32_t> members) : a_(a), members_(std::move(members)) {}
   void make_router(const RouterOptions& o) { router_.emplace(o, *this, a_.w_); }
   // The replica (fleet index) for request I at NOW.
   uint32_t route(size_t i, double now) {
@@ -36,15 +34,14 @@ class ArrivalProcess::Pool final : public Router::Fleet {
   int block_size() const override { return a_.block_size_; }
 
  private:
-  ArrivalProcess& a_;
+  Gateway& a_;
   std::vector<uint32_t> members_;
   std::optional<Router> router_;
 };
 
-ArrivalProcess::ArrivalProcess(const Workload& w, const SimulateOptions& o,
-                               MetricsCollector& metrics, double frontend_s,
-                               const RouterOptions* router, int block_size,
-                               const BlockHasher* hasher)
+Gateway::Gateway(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics,
+                 double frontend_s, const RouterOptions* router, int block_size,
+                 const BlockHasher* hasher)
     : w_(w),
       options_(o),
       metrics_(metrics),
@@ -58,19 +55,19 @@ ArrivalProcess::ArrivalProcess(const Workload& w, const SimulateOptions& o,
   }
 }
 
-ArrivalProcess::~ArrivalProcess() = default;
+Gateway::~Gateway() = default;
 
-ReplicaLoad ArrivalProcess::load(uint32_t r) const {
+ReplicaLoad Gateway::load(uint32_t r) const {
   const Scheduler& s = replicas_[r].host->scheduler();
   return {outstanding_[r], int64_t(s.num_waiting()),
           double(s.used_blocks()) / double(std::max<int64_t>(1, s.usable_blocks()))};
 }
 
-void ArrivalProcess::set_routable(uint32_t replica, bool routable) {
+void Gateway::set_routable(uint32_t replica, bool routable) {
   entry_->set_routable(replica, routable);
 }
 
-void ArrivalProcess::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
+void Gateway::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
   replicas_ = std::move(replicas);
   outstanding_.assign(replicas_.size(), 0);
   std::vector<uint32_t> entry, decode;
@@ -91,7 +88,7 @@ void ArrivalProcess::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
   if (!w_.empty()) loop.schedule(w_[0].arrival_s, EventLoop::kArrival, this, kNext);
 }
 
-void ArrivalProcess::handle(EventLoop& loop, uint32_t tag) {
+void Gateway::handle(EventLoop& loop, uint32_t tag) {
   if (tag >= kLanded) {  // a prompt's KV reached its decode replica
     const size_t i = tag - kLanded;
     replicas_[decode_of_[i]].host->arrive(w_[i], loop.now());
@@ -113,7 +110,7 @@ void ArrivalProcess::handle(EventLoop& loop, uint32_t tag) {
   if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);
 }
 
-void ArrivalProcess::on_prefill_done(uint32_t id) {
+void Gateway::on_prefill_done(uint32_t id) {
   --outstanding_[replica_of_[id]];
   const double now = loop_->now();
   const uint32_t d = decode_->route(id, now);
@@ -131,7 +128,7 @@ void ArrivalProcess::on_prefill_done(uint32_t id) {
   loop_->schedule(now + seconds, EventLoop::kArrival, this, kLanded + id);
 }
 
-void ArrivalProcess::on_request_done(uint32_t id) {
+void Gateway::on_request_done(uint32_t id) {
   if (!replica_of_.empty()) {
     const bool decoded = !decode_of_.empty() && decode_of_[id] != kNone;
     const uint32_t r = decoded ? decode_of_[id] : replica_of_[id];
@@ -147,7 +144,7 @@ void ArrivalProcess::on_request_done(uint32_t id) {
   send(i);
 }
 
-void ArrivalProcess::send(size_t i) {
+void Gateway::send(size_t i) {
   if (limited()) ++in_flight_;
   const double now = loop_->now();
   if (!replica_of_.empty()) {
@@ -161,63 +158,6 @@ void ArrivalProcess::send(size_t i) {
   }
   sent_s_[i] = now;
   loop_->schedule(now + frontend_s_, EventLoop::kArrival, this, uint32_t(i + 1));
-}
-
-std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
-  if (c.cost_model == "table") {
-    return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
-  }
-  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params);
-}
-
-MemoryPlan checked_memory_plan(const SimConfig& c) {
-  MemoryPlan m = plan_memory(c.gpu, c.model, c.memory);
-  if (v1_scheduler(c.scheduler.policy) && m.num_gpu_blocks < 2) {
-    throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
-  }
-  // vLLM refuses to start when one request of max_model_len tokens cannot fit the KV cache (V1:
-  // kv_cache_utils.check_enough_kv_cache_memory; V0: Worker's raise_if_cache_size_invalid),
-  // rather than serve and reject every long request (issue 25: 70B at TP2 got 8 blocks and
-  // rejected all). V1 checks the memory before --num-gpu-blocks-override, so an override is not
-  // checked here.
-  const int64_t kv_tokens = m.num_gpu_blocks * int64_t(c.memory.block_size);
-  const int64_t max_len = c.scheduler.max_model_len;
-  if (!m.overridden && max_len > 0 && kv_tokens < max_len) {
-    throw Error(
-        "max-model-len",
-        format("vLLM would not start: the model's max seq len (%lld) is larger than the "
-               "maximum number of tokens that can be stored in KV cache (%lld: %lld "
-               "blocks of %d on %s at TP%d, %.2f GiB per GPU); based on the available "
-               "memory the estimated maximum model length is %lld. Lower --max-model-len, "
-               "or raise --gpu-memory-utilization or --tp (or lower --max-num-seqs, which "
-               "sizes the activation reserve)",
-               static_cast<long long>(max_len), static_cast<long long>(kv_tokens),
-               static_cast<long long>(m.num_gpu_blocks), c.memory.block_size, c.gpu.name.c_str(),
-               c.tp, m.kv_cache_bytes / double(1 << 30), static_cast<long long>(kv_tokens)));
-  }
-  return m;
-}
-
-void keep_histogram(const MetricsCollector& metrics, RunResult& result) {
-  metrics.itl_s().for_each_bucket(
-      [&](double upper_s, uint64_t n) { result.itl_histogram_ms.emplace_back(upper_s * 1e3, n); });
-}
-
-PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
-                                        const std::vector<RequestRecord>& requests) {
-  PrefixCacheSummary p;
-  const KvCacheManager* kv = scheduler.kv_cache_manager();
-  if (kv == nullptr || !kv->caching()) return p;
-  p.enabled = true;
-  const KvCacheManager::Stats& s = kv->stats();
-  p.queries = s.queries;
-  p.hits = s.hits;
-  p.preempted_queries = s.preempted_queries;
-  p.preempted_hits = s.preempted_hits;
-  p.evictions = s.evictions;
-  for (const RequestRecord& r : requests)
-    p.cached_prompt_tokens += std::max(r.cached_tokens, 0);
-  return p;
 }
 
 }  // namespace servesim

@@ -1,4 +1,4 @@
-// ArrivalProcess: the clients and the gateway of a simulation, for simulate() and
+// Gateway: the clients and the gateway in front of the replicas, for simulate() and
 // simulate_fleet() (internal to sim/). It feeds the workload's arrivals to the replicas one at a
 // time (one pending arrival event, whatever the workload's size). With several replicas a Router
 // picks each request's replica when the client sends it; with disaggregated prefill, a second
@@ -36,15 +36,14 @@ struct ReplicaLink {
   double link_latency_s = 0;
 };
 
-class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
+class Gateway final : public EventLoop::Process, public Host::Listener {
  public:
   // FRONTEND_S: the API server's latency: a request sent at t reaches the engine at t + it.
   // ROUTER: null for one replica. HASHER: the workload's, by workload id (for prefix-aware
   // routing).
-  ArrivalProcess(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics,
-                 double frontend_s, const RouterOptions* router, int block_size,
-                 const BlockHasher* hasher);
-  ~ArrivalProcess();
+  Gateway(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics, double frontend_s,
+          const RouterOptions* router, int block_size, const BlockHasher* hasher);
+  ~Gateway();
   void start(EventLoop& loop, std::vector<ReplicaLink> replicas);
   void handle(EventLoop& loop, uint32_t tag) override;
   void on_request_done(uint32_t id) override;
@@ -100,12 +99,5 @@ class ArrivalProcess final : public EventLoop::Process, public Host::Listener {
   uint64_t transfers_ = 0;
   double transfer_bytes_ = 0, transfer_s_ = 0;
 };
-
-// Shared by simulate() and simulate_fleet().
-std::unique_ptr<CostModel> make_cost_model(const SimConfig& c);
-MemoryPlan checked_memory_plan(const SimConfig& c);
-void keep_histogram(const MetricsCollector& metrics, RunResult& result);
-PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
-                                        const std::vector<RequestRecord>& requests);
 
 }  // namespace servesim

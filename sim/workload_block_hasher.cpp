@@ -1,4 +1,4 @@
-#include "sim/block_content.hpp"
+#include "sim/workload_block_hasher.hpp"
 
 #include <algorithm>
 

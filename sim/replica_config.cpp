@@ -1,0 +1,46 @@
+#include "sim/replica_config.hpp"
+
+#include "models/roofline.hpp"
+#include "models/table_model.hpp"
+#include "scheduler/policy.hpp"
+#include "util/error.hpp"
+#include "util/format.hpp"
+
+namespace servesim {
+
+std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
+  if (c.cost_model == "table") {
+    return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
+  }
+  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params);
+}
+
+MemoryPlan checked_memory_plan(const SimConfig& c) {
+  MemoryPlan m = plan_memory(c.gpu, c.model, c.memory);
+  if (v1_scheduler(c.scheduler.policy) && m.num_gpu_blocks < 2) {
+    throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
+  }
+  // vLLM refuses to start when one request of max_model_len tokens cannot fit the KV cache (V1:
+  // kv_cache_utils.check_enough_kv_cache_memory; V0: Worker's raise_if_cache_size_invalid),
+  // rather than serve and reject every long request (issue 25: 70B at TP2 got 8 blocks and
+  // rejected all). V1 checks the memory before --num-gpu-blocks-override, so an override is not
+  // checked here.
+  const int64_t kv_tokens = m.num_gpu_blocks * int64_t(c.memory.block_size);
+  const int64_t max_len = c.scheduler.max_model_len;
+  if (!m.overridden && max_len > 0 && kv_tokens < max_len) {
+    throw Error(
+        "max-model-len",
+        format("vLLM would not start: the model's max seq len (%lld) is larger than the "
+               "maximum number of tokens that can be stored in KV cache (%lld: %lld "
+               "blocks of %d on %s at TP%d, %.2f GiB per GPU); based on the available "
+               "memory the estimated maximum model length is %lld. Lower --max-model-len, "
+               "or raise --gpu-memory-utilization or --tp (or lower --max-num-seqs, which "
+               "sizes the activation reserve)",
+               static_cast<long long>(max_len), static_cast<long long>(kv_tokens),
+               static_cast<long long>(m.num_gpu_blocks), c.memory.block_size, c.gpu.name.c_str(),
+               c.tp, m.kv_cache_bytes / double(1 << 30), static_cast<long long>(kv_tokens)));
+  }
+  return m;
+}
+
+}  // namespace servesim

@@ -1,0 +1,21 @@
+// What a replica is built from its SimConfig, for simulate() and simulate_fleet() (internal to
+// sim/): its cost model, and its memory plan checked as vLLM checks it at start-up.
+#pragma once
+
+#include <memory>
+
+#include "models/cost_model.hpp"
+#include "models/memory_plan.hpp"
+#include "sim/simulation.hpp"
+
+namespace servesim {
+
+// The cost model C names: the table model over C's profiles, or the roofline on C's hardware fit
+// and engine.
+std::unique_ptr<CostModel> make_cost_model(const SimConfig& c);
+
+// C's memory plan; Error where vLLM would not start (fewer than V1's 2 blocks, or a cache that
+// cannot hold one request of max_model_len tokens), naming the flag that fixes it.
+MemoryPlan checked_memory_plan(const SimConfig& c);
+
+}  // namespace servesim

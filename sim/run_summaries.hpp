@@ -1,0 +1,21 @@
+// Parts of a run's summary read off its collector and scheduler, for simulate() and
+// simulate_fleet() (internal to sim/).
+#pragma once
+
+#include <vector>
+
+#include "scheduler/scheduler.hpp"
+#include "sim/metrics.hpp"
+#include "sim/simulation.hpp"
+
+namespace servesim {
+
+// The inter-token gaps' histogram into RESULT (bucket upper bounds in ms).
+void keep_histogram(const MetricsCollector& metrics, RunResult& result);
+
+// SCHEDULER's prefix-cache counters, with the prompt tokens REQUESTS found cached; disabled when
+// the scheduler has no prefix cache.
+PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
+                                        const std::vector<RequestRecord>& requests);
+
+}  // namespace servesim
