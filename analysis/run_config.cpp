@@ -1,0 +1,320 @@
+// A RunSpec's configuration (run_spec.hpp): the engine's SimConfig for a policy, the fleet's
+// pools and autoscaler, and the simulation's options.
+#include "analysis/run_spec.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+#include "analysis/workload_report.hpp"
+#include "models/calibration.hpp"
+#include "scheduler/policy.hpp"
+#include "traces/datasets.hpp"
+#include "traces/rate_pattern.hpp"
+#include "traces/servegen.hpp"
+#include "util/error.hpp"
+#include "util/format.hpp"
+#include "util/text_input.hpp"
+
+namespace servesim {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+// The autoscaler the flags ask for, into F.autoscale (Error naming the flag).
+void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
+  static const char* const kFlags[] = {
+      "autoscale-target",   "min-replicas",      "max-replicas",
+      "autoscale-period-s", "scale-up-window-s", "scale-down-window-s",
+      "provision-s",        "engine-startup-s",  "model-load-gb-per-s"};
+  const bool scheduled = !s.autoscale_schedule.empty();
+  if (s.autoscale.empty() && !scheduled) {
+    for (const char* flag : kFlags) {
+      if (s.has(flag)) throw Error(flag, "needs --autoscale METRIC");
+    }
+    return;
+  }
+  AutoscaleOptions& a = f.autoscale;
+  a.enabled = true;
+  if (scheduled) {
+    a.metric = ScaleMetric::kSchedule;
+    a.schedule = s.autoscale_schedule;
+  } else {
+    a.metric = parse_scale_metric(s.autoscale);
+    if (!s.has("autoscale-target")) throw Error("autoscale", "needs --autoscale-target X");
+    if (!s.has("max-replicas")) throw Error("autoscale", "needs --max-replicas N");
+  }
+  if (pools) {
+    throw Error("autoscale",
+                "scales a fleet of one configuration (not --replica-gpus or prefill/decode "
+                "pools)");
+  }
+  a.target = s.autoscale_target;
+  a.min_replicas = s.min_replicas;
+  a.max_replicas = scheduled ? 0 : s.max_replicas;
+  for (const auto& [t, n] : a.schedule)
+    a.max_replicas = std::max(a.max_replicas, n);
+  a.period_s = s.autoscale_period_s;
+  a.up_window_s = s.scale_up_window_s;
+  a.down_window_s = s.scale_down_window_s;
+  a.provision_s = s.provision_s;
+  a.startup_s = s.engine_startup_s;
+  a.load_gb_per_s = s.model_load_gb_per_s;
+  check_autoscale(a);
+  // The count at the start: --num-replicas when given, else the fewest.
+  const bool counted = s.has("num-replicas") || s.has("data-parallel-size");
+  if (!counted) f.num_replicas = a.min_replicas;
+  if (!scheduled && (f.num_replicas < a.min_replicas || f.num_replicas > a.max_replicas)) {
+    throw Error("num-replicas", "must be in [--min-replicas, --max-replicas] with --autoscale");
+  }
+}
+
+}  // namespace
+
+SimulateOptions simulate_options(const RunSpec& s) {
+  SimulateOptions o;
+  o.metrics.percentiles = s.metric_percentiles;
+  o.metrics.goodput = s.goodput;
+  o.max_concurrency = s.max_concurrency;
+  if (s.has("num-replicas") && s.has("data-parallel-size") &&
+      s.num_replicas != s.data_parallel_size) {
+    throw Error("data-parallel-size", "contradicts --num-replicas");
+  }
+  o.fleet.num_replicas = s.has("data-parallel-size") ? s.data_parallel_size : s.num_replicas;
+  if (o.fleet.num_replicas < 1 || o.fleet.num_replicas > kMaxReplicas) {
+    throw Error(s.has("data-parallel-size") ? "data-parallel-size" : "num-replicas",
+                "must be in [1, " + std::to_string(kMaxReplicas) + "]");
+  }
+  o.fleet.router.kind = parse_router(s.router);
+  o.fleet.router.signal_delay_s = s.router_signal_delay_s;
+  if (!(s.router_signal_delay_s >= 0) || !std::isfinite(s.router_signal_delay_s)) {
+    throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
+  }
+  const bool pools = s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
+  autoscale_options(s, pools, o.fleet);
+  // --num-replicas 1 --router X is a fleet of one (a loop over 1, 2, 4 replicas, issue 25): its
+  // router sends everything to it. A router without any replica count is a mistake.
+  const bool counted = s.has("num-replicas") || s.has("data-parallel-size");
+  if (o.fleet.num_replicas == 1 && !pools && !counted && !o.fleet.autoscale.enabled &&
+      (s.has("router") || s.has("router-signal-delay-s"))) {
+    throw Error(s.has("router") ? "router" : "router-signal-delay-s",
+                "routes between replicas: give --num-replicas N (1 for a fleet of one)");
+  }
+  return o;
+}
+
+namespace {
+
+// One pool of the fleet: S on GPU and TP (as given when empty or 0), resolved for SCHEDULER.
+ReplicaGroup fleet_group(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+                         const std::string& gpu, int tp, int count, ReplicaRole role) {
+  RunSpec g = s;
+  if (!gpu.empty()) {
+    g.gpu = gpu;
+    g.gpu_file.clear();
+  }
+  if (tp > 0) {
+    g.tensor_parallel_size = tp;
+    g.tp = 0;
+  }
+  return {policy_config(base_config(g, inputs), g, scheduler), count, role};
+}
+
+}  // namespace
+
+void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+                      SimulateOptions& o, SimConfig& config) {
+  const bool disaggregated = s.prefill_replicas > 0 || s.decode_replicas > 0;
+  if (disaggregated) {
+    if (s.prefill_replicas < 1 || s.decode_replicas < 1) {
+      throw Error(s.prefill_replicas < 1 ? "prefill-replicas" : "decode-replicas",
+                  "a disaggregated fleet needs both pools: >= 1 each");
+    }
+    if (s.has("num-replicas") || s.has("data-parallel-size") || !s.replica_gpus.empty()) {
+      throw Error("prefill-replicas",
+                  "sizes the fleet itself: drop --num-replicas and "
+                  "--replica-gpus");
+    }
+    if (s.prefill_tp < 0 || s.decode_tp < 0) {
+      throw Error(s.prefill_tp < 0 ? "prefill-tp" : "decode-tp", "must be >= 1 (0: --tp)");
+    }
+    o.fleet.groups = {fleet_group(s, scheduler, inputs, s.prefill_gpu, s.prefill_tp,
+                                  s.prefill_replicas, ReplicaRole::kPrefill),
+                      fleet_group(s, scheduler, inputs, s.decode_gpu, s.decode_tp,
+                                  s.decode_replicas, ReplicaRole::kDecode)};
+  } else if (!s.replica_gpus.empty()) {
+    if (s.has("num-replicas") || s.has("data-parallel-size")) {
+      throw Error("replica-gpus", "sizes the fleet itself: drop --num-replicas");
+    }
+    std::istringstream items(s.replica_gpus);
+    for (std::string item; std::getline(items, item, ',');) {
+      const size_t colon = item.rfind(':');
+      char* end = nullptr;
+      const long count =
+          colon == std::string::npos ? 0 : std::strtol(item.c_str() + colon + 1, &end, 10);
+      if (colon == std::string::npos || colon == 0 || *end != '\0' || count < 1 ||
+          count > kMaxReplicas) {
+        throw Error("replica-gpus", "'" + item + "': expected GPU:COUNT, e.g. h100-sxm:4");
+      }
+      o.fleet.groups.push_back(fleet_group(s, scheduler, inputs, item.substr(0, colon), 0,
+                                           int(count), ReplicaRole::kColocated));
+    }
+  } else {
+    if (s.has("prefill-gpu") || s.has("decode-gpu") || s.has("prefill-tp") || s.has("decode-tp") ||
+        s.has("kv-transfer-gbps") || s.has("kv-transfer-latency-s") || s.has("kv-transfer-link")) {
+      throw Error("prefill-replicas",
+                  "the prefill and decode flags need --prefill-replicas and "
+                  "--decode-replicas");
+    }
+    return;
+  }
+  if (!o.fleet.groups.empty() && o.fleet.groups.size() == 1 && s.prefill_replicas == 0 &&
+      o.fleet.groups[0].count == 1) {
+    config = o.fleet.groups[0].config;  // one replica: a plain run, on that replica's GPU
+    o.fleet.groups.clear();
+    return;
+  }
+  o.fleet.kv_transfer_gb_per_s = s.kv_transfer_gbps / 8;  // Gb/s to GB/s
+  o.fleet.kv_transfer_latency_s = s.kv_transfer_latency_s;
+  if (!(s.kv_transfer_gbps == 0 || (s.kv_transfer_gbps >= 1e-3 && s.kv_transfer_gbps <= 1e6))) {
+    throw Error("kv-transfer-gbps",
+                "must be 0 (the link --kv-transfer-link names) or in [0.001, 1e6] Gb/s");
+  }
+  if (s.kv_transfer_link != "network" && s.kv_transfer_link != "nvlink") {
+    throw Error("kv-transfer-link", "expected network or nvlink, got '" + s.kv_transfer_link + "'");
+  }
+  o.fleet.kv_transfer_nvlink = s.kv_transfer_link == "nvlink";
+  if (!(s.kv_transfer_latency_s >= 0 && s.kv_transfer_latency_s <= 3600)) {
+    throw Error("kv-transfer-latency-s", "must be in [0, 3600] seconds");
+  }
+}
+
+SimConfig base_config(const RunSpec& s, Inputs& inputs) {
+  SimConfig c;
+  c.model = inputs.model(s.model, s.model_file);
+  apply_serving_dtypes(c.model, s.quantization, s.kv_cache_dtype);
+  c.gpu = inputs.gpu(s.gpu, s.gpu_file);
+  c.tp = tensor_parallel_size(s);
+  c.scheduler.max_model_len = s.max_model_len;
+  c.scheduler.max_num_seqs = s.max_num_seqs;
+  c.scheduler.block_size = s.block_size;
+  c.memory.gpu_memory_utilization = s.gpu_memory_utilization;
+  c.memory.runtime_reserve_gib = s.has("runtime-reserve-gib") ? s.runtime_reserve_gib : NAN;
+  c.memory.num_gpu_blocks_override = s.num_gpu_blocks;
+  if (s.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
+  c.cost_model = s.cost_model;
+  if (!s.calibration.empty()) {
+    if (s.cost_model != "roofline") throw Error("calibration", "only the roofline model takes one");
+    std::istringstream files(s.calibration);
+    for (std::string path; std::getline(files, path, ',');) {
+      if (!path.empty()) c.calibrations.push_back(inputs.calibration(path));
+    }
+  }
+  if (!s.engine.empty()) {
+    c.engine = parse_engine(s.engine);
+    c.engine_given = true;
+  }
+  if (s.has("frontend-latency-ms")) {
+    if (!(s.frontend_latency_ms >= 0 && s.frontend_latency_ms <= 10000)) {
+      throw Error("frontend-latency-ms", "must be in [0, 10000] ms");
+    }
+    c.frontend_latency_s = s.frontend_latency_ms * 1e-3;
+  }
+  if (!s.profiles.empty()) {
+    if (s.cost_model != "table") throw Error("profiles", "only --cost-model table reads profiles");
+    c.profiles = inputs.profiles(s.profiles, c.gpu.name);
+  }
+  return c;
+}
+
+namespace {
+
+// --enable-prefix-caching, vLLM V1's scheduler flags and its engine's async scheduling, onto a
+// policy's configuration on ENGINE. The V1 scheduler's flags on a V0 policy, and async
+// scheduling on the V0 engine, would do nothing, so they are errors.
+void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engine) {
+  const bool v1 = v1_scheduler(c.policy);
+  if (s.has("enable-prefix-caching") && s.has("no-enable-prefix-caching")) {
+    throw Error("no-enable-prefix-caching", "contradicts --enable-prefix-caching");
+  }
+  // vLLM's defaults: on in V1 (v0.8+), off in V0.
+  c.enable_prefix_caching = v1;
+  if (s.has("enable-prefix-caching")) c.enable_prefix_caching = s.enable_prefix_caching;
+  if (s.has("no-enable-prefix-caching")) c.enable_prefix_caching = !s.no_enable_prefix_caching;
+  if (c.enable_prefix_caching && !v1) {
+    throw Error(
+        s.has("enable-prefix-caching") ? "enable-prefix-caching" : "scheduler",
+        std::string("the prefix cache is modelled for vllm-v1 only, not ") + policy_name(c.policy));
+  }
+  for (const char* flag :
+       {"scheduling-policy", "long-prefill-token-threshold", "scheduler-reserve-full-isl"}) {
+    if (!v1 && s.has(flag)) {
+      throw Error(flag, std::string("is a vLLM V1 scheduler option; ") + policy_name(c.policy) +
+                            " is a V0 policy (use --scheduler vllm-v1)");
+    }
+  }
+  for (const char* flag : {"async-scheduling", "no-async-scheduling"}) {
+    if (engine != Engine::kV1 && s.has(flag)) {
+      throw Error(flag, std::string("is the V1 engine's (EngineCore's batch queue); ") +
+                            policy_name(c.policy) + " runs on the V0 engine here (--engine v1)");
+    }
+  }
+  if (s.scheduling_policy == "fcfs") {
+    c.scheduling_policy = WaitingOrder::kFcfs;
+  } else if (s.scheduling_policy == "priority") {
+    c.scheduling_policy = WaitingOrder::kPriority;
+  } else {
+    throw Error("scheduling-policy",
+                "expected fcfs or priority, got '" + s.scheduling_policy + "'");
+  }
+  c.long_prefill_token_threshold = s.long_prefill_token_threshold;
+  if (s.has("async-scheduling") && s.has("no-async-scheduling")) {
+    throw Error("no-async-scheduling", "contradicts --async-scheduling");
+  }
+  c.async_scheduling = engine == Engine::kV1 && s.async_scheduling && !s.no_async_scheduling;
+  c.reserve_full_isl = s.scheduler_reserve_full_isl;
+}
+
+}  // namespace
+
+SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler) {
+  const auto [policy, budget] = parse_scheduler(scheduler);
+  SimConfig c = base;
+  c.scheduler.policy = policy;
+  if (budget > 0 && s.max_num_batched_tokens > 0 && budget != s.max_num_batched_tokens) {
+    throw Error("scheduler", "'" + scheduler +
+                                 "' sets a token budget that contradicts "
+                                 "--max-num-batched-tokens " +
+                                 std::to_string(s.max_num_batched_tokens));
+  }
+  c.scheduler.max_num_batched_tokens = budget > 0 ? budget : s.max_num_batched_tokens;
+  apply_cache_and_v1_flags(c.scheduler, s, c.engine_given ? c.engine : default_engine(policy));
+  return resolve(c);
+}
+
+std::vector<GpuPool> gpu_pools(const SimConfig& c, const SimulateOptions& o) {
+  auto pool = [](const SimConfig& g, int replicas, const char* role) {
+    GpuPool p;
+    p.gpu = g.gpu.name;
+    p.role = role;
+    p.quantization = g.model.quantization();
+    p.replicas = replicas;
+    p.tp = g.tp;
+    p.file_cost = g.gpu.cost_per_hour;
+    return p;
+  };
+  std::vector<GpuPool> pools;
+  for (const ReplicaGroup& g : o.fleet.groups) {
+    pools.push_back(pool(g.config, g.count,
+                         g.role == ReplicaRole::kPrefill  ? "prefill"
+                         : g.role == ReplicaRole::kDecode ? "decode"
+                                                          : "colocated"));
+  }
+  if (pools.empty()) pools.push_back(pool(c, std::max(o.fleet.num_replicas, 1), "colocated"));
+  return pools;
+}
+
+}  // namespace servesim
