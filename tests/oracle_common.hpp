@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/scheduler.hpp"
+
 namespace servesim::test::oracle {
 
 namespace fs = std::filesystem;
@@ -81,6 +83,86 @@ inline std::vector<OracleRequest> load_requests(const json& workload, double dt)
     return a.arrival_time < b.arrival_time;
   });
   return reqs;
+}
+
+// What both drivers' configs hold (run_v0.py's and run_v1.py's DEFAULTS differ: the caller sets
+// them before read_driver_config).
+struct DriverConfig {
+  int block_size = 16;
+  int64_t num_gpu_blocks = 1000;
+  int64_t max_num_batched_tokens = 2048;
+  int64_t max_num_seqs = 128;
+  int64_t max_model_len = 4096;
+  int64_t long_prefill_token_threshold = 0;
+  bool enable_prefix_caching = false;
+  bool enable_chunked_prefill = true;
+  std::string policy = "fcfs";
+  double step_duration_s = 0;  // 0: none
+  int max_steps = 200;
+};
+
+// J's values over C's defaults.
+inline void read_driver_config(const json& j, DriverConfig& c) {
+  c.block_size = j.value("block_size", c.block_size);
+  c.num_gpu_blocks = j.value("num_gpu_blocks", c.num_gpu_blocks);
+  c.max_num_batched_tokens = j.value("max_num_batched_tokens", c.max_num_batched_tokens);
+  c.max_num_seqs = j.value("max_num_seqs", c.max_num_seqs);
+  c.max_model_len = j.value("max_model_len", c.max_model_len);
+  c.long_prefill_token_threshold =
+      j.value("long_prefill_token_threshold", c.long_prefill_token_threshold);
+  c.enable_prefix_caching = j.value("enable_prefix_caching", c.enable_prefix_caching);
+  c.enable_chunked_prefill = j.value("enable_chunked_prefill", c.enable_chunked_prefill);
+  c.policy = j.value("policy", c.policy);
+  if (j.contains("step_duration_s") && !j["step_duration_s"].is_null()) {
+    c.step_duration_s = j["step_duration_s"].get<double>();
+  }
+  c.max_steps = j.value("max_steps", c.max_steps);
+}
+
+// Each request's preemptions so far.
+inline std::vector<int32_t> preemption_counts(const Scheduler& s, size_t n) {
+  std::vector<int32_t> counts(n);
+  for (size_t id = 0; id < n; ++id)
+    counts[id] = s.seq(uint32_t(id)).preemptions;
+  return counts;
+}
+
+// The names of the requests preempted since BEFORE (preemption_counts), sorted as the drivers
+// sort them.
+inline std::vector<std::string> preempted_since(const Scheduler& s,
+                                                const std::vector<int32_t>& before,
+                                                const std::vector<OracleRequest>& reqs) {
+  std::vector<std::string> names;
+  for (size_t id = 0; id < reqs.size(); ++id) {
+    if (s.seq(uint32_t(id)).preemptions > before[id]) names.push_back(reqs[id].name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Q's requests by name, in order.
+inline json queue_names(const RequestQueue& q, const std::vector<OracleRequest>& reqs) {
+  json names = json::array();
+  for (size_t i = 0; i < q.size(); ++i)
+    names.push_back(reqs[q[i]].name);
+  return names;
+}
+
+// The finished requests of a step as the drivers record them.
+inline json finished_json(const std::vector<uint32_t>& ids, const Scheduler& s,
+                          const std::vector<OracleRequest>& reqs) {
+  json fin = json::array();
+  for (uint32_t id : ids)
+    fin.push_back({{"id", reqs[id].name}, {"num_output_tokens", s.seq(id).generated}});
+  return fin;
+}
+
+// The record's finished requests with the fields servesim reproduces.
+inline json comparable_finished(const json& rec) {
+  json fin = json::array();
+  for (const json& f : rec.value("finished", json::array()))
+    fin.push_back({{"id", f["id"]}, {"num_output_tokens", f["num_output_tokens"]}});
+  return fin;
 }
 
 // The scenario folders under ROOT (those with a config.json), sorted.

@@ -25,40 +25,19 @@ using namespace servesim::test::oracle;
 namespace {
 
 // run_v0.py's DEFAULTS, overridden by the scenario's config.json.
-struct V0Config {
+struct V0Config : DriverConfig {
   std::string version = "0.6.3";
-  int block_size = 16;
-  int64_t num_gpu_blocks = 1000;
-  int64_t max_num_batched_tokens = 2048;
-  int64_t max_num_seqs = 256;
-  int64_t max_model_len = 2048;
-  bool enable_prefix_caching = false;
-  bool enable_chunked_prefill = false;
   int64_t max_num_partial_prefills = 1;
-  int64_t long_prefill_token_threshold = 0;
-  std::string policy = "fcfs";
-  double step_duration_s = 0;
-  int max_steps = 200;
 };
 
 V0Config parse_v0_config(const json& j) {
   V0Config c;
+  c.max_num_seqs = 256;  // run_v0.py's defaults where they are not run_v1.py's
+  c.max_model_len = 2048;
+  c.enable_chunked_prefill = false;
+  read_driver_config(j, c);
   c.version = j.value("version", c.version);
-  c.block_size = j.value("block_size", c.block_size);
-  c.num_gpu_blocks = j.value("num_gpu_blocks", c.num_gpu_blocks);
-  c.max_num_batched_tokens = j.value("max_num_batched_tokens", c.max_num_batched_tokens);
-  c.max_num_seqs = j.value("max_num_seqs", c.max_num_seqs);
-  c.max_model_len = j.value("max_model_len", c.max_model_len);
-  c.enable_prefix_caching = j.value("enable_prefix_caching", c.enable_prefix_caching);
-  c.enable_chunked_prefill = j.value("enable_chunked_prefill", c.enable_chunked_prefill);
   c.max_num_partial_prefills = j.value("max_num_partial_prefills", c.max_num_partial_prefills);
-  c.long_prefill_token_threshold =
-      j.value("long_prefill_token_threshold", c.long_prefill_token_threshold);
-  c.policy = j.value("policy", c.policy);
-  if (j.contains("step_duration_s") && !j["step_duration_s"].is_null()) {
-    c.step_duration_s = j["step_duration_s"].get<double>();
-  }
-  c.max_steps = j.value("max_steps", c.max_steps);
   return c;
 }
 
@@ -129,9 +108,7 @@ class V0Replay {
   int64_t free_blocks() const { return sched_.usable_blocks() - sched_.used_blocks(); }
 
   void schedule(json& rec) {
-    std::vector<int32_t> preemptions_before(reqs_.size());
-    for (size_t id = 0; id < reqs_.size(); ++id)
-      preemptions_before[id] = sched_.seq(uint32_t(id)).preemptions;
+    const std::vector<int32_t> preemptions_before = preemption_counts(sched_, reqs_.size());
     const Batch& b = sched_.schedule();
     const auto admitted = sched_.new_prefills();
     // vLLM's scheduled_seq_groups order: new prefills, then running prefills, then decodes
@@ -160,13 +137,7 @@ class V0Replay {
         items.push_back(std::move(it));
     rec["scheduled"] = std::move(items);
     rec["num_batched_tokens"] = b.num_tokens();
-    std::vector<std::string> preempted;
-    for (size_t id = 0; id < reqs_.size(); ++id) {
-      if (sched_.seq(uint32_t(id)).preemptions > preemptions_before[id]) {
-        preempted.push_back(reqs_[id].name);
-      }
-    }
-    std::sort(preempted.begin(), preempted.end());
+    const std::vector<std::string> preempted = preempted_since(sched_, preemptions_before, reqs_);
     rec["num_preempted"] = preempted.size();
     rec["preempted"] = preempted;
     rec["ignored"] = json::array();  // servesim rejects at arrival what vLLM would ignore
@@ -178,18 +149,10 @@ class V0Replay {
     sched_.update_from_output([&](uint32_t id, bool, bool done) {
       if (done) finished.push_back(id);
     });
-    json fin = json::array();
-    for (uint32_t id : finished)
-      fin.push_back({{"id", reqs_[id].name}, {"num_output_tokens", sched_.seq(id).generated}});
-    rec["finished"] = std::move(fin);
+    rec["finished"] = finished_json(finished, sched_, reqs_);
     rec["kv"] = {{"free", free_blocks()}, {"used", sched_.used_blocks()}};
-    json running = json::array(), waiting = json::array();
-    for (size_t i = 0; i < sched_.running().size(); ++i)
-      running.push_back(reqs_[sched_.running()[i]].name);
-    for (size_t i = 0; i < sched_.waiting().size(); ++i)
-      waiting.push_back(reqs_[sched_.waiting()[i]].name);
-    rec["running"] = std::move(running);
-    rec["waiting"] = std::move(waiting);
+    rec["running"] = queue_names(sched_.running(), reqs_);
+    rec["waiting"] = queue_names(sched_.waiting(), reqs_);
     if (!rejected_.empty()) rec["rejected"] = rejected_;
   }
 
@@ -222,10 +185,7 @@ json comparable(const json& rec) {
                         "kv_free_after_schedule", "running", "waiting", "swapped"}) {
     if (rec.contains(k)) c[k] = rec[k];
   }
-  json fin = json::array();
-  for (const json& f : rec.value("finished", json::array()))
-    fin.push_back({{"id", f["id"]}, {"num_output_tokens", f["num_output_tokens"]}});
-  c["finished"] = std::move(fin);
+  c["finished"] = comparable_finished(rec);
   c["kv"] = {{"free", rec["kv"]["free"]}, {"used", rec["kv"]["used"]}};
   return c;
 }

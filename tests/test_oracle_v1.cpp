@@ -45,40 +45,18 @@ using namespace servesim::test::oracle;
 namespace {
 
 // run_v1.py's DEFAULTS, overridden by the scenario's config.json.
-struct OracleConfig {
-  int block_size = 16;
-  int64_t num_gpu_blocks = 1000;
-  int64_t max_num_batched_tokens = 2048;
-  int64_t max_num_seqs = 128;
-  int64_t max_model_len = 4096;
-  int64_t long_prefill_token_threshold = 0;
-  bool enable_prefix_caching = false;
-  bool enable_chunked_prefill = true;
+struct OracleConfig : DriverConfig {
   bool async_scheduling = false;
   bool priority = false;
   bool reserve_full_isl = true;
-  double step_duration_s = 0;  // 0: none
-  int max_steps = 200;
 };
 
 OracleConfig parse_config(const json& j) {
-  OracleConfig c;
-  c.block_size = j.value("block_size", c.block_size);
-  c.num_gpu_blocks = j.value("num_gpu_blocks", c.num_gpu_blocks);
-  c.max_num_batched_tokens = j.value("max_num_batched_tokens", c.max_num_batched_tokens);
-  c.max_num_seqs = j.value("max_num_seqs", c.max_num_seqs);
-  c.max_model_len = j.value("max_model_len", c.max_model_len);
-  c.long_prefill_token_threshold =
-      j.value("long_prefill_token_threshold", c.long_prefill_token_threshold);
-  c.enable_prefix_caching = j.value("enable_prefix_caching", c.enable_prefix_caching);
-  c.enable_chunked_prefill = j.value("enable_chunked_prefill", c.enable_chunked_prefill);
+  OracleConfig c;  // DriverConfig's defaults are run_v1.py's
+  read_driver_config(j, c);
   c.async_scheduling = j.value("async_scheduling", c.async_scheduling);
-  c.priority = j.value("policy", std::string("fcfs")) == "priority";
+  c.priority = c.policy == "priority";
   c.reserve_full_isl = j.value("scheduler_reserve_full_isl", c.reserve_full_isl);
-  if (j.contains("step_duration_s") && !j["step_duration_s"].is_null()) {
-    c.step_duration_s = j["step_duration_s"].get<double>();
-  }
-  c.max_steps = j.value("max_steps", c.max_steps);
   return c;
 }
 
@@ -194,9 +172,7 @@ class Replay {
   }
 
   void schedule(json& rec) {
-    std::vector<int32_t> preemptions_before(reqs_.size());
-    for (size_t id = 0; id < reqs_.size(); ++id)
-      preemptions_before[id] = sched_.seq(uint32_t(id)).preemptions;
+    const std::vector<int32_t> preemptions_before = preemption_counts(sched_, reqs_.size());
     const Batch& b = sched_.schedule();
     const auto admitted = sched_.new_prefills();
     json items = json::array();
@@ -216,14 +192,7 @@ class Replay {
     }
     rec["scheduled"] = std::move(items);
     rec["num_batched_tokens"] = b.num_tokens();
-    std::vector<std::string> preempted;
-    for (size_t id = 0; id < reqs_.size(); ++id) {
-      if (sched_.seq(uint32_t(id)).preemptions > preemptions_before[id]) {
-        preempted.push_back(reqs_[id].name);
-      }
-    }
-    std::sort(preempted.begin(), preempted.end());
-    rec["preempted"] = preempted;
+    rec["preempted"] = preempted_since(sched_, preemptions_before, reqs_);
     rec["kv_free_after_schedule"] = sched_.kv_cache_manager()->free_blocks();
   }
 
@@ -233,16 +202,10 @@ class Replay {
       if (done) finished.push_back(id);
     });
     finished_last_ = !finished.empty();
-    json fin = json::array();
-    for (uint32_t id : finished)
-      fin.push_back({{"id", reqs_[id].name}, {"num_output_tokens", sched_.seq(id).generated}});
-    rec["finished"] = std::move(fin);
+    rec["finished"] = finished_json(finished, sched_, reqs_);
     const KvCacheManager& kv = *sched_.kv_cache_manager();
     rec["kv"] = {{"free", kv.free_blocks()}, {"used", kv.used_blocks()}};
-    json running = json::array();
-    for (size_t i = 0; i < sched_.running().size(); ++i)
-      running.push_back(reqs_[sched_.running()[i]].name);
-    rec["running"] = std::move(running);
+    rec["running"] = queue_names(sched_.running(), reqs_);
     rec["waiting"] = waiting_names();
     if (!rejected_.empty()) rec["rejected"] = rejected_;
   }
@@ -260,8 +223,7 @@ class Replay {
         return pa != pb ? pa < pb : a < b;
       });
     } else {
-      for (size_t i = 0; i < sched_.waiting().size(); ++i)
-        ids.push_back(sched_.waiting()[i]);
+      return queue_names(sched_.waiting(), reqs_);
     }
     json names = json::array();
     for (uint32_t id : ids)
@@ -301,10 +263,7 @@ json comparable(const json& rec) {
                         "waiting", "rejected"}) {
     if (rec.contains(k)) c[k] = rec[k];
   }
-  json fin = json::array();
-  for (const json& f : rec.value("finished", json::array()))
-    fin.push_back({{"id", f["id"]}, {"num_output_tokens", f["num_output_tokens"]}});
-  c["finished"] = std::move(fin);
+  c["finished"] = comparable_finished(rec);
   if (rec.contains("kv")) c["kv"] = {{"free", rec["kv"]["free"]}, {"used", rec["kv"]["used"]}};
   return c;
 }
