@@ -23,10 +23,10 @@ double v1_activation_peak_bytes(const ModelSpec& m, int64_t num_tokens, int64_t 
   return 38.0 * rows * m.vocab_size + 4.0 * double(num_tokens) * m.hidden_size;
 }
 
-double runtime_reserve_gib(const MemoryPlanOptions& opt) {
+double runtime_reserve_gib(const MemoryPlanOptions& opt, const ServerShape& shape) {
   if (!std::isnan(opt.runtime_reserve_gib)) return opt.runtime_reserve_gib;
-  if (!opt.v1_engine) return 0.5;
-  return opt.tp > 1 ? 0.64 : 0.49;
+  if (!shape.v1_engine) return 0.5;
+  return shape.tp > 1 ? 0.64 : 0.49;
 }
 
 namespace {
@@ -42,23 +42,24 @@ std::string fixed2(double v) {
 }
 }  // namespace
 
-MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt) {
+MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt,
+                       const ServerShape& shape) {
   MemoryPlan p;
   p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
-  p.weight_bytes = double(model.weight_bytes()) / opt.tp;
-  if (opt.v1_engine) {
+  p.weight_bytes = double(model.weight_bytes()) / shape.tp;
+  if (shape.v1_engine) {
     // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU.
     p.usable_bytes = std::ceil(p.usable_bytes);
     p.weight_bytes += double(model.max_position) * model.head_dim * model.dtype_bytes;
     p.activation_bytes =
-        v1_activation_peak_bytes(model, opt.max_num_batched_tokens, opt.max_num_seqs);
+        v1_activation_peak_bytes(model, shape.max_num_batched_tokens, shape.max_num_seqs);
   } else {
     p.activation_bytes =
-        activation_peak_bytes(model, opt.tp, opt.max_num_batched_tokens, opt.max_num_seqs);
+        activation_peak_bytes(model, shape.tp, shape.max_num_batched_tokens, shape.max_num_seqs);
   }
-  p.reserve_bytes = runtime_reserve_gib(opt) * 1024.0 * 1024.0 * 1024.0;
+  p.reserve_bytes = runtime_reserve_gib(opt, shape) * 1024.0 * 1024.0 * 1024.0;
   p.kv_cache_bytes = p.usable_bytes - p.weight_bytes - p.activation_bytes - p.reserve_bytes;
-  p.kv_bytes_per_block = int64_t(opt.block_size) * model.kv_bytes_per_token_per_gpu(opt.tp);
+  p.kv_bytes_per_block = int64_t(shape.block_size) * model.kv_bytes_per_token_per_gpu(shape.tp);
   if (opt.num_gpu_blocks_override > 0) {
     p.num_gpu_blocks = opt.num_gpu_blocks_override;
     p.overridden = true;
@@ -69,16 +70,16 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
                          : 0;
   if (p.num_gpu_blocks < 1) {
     throw Error("model",
-                model.name + " does not fit on " + gpu.name + " at TP" + std::to_string(opt.tp) +
+                model.name + " does not fit on " + gpu.name + " at TP" + std::to_string(shape.tp) +
                     ": usable " + gib(p.usable_bytes) + " (" + gib(gpu.hbm_bytes()) + " x " +
                     fixed2(opt.gpu_memory_utilization) + ") - weights " + gib(p.weight_bytes) +
                     " - activations " + gib(p.activation_bytes) + " - runtime reserve " +
                     gib(p.reserve_bytes) + " leaves " + gib(p.kv_cache_bytes) +
                     " for the KV cache, less than one " + std::to_string(p.kv_bytes_per_block) +
                     "-byte block (raise --tp or --gpu-memory-utilization, or lower " +
-                    std::string(opt.v1_engine ? "--max-num-seqs or --max-num-batched-tokens, "
-                                                "which size the activation reserve"
-                                              : "--max-num-batched-tokens") +
+                    std::string(shape.v1_engine ? "--max-num-seqs or --max-num-batched-tokens, "
+                                                  "which size the activation reserve"
+                                                : "--max-num-batched-tokens") +
                     ")");
   }
   return p;

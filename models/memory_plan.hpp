@@ -28,18 +28,24 @@
 
 namespace servesim {
 
+// The memory flags a vLLM user sets (SimConfig::memory is their one owner).
 struct MemoryPlanOptions {
-  int tp = 1;
   double gpu_memory_utilization = 0.9;
-  int block_size = 16;
-  int64_t max_num_batched_tokens = 2048;
-  int64_t max_num_seqs = 256;
-  bool v1_engine = false;  // vLLM V1's profile run (vllm-v1), else V0's
   // Memory outside PyTorch's allocator that vLLM subtracts (CUDA context, cuBLAS workspace,
   // NCCL buffers): vLLM >= 0.6.4 logs "non_torch_memory" of 0.2-0.6 GiB on one GPU. NaN: the
   // engine's default (V0 0.5 GiB; V1 0.49 GiB, 0.64 GiB with TP > 1).
   double runtime_reserve_gib = NAN;
   int64_t num_gpu_blocks_override = 0;  // vLLM --num-gpu-blocks-override; 0 = computed
+};
+
+// What the plan reads of the server's configuration, whose owners are elsewhere (SimConfig's tp,
+// scheduler and engine: sim/replica_config.hpp server_shape builds one): the plan only reads it.
+struct ServerShape {
+  int tp = 1;
+  int block_size = 16;
+  int64_t max_num_batched_tokens = 2048;
+  int64_t max_num_seqs = 256;
+  bool v1_engine = false;  // vLLM V1's profile run (vllm-v1), else V0's
 };
 
 struct MemoryPlan {
@@ -58,9 +64,10 @@ struct MemoryPlan {
 double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int64_t num_seqs);
 // V1's profile-run peak (see above).
 double v1_activation_peak_bytes(const ModelSpec& m, int64_t num_tokens, int64_t num_seqs);
-// The runtime reserve OPT asks for, or its engine's default, in GiB.
-double runtime_reserve_gib(const MemoryPlanOptions& opt);
+// The runtime reserve OPT asks for, or the default of SHAPE's engine, in GiB.
+double runtime_reserve_gib(const MemoryPlanOptions& opt, const ServerShape& shape);
 
-MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt);
+MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt,
+                       const ServerShape& shape = {});
 
 }  // namespace servesim

@@ -15,8 +15,18 @@ std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
   return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params);
 }
 
+ServerShape server_shape(const SimConfig& c) {
+  ServerShape s;
+  s.tp = c.tp;
+  s.block_size = c.scheduler.block_size;
+  s.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
+  s.max_num_seqs = c.scheduler.max_num_seqs;
+  s.v1_engine = c.engine == Engine::kV1;
+  return s;
+}
+
 MemoryPlan checked_memory_plan(const SimConfig& c) {
-  MemoryPlan m = plan_memory(c.gpu, c.model, c.memory);
+  MemoryPlan m = plan_memory(c.gpu, c.model, c.memory, server_shape(c));
   if (v1_scheduler(c.scheduler.policy) && m.num_gpu_blocks < 2) {
     throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
   }
@@ -25,7 +35,7 @@ MemoryPlan checked_memory_plan(const SimConfig& c) {
   // rather than serve and reject every long request (issue 25: 70B at TP2 got 8 blocks and
   // rejected all). V1 checks the memory before --num-gpu-blocks-override, so an override is not
   // checked here.
-  const int64_t kv_tokens = m.num_gpu_blocks * int64_t(c.memory.block_size);
+  const int64_t kv_tokens = m.num_gpu_blocks * int64_t(c.scheduler.block_size);
   const int64_t max_len = c.scheduler.max_model_len;
   if (!m.overridden && max_len > 0 && kv_tokens < max_len) {
     throw Error(
@@ -37,7 +47,7 @@ MemoryPlan checked_memory_plan(const SimConfig& c) {
                "or raise --gpu-memory-utilization or --tp (or lower --max-num-seqs, which "
                "sizes the activation reserve)",
                static_cast<long long>(max_len), static_cast<long long>(kv_tokens),
-               static_cast<long long>(m.num_gpu_blocks), c.memory.block_size, c.gpu.name.c_str(),
+               static_cast<long long>(m.num_gpu_blocks), c.scheduler.block_size, c.gpu.name.c_str(),
                c.tp, m.kv_cache_bytes / double(1 << 30), static_cast<long long>(kv_tokens)));
   }
   return m;

@@ -14,6 +14,9 @@ namespace servesim {
 // and engine.
 std::unique_ptr<CostModel> make_cost_model(const SimConfig& c);
 
+// What C's memory plan reads of its TP degree, scheduler budgets and engine.
+ServerShape server_shape(const SimConfig& c);
+
 // C's memory plan; Error where vLLM would not start (fewer than V1's 2 blocks, or a cache that
 // cannot hold one request of max_model_len tokens), naming the flag that fixes it.
 MemoryPlan checked_memory_plan(const SimConfig& c);

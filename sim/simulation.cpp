@@ -99,16 +99,11 @@ void resolve_cost_model(SimConfig& c) {
   }
 }
 
-// The memory plan's options, checked, with the TP degree and the budgets copied in.
+// The memory flags, checked, with the runtime reserve's engine default filled in (the plan
+// reads the TP degree, budgets and engine from the config's own fields: server_shape).
 void resolve_memory(SimConfig& c) {
-  MemoryPlanOptions& m = c.memory;
-  check_memory_values(m);
-  m.tp = c.tp;
-  m.block_size = c.scheduler.block_size;
-  m.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
-  m.max_num_seqs = c.scheduler.max_num_seqs;
-  m.v1_engine = c.engine == Engine::kV1;
-  m.runtime_reserve_gib = runtime_reserve_gib(m);
+  check_memory_values(c.memory);
+  c.memory.runtime_reserve_gib = runtime_reserve_gib(c.memory, server_shape(c));
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ struct SimConfig {
   // The engine runtime the policy runs on: the policy's own (default_engine) unless ENGINE_GIVEN.
   Engine engine = Engine::kV0;
   bool engine_given = false;
-  MemoryPlanOptions memory;  // tp, token budget, max_num_seqs, block size and engine copied in
+  MemoryPlanOptions memory;  // the memory flags (the plan reads tp, budgets and engine above)
   std::string cost_model = "roofline";  // roofline | table
   // For the roofline: the hardware's parameters (the GPU architecture's fit) and the engine's;
   // resolve() fills in the defaults and overlays CALIBRATIONS, the *_source strings saying where

@@ -135,8 +135,9 @@ TEST_CASE("memory plan: a model that does not fit is an error stating the bytes"
     CHECK_THAT(msg, Catch::Contains("weights 128.48 GiB"));
     CHECK_THAT(msg, Catch::Contains("usable 20.25 GiB (22.50 GiB x 0.90)"));
   }
-  o.tp = 8;  // 8 x L4: 16 GiB of weights each, fits
-  CHECK(plan_memory(find_gpu("l4"), find_model("llama-2-70b"), o).num_gpu_blocks > 0);
+  ServerShape tp8;
+  tp8.tp = 8;  // 8 x L4: 16 GiB of weights each, fits
+  CHECK(plan_memory(find_gpu("l4"), find_model("llama-2-70b"), o, tp8).num_gpu_blocks > 0);
 }
 
 TEST_CASE("roofline: the smooth knee and GEMM tile padding by hand", "[cost]") {
@@ -232,36 +233,38 @@ TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them",
                         Case{"meta-llama/Llama-3.1-70B-Instruct", 4, 8192, 30251},
                         Case{"Qwen/Qwen2.5-7B-Instruct", 1, 1024, 65368},
                         Case{"mistralai/Mistral-Nemo-Instruct-2407", 2, 1024, 48009}}) {
-    MemoryPlanOptions o;
-    o.v1_engine = true;
-    o.tp = c.tp;
-    o.max_num_batched_tokens = c.budget;
-    o.max_num_seqs = 128;
-    const MemoryPlan p = plan_memory(find_gpu("h100-sxm"), find_model(c.model), o);
+    ServerShape server;
+    server.v1_engine = true;
+    server.tp = c.tp;
+    server.max_num_batched_tokens = c.budget;
+    server.max_num_seqs = 128;
+    const MemoryPlan p = plan_memory(find_gpu("h100-sxm"), find_model(c.model), {}, server);
     INFO(c.model);
     CHECK(std::abs(double(p.num_gpu_blocks) / double(c.logged) - 1) < 0.005);
   }
   // The V0 plan of the same server keeps its own, larger activation peak.
-  MemoryPlanOptions v0;
+  ServerShape v0;
   v0.max_num_batched_tokens = 2048;
   v0.max_num_seqs = 128;
-  MemoryPlanOptions v1 = v0;
+  ServerShape v1 = v0;
   v1.v1_engine = true;
   const ModelSpec m = find_model("llama-2-7b");
-  CHECK(plan_memory(find_gpu("h100-sxm"), m, v0).activation_bytes !=
-        plan_memory(find_gpu("h100-sxm"), m, v1).activation_bytes);
+  CHECK(plan_memory(find_gpu("h100-sxm"), m, {}, v0).activation_bytes !=
+        plan_memory(find_gpu("h100-sxm"), m, {}, v1).activation_bytes);
   // The runtime reserve's defaults are held by the logged block counts above (TP1 and TP2); what
   // is left to check is what an explicit --runtime-reserve-gib does: every GiB it adds is a GiB
   // less of KV cache, i.e. 2^30 / 8,388,608 = 128 blocks of Llama-2-7B (16 tokens x K and V x 32
   // layers x 32 heads x 128 x 2 B = 8 MiB a block).
-  MemoryPlanOptions given = v1;
+  MemoryPlanOptions given;
   given.runtime_reserve_gib = 1.5;
   MemoryPlanOptions more = given;
   more.runtime_reserve_gib = 2.5;
   const GpuSpec h100 = find_gpu("h100-sxm");
-  CHECK(plan_memory(h100, m, given).num_gpu_blocks - plan_memory(h100, m, more).num_gpu_blocks ==
+  CHECK(plan_memory(h100, m, given, v1).num_gpu_blocks -
+            plan_memory(h100, m, more, v1).num_gpu_blocks ==
         128);
-  CHECK(plan_memory(h100, m, given).kv_cache_bytes - plan_memory(h100, m, more).kv_cache_bytes ==
+  CHECK(plan_memory(h100, m, given, v1).kv_cache_bytes -
+            plan_memory(h100, m, more, v1).kv_cache_bytes ==
         Approx(1024.0 * 1024.0 * 1024.0));
 }
 

@@ -122,13 +122,13 @@ TEST_CASE("fp8: expert weights stream at the MoE kernels' efficiency", "[cost][f
 }
 
 TEST_CASE("fp8: the memory plan holds FP8 weights and an FP8 KV cache", "[cost][memory][fp8]") {
-  MemoryPlanOptions o;
-  o.v1_engine = true;
+  ServerShape v1;
+  v1.v1_engine = true;
   const GpuSpec h100 = find_gpu("h100-sxm");
   const ModelSpec bf16 = find_model("llama-3.1-8b");
   ModelSpec fp8 = bf16;
   apply_serving_dtypes(fp8, "fp8", "fp8");
-  const MemoryPlan a = plan_memory(h100, bf16, o), b = plan_memory(h100, fp8, o);
+  const MemoryPlan a = plan_memory(h100, bf16, {}, v1), b = plan_memory(h100, fp8, {}, v1);
   // The linear layers of the blocks drop to one byte a weight; embedding and LM head stay BF16.
   const double linear_params = 32.0 * (fp8.attention_params_per_layer() + fp8.expert_params());
   CHECK(a.weight_bytes - b.weight_bytes == Approx(linear_params));
@@ -149,11 +149,11 @@ TEST_CASE("fp8: Llama-4-Scout's catalogue entries", "[cost][models][fp8]") {
   // Experts and shared experts at one byte: 48 x 17 x 3 x 5120 x 8192 bytes saved.
   CHECK(bf16.weight_bytes() - fp8.weight_bytes() == int64_t(48) * 17 * 3 * 5120 * 8192);
   // BF16 Scout does not fit two H100s; FP8 does.
-  MemoryPlanOptions o;
-  o.v1_engine = true;
-  o.tp = 2;
-  CHECK(error_field([&] { plan_memory(find_gpu("h100-sxm"), bf16, o); }) == "model");
-  CHECK(plan_memory(find_gpu("h100-sxm"), fp8, o).num_gpu_blocks > 0);
+  ServerShape tp2;
+  tp2.v1_engine = true;
+  tp2.tp = 2;
+  CHECK(error_field([&] { plan_memory(find_gpu("h100-sxm"), bf16, {}, tp2); }) == "model");
+  CHECK(plan_memory(find_gpu("h100-sxm"), fp8, {}, tp2).num_gpu_blocks > 0);
 }
 
 TEST_CASE("fp8: --quantization, --kv-cache-dtype and fp8_tflops from the command line",
