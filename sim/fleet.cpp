@@ -239,6 +239,77 @@ std::vector<std::string> router_warnings(RouterKind kind, const std::vector<Repl
   return out;
 }
 
+// The fleet's records into RESULT.requests: each request's state on the replica that finished it
+// (its decode replica, when it reached one); also RESULT.fleet.routed. Returns the last event's
+// time (the last token, or the last arrival).
+double collect_records(const Workload& w, const std::vector<std::unique_ptr<Replica>>& replicas,
+                       const MetricsCollector& metrics, RunResult& result) {
+  FleetSummary& out = result.fleet;
+  const size_t n = replicas.size();
+  std::vector<uint32_t> local_of(w.size());
+  auto finisher = [&](size_t id) {
+    const bool decoded = !out.decode_of.empty() && out.decode_of[id] != Gateway::kNone;
+    return decoded ? out.decode_of[id] : out.replica_of[id];
+  };
+  out.routed.assign(n, 0);
+  for (size_t i = 0; i < n; ++i) {
+    const std::vector<uint32_t>& g = replicas[i]->global_of;
+    out.routed[i] = g.size();
+    for (size_t local = 0; local < g.size(); ++local) {
+      if (finisher(g[local]) == i) local_of[g[local]] = uint32_t(local);
+    }
+  }
+  result.requests.reserve(w.size());
+  double end_s = w.empty() ? 0.0 : w.back().arrival_s;
+  for (size_t id = 0; id < w.size(); ++id) {
+    const Replica& r = *replicas[finisher(id)];
+    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler->seqs()[local_of[id]]));
+    end_s = std::max(end_s, result.requests.back().last_token_s);
+  }
+  return end_s;
+}
+
+// Each replica's summary into RESULT.fleet.replicas (and per pool unless UNIFORM), the prefix
+// caches and discarded tokens summed into RESULT, and the load imbalance: over the slots that
+// served when AUTOSCALED (the others never existed for the router).
+void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, bool uniform,
+                        bool autoscaled, RunResult& result) {
+  FleetSummary& out = result.fleet;
+  const size_t n = replicas.size();
+  std::vector<double> busy(n), queue(n);
+  std::vector<std::vector<RequestRecord>> records(n);
+  for (size_t i = 0; i < n; ++i) {
+    const Replica& r = *replicas[i];
+    const SimConfig& rc = r.parts.group->config;
+    records[i] = r.metrics.records(r.scheduler->seqs());
+    const std::vector<RequestRecord>& mine = records[i];
+    RunSummary s =
+        r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp, rc.gpu.hbm_bytes_per_s() * rc.tp,
+                          r.scheduler->usable_blocks());
+    s.prefix_cache = prefix_cache_summary(*r.scheduler, mine);
+    add_prefix_cache(s.prefix_cache, result.summary.prefix_cache);
+    result.discarded_tokens += r.scheduler->discarded_tokens();
+    busy[i] = s.busy_s;
+    queue[i] = s.queue_len.mean;
+    out.replicas.push_back(std::move(s));
+  }
+  if (!uniform) out.pools = pool_summaries(replicas, records, out);
+  for (const RequestRecord& r : result.requests)
+    result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
+  if (autoscaled) {
+    std::vector<double> b, q;
+    for (size_t i = 0; i < n; ++i) {
+      if (out.routed[i] == 0) continue;
+      b.push_back(busy[i]);
+      q.push_back(queue[i]);
+    }
+    busy = std::move(b);
+    queue = std::move(q);
+  }
+  out.busy_imbalance = max_over_mean(busy);
+  out.queue_imbalance = max_over_mean(queue);
+}
+
 }  // namespace
 
 RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOptions& options) {
@@ -321,28 +392,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   out.kv_transfer_s = arrivals.transfer_s();
   out.kv_sent_s = arrivals.take_kv_sent_s();
   out.kv_landed_s = arrivals.take_kv_landed_s();
-  // The fleet's records: each request's state on the replica that finished it (its decode
-  // replica, when it reached one).
-  std::vector<uint32_t> local_of(w.size());
-  auto finisher = [&](size_t id) {
-    const bool decoded = !out.decode_of.empty() && out.decode_of[id] != Gateway::kNone;
-    return decoded ? out.decode_of[id] : out.replica_of[id];
-  };
-  out.routed.assign(n, 0);
-  for (size_t i = 0; i < n; ++i) {
-    const std::vector<uint32_t>& g = replicas[i]->global_of;
-    out.routed[i] = g.size();
-    for (size_t local = 0; local < g.size(); ++local) {
-      if (finisher(g[local]) == i) local_of[g[local]] = uint32_t(local);
-    }
-  }
-  result.requests.reserve(w.size());
-  double end_s = w.empty() ? 0.0 : w.back().arrival_s;
-  for (size_t id = 0; id < w.size(); ++id) {
-    const Replica& r = *replicas[finisher(id)];
-    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler->seqs()[local_of[id]]));
-    end_s = std::max(end_s, result.requests.back().last_token_s);
-  }
+  const double end_s = collect_records(w, replicas, metrics, result);
   double fleet_size = double(n);  // replicas on average (autoscaled: billed time over the span)
   if (autoscaler) {
     // Throughput and MFU over the GPUs the fleet had on average, not over every slot.
@@ -354,44 +404,12 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     peak_bytes *= mean_replicas / double(n);
     fleet_size = mean_replicas;
   }
-  const bool uniform = groups.size() == 1;
   // KV usage over one replica's blocks: with one configuration the fleet's figures are per
   // replica, time-weighted.
   result.summary = metrics.summary(result.requests, peak_flops, peak_bytes,
                                    replicas[0]->scheduler->usable_blocks());
   result.summary.step_time_fraction /= fleet_size;  // busy time summed over the replicas
-  std::vector<double> busy(n), queue(n);
-  std::vector<std::vector<RequestRecord>> records(n);
-  for (size_t i = 0; i < n; ++i) {
-    const Replica& r = *replicas[i];
-    const SimConfig& rc = r.parts.group->config;
-    records[i] = r.metrics.records(r.scheduler->seqs());
-    const std::vector<RequestRecord>& mine = records[i];
-    RunSummary s =
-        r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp, rc.gpu.hbm_bytes_per_s() * rc.tp,
-                          r.scheduler->usable_blocks());
-    s.prefix_cache = prefix_cache_summary(*r.scheduler, mine);
-    add_prefix_cache(s.prefix_cache, result.summary.prefix_cache);
-    result.discarded_tokens += r.scheduler->discarded_tokens();
-    busy[i] = s.busy_s;
-    queue[i] = s.queue_len.mean;
-    out.replicas.push_back(std::move(s));
-  }
-  if (!uniform) out.pools = pool_summaries(replicas, records, out);
-  for (const RequestRecord& r : result.requests)
-    result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
-  if (autoscaler) {  // over the slots that served: the others never existed for the router
-    std::vector<double> b, q;
-    for (size_t i = 0; i < n; ++i) {
-      if (out.routed[i] == 0) continue;
-      b.push_back(busy[i]);
-      q.push_back(queue[i]);
-    }
-    busy = std::move(b);
-    queue = std::move(q);
-  }
-  out.busy_imbalance = max_over_mean(busy);
-  out.queue_imbalance = max_over_mean(queue);
+  summarize_replicas(replicas, groups.size() == 1, autoscaler.has_value(), result);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);
   return result;
