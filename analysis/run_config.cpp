@@ -109,7 +109,7 @@ SimulateOptions simulate_options(const RunSpec& s) {
 namespace {
 
 // One pool of the fleet: S on GPU and TP (as given when empty or 0), resolved for SCHEDULER.
-ReplicaGroup fleet_group(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+ReplicaGroup fleet_group(const RunSpec& s, const SchedulerChoice& scheduler, Inputs& inputs,
                          const std::string& gpu, int tp, int count, ReplicaRole role) {
   RunSpec g = s;
   if (!gpu.empty()) {
@@ -125,7 +125,7 @@ ReplicaGroup fleet_group(const RunSpec& s, const std::string& scheduler, Inputs&
 
 }  // namespace
 
-void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs& inputs,
                       SimulateOptions& o, SimConfig& config) {
   const bool disaggregated = s.prefill_replicas > 0 || s.decode_replicas > 0;
   if (disaggregated) {
@@ -280,12 +280,13 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
 
 }  // namespace
 
-SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler) {
-  const auto [policy, budget] = parse_scheduler(scheduler);
+SimConfig policy_config(const SimConfig& base, const RunSpec& s, const SchedulerChoice& scheduler) {
+  const Policy policy = scheduler.policy;
+  const int64_t budget = scheduler.budget;
   SimConfig c = base;
   c.scheduler.policy = policy;
   if (budget > 0 && s.max_num_batched_tokens > 0 && budget != s.max_num_batched_tokens) {
-    throw Error("scheduler", "'" + scheduler +
+    throw Error("scheduler", "'" + scheduler.text +
                                  "' sets a token budget that contradicts "
                                  "--max-num-batched-tokens " +
                                  std::to_string(s.max_num_batched_tokens));

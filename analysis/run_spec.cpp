@@ -117,7 +117,7 @@ void check_flags(const RunSpec& s) {
   tensor_parallel_size(s);
   simulate_options(s);  // the fleet's flags
   num_requests(s);
-  scheduler_spec(s);
+  scheduler_choice(s);
   if (s.seed < 0) throw Error("seed", "must be >= 0");
   if (s.max_concurrency < 0) throw Error("max-concurrency", "must be >= 1 (or 0: open loop)");
   if (s.num_seeds < 1 || s.num_seeds > 1000) throw Error("num-seeds", "must be in [1, 1000]");
@@ -162,25 +162,27 @@ int64_t num_requests(const RunSpec& s) {
   return s.num_prompts;
 }
 
-std::string scheduler_spec(const RunSpec& s) {
-  if (!s.has("enable-chunked-prefill")) return s.scheduler.empty() ? "chunked" : s.scheduler;
+SchedulerChoice scheduler_choice(const RunSpec& s) {
+  if (!s.has("enable-chunked-prefill")) {
+    return s.scheduler.empty() ? SchedulerChoice{} : parse_scheduler(s.scheduler);
+  }
   const std::string named = s.enable_chunked_prefill ? "chunked" : "vllm-v0";
-  if (s.scheduler.empty()) return named;
-  const Policy given = parse_scheduler(s.scheduler).first;
-  if (v1_scheduler(given)) {
+  if (s.scheduler.empty()) return parse_scheduler(named);
+  const SchedulerChoice given = parse_scheduler(s.scheduler);
+  if (v1_scheduler(given.policy)) {
     // vLLM V1 always chunks prefills in servesim (vLLM's --no-enable-chunked-prefill for V1
     // is not modelled).
     if (!s.enable_chunked_prefill) {
       throw Error("enable-chunked-prefill",
                   "false is not modelled for vllm-v1 (V1 chunks prefills)");
     }
-    return s.scheduler;
+    return given;
   }
-  if (policy_name(given) != named) {
+  if (policy_name(given.policy) != named) {
     throw Error("enable-chunked-prefill", "contradicts --scheduler " + s.scheduler +
                                               " (chunked prefill is the chunked policy)");
   }
-  return s.scheduler;
+  return given;
 }
 
 RunSpec with_seed(const RunSpec& s, int64_t k) {
@@ -232,17 +234,17 @@ int tensor_parallel_size(const RunSpec& s) {
   return s.tp;
 }
 
-std::pair<Policy, int64_t> parse_scheduler(const std::string& spec) {
+SchedulerChoice parse_scheduler(const std::string& spec) {
   const auto colon = spec.find(':');
   const Policy policy = parse_policy(spec.substr(0, colon));
-  if (colon == std::string::npos) return {policy, 0};
+  if (colon == std::string::npos) return {policy, 0, spec};
   const std::string budget = spec.substr(colon + 1);
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(budget.data(), budget.data() + budget.size(), v);
   if (ec != std::errc() || end != budget.data() + budget.size() || v < 1) {
     throw Error("scheduler", "'" + spec + "': the token budget after ':' must be an integer >= 1");
   }
-  return {policy, v};
+  return {policy, v, spec};
 }
 
 PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep) {
@@ -250,9 +252,9 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
   LoadedWorkload w = load_workload(s, inputs);
   PointRun p;
   if (s.trace.empty() || s.has("request-rate")) p.request_rate = s.request_rate;
-  SimConfig c = policy_config(base_config(s, inputs), s, scheduler_spec(s));
+  SimConfig c = policy_config(base_config(s, inputs), s, scheduler_choice(s));
   SimulateOptions o = simulate_options(s);
-  add_fleet_groups(s, scheduler_spec(s), inputs, o, c);
+  add_fleet_groups(s, scheduler_choice(s), inputs, o, c);
   o.keep_steps = keep.keep_steps;
   o.keep_histogram = keep.keep_histogram;
   o.progress = keep.progress;
@@ -267,7 +269,7 @@ void check_point(const RunSpec& s, Inputs& inputs) {
   if (!s.scheduler.empty()) parse_scheduler(s.scheduler);
   SimConfig c = base_config(s, inputs);  // model, GPU, calibration and profile files
   SimulateOptions fleet = simulate_options(s);
-  add_fleet_groups(s, scheduler_spec(s), inputs, fleet, c);  // the pools' GPUs and flags
+  add_fleet_groups(s, scheduler_choice(s), inputs, fleet, c);  // the pools' GPUs and flags
   RunSpec one = s;  // the workload's flags, on one generated request
   one.num_requests = one.num_prompts = std::min<int64_t>(num_requests(s), 1);
   // prefix_repetition needs a request per prefix (vLLM refuses fewer).

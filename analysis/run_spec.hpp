@@ -181,17 +181,25 @@ class Inputs {
 // --enable-chunked-prefill), the seed and counts, and flags that would do nothing (Error naming
 // the flag and why).
 void check_flags(const RunSpec& s);
+// A scheduler as `--scheduler NAME[:BUDGET]` names it, parsed once: its policy, the token budget
+// it sets (0: none, the flag's or vLLM's default) and its text (for messages).
+struct SchedulerChoice {
+  Policy policy = Policy::kChunked;
+  int64_t budget = 0;
+  std::string text = "chunked";
+};
+
 // The tensor-parallel degree, the number of requests and the scheduler the flags ask for.
 int tensor_parallel_size(const RunSpec& s);
 int64_t num_requests(const RunSpec& s);
-std::string scheduler_spec(const RunSpec& s);
+SchedulerChoice scheduler_choice(const RunSpec& s);
 // The simulation options the flags ask for (percentiles, goodput, concurrency).
 SimulateOptions simulate_options(const RunSpec& s);
 // The fleet of S for the policy SCHEDULER: disaggregated pools (--prefill-replicas,
 // --decode-replicas) or mixed ones (--replica-gpus), each resolved as base_config and
 // policy_config resolve the run, into O.fleet.groups. Nothing for a plain fleet; a fleet of one
 // replica (--replica-gpus a100-80g:1) is a plain run, CONFIG becoming that replica's.
-void add_fleet_groups(const RunSpec& s, const std::string& scheduler, Inputs& inputs,
+void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs& inputs,
                       SimulateOptions& o, SimConfig& config);
 // S with its seed shifted by K (replicate K of --num-seeds).
 RunSpec with_seed(const RunSpec& s, int64_t k);
@@ -203,7 +211,7 @@ std::vector<double> parse_percentiles(const std::string& text);
 
 // "chunked:512" -> kChunked with budget 512; "vllm-v0" -> budget 0 (vLLM's default). Throws
 // Error naming --scheduler.
-std::pair<Policy, int64_t> parse_scheduler(const std::string& spec);
+SchedulerChoice parse_scheduler(const std::string& spec);
 
 // The requests to replay, and how reports describe them.
 struct LoadedWorkload {
@@ -215,8 +223,8 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs);
 
 // The run's configuration without its scheduler: model, GPU, memory plan, cost model.
 SimConfig base_config(const RunSpec& s, Inputs& inputs);
-// BASE with the policy of SCHEDULER (NAME[:BUDGET]), resolved the way vLLM resolves it.
-SimConfig policy_config(const SimConfig& base, const RunSpec& s, const std::string& scheduler);
+// BASE with the policy of SCHEDULER, resolved the way vLLM resolves it.
+SimConfig policy_config(const SimConfig& base, const RunSpec& s, const SchedulerChoice& scheduler);
 
 // One simulated point of a sweep, a capacity search or a check scenario.
 // The GPUs of one pool of a simulated configuration: REPLICAS instances of TP GPUs each (a

@@ -341,7 +341,8 @@ void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experime
       spec.num_gpu_blocks = first.vllm_kv_blocks;
     }
     check_flags(spec);
-    const SimConfig config = policy_config(base_config(spec, inputs), spec, spec.scheduler);
+    const SimConfig config =
+        policy_config(base_config(spec, inputs), spec, parse_scheduler(spec.scheduler));
     SharedPrefixOptions w;
     w.num_groups = first.prompt_groups;
     w.users_per_group = first.users_per_group;

@@ -162,17 +162,17 @@ void print_compare_header(std::ostream& out, const std::vector<RunResult>& runs,
 // The engine each row of a compare runs on: --engine's for every row; per-policy, each its own;
 // by default one for all, V1 (vLLM's engine since v0.8, and its only one since v0.11) when any
 // row is vllm-v1, else V0.
-std::string compare_engine(const RunSpec& s, const std::vector<std::string>& specs) {
+std::string compare_engine(const RunSpec& s, const std::vector<SchedulerChoice>& specs) {
   if (s.engine == "per-policy") return "";
   if (!s.engine.empty()) return s.engine;
-  for (const std::string& spec : specs) {
-    if (parse_scheduler(spec).first == Policy::kVllmV1) return "v1";
+  for (const SchedulerChoice& spec : specs) {
+    if (spec.policy == Policy::kVllmV1) return "v1";
   }
   return "v0";
 }
 
 // Runs the policies in SPECS over one workload: every configuration is checked before any runs.
-std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::string>& specs,
+std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<SchedulerChoice>& specs,
                                     const Workload& w, Inputs& inputs, bool compare) {
   if (!(a.period_s > 0) || !std::isfinite(a.period_s)) throw Error("period-s", "must be > 0");
   // --out's per-window table: refuse before simulating, not after printing the summary.
@@ -196,7 +196,7 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<std::str
   const SimConfig base = base_config(row, inputs);
   std::vector<SimConfig> configs;
   std::vector<SimulateOptions> options;
-  for (const std::string& spec : specs) {
+  for (const SchedulerChoice& spec : specs) {
     configs.push_back(policy_config(base, row, spec));
     options.push_back(keep);
     add_fleet_groups(row, spec, inputs, options.back(), configs.back());
@@ -230,7 +230,7 @@ struct SeedRuns {
   std::string text;                     // seed 0's workload, and the seeds
 };
 
-SeedRuns run_seeds(const RunArgs& a, const std::vector<std::string>& specs, Inputs& inputs,
+SeedRuns run_seeds(const RunArgs& a, const std::vector<SchedulerChoice>& specs, Inputs& inputs,
                    bool compare) {
   SeedRuns out;
   out.runs.resize(specs.size());
@@ -284,7 +284,7 @@ std::vector<int64_t> seeds_of(const RunSpec& s) {
 // `run --num-seeds N`: the replicates' table, and their JSON.
 int run_replicates(const RunArgs& a, std::ostream& out) {
   Inputs inputs;
-  const SeedRuns seeded = run_seeds(a, {scheduler_spec(a.spec)}, inputs, false);
+  const SeedRuns seeded = run_seeds(a, {scheduler_choice(a.spec)}, inputs, false);
   const std::vector<RunResult>& runs = seeded.runs.front();
   const RunResult& r = runs.front();
   out << "servesim run: " << r.config.model.name << " on " << r.config.gpu.name << " x"
@@ -303,7 +303,8 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
 }
 
 // `compare --num-seeds N`: each policy's means and confidence intervals, and the verdict on them.
-int compare_replicates(const RunArgs& a, const std::vector<std::string>& specs, std::ostream& out) {
+int compare_replicates(const RunArgs& a, const std::vector<SchedulerChoice>& specs,
+                       std::ostream& out) {
   Inputs inputs;
   const SeedRuns seeded = run_seeds(a, specs, inputs, true);
   const std::vector<std::vector<RunResult>>& runs = seeded.runs;
@@ -350,7 +351,7 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   Inputs inputs;
   const LoadedWorkload w = load_workload(a.spec, inputs);
   const std::vector<RunResult> runs =
-      run_policies(a, {scheduler_spec(a.spec)}, w.requests, inputs, false);
+      run_policies(a, {scheduler_choice(a.spec)}, w.requests, inputs, false);
   const RunResult& r = runs.front();
   print_run_summary(out, r, w.text);
   const ordered_json summary = run_summary_json(a, r, w.json);
@@ -372,8 +373,11 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
 int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
   RunArgs a;
   if (!parse(argc, argv, a, true, out)) return 0;
-  std::vector<std::string> specs = split_list(a.schedulers);
-  if (specs.empty()) specs = kDefaultCompare;
+  std::vector<std::string> names = split_list(a.schedulers);
+  if (names.empty()) names = kDefaultCompare;
+  std::vector<SchedulerChoice> specs;  // each NAME[:BUDGET] parsed once
+  for (const std::string& name : names)
+    specs.push_back(parse_scheduler(name));
   if (a.spec.num_seeds > 1) return compare_replicates(a, specs, out);
   Inputs inputs;
   const LoadedWorkload w = load_workload(a.spec, inputs);
