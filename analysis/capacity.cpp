@@ -411,37 +411,24 @@ namespace {
 
 // --replica-gpus with every group's count times K ("h100-sxm:2,a100-80g:1" x 2 =
 // "h100-sxm:4,a100-80g:2"); the items were checked when the configuration was.
-std::string scaled_groups(const std::string& groups, int64_t k) {
-  std::string out;
-  std::istringstream items(groups);
-  for (std::string item; std::getline(items, item, ',');) {
-    const size_t colon = item.rfind(':');
-    int64_t count = 0;
-    parse_int(item.substr(colon + 1), count);
-    if (!out.empty()) out.push_back(',');
-    out.append(item, 0, colon).append(":").append(std::to_string(count * k));
-  }
-  return out;
+std::vector<GpuCount> scaled_groups(std::vector<GpuCount> groups, int64_t k) {
+  for (GpuCount& g : groups)
+    g.count = int(g.count * k);
+  return groups;
 }
 
-// GROUPS with GPU's count set to K (the others kept); -1 when no group is GPU's. The count of
+// GROUPS with GPU's count set to K (the others kept); empty when no group is GPU's. The count of
 // GPU's group in GROUPS is returned in FOUND.
-std::string with_group_count(const std::string& groups, const std::string& gpu, int64_t k,
-                             int64_t* found = nullptr) {
-  std::string out;
+std::vector<GpuCount> with_group_count(std::vector<GpuCount> groups, const std::string& gpu,
+                                       int64_t k, int64_t* found = nullptr) {
   bool seen = false;
-  std::istringstream items(groups);
-  for (std::string item; std::getline(items, item, ',');) {
-    const size_t colon = item.rfind(':');
-    int64_t count = 0;
-    parse_int(item.substr(colon + 1), count);
-    const bool mine = item.substr(0, colon) == gpu;
-    if (mine && found != nullptr) *found = count;
-    seen = seen || mine;
-    if (!out.empty()) out.push_back(',');
-    out.append(item, 0, colon).append(":").append(std::to_string(mine ? k : count));
+  for (GpuCount& g : groups) {
+    if (g.gpu != gpu) continue;
+    if (found != nullptr) *found = g.count;
+    g.count = int(k);
+    seen = true;
   }
-  return seen ? out : std::string();
+  return seen ? groups : std::vector<GpuCount>{};
 }
 
 // size_fleet for --size-group: the fewest replicas of that group, from its given count START,
@@ -466,7 +453,7 @@ void size_group(const RunSpec& base, const CapacitySpec& spec, double target, in
   const int64_t k = fewest_meeting(std::max<int64_t>(1, std::min(start, limit)), limit, meets);
   c.fleet_replicas = k;
   if (k > 0) {
-    c.fleet_split = with_group_count(base.replica_gpus, spec.size_group, k);
+    c.fleet_split = replica_gpus_text(with_group_count(base.replica_gpus, spec.size_group, k));
     c.fleet_gpus = priced[k].gpus;
     c.fleet_usd_per_h = priced[k].usd_per_h;
   }
@@ -496,8 +483,8 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
   const bool one_group = mixed && !spec.size_group.empty();
   int64_t start = 0;
   if (one_group && with_group_count(base.replica_gpus, spec.size_group, 0, &start).empty()) {
-    throw Error("size-group",
-                "'" + spec.size_group + "' is not a group of --replica-gpus " + base.replica_gpus);
+    throw Error("size-group", "'" + spec.size_group + "' is not a group of --replica-gpus " +
+                                  replica_gpus_text(base.replica_gpus));
   }
   if (one_group) {
     size_group(base, spec, target, start, c, inputs);

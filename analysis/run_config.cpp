@@ -149,18 +149,9 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
     if (s.has("num-replicas") || s.has("data-parallel-size")) {
       throw Error("replica-gpus", "sizes the fleet itself: drop --num-replicas");
     }
-    std::istringstream items(s.replica_gpus);
-    for (std::string item; std::getline(items, item, ',');) {
-      const size_t colon = item.rfind(':');
-      char* end = nullptr;
-      const long count =
-          colon == std::string::npos ? 0 : std::strtol(item.c_str() + colon + 1, &end, 10);
-      if (colon == std::string::npos || colon == 0 || *end != '\0' || count < 1 ||
-          count > kMaxReplicas) {
-        throw Error("replica-gpus", "'" + item + "': expected GPU:COUNT, e.g. h100-sxm:4");
-      }
-      o.fleet.groups.push_back(fleet_group(s, scheduler, inputs, item.substr(0, colon), 0,
-                                           int(count), ReplicaRole::kColocated));
+    for (const GpuCount& g : s.replica_gpus) {
+      o.fleet.groups.push_back(
+          fleet_group(s, scheduler, inputs, g.gpu, 0, g.count, ReplicaRole::kColocated));
     }
   } else {
     if (s.has("prefill-gpu") || s.has("decode-gpu") || s.has("prefill-tp") || s.has("decode-tp") ||

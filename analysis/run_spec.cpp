@@ -234,6 +234,28 @@ int tensor_parallel_size(const RunSpec& s) {
   return s.tp;
 }
 
+std::vector<GpuCount> parse_replica_gpus(const std::string& text) {
+  std::vector<GpuCount> groups;
+  std::istringstream items(text);
+  for (std::string item; std::getline(items, item, ',');) {
+    const size_t colon = item.rfind(':');
+    int64_t count = 0;
+    if (colon == std::string::npos || colon == 0 || !parse_int(item.substr(colon + 1), count) ||
+        count < 1 || count > kMaxReplicas) {
+      throw Error("replica-gpus", "'" + item + "': expected GPU:COUNT, e.g. h100-sxm:4");
+    }
+    groups.push_back({item.substr(0, colon), int(count)});
+  }
+  return groups;
+}
+
+std::string replica_gpus_text(const std::vector<GpuCount>& groups) {
+  std::string out;
+  for (const GpuCount& g : groups)
+    out.append(out.empty() ? "" : ",").append(g.gpu).append(":").append(std::to_string(g.count));
+  return out;
+}
+
 SchedulerChoice parse_scheduler(const std::string& spec) {
   const auto colon = spec.find(':');
   const Policy policy = parse_policy(spec.substr(0, colon));

@@ -44,6 +44,20 @@ inline constexpr double kDefaultRate = 9;
 inline constexpr const char* kDefaultInputLen = "lognormal:1024:0.8:16:6000";
 inline constexpr const char* kDefaultOutputLen = "lognormal:256:0.8:4:2000";
 
+// One group of a mixed fleet (--replica-gpus GPU:COUNT,...): COUNT colocated replicas on GPU (a
+// catalogue name or alias).
+struct GpuCount {
+  std::string gpu;
+  int count = 1;
+  bool operator==(const GpuCount&) const = default;
+};
+
+// "h100-sxm:4,a100-80g:2" -> its groups, parsed once where the flag is read; Error naming
+// --replica-gpus when an item is not GPU:COUNT with 1 <= COUNT <= kMaxReplicas.
+std::vector<GpuCount> parse_replica_gpus(const std::string& text);
+// The groups in the flag's own form, for messages and tables.
+std::string replica_gpus_text(const std::vector<GpuCount>& groups);
+
 struct RunSpec {
   // Model and hardware.
   std::string model = kDefaultModel, model_file, gpu = kDefaultGpu, gpu_file;
@@ -77,8 +91,8 @@ struct RunSpec {
   double autoscale_period_s = 15, scale_up_window_s = 0, scale_down_window_s = 300;
   double provision_s = NAN, engine_startup_s = 60, model_load_gb_per_s = 2;
   std::vector<std::pair<double, int>> autoscale_schedule;
-  // Mixed pools: colocated replicas of several GPUs, "h100-sxm:4,a100-80g:2".
-  std::string replica_gpus;
+  // Mixed pools: colocated replicas of several GPUs (--replica-gpus h100-sxm:4,a100-80g:2).
+  std::vector<GpuCount> replica_gpus;
   double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
   int64_t num_gpu_blocks = 0, max_model_len = 0;
   int block_size = 16;

@@ -219,12 +219,8 @@ void check_prices(const GpuHourCost& cost, const std::vector<Configuration>& con
   for (const Configuration& c : configs) {
     gpus.insert(inputs.gpu(c.spec.gpu, c.spec.gpu_file).name);
     // The pools' GPUs: a mixed fleet's groups, the prefill and decode pools (issue 25).
-    std::istringstream groups(c.spec.replica_gpus);
-    for (std::string item; std::getline(groups, item, ',');) {
-      if (const size_t colon = item.rfind(':'); colon != std::string::npos) {
-        gpus.insert(inputs.gpu(item.substr(0, colon), "").name);
-      }
-    }
+    for (const GpuCount& g : c.spec.replica_gpus)
+      gpus.insert(inputs.gpu(g.gpu, "").name);
     for (const std::string& pool : {c.spec.prefill_gpu, c.spec.decode_gpu}) {
       if (!pool.empty()) gpus.insert(inputs.gpu(pool, "").name);
     }

@@ -30,9 +30,11 @@ struct OptionalBool {  // a switch that also takes true/false (vLLM's StoreBoole
 };
 struct Goodput {};      // "ttft:MS tpot:MS e2el:MS", one or several words (parse_goodput)
 struct Percentiles {};  // "50,90,99" (parse_percentiles)
+struct GpuGroups {};    // "h100-sxm:4,a100-80g:2" into RunSpec::replica_gpus (parse_replica_gpus)
 
-using Binding = std::variant<Plain<std::string>, Plain<int>, Plain<int64_t>, Plain<double>,
-                             Plain<bool>, Rate, Length, Window, OptionalBool, Goodput, Percentiles>;
+using Binding =
+    std::variant<Plain<std::string>, Plain<int>, Plain<int64_t>, Plain<double>, Plain<bool>, Rate,
+                 Length, Window, OptionalBool, Goodput, Percentiles, GpuGroups>;
 
 struct RunFlag {
   const char* name;
@@ -100,7 +102,7 @@ const std::vector<RunFlag>& run_flags() {
        "torch.compile), seconds"},
       {"model-load-gb-per-s", G::kHardware, Plain<double>{FIELD(model_load_gb_per_s)}, kShowDefault,
        "--autoscale: the bandwidth a new replica reads its weights at, GB/s"},
-      {"replica-gpus", G::kHardware, Plain<std::string>{FIELD(replica_gpus)}, kNoDefault,
+      {"replica-gpus", G::kHardware, GpuGroups{}, kNoDefault,
        "a mixed fleet of colocated replicas, GPU:COUNT,... e.g. h100-sxm:4,a100-80g:2"},
       {"prefill-replicas", G::kHardware, Plain<int>{FIELD(prefill_replicas)}, kNoDefault,
        "disaggregated prefill (vllm-v1): replicas that compute prompts and send their KV"},
@@ -465,6 +467,14 @@ po::value_semantic* bind(const Percentiles&, const RunFlag&, RunSpec& target) {
 }
 RunPatch patch(const Percentiles&, const std::string&, const std::string& value) {
   return [v = parse_percentiles(value)](RunSpec& s) { s.metric_percentiles = v; };
+}
+
+po::value_semantic* bind(const GpuGroups&, const RunFlag&, RunSpec& target) {
+  return po::value<std::string>()->notifier(
+      [&target](const std::string& text) { target.replica_gpus = parse_replica_gpus(text); });
+}
+RunPatch patch(const GpuGroups&, const std::string&, const std::string& value) {
+  return [v = parse_replica_gpus(value)](RunSpec& s) { s.replica_gpus = v; };
 }
 
 // F's option, bound to TARGET.
