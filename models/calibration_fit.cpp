@@ -230,13 +230,14 @@ Measurements collect(const ProfileSet& p) {
 namespace {
 
 // Predicted ms of one measurement under PARAMS.
-double predict(const OpRow& r, const std::vector<Shape>& shapes, const GpuSpec& gpu,
+// MODELS: one per shape, under PARAMS (built once per parameter vector, not per row: a model
+// copies its GPU and model specs).
+double predict(const OpRow& r, const std::vector<RooflineCostModel>& models,
                const RooflineParams& params, std::vector<SeqShape>& scratch) {
   if (r.cls == OpClass::kCpu) {
     return (params.engine.cpu_s + params.engine.cpu_s_per_seq * r.x1) * 1e3;
   }
-  const Shape& s = shapes[size_t(r.group)];
-  const RooflineCostModel model(gpu, s.model, s.tp, params);
+  const RooflineCostModel& model = models[size_t(r.group)];
   scratch.clear();
   switch (r.cls) {
     case OpClass::kLinear:
@@ -262,9 +263,13 @@ double predict(const OpRow& r, const std::vector<Shape>& shapes, const GpuSpec& 
 // Relative-error residuals of ROWS under P.
 void relative_residuals(const std::vector<const OpRow*>& rows, const std::vector<Shape>& shapes,
                         const GpuSpec& gpu, const RooflineParams& p, Eigen::VectorXd& f) {
+  std::vector<RooflineCostModel> models;
+  models.reserve(shapes.size());
+  for (const Shape& s : shapes)
+    models.emplace_back(gpu, s.model, s.tp, p);
   std::vector<SeqShape> scratch;
   for (size_t i = 0; i < rows.size(); ++i) {
-    f[Eigen::Index(i)] = predict(*rows[i], shapes, gpu, p, scratch) / rows[i]->ms - 1;
+    f[Eigen::Index(i)] = predict(*rows[i], models, p, scratch) / rows[i]->ms - 1;
   }
 }
 
