@@ -105,6 +105,7 @@ void check_dataset_flags(const RunSpec& s) {
 
 }  // namespace
 
+namespace {
 const std::pair<const char*, const char*> kTraceImportFlags[] = {
     {"trace-format", ""},        {"skip-bad-rows", ""},
     {"col-arrival", "csv"},      {"col-input", "csv"},
@@ -112,6 +113,11 @@ const std::pair<const char*, const char*> kTraceImportFlags[] = {
     {"keep-failed", "burstgpt"}, {"model-filter", "burstgpt"},
     {"log-type", "burstgpt"},    {"hash-block-size", "mooncake"},
     {"col-priority", "csv"}};
+}  // namespace
+
+std::span<const std::pair<const char*, const char*>> trace_import_flags() {
+  return kTraceImportFlags;
+}
 
 void check_flags(const RunSpec& s) {
   tensor_parallel_size(s);

@@ -61,7 +61,7 @@ void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
                             "shapes generated arrivals (synthetic workloads, length-only traces)");
     }
   }
-  for (const auto& [flag, format] : kTraceImportFlags) {
+  for (const auto& [flag, format] : trace_import_flags()) {
     if (s.has(flag) && t.stored && std::string(flag) != "trace-format") {
       throw Error(flag, "has no effect on " + s.trace +
                             ": a servesim trace file was imported already (give it to "
