@@ -385,7 +385,7 @@ TEST_CASE("cli: run --autoscale reports the fleet over time", "[autoscale][cli]"
 }
 
 TEST_CASE("cli: capacity --over-time plans a day by the window and prices three fleets",
-          "[autoscale][capacity][cli]") {
+          "[autoscale][capacity][cli][slow]") {
   const auto dir = servesim::test::scratch("over_time");
   const std::string csv = (dir / "plan.csv").string();
   const auto r = cli({"capacity",
