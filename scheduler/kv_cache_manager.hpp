@@ -53,6 +53,11 @@ class KvCacheManager {
   bool allocate_slots(uint32_t id, const SeqState& s, int64_t num_new_tokens,
                       int64_t num_new_computed_tokens, bool full_sequence_must_fit);
 
+  // cache_blocks(request, NUM_TOKENS): registers the full blocks among request ID's first
+  // NUM_TOKENS tokens (AsyncScheduler, once a step's sampled tokens are known). Nothing when
+  // caching is off or ID holds no blocks.
+  void cache_tokens(uint32_t id, int64_t num_tokens);
+
   // Frees request ID's blocks, tail first (vLLM free(): reversed order).
   void free(uint32_t id);
 

@@ -14,7 +14,8 @@ Scheduler::Scheduler(const SchedulerConfig& config, size_t num_requests)
   // A scheduler that grows (num_requests 0, a fleet's replica) may run up to max_num_seqs.
   const size_t most = num_requests > 0 ? num_requests : size_t(1) << 16;
   const size_t per_step = std::min<size_t>(size_t(config_.max_num_seqs), most) + 1;
-  batch_.reserve(per_step);
+  for (Batch& b : bufs_)
+    b.reserve(per_step);
   for (auto* v : {&out_.decodes, &out_.prefills, &out_.new_prefills, &out_.preempted}) {
     v->reserve(per_step);
   }
@@ -69,8 +70,20 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
   return RejectReason::kNone;
 }
 
+const Batch& Scheduler::schedule() {
+  assert(in_flight_ == 0 || (in_flight_ == 1 && schedules_ahead()));
+  if (in_flight_ == 1) cur_ = oldest_ ^ 1;  // the other buffer: the oldest has not run yet
+  begin_step();
+  schedule_step();
+  if (!bufs_[cur_].empty()) {
+    if (in_flight_ == 0) oldest_ = cur_;
+    ++in_flight_;
+  }
+  return bufs_[cur_];
+}
+
 void Scheduler::begin_step() {
-  batch_.clear();
+  building().clear();
   out_.clear();
   step_cached_tokens_ = 0;
 }
@@ -81,8 +94,10 @@ void Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
   shape.new_tokens = static_cast<int32_t>(new_tokens);
   shape.context_tokens = s.num_computed_tokens;
   shape.prefill = s.prefill_stage;
-  shape.emits_token = s.num_computed_tokens + new_tokens == s.num_tokens();
-  batch_.add(id, shape);
+  // Not a partial prefill: it computes every known token and those in flight (V1's
+  // is_prefill_chunk is false).
+  shape.emits_token = s.num_computed_tokens + new_tokens == s.num_tokens() + s.placeholders;
+  building().add(id, shape);
 }
 
 void Scheduler::mark_preempted(uint32_t id) {
@@ -98,22 +113,9 @@ void Scheduler::mark_preempted(uint32_t id) {
   out_.preempted.push_back(id);
 }
 
-bool Scheduler::compute(uint32_t id, int32_t new_tokens) {
-  SeqState& s = seqs_[id];
-  assert(s.status == SeqStatus::kRunning && s.num_computed_tokens + new_tokens <= s.num_tokens());
-  // vLLM update_num_computed_tokens(token_chunk_size).
-  s.num_computed_tokens += new_tokens;
-  if (s.num_computed_tokens < s.num_tokens()) return false;  // a partial prefill: no sampling
-  // Every known token is computed: the sampler emits the next token.
-  s.prefill_stage = false;
-  ++s.generated;
-  if (s.generated < s.output_tokens) return true;
-  // StopChecker: max_tokens reached. V0 frees the sequence's blocks (free_seq) as it finishes;
-  // V1 in update_from_output (_free_request), before the next schedule.
-  free_request(id);
-  s.status = SeqStatus::kFinished;
+void Scheduler::finished(uint32_t id) {
+  seqs_[id].status = SeqStatus::kFinished;
   any_finished_ = true;
-  return true;
 }
 
 void Scheduler::free_finished_seq_groups() {

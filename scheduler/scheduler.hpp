@@ -5,10 +5,11 @@
 //    (_schedule_default) and chunked (_schedule_chunked_prefill), with V0's block manager;
 //  - V1Scheduler (scheduler/v1_scheduler.hpp): vLLM V1's Scheduler.schedule(), policy vllm-v1,
 //    with V1's KV cache manager and prefix cache.
-// The revision of vLLM each transcribes: scheduler/vllm_revision.hpp. Async scheduling is the
-// engine loop's (sim/host.cpp), not the scheduler's: vLLM's AsyncScheduler schedules with the
-// same rules. A Scheduler never reads the clock: the host asks for a batch, runs it, and reports
-// its completion.
+// The revision of vLLM each transcribes: scheduler/vllm_revision.hpp. A Scheduler never reads the
+// clock: the host asks for a batch, runs it, and reports its completion. With vLLM V1's async
+// scheduling the host asks for the next batch before the running one's output is applied
+// (EngineCore.step_with_batch_queue): a scheduler that schedules_ahead() keeps two batches in
+// flight, and update_from_output() applies the older.
 // Promises: every request added is, at every moment, in exactly one of pending, waiting, running,
 // finished or rejected; KV blocks never exceed the cache; schedule() and update_from_output()
 // allocate nothing once warm.
@@ -45,8 +46,10 @@ struct SchedulerConfig {
   // vLLM V1 only.
   WaitingOrder scheduling_policy = WaitingOrder::kFcfs;
   int64_t long_prefill_token_threshold = 0;  // 0 = no cap
-  bool async_scheduling = true;              // read by the engine loop (sim/host.cpp)
-  bool reserve_full_isl = true;              // vLLM scheduler_reserve_full_isl
+  // vLLM V1 --async-scheduling: the engine loop (sim/host.cpp) schedules a step ahead, and
+  // V1Scheduler counts the tokens in flight as AsyncScheduler does (SeqState::placeholders).
+  bool async_scheduling = true;
+  bool reserve_full_isl = true;  // vLLM scheduler_reserve_full_isl
 };
 
 class Scheduler {
@@ -70,19 +73,26 @@ class Scheduler {
                            int32_t priority = 0, double arrival_s = -1,
                            int32_t external_tokens = 0);
 
-  // Decides the next step (vLLM Scheduler.schedule()).
-  virtual const Batch& schedule() = 0;
+  // Decides the next step (vLLM Scheduler.schedule()). An empty batch is not in flight.
+  // REQUIRES: no batch in flight, or one and schedules_ahead().
+  const Batch& schedule();
+  // Whether schedule() may be called with a batch in flight (vLLM V1's AsyncScheduler).
+  virtual bool schedules_ahead() const { return false; }
 
-  // Applies the step schedule() returned once it has run: every entry's tokens are computed; an
-  // entry whose known tokens are all computed samples one token, calling
+  // Applies the oldest batch in flight once it has run: its entries' tokens are computed; an
+  // entry that completes its known tokens samples one token, calling
   // ON_TOKEN(id, first_token, finished); finished requests free their blocks and leave `running`
   // (vLLM free_finished_seq_groups). The one way a finished batch is applied (vLLM V0's
-  // LLMEngine._process_model_outputs, V1's Scheduler.update_from_output).
-  // REQUIRES: schedule() was called since the last update_from_output().
+  // LLMEngine._process_model_outputs, V1's Scheduler.update_from_output). Nothing in flight (the
+  // last schedule() was empty): nothing to apply.
   template <class OnToken>
   void update_from_output(OnToken&& on_token);
 
-  const Batch& batch() const { return batch_; }
+  // The batch the last schedule() returned.
+  const Batch& batch() const { return bufs_[cur_]; }
+  // Batches scheduled and not yet applied (0, 1, or 2 when scheduling ahead), and the oldest.
+  int batches_in_flight() const { return in_flight_; }
+  const Batch& oldest_in_flight() const { return bufs_[oldest_]; }
   // The requests this step admitted from `waiting` (first scheduled, or re-admitted after a
   // preemption).
   std::span<const uint32_t> new_prefills() const { return out_.new_prefills; }
@@ -120,6 +130,12 @@ class Scheduler {
     }
   };
 
+  // The engine's step rules: fills building() (vLLM Scheduler.schedule()).
+  virtual void schedule_step() = 0;
+  // Applies one entry of a batch that has run (its shape as scheduled); true when it sampled a
+  // token. A request that finishes sets kFinished and calls finished().
+  virtual bool apply(uint32_t id, const SeqShape& shape) = 0;
+
   // The engine's own admission rule beyond the context length, applied to the request's worst
   // case, LIFETIME tokens (kNone: admitted).
   virtual RejectReason engine_reject(const SeqState& s, int64_t lifetime) const = 0;
@@ -130,6 +146,8 @@ class Scheduler {
   // Frees the blocks request ID holds (finished or preempted).
   virtual void free_request(uint32_t id) = 0;
 
+  // The batch being built.
+  Batch& building() { return bufs_[cur_]; }
   // The start of a step: an empty batch and outputs.
   void begin_step();
   // Request ID enters the batch with NEW_TOKENS to compute.
@@ -137,18 +155,22 @@ class Scheduler {
   // Preemption by recompute, the engine's blocks already freed: its computed tokens are thrown
   // away, it is waiting again and recorded as preempted this step.
   void mark_preempted(uint32_t id);
+  // Request ID reached max_tokens and left (its blocks freed by the engine): removed from
+  // `running` after the batch is applied.
+  void finished(uint32_t id);
 
   SchedulerConfig config_;
   std::vector<SeqState> seqs_;
   RequestQueue running_;
   StepOutputs out_;
-  Batch batch_;
   int64_t step_cached_tokens_ = 0;
 
  private:
-  // Computes NEW_TOKENS of request ID; true when it samples a token.
-  bool compute(uint32_t id, int32_t new_tokens);
   void free_finished_seq_groups();
+
+  // Two batches, for a scheduler that schedules ahead; CUR_ the last built.
+  Batch bufs_[2];
+  int cur_ = 0, oldest_ = 0, in_flight_ = 0;
 
   bool any_finished_ = false;
   int64_t num_preemptions_ = 0;
@@ -163,15 +185,19 @@ std::unique_ptr<Scheduler> make_scheduler(const SchedulerConfig& config, int64_t
 
 template <class OnToken>
 void Scheduler::update_from_output(OnToken&& on_token) {
-  const auto ids = batch_.ids();
-  const auto shapes = batch_.shapes();
+  if (in_flight_ == 0) return;
+  const Batch& b = bufs_[oldest_];
+  const auto ids = b.ids();
+  const auto shapes = b.shapes();
   for (size_t i = 0; i < ids.size(); ++i) {
     const uint32_t id = ids[i];
-    if (!compute(id, shapes[i].new_tokens)) continue;
+    if (!apply(id, shapes[i])) continue;
     const SeqState& s = seqs_[id];
     on_token(id, s.generated == 1, s.status == SeqStatus::kFinished);
   }
   free_finished_seq_groups();
+  --in_flight_;
+  oldest_ ^= 1;
 }
 
 }  // namespace servesim

@@ -2,8 +2,8 @@
 // its lengths, how many tokens are known (prompt + generated) and how many of them have their KV
 // computed, its KV block table size and its status. It is the one owner of a request's state: the
 // run's per-request records (sim/metrics.hpp) extend it with timestamps.
-// Promises: 0 <= num_computed_tokens <= num_tokens(); generated <= output_tokens; a request holds
-// blocks only while running.
+// Promises: 0 <= num_computed_tokens <= num_tokens() + placeholders; generated <= output_tokens; a
+// request holds blocks only while running.
 #pragma once
 
 #include <cstdint>
@@ -53,12 +53,19 @@ inline const char* reason_code(RejectReason r) {
 }
 
 struct SeqState {
-  int32_t input_tokens = 0;         // vLLM get_prompt_len()
-  int32_t output_tokens = 0;        // vLLM SamplingParams.max_tokens (with ignore_eos)
-  int32_t generated = 0;            // vLLM get_output_len(): sampled so far, kept across preemption
-  int32_t num_computed_tokens = 0;  // known tokens whose KV is in the cache (0 after preemption)
-  int32_t table_tokens = 0;         // token slots in its block table
-  int32_t blocks = 0;               // KV blocks it holds
+  int32_t input_tokens = 0;   // vLLM get_prompt_len()
+  int32_t output_tokens = 0;  // vLLM SamplingParams.max_tokens (with ignore_eos)
+  int32_t generated = 0;      // vLLM get_output_len(): sampled so far, kept across preemption
+  // Tokens whose KV is in the cache or being computed by a scheduled step (0 after preemption).
+  // V0 counts a step's tokens when it has run (update_num_computed_tokens in
+  // _process_model_outputs); V1 when it is scheduled (Scheduler._update_after_schedule).
+  int32_t num_computed_tokens = 0;
+  // vLLM V1 async scheduling (AsyncScheduler): tokens a scheduled step will sample that have not
+  // come back yet (num_output_placeholders): one per step in flight, so at most 2 without
+  // speculative decoding.
+  int32_t placeholders = 0;
+  int32_t table_tokens = 0;  // token slots in its block table
+  int32_t blocks = 0;        // KV blocks it holds
   int32_t preemptions = 0;
   int32_t cached_tokens = -1;  // prompt tokens the prefix cache held at first scheduling
   int32_t priority = 0;        // vLLM's request priority: lower runs first

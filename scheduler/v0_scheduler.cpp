@@ -29,8 +29,7 @@ RejectReason V0Scheduler::engine_reject(const SeqState&, int64_t lifetime) const
   return RejectReason::kNone;
 }
 
-const Batch& V0Scheduler::schedule() {
-  begin_step();
+void V0Scheduler::schedule_step() {
   SchedulingBudget budget{config_.max_num_batched_tokens, config_.max_num_seqs};
   if (config_.policy == Policy::kVllmV0) {
     schedule_default(budget);
@@ -42,10 +41,10 @@ const Batch& V0Scheduler::schedule() {
   // max_num_batched_tokens < max_num_seqs, a vllm-v0 decode step, which schedules every running
   // request without consulting the token budget (as _schedule_running does), may pass it.
   assert(budget.num_batched_tokens <= config_.max_num_batched_tokens ||
-         (!chunked_prefill(config_.policy) && batch_.prefill_tokens() == 0 &&
+         (!chunked_prefill(config_.policy) && building().prefill_tokens() == 0 &&
           config_.max_num_batched_tokens < config_.max_num_seqs));
   assert(budget.num_curr_seqs <= config_.max_num_seqs);
-  assert(batch_.num_tokens() == budget.num_batched_tokens);
+  assert(building().num_tokens() == budget.num_batched_tokens);
   // vLLM: self.waiting.extendleft(preempted) puts the preempted back at the head of `waiting`
   // (the last preempted, i.e. the earliest in `running`, first).
   for (uint32_t id : out_.preempted)
@@ -59,7 +58,6 @@ const Batch& V0Scheduler::schedule() {
     running_.push_back(id);
   for (uint32_t id : out_.new_prefills)
     running_.push_back(id);
-  return batch_;
 }
 
 void V0Scheduler::schedule_default(SchedulingBudget& budget) {
@@ -68,7 +66,7 @@ void V0Scheduler::schedule_default(SchedulingBudget& budget) {
   budget.add_num_seqs(static_cast<int64_t>(running_.size()));
   schedule_prefills(budget, /*enable_chunking=*/false);
   // "Don't schedule decodes if prefills are scheduled": a step is all prefill or all decode.
-  if (batch_.empty()) schedule_running(budget, /*enable_chunking=*/false);
+  if (building().empty()) schedule_running(budget, /*enable_chunking=*/false);
 }
 
 void V0Scheduler::schedule_chunked_prefill(SchedulingBudget& budget) {
@@ -139,6 +137,23 @@ void V0Scheduler::schedule_prefills(SchedulingBudget& budget, bool enable_chunki
     budget.add_num_batched_tokens(n);
     budget.add_num_seqs(1);
   }
+}
+
+bool V0Scheduler::apply(uint32_t id, const SeqShape& shape) {
+  SeqState& s = seqs_[id];
+  assert(s.status == SeqStatus::kRunning &&
+         s.num_computed_tokens + shape.new_tokens <= s.num_tokens());
+  // vLLM update_num_computed_tokens(token_chunk_size).
+  s.num_computed_tokens += shape.new_tokens;
+  if (s.num_computed_tokens < s.num_tokens()) return false;  // a partial prefill: no sampling
+  // Every known token is computed: the sampler emits the next token.
+  s.prefill_stage = false;
+  ++s.generated;
+  if (s.generated < s.output_tokens) return true;
+  // StopChecker: max_tokens reached; free_seq frees the blocks as the sequence finishes.
+  free_request(id);
+  finished(id);
+  return true;
 }
 
 void V0Scheduler::preempt(uint32_t id) {

@@ -23,7 +23,7 @@ class V0Scheduler final : public Scheduler {
   // REQUIRES: CONFIG's policy is vllm-v0 or chunked, resolved; num_gpu_blocks > 0.
   V0Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests);
 
-  const Batch& schedule() override;
+  void schedule_step() override;
   size_t num_waiting() const override { return waiting_.size(); }
   int64_t used_blocks() const override { return blocks_.used_blocks(); }
   int64_t usable_blocks() const override { return blocks_.total_blocks(); }
@@ -38,6 +38,9 @@ class V0Scheduler final : public Scheduler {
   RejectReason engine_reject(const SeqState& s, int64_t lifetime) const override;
   void enqueue(uint32_t id) override { waiting_.push_back(id); }
   void free_request(uint32_t id) override { blocks_.free(seqs_[id]); }
+  // The step's tokens are computed now (update_num_computed_tokens); one that completes the
+  // known tokens samples, and at max_tokens the request finishes and frees its blocks (free_seq).
+  bool apply(uint32_t id, const SeqShape& shape) override;
 
   void schedule_default(SchedulingBudget& budget);
   void schedule_chunked_prefill(SchedulingBudget& budget);

@@ -46,6 +46,15 @@ void V1Scheduler::waiting_push_front(uint32_t id) {
   }
 }
 
+void V1Scheduler::waiting_remove(uint32_t id) {
+  if (config_.scheduling_policy == WaitingOrder::kPriority) {
+    waiting_heap_.erase(std::find(waiting_heap_.begin(), waiting_heap_.end(), id));
+    std::make_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
+  } else {
+    waiting_.remove_if([id](uint32_t r) { return r == id; });
+  }
+}
+
 V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, size_t num_requests,
                          const BlockHasher* hasher)
     : Scheduler(config, num_requests),
@@ -82,15 +91,48 @@ void V1Scheduler::free_request(uint32_t id) {
   seqs_[id].blocks = 0;
 }
 
-const Batch& V1Scheduler::schedule() {
-  begin_step();
+void V1Scheduler::schedule_step() {
   int64_t token_budget = config_.max_num_batched_tokens;
   schedule_running(token_budget);
   // "Next, schedule the WAITING requests" only if nothing was preempted in this step.
   if (out_.preempted.empty()) schedule_waiting(token_budget);
   assert(token_budget >= 0);
   assert(int64_t(running_.size()) <= config_.max_num_seqs);
-  return batch_;
+  // _update_after_schedule: the scheduled tokens count as computed now; AsyncScheduler adds a
+  // placeholder for each request that will sample.
+  const Batch& b = building();
+  for (size_t i = 0; i < b.size(); ++i) {
+    SeqState& s = seqs_[b.ids()[i]];
+    s.num_computed_tokens += b.shapes()[i].new_tokens;
+    if (!b.shapes()[i].emits_token) continue;
+    s.prefill_stage = false;
+    if (config_.async_scheduling) ++s.placeholders;
+  }
+}
+
+bool V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
+  SeqState& s = seqs_[id];
+  // "The request is already finished" (aborted while the model ran it), or a partial prefill.
+  if (s.status == SeqStatus::kFinished || !shape.emits_token) return false;
+  const bool was_running = s.status == SeqStatus::kRunning;
+  ++s.generated;
+  if (s.placeholders > 0) --s.placeholders;
+  if (s.generated == s.output_tokens) {
+    // check_stop at max_tokens; _free_request frees the blocks now, before the next schedule. A
+    // preempted request stops where it waits (stopped_preempted_reqs).
+    if (was_running) {
+      free_request(id);
+    } else {
+      waiting_remove(id);
+    }
+    finished(id);
+    return true;
+  }
+  // AsyncScheduler: cache_blocks(request, num_computed_tokens - num_output_placeholders).
+  if (was_running && config_.async_scheduling) {
+    kv_.cache_tokens(id, s.num_computed_tokens - s.placeholders);
+  }
+  return true;
 }
 
 uint32_t V1Scheduler::victim() const {
@@ -118,7 +160,15 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
   while (idx < running_.size() && token_budget > 0) {
     const uint32_t id = running_[idx];
     SeqState& s = seqs_[id];
-    int64_t n = s.num_new_tokens();
+    // AsyncScheduler: "Avoid scheduling an extra step when we are sure that the previous step has
+    // reached request.max_tokens" (computed + 1 - (placeholders - 1) >= prompt + max_tokens).
+    if (s.placeholders > 0 &&
+        s.num_computed_tokens + 2 - s.placeholders >= s.input_tokens + s.output_tokens) {
+      ++idx;
+      continue;
+    }
+    // num_tokens_with_spec + num_output_placeholders - num_computed_tokens.
+    int64_t n = int64_t(s.num_tokens()) + s.placeholders - s.num_computed_tokens;
     const int64_t threshold = config_.long_prefill_token_threshold;
     if (0 < threshold && threshold < n) n = threshold;
     n = std::min(n, token_budget);
@@ -142,7 +192,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
           ++at;
         running_.remove_if([victim](uint32_t r) { return r == victim; });
         if (at < idx) {  // already scheduled in this step: its tokens go back to the budget
-          token_budget += batch_.remove(victim);
+          token_budget += building().remove(victim);
           --idx;
         }
       }

@@ -9,6 +9,11 @@
 //    last;
 //  - then, only if nothing was preempted, `waiting` (FCFS, or vLLM's PriorityRequestQueue): the
 //    prefix cache's hit, then allocate_slots, until the budget, max_num_seqs or the cache stops.
+// A scheduled request's tokens count as computed at once (_update_after_schedule), and one that
+// samples, under async scheduling (vllm/v1/core/sched/async_scheduler.py AsyncScheduler), holds a
+// placeholder for its token until the step's output is applied: the next step is scheduled
+// before that, with the placeholder as a token to compute, and a request whose last token is in
+// flight is not scheduled again.
 #pragma once
 
 #include <vector>
@@ -26,7 +31,7 @@ class V1Scheduler final : public Scheduler {
               const BlockHasher* hasher = nullptr);
 
   void reserve(size_t num_requests) override;
-  const Batch& schedule() override;
+  bool schedules_ahead() const override { return config_.async_scheduling; }
   size_t num_waiting() const override { return waiting_.size() + waiting_heap_.size(); }
   int64_t used_blocks() const override { return kv_.used_blocks(); }
   int64_t usable_blocks() const override { return kv_.usable_blocks(); }
@@ -41,6 +46,11 @@ class V1Scheduler final : public Scheduler {
   void enqueue(uint32_t id) override;
   void add_request_slot() override { kv_.add_request_slot(); }
   void free_request(uint32_t id) override;
+  void schedule_step() override;
+  // update_from_output for one request: its sampled token (a request preempted since it was
+  // scheduled gets it too), the stop at max_tokens, and under async scheduling the blocks its
+  // tokens now fill are cached (AsyncScheduler._update_request_with_output).
+  bool apply(uint32_t id, const SeqShape& shape) override;
 
   void schedule_running(int64_t& token_budget);
   void schedule_waiting(int64_t& token_budget);
@@ -53,6 +63,8 @@ class V1Scheduler final : public Scheduler {
   uint32_t waiting_front() const;
   void waiting_pop_front();
   void waiting_push_front(uint32_t id);
+  // Takes ID out of `waiting` wherever it is (a preempted request whose last token came back).
+  void waiting_remove(uint32_t id);
 
   KvCacheManager kv_;
   RequestQueue waiting_;

@@ -6,7 +6,8 @@
 
 Generates N small random workloads and configs (small KV caches that force preemption, shared
 prefixes and prefix blocks for the prefix cache, sometimes a long_prefill_token_threshold, the
-priority policy, scheduler_reserve_full_isl off, arrival steps or arrival times spread out), runs
+priority policy, scheduler_reserve_full_isl off, arrival steps or arrival times spread out, half
+under async scheduling), runs
 the oracle (../shared/vllm-oracle/run_v1.py) on each into DIR/case_NNN/steps.jsonl, then runs the
 hidden Catch2 test "[.oracle-random]" (tests/test_oracle_v1.cpp) on DIR, which replays each case
 through servesim's Scheduler and compares every step. Prints one line per case and a tally; exits
@@ -108,6 +109,10 @@ def random_case(rng, tied_arrivals):
     cfg["num_gpu_blocks"] = 1 + need + rng.choice([0, 1, 2, 4, 8, 30])
     for r in reqs:
         assert r["prompt_len"] + r["max_tokens"] <= cfg["max_model_len"]
+    # Half the cases run vLLM's AsyncScheduler, under the engine's batch queue of 2 (drawn last,
+    # so the other draws are those of the cases before it had async).
+    if rng.random() < 0.5:
+        cfg["async_scheduling"] = True
     return {"requests": reqs}, cfg
 
 

@@ -10,13 +10,14 @@
 namespace servesim {
 
 void Host::arrive(const RequestSpec& r, double sent_s) {
-  if (busy_ && scheduler_.config().async_scheduling) {
-    // vLLM V1 async scheduling keeps two steps in flight: the step after the running one was
-    // scheduled when the running one was launched, so a request arriving now can join the step
-    // after that (EngineCore.step_with_batch_queue, v0.15).
+  if (busy_ && lag_) {
+    // The step after the running one counts as scheduled already: this request can join the
+    // step after that.
     arrived_during_step_.emplace_back(&r, sent_s);
     return;
   }
+  // Scheduling ahead, the next schedule() is at the end of the running step, for the step after
+  // the one queued: the same lag, from the scheduler's own state.
   admit(r, sent_s);
 }
 
@@ -57,70 +58,93 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
 void Host::handle(EventLoop&, uint32_t tag) {
   if (tag == kWake) {
     wake_pending_ = false;
-    if (!busy_) start_step(/*back_to_back=*/false);
+    if (!busy_) start_steps(/*back_to_back=*/false);
     return;
   }
   finish_step();
-  start_step(/*back_to_back=*/true);
+  if (ahead_ && has_queued_) {
+    // EngineCore.step_with_batch_queue: the queued step runs now, and the step after it is
+    // scheduled from the state the finished step's output left.
+    launch(queued_, scheduler_.oldest_in_flight());
+    has_queued_ = plan(queued_, /*overlapped=*/true);
+    return;
+  }
+  start_steps(/*back_to_back=*/true);
 }
 
-double Host::step_seconds(const StepCost& cost, bool back_to_back) const {
-  if (!scheduler_.config().async_scheduling || !back_to_back) return cost.seconds;
-  // vLLM V1 async scheduling (--async-scheduling, AsyncScheduler with a batch queue of 2): the
-  // CPU schedules and prepares step N+1 while the GPU runs step N, so back-to-back steps cost
-  // the longer of the two, not their sum. A step after idle has nothing to overlap with.
+double Host::step_seconds(const StepCost& cost, bool overlapped) const {
+  if (!overlapped) return cost.seconds;
+  // vLLM V1 async scheduling (--async-scheduling, a batch queue of 2): the CPU schedules and
+  // prepares step N+1 while the GPU runs step N, so back-to-back steps cost the longer of the
+  // two, not their sum.
   const double gpu_s = cost.seconds - cost.cpu_overhead_s;
   return std::max(gpu_s, cost.cpu_overhead_s);
 }
 
-void Host::start_step(bool back_to_back) {
-  const double now = loop_.now();
-  // Requests that arrived during the step before the one that just ended join now; those that
-  // arrived during the one that just ended wait a step, unless nothing else would run.
-  admit_deferred(arrived_before_step_);
-  arrived_before_step_.swap(arrived_during_step_);
-  if (scheduler_.running().empty() && scheduler_.num_waiting() == 0) {
-    admit_deferred(arrived_before_step_);
-  }
+bool Host::plan(Planned& p, bool overlapped) {
   const Batch& batch = scheduler_.schedule();
-  if (batch.empty()) {
+  if (batch.empty()) return false;
+  const double now = loop_.now();
+  for (uint32_t id : scheduler_.new_prefills()) {  // a request is first scheduled as one
+    metrics_.on_scheduled(id, now);
+    if (fleet_ != nullptr) fleet_->on_scheduled(global(id), now);
+  }
+  p.run = cost_.cost(batch.shapes());
+  p.run.seconds = step_seconds(p.run, overlapped);
+  p.used_blocks = scheduler_.used_blocks();
+  p.waiting = scheduler_.num_waiting();
+  p.cached_tokens = scheduler_.step_cached_tokens();
+  return true;
+}
+
+void Host::launch(const Planned& p, const Batch& batch) {
+  const double now = loop_.now();
+  // A cost model fed extreme figures (a GPU of 1e-300 TFLOP/s, a subnormal parameter) gives steps
+  // of inf, NaN or centuries: refuse rather than report them.
+  if (!(p.run.seconds >= 0 && p.run.seconds <= 1e6)) {
+    throw Error("cost-model", format("a step of %.6g s at t = %.6g s: the GPU's figures or the "
+                                     "cost model's parameters are out of any physical range",
+                                     p.run.seconds, now));
+  }
+  if (!(now + p.run.seconds <= kMaxSimTime_s)) {
+    throw Error("", format("the run passes %g s of simulated time (a step at t = %.6g s): its "
+                           "arrivals, think times or KV transfers reach too far",
+                           kMaxSimTime_s, now));
+  }
+  busy_ = true;
+  metrics_.on_step(now, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens);
+  if (fleet_ != nullptr) {
+    fleet_->on_step(now, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens, index_);
+  }
+  loop_.schedule(now + p.run.seconds, EventLoop::kStepDone, this, kStepDone);
+}
+
+void Host::start_steps(bool back_to_back) {
+  if (lag_) {
+    // Requests that arrived during the step before the one that just ended join now; those that
+    // arrived during the one that just ended wait a step, unless nothing else would run.
+    admit_deferred(arrived_before_step_);
+    arrived_before_step_.swap(arrived_during_step_);
+    if (scheduler_.running().empty() && scheduler_.num_waiting() == 0) {
+      admit_deferred(arrived_before_step_);
+    }
+  }
+  // Scheduling ahead, this step's CPU work overlapped nothing: the GPU was idle or its previous
+  // step had nothing queued behind it. Otherwise a back-to-back step is taken to overlap.
+  if (!plan(running_, /*overlapped=*/lag_ && back_to_back)) {
     busy_ = false;
     // With every request that could never finish rejected up front, the head of `running` (or
-    // of `waiting`, when nothing runs) can always be scheduled: an empty batch means no work.
+    // of `waiting`, when nothing runs) can always be scheduled when no step is in flight: an
+    // empty batch means no work.
     if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
-      throw std::logic_error("scheduler stalled at t=" + std::to_string(now) + " s with " +
+      throw std::logic_error("scheduler stalled at t=" + std::to_string(loop_.now()) + " s with " +
                              std::to_string(scheduler_.num_waiting()) + " waiting and " +
                              std::to_string(scheduler_.running().size()) + " running requests");
     }
     return;
   }
-  busy_ = true;
-  const StepCost cost = cost_.cost(batch.shapes());
-  for (uint32_t id : scheduler_.new_prefills()) {  // a request is first scheduled as one
-    metrics_.on_scheduled(id, now);
-    if (fleet_ != nullptr) fleet_->on_scheduled(global(id), now);
-  }
-  StepCost run = cost;
-  run.seconds = step_seconds(cost, back_to_back);
-  // A cost model fed extreme figures (a GPU of 1e-300 TFLOP/s, a subnormal parameter) gives steps
-  // of inf, NaN or centuries: refuse rather than report them.
-  if (!(run.seconds >= 0 && run.seconds <= 1e6)) {
-    throw Error("cost-model", format("a step of %.6g s at t = %.6g s: the GPU's figures or the "
-                                     "cost model's parameters are out of any physical range",
-                                     run.seconds, now));
-  }
-  if (!(now + run.seconds <= kMaxSimTime_s)) {
-    throw Error("", format("the run passes %g s of simulated time (a step at t = %.6g s): its "
-                           "arrivals, think times or KV transfers reach too far",
-                           kMaxSimTime_s, now));
-  }
-  metrics_.on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
-                   scheduler_.step_cached_tokens());
-  if (fleet_ != nullptr) {
-    fleet_->on_step(now, run, batch, scheduler_.used_blocks(), scheduler_.num_waiting(),
-                    scheduler_.step_cached_tokens(), index_);
-  }
-  loop_.schedule(now + run.seconds, EventLoop::kStepDone, this, kStepDone);
+  launch(running_, scheduler_.batch());
+  if (ahead_) has_queued_ = plan(queued_, /*overlapped=*/true);
 }
 
 void Host::finish_step() {

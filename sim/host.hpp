@@ -55,15 +55,17 @@ class Host final : public EventLoop::Process {
         fleet_(fleet),
         global_of_(global_of),
         role_(role),
-        index_(index) {}
+        index_(index),
+        ahead_(scheduler.config().async_scheduling && scheduler.schedules_ahead()),
+        lag_(scheduler.config().async_scheduling && !ahead_) {}
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
   // A request reaches this replica's engine now; the client sent it at SENT_S (<= now: the API
   // server's latency apart), from which its latencies count.
   // REQUIRES: R.id was not added before.
-  // With async scheduling, a request arriving while a step runs reaches the scheduler a step
-  // later (see arrive()).
+  // With async scheduling, a request arriving while a step runs joins the step after the next,
+  // the next being scheduled already.
   void arrive(const RequestSpec& r, double sent_s);
   // Requests waiting to start at this replica (its scheduler's `waiting`).
   size_t waiting() const { return scheduler_.num_waiting(); }
@@ -72,9 +74,23 @@ class Host final : public EventLoop::Process {
 
  private:
   enum Tag : uint32_t { kWake, kStepDone };
-  // BACK_TO_BACK: the step follows the previous one with no idle time.
-  void start_step(bool back_to_back);
-  double step_seconds(const StepCost& cost, bool back_to_back) const;
+  // A batch scheduled and costed, and the state it was scheduled in (for the step's record).
+  struct Planned {
+    StepCost run;
+    int64_t used_blocks = 0;
+    size_t waiting = 0;
+    int64_t cached_tokens = 0;
+  };
+  // Schedules a batch into P: false when it is empty. OVERLAPPED: its CPU work is done while
+  // another step runs on the GPU (async scheduling), so it costs the longer of the two.
+  bool plan(Planned& p, bool overlapped);
+  // Runs batch B as planned in P, from now.
+  void launch(const Planned& p, const Batch& b);
+  // Schedules and runs the next step, none being in flight (after idle, or after a step with
+  // nothing queued behind it); scheduling ahead, also schedules the one after it.
+  // BACK_TO_BACK: it follows the previous step with no idle time.
+  void start_steps(bool back_to_back);
+  double step_seconds(const StepCost& cost, bool overlapped) const;
   void finish_step();
   // Adds R to the scheduler (or rejects it) and wakes an idle host. Returns false when rejected.
   bool admit(const RequestSpec& r, double sent_s);
@@ -91,10 +107,18 @@ class Host final : public EventLoop::Process {
   uint32_t index_;  // the replica's number in its fleet
   // The workload id of the scheduler's request ID.
   uint32_t global(uint32_t id) const { return global_of_ ? (*global_of_)[id] : id; }
-  bool busy_ = false;
+  bool busy_ = false;  // a step runs on the GPU
   bool wake_pending_ = false;
-  // Async scheduling: requests (and when the client sent them) that arrived during the running
-  // step, and during the one before it.
+  // vLLM V1 async scheduling with a scheduler that schedules ahead (V1's AsyncScheduler): the
+  // step after the running one is scheduled when the running one starts
+  // (EngineCore.step_with_batch_queue, batch queue of 2), and QUEUED_ holds it.
+  bool ahead_ = false;
+  bool has_queued_ = false;
+  Planned running_, queued_;
+  // Async scheduling with a policy that cannot schedule ahead (V0's, on the V1 engine): the
+  // engine's lag is emulated, requests that arrived during the running step (and when the
+  // client sent them), and during the one before it, joining a step later.
+  bool lag_ = false;
   std::vector<std::pair<const RequestSpec*, double>> arrived_during_step_, arrived_before_step_;
 };
 

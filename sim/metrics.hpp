@@ -37,6 +37,8 @@ namespace servesim {
 // When things happened to one request, in simulated seconds (-1: not yet).
 struct RequestTimes {
   double arrival_s = 0;
+  // When the scheduler first took it (vLLM's scheduled timestamp): under async scheduling, a step
+  // before that step starts.
   double first_scheduled_s = -1;
   double first_token_s = -1;
   double last_token_s = -1;

@@ -7,11 +7,11 @@
 // scheduled requests in order with their tokens, computed tokens, kind and prefix-cache hit,
 // preemptions, finished requests, KV free and used blocks, and the running and waiting queues.
 //
-// Not modelled step by step: async scheduling (vLLM's AsyncScheduler; servesim's flag only
-// overlaps CPU with GPU time) and disabled chunked prefill. A scenario that needs them is a known
-// gap: the test case for the gaps replays it anyway and reports where servesim differs, as a
-// failure ([!mayfail]: Catch2 prints it as failed and the suite goes on), never as a pass. V0
-// scenarios: tests/test_oracle_v0.cpp.
+// Async scheduling (vLLM's AsyncScheduler, async_scheduling=true) is driven as run_v1.py drives
+// it, EngineCore.step_with_batch_queue with a batch queue of 2: each schedule() comes before the
+// previous step's output is applied, which is applied once two batches are queued or nothing was
+// scheduled. Not modelled step by step: disabled chunked prefill, explicit prompt token ids; a
+// scenario that needs them fails. V0 scenarios: tests/test_oracle_v0.cpp.
 //
 // A hidden test ([.oracle-random]) runs the same comparison on every case folder under
 // $SERVESIM_ORACLE_DIR (scripts/oracle-v1-random.py writes them) and prints one line per case.
@@ -62,10 +62,6 @@ OracleConfig parse_config(const json& j) {
 
 // Why servesim cannot replay this scenario step by step, or "" when it can.
 std::string unsupported(const OracleConfig& c, const json& workload) {
-  if (c.async_scheduling) {
-    return "async_scheduling: vLLM's AsyncScheduler schedules step N+1 before step N's output "
-           "(one step of lag); servesim's async flag only overlaps CPU time with GPU time";
-  }
   if (!c.enable_chunked_prefill) return "enable_chunked_prefill false is not modelled in vllm-v1";
   for (const json& r : workload["requests"]) {
     if (r.contains("prompt_token_ids")) return "explicit prompt_token_ids are not modelled";
@@ -119,7 +115,7 @@ SchedulerConfig scheduler_config(const OracleConfig& c) {
   s.enable_prefix_caching = c.enable_prefix_caching;
   s.scheduling_policy = c.priority ? WaitingOrder::kPriority : WaitingOrder::kFcfs;
   s.long_prefill_token_threshold = c.long_prefill_token_threshold;
-  s.async_scheduling = false;  // the oracle's sync EngineCore.step()
+  s.async_scheduling = c.async_scheduling;  // AsyncScheduler, or the sync EngineCore.step()
   s.reserve_full_isl = c.reserve_full_isl;
   return s;
 }
@@ -142,15 +138,25 @@ class Replay {
       rec["arrived"] = arrive(step);
       // vLLM has_requests(): unfinished requests, or requests finished since the last schedule().
       const bool has_requests =
-          !sched_.running().empty() || sched_.num_waiting() > 0 || finished_last_;
-      if (!has_requests) {
+          !sched_.running().empty() || sched_.num_waiting() > 0 || finished_since_schedule_;
+      if (!has_requests && queue_.empty()) {
         if (next_ == reqs_.size()) break;
         rec["idle"] = true;
         out.push_back(std::move(rec));
         continue;
       }
-      schedule(rec);
-      update(rec);
+      if (!has_requests) {
+        // Async: nothing to schedule, only the oldest batch to wait for.
+        rec["schedule_called"] = false;
+        process(rec);
+      } else {
+        schedule(rec);
+        // Sync: every step's output is applied at once. Async: once two batches are queued, or
+        // when nothing was scheduled (model_executed false).
+        queue_.push_back(!sched_.batch().empty());
+        if (!cfg_.async_scheduling || queue_.size() >= 2 || sched_.batch().empty()) process(rec);
+      }
+      snapshot(rec);
       out.push_back(std::move(rec));
     }
     return out;
@@ -172,6 +178,7 @@ class Replay {
   }
 
   void schedule(json& rec) {
+    finished_since_schedule_ = false;  // _update_after_schedule clears finished_req_ids
     const std::vector<int32_t> preemptions_before = preemption_counts(sched_, reqs_.size());
     const Batch& b = sched_.schedule();
     const auto admitted = sched_.new_prefills();
@@ -196,13 +203,22 @@ class Replay {
     rec["kv_free_after_schedule"] = sched_.kv_cache_manager()->free_blocks();
   }
 
-  void update(json& rec) {
+  // Applies the oldest queued batch (an empty one applies nothing).
+  void process(json& rec) {
     std::vector<uint32_t> finished;
-    sched_.update_from_output([&](uint32_t id, bool, bool done) {
-      if (done) finished.push_back(id);
-    });
-    finished_last_ = !finished.empty();
+    const bool nonempty = queue_.front();
+    queue_.erase(queue_.begin());
+    if (nonempty) {
+      sched_.update_from_output([&](uint32_t id, bool, bool done) {
+        if (done) finished.push_back(id);
+      });
+    }
+    if (!finished.empty()) finished_since_schedule_ = true;
     rec["finished"] = finished_json(finished, sched_, reqs_);
+  }
+
+  void snapshot(json& rec) {
+    if (!rec.contains("finished")) rec["finished"] = json::array();
     const KvCacheManager& kv = *sched_.kv_cache_manager();
     rec["kv"] = {{"free", kv.free_blocks()}, {"used", kv.used_blocks()}};
     rec["running"] = queue_names(sched_.running(), reqs_);
@@ -237,7 +253,9 @@ class Replay {
   WorkloadBlockHasher hasher_;
   V1Scheduler sched_;
   size_t next_ = 0;
-  bool finished_last_ = false;
+  bool finished_since_schedule_ = false;
+  // The batches scheduled and not yet applied, oldest first: whether each is non-empty.
+  std::vector<bool> queue_;
   std::vector<std::string> rejected_;
 };
 
@@ -248,8 +266,9 @@ json comparable(const json& rec) {
     c["idle"] = true;
     return c;
   }
+  if (!rec.value("schedule_called", true)) c["schedule_called"] = false;
   json items = json::array();
-  for (const json& it : rec["scheduled"]) {
+  for (const json& it : rec.value("scheduled", json::array())) {
     json x = {{"id", it["id"]},
               {"n", it["n"]},
               {"computed_before", it["computed_before"]},
@@ -258,7 +277,7 @@ json comparable(const json& rec) {
     if (it.contains("cached")) x["cached"] = it["cached"];
     items.push_back(std::move(x));
   }
-  c["scheduled"] = std::move(items);
+  if (rec.contains("scheduled")) c["scheduled"] = std::move(items);
   for (const char* k : {"num_batched_tokens", "preempted", "kv_free_after_schedule", "running",
                         "waiting", "rejected"}) {
     if (rec.contains(k)) c[k] = rec[k];
@@ -273,14 +292,13 @@ struct Outcome {
   std::string detail;
 };
 
-// DUMP: also write servesim's steps to DIR/servesim_steps.jsonl. ANYWAY: replay a scenario that
-// needs what servesim does not model (to show where it differs).
-Outcome compare_case(const fs::path& dir, bool dump = false, bool anyway = false) {
+// DUMP: also write servesim's steps to DIR/servesim_steps.jsonl.
+Outcome compare_case(const fs::path& dir, bool dump = false) {
   const json config = read_json(dir / "config.json");
   if (config.value("scheduler", std::string()) != "v1") return {Outcome::kNotV1, ""};
   const json workload = read_json(dir / "workload.json");
   const OracleConfig cfg = parse_config(config);
-  if (std::string why = unsupported(cfg, workload); !why.empty() && !anyway) {
+  if (std::string why = unsupported(cfg, workload); !why.empty()) {
     return {Outcome::kSkipped, why};
   }
   const std::vector<json> expected = read_steps(dir / "steps.jsonl");
@@ -298,9 +316,6 @@ Outcome compare_case(const fs::path& dir, bool dump = false, bool anyway = false
 
 }  // namespace
 
-// The V1 scenarios servesim cannot replay yet, and why (the test case below replays them).
-const std::set<std::string> kKnownGaps = {"v1_async_sched"};
-
 TEST_CASE("vllm-v1 matches vLLM's real V1 scheduler step by step on the oracle's scenarios",
           "[shared][oracle]") {
   if (!servesim::test::have_shared("vllm-oracle/scenarios")) return;
@@ -313,9 +328,10 @@ TEST_CASE("vllm-v1 matches vLLM's real V1 scheduler step by step on the oracle's
     switch (o.kind) {
       case Outcome::kNotV1:
         break;
-      case Outcome::kSkipped:
+      case Outcome::kSkipped:  // a scenario servesim cannot replay fails
         skipped.insert(name);
-        WARN("oracle scenario " << name << " is a known gap: " << o.detail);
+        FAIL_CHECK("oracle scenario " << name
+                                      << " needs what servesim does not model: " << o.detail);
         break;
       case Outcome::kMismatch:
         ++compared;
@@ -327,20 +343,8 @@ TEST_CASE("vllm-v1 matches vLLM's real V1 scheduler step by step on the oracle's
         break;
     }
   }
-  // Every V1 scenario is compared or a known gap (a new unsupported one fails here).
-  CHECK(skipped == kKnownGaps);
-  CHECK(compared >= 5);
-}
-
-TEST_CASE("vllm-v1's known gaps against the oracle: async scheduling (AsyncScheduler's lag)",
-          "[shared][oracle][!mayfail]") {
-  if (!servesim::test::have_shared("vllm-oracle/scenarios")) return;
-  const fs::path root = servesim::test::shared_path("vllm-oracle/scenarios");
-  for (const std::string& name : kKnownGaps) {
-    const Outcome o = compare_case(root / name, false, /*anyway=*/true);
-    INFO("oracle scenario " << name);
-    CHECK(o.detail == "");  // reported as failed while servesim differs from vLLM there
-  }
+  CHECK(skipped.empty());
+  CHECK(compared >= 6);
 }
 
 // Run by scripts/oracle-v1-random.py: every case folder (workload.json, config.json, steps.jsonl)

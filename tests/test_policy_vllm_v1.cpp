@@ -291,7 +291,8 @@ TEST_CASE("vllm-v1: with async scheduling a request arriving mid-step joins a st
           "[policy][vllm-v1][sim]") {
   // Steps of 1 s. Request 0 arrives at 0, request 1 at 0.5, during step [0, 1). Synchronously
   // step [1, 2) is decided at 1 and takes request 1. With async scheduling vLLM decided step
-  // [1, 2) when it launched step [0, 1), so request 1 joins step [2, 3).
+  // [1, 2) when it launched step [0, 1), and at 1 it decides step [2, 3), which takes request 1:
+  // scheduled at 1 (vLLM's scheduled timestamp), computed in [2, 3).
   const ConstantCost one_second(1.0);
   for (const bool async : {false, true}) {
     const SimConfig c = v1_run_config(async);
@@ -302,7 +303,7 @@ TEST_CASE("vllm-v1: with async scheduling a request arriving mid-step joins a st
     const RunResult r = simulate(c, w, &one_second);
     INFO("async " << async);
     CHECK(r.requests[0].first_token_s == 1);
-    CHECK(r.requests[1].first_scheduled_s == (async ? 2 : 1));
+    CHECK(r.requests[1].first_scheduled_s == 1);
     CHECK(r.requests[1].first_token_s == (async ? 3 : 2));
     CHECK(r.requests[2].first_token_s == 11);
     CHECK(r.summary.completed == 3);
@@ -347,4 +348,70 @@ TEST_CASE("vllm-v1 without async scheduling equals chunked at the same budget on
     INFO("engine " << engine_name(e));
     CHECK(times[0] == times[1]);
   }
+}
+
+TEST_CASE("vllm-v1: scheduled ahead, a sampling request holds a placeholder for its token",
+          "[policy][vllm-v1]") {
+  // vLLM's AsyncScheduler under a batch queue of 2: each step is scheduled before the previous
+  // one's output is applied. Blocks of 4 tokens.
+  SchedulerConfig c = v1(64);
+  c.async_scheduling = true;
+  V1Scheduler s(c, 1000, 2);
+  REQUIRE(s.schedules_ahead());
+  s.add_request(0, 4, 3);
+  s.add_request(1, 4, 1);
+  // X: both prompts; both will sample, so each holds one placeholder.
+  CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});
+  CHECK(s.seq(0).placeholders == 1);
+  CHECK(s.seq(0).num_computed_tokens == 4);  // counted when scheduled
+  // Y, before X's tokens are known: 0 computes the token X samples (4 + 1 placeholder - 4 = 1);
+  // 1's only token is in flight (4 + 2 - 1 >= 4 + 1), so it is not scheduled again.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}});
+  CHECK(s.batch().shapes()[0].context_tokens == 4);
+  CHECK(s.seq(0).placeholders == 2);
+  CHECK(s.batches_in_flight() == 2);
+  CHECK(s.used_blocks() == 3);  // 0: 5 tokens in 2 blocks; 1: 1 block, held until X is applied
+  std::vector<std::pair<uint32_t, bool>> tokens;
+  auto record = [&](uint32_t id, bool, bool done) { tokens.emplace_back(id, done); };
+  s.update_from_output(record);  // X: a token each; 1 finishes and frees its block
+  CHECK(tokens == std::vector<std::pair<uint32_t, bool>>{{0, false}, {1, true}});
+  CHECK(s.seq(0).generated == 1);
+  CHECK(s.seq(0).placeholders == 1);
+  CHECK(s.used_blocks() == 2);
+  CHECK(s.batches_in_flight() == 1);
+  // Z: 0's third token is still to come (5 + 2 - 1 < 4 + 3).
+  CHECK(entries(s.schedule()) == Entries{{0, 1}});
+  CHECK(s.batch().shapes()[0].context_tokens == 5);
+  s.update_from_output(record);  // Y
+  // W: 0's last token is in flight (6 + 2 - 1 >= 7): nothing to schedule, nothing in flight added.
+  CHECK(s.schedule().empty());
+  CHECK(s.batches_in_flight() == 1);
+  tokens.clear();
+  s.update_from_output(record);  // Z: 0's third token, its last
+  CHECK(tokens == std::vector<std::pair<uint32_t, bool>>{{0, true}});
+  CHECK(s.seq(0).generated == 3);
+  CHECK(s.used_blocks() == 0);
+  CHECK(s.batches_in_flight() == 0);
+}
+
+TEST_CASE("vllm-v1: a request preempted while its step runs still gets that step's token",
+          "[policy][vllm-v1]") {
+  // AsyncScheduler: update_from_output appends a preempted request's sampled token (it is not
+  // finished), and its recompute covers it. 3 usable blocks of 4 tokens.
+  SchedulerConfig c = v1(64);
+  c.async_scheduling = true;
+  V1Scheduler s(c, 4, 2);
+  s.add_request(0, 4, 6);
+  s.add_request(1, 4, 6);
+  CHECK(entries(s.schedule()) == Entries{{0, 4}, {1, 4}});  // X: one block each
+  // Y: 0's token 5 needs a second block (2 + 1 of 3); then 1's needs one more: none left, so the
+  // tail of `running`, 1 itself, is preempted while X still computes its prompt.
+  CHECK(entries(s.schedule()) == Entries{{0, 1}});
+  CHECK(s.seq(1).status == SeqStatus::kWaiting);
+  CHECK(s.seq(1).num_computed_tokens == 0);
+  CHECK(s.seq(1).placeholders == 1);  // X's token for it is still in flight
+  complete_step(s);                   // X: 1 gets its first token while waiting
+  CHECK(s.seq(1).generated == 1);
+  CHECK(s.seq(1).placeholders == 0);
+  CHECK(s.seq(1).status == SeqStatus::kWaiting);
 }
