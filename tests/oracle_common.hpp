@@ -157,6 +157,24 @@ inline json finished_json(const std::vector<uint32_t>& ids, const Scheduler& s,
   return fin;
 }
 
+// The driver's arrivals before step STEP's schedule(): every request from NEXT on whose arrival
+// step has come is added to S (vLLM's add_request, with its priority and arrival time); returns
+// their names, and records those servesim rejects in REJECTED.
+inline json arrive(Scheduler& s, const std::vector<OracleRequest>& reqs, size_t& next, int step,
+                   std::vector<std::string>& rejected) {
+  json arrived = json::array();
+  for (; next < reqs.size() && reqs[next].arrival_step <= step; ++next) {
+    const OracleRequest& r = reqs[next];
+    const RejectReason why =
+        s.add_request(uint32_t(next), r.prompt_len, r.max_tokens, r.priority, r.arrival_time);
+    arrived.push_back(r.name);
+    if (why != RejectReason::kNone) {
+      rejected.push_back(r.name + " (servesim rejects it: " + reason_code(why) + ")");
+    }
+  }
+  return arrived;
+}
+
 // The record's finished requests with the fields servesim reproduces.
 inline json comparable_finished(const json& rec) {
   json fin = json::array();

@@ -76,7 +76,7 @@ class V0Replay {
     std::vector<json> out;
     for (int step = 0; step < cfg_.max_steps; ++step) {
       json rec = {{"step", step}};
-      rec["arrived"] = arrive(step);
+      rec["arrived"] = arrive(sched_, reqs_, next_, step, rejected_);
       // vLLM has_unfinished_seqs(): waiting, running or swapped.
       if (sched_.running().empty() && sched_.num_waiting() == 0) {
         if (next_ == reqs_.size()) break;
@@ -92,19 +92,6 @@ class V0Replay {
   }
 
  private:
-  json arrive(int step) {
-    json arrived = json::array();
-    for (; next_ < reqs_.size() && reqs_[next_].arrival_step <= step; ++next_) {
-      const OracleRequest& r = reqs_[next_];
-      const RejectReason why = sched_.add_request(uint32_t(next_), r.prompt_len, r.max_tokens);
-      arrived.push_back(r.name);
-      if (why != RejectReason::kNone) {
-        rejected_.push_back(r.name + " (servesim rejects it: " + reason_code(why) + ")");
-      }
-    }
-    return arrived;
-  }
-
   int64_t free_blocks() const { return sched_.usable_blocks() - sched_.used_blocks(); }
 
   void schedule(json& rec) {

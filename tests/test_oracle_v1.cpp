@@ -135,7 +135,7 @@ class Replay {
     std::vector<json> out;
     for (int step = 0; step < cfg_.max_steps; ++step) {
       json rec = {{"step", step}};
-      rec["arrived"] = arrive(step);
+      rec["arrived"] = arrive(sched_, reqs_, next_, step, rejected_);
       // vLLM has_requests(): unfinished requests, or requests finished since the last schedule().
       const bool has_requests =
           !sched_.running().empty() || sched_.num_waiting() > 0 || finished_since_schedule_;
@@ -163,20 +163,6 @@ class Replay {
   }
 
  private:
-  json arrive(int step) {
-    json arrived = json::array();
-    for (; next_ < reqs_.size() && reqs_[next_].arrival_step <= step; ++next_) {
-      const OracleRequest& r = reqs_[next_];
-      const RejectReason why = sched_.add_request(uint32_t(next_), r.prompt_len, r.max_tokens,
-                                                  r.priority, r.arrival_time);
-      arrived.push_back(r.name);
-      if (why != RejectReason::kNone) {
-        rejected_.push_back(r.name + " (servesim rejects it: " + reason_code(why) + ")");
-      }
-    }
-    return arrived;
-  }
-
   void schedule(json& rec) {
     finished_since_schedule_ = false;  // _update_after_schedule clears finished_req_ids
     const std::vector<int32_t> preemptions_before = preemption_counts(sched_, reqs_.size());
