@@ -30,17 +30,17 @@ class Batch {
   }
 
   // Takes request ID out of the batch (vLLM V1's priority preemption of a request scheduled
-  // earlier in the same step); returns its new tokens, 0 if absent.
-  int32_t remove(uint32_t id) {
+  // earlier in the same step); returns its shape (0 new tokens if absent).
+  SeqShape remove(uint32_t id) {
     for (size_t i = 0; i < ids_.size(); ++i) {
       if (ids_[i] != id) continue;
       const SeqShape shape = shapes_[i];
       (shape.prefill ? prefill_tokens_ : decode_tokens_) -= shape.new_tokens;
       ids_.erase(ids_.begin() + std::ptrdiff_t(i));
       shapes_.erase(shapes_.begin() + std::ptrdiff_t(i));
-      return shape.new_tokens;
+      return shape;
     }
-    return 0;
+    return SeqShape{};
   }
 
   size_t size() const { return ids_.size(); }

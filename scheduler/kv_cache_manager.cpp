@@ -277,11 +277,6 @@ bool KvCacheManager::allocate_slots(uint32_t id, const SeqState& s, int64_t num_
   return true;
 }
 
-void KvCacheManager::cache_tokens(uint32_t id, int64_t num_tokens) {
-  if (!caching_ || table_of_[id] < 0) return;
-  cache_blocks(id, tables_[size_t(table_of_[id])], num_tokens);
-}
-
 void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t num_full = num_tokens / block_size_;
   if (num_full <= t.num_cached) return;

@@ -56,7 +56,13 @@ class KvCacheManager {
   // cache_blocks(request, NUM_TOKENS): registers the full blocks among request ID's first
   // NUM_TOKENS tokens (AsyncScheduler, once a step's sampled tokens are known). Nothing when
   // caching is off or ID holds no blocks.
-  void cache_tokens(uint32_t id, int64_t num_tokens);
+  // Inline: it runs for every sampled token, and a new block fills once in block_size tokens.
+  void cache_tokens(uint32_t id, int64_t num_tokens) {
+    if (!caching_ || table_of_[id] < 0) return;
+    Table& t = tables_[size_t(table_of_[id])];
+    if (num_tokens < (t.num_cached + 1) * block_size_) return;  // no new full block
+    cache_blocks(id, t, num_tokens);
+  }
 
   // Frees request ID's blocks, tail first (vLLM free(): reversed order).
   void free(uint32_t id);

@@ -98,16 +98,26 @@ void V1Scheduler::schedule_step() {
   if (out_.preempted.empty()) schedule_waiting(token_budget);
   assert(token_budget >= 0);
   assert(int64_t(running_.size()) <= config_.max_num_seqs);
-  // _update_after_schedule: the scheduled tokens count as computed now; AsyncScheduler adds a
-  // placeholder for each request that will sample.
-  const Batch& b = building();
-  for (size_t i = 0; i < b.size(); ++i) {
-    SeqState& s = seqs_[b.ids()[i]];
-    s.num_computed_tokens += b.shapes()[i].new_tokens;
-    if (!b.shapes()[i].emits_token) continue;
-    s.prefill_stage = false;
-    if (config_.async_scheduling) ++s.placeholders;
-  }
+}
+
+void V1Scheduler::schedule_tokens(uint32_t id, int64_t new_tokens) {
+  add_to_batch(id, new_tokens);
+  // _update_after_schedule, done as each request is scheduled (nothing in the step reads these
+  // before the step ends but a priority preemption, which unschedule() undoes first).
+  SeqState& s = seqs_[id];
+  s.num_computed_tokens += static_cast<int32_t>(new_tokens);
+  if (!building().shapes().back().emits_token) return;
+  s.prefill_stage = false;
+  // AsyncScheduler: "The request will generate a new token ... in this scheduling step."
+  if (config_.async_scheduling) ++s.placeholders;
+}
+
+int64_t V1Scheduler::unschedule(uint32_t id) {
+  const SeqShape shape = building().remove(id);
+  SeqState& s = seqs_[id];
+  s.num_computed_tokens -= shape.new_tokens;
+  if (shape.emits_token && config_.async_scheduling) --s.placeholders;
+  return shape.new_tokens;
 }
 
 bool V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
@@ -192,7 +202,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
           ++at;
         running_.remove_if([victim](uint32_t r) { return r == victim; });
         if (at < idx) {  // already scheduled in this step: its tokens go back to the budget
-          token_budget += building().remove(victim);
+          token_budget += unschedule(victim);
           --idx;
         }
       }
@@ -204,7 +214,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
     }
     if (!scheduled) break;
     s.blocks = static_cast<int32_t>(kv_.blocks_held(id));
-    add_to_batch(id, n);
+    schedule_tokens(id, n);
     token_budget -= n;
     ++idx;
   }
@@ -238,7 +248,7 @@ void V1Scheduler::schedule_waiting(int64_t& token_budget) {
     if (s.cached_tokens < 0) s.cached_tokens = static_cast<int32_t>(hit);
     step_cached_tokens_ += hit;
     out_.new_prefills.push_back(id);
-    add_to_batch(id, n);
+    schedule_tokens(id, n);
     token_budget -= n;
   }
 }

@@ -53,6 +53,11 @@ class V1Scheduler final : public Scheduler {
   bool apply(uint32_t id, const SeqShape& shape) override;
 
   void schedule_running(int64_t& token_budget);
+  // Request ID enters the batch with NEW_TOKENS, which count as computed at once
+  // (_update_after_schedule); one that will sample holds a placeholder under async scheduling.
+  void schedule_tokens(uint32_t id, int64_t new_tokens);
+  // Takes ID, scheduled earlier in this step, out of the batch again; returns its tokens.
+  int64_t unschedule(uint32_t id);
   void schedule_waiting(int64_t& token_budget);
   // The preemption victim: the tail of `running`, or under the priority policy the request with
   // the largest (priority, arrival_s), the first in `running` among equals.
