@@ -94,9 +94,9 @@ void Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
   shape.new_tokens = static_cast<int32_t>(new_tokens);
   shape.context_tokens = s.num_computed_tokens;
   shape.prefill = s.prefill_stage;
-  // Not a partial prefill: it computes every known token and those in flight (V1's
-  // is_prefill_chunk is false).
-  shape.emits_token = s.num_computed_tokens + new_tokens == s.num_tokens() + s.placeholders;
+  // Not a partial prefill: it computes every token still to compute (V1's is_prefill_chunk is
+  // false).
+  shape.emits_token = new_tokens == s.num_new_tokens();
   building().add(id, shape);
 }
 

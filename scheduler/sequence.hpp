@@ -81,9 +81,10 @@ struct SeqState {
 
   // Tokens known: the prompt and what has been generated (vLLM seq.get_len()).
   int32_t num_tokens() const { return input_tokens + generated; }
-  // Tokens still to compute before the next token can be sampled (vLLM
-  // get_num_uncomputed_tokens()).
-  int32_t num_new_tokens() const { return num_tokens() - num_computed_tokens; }
+  // Tokens still to compute before the next token can be sampled: V0's
+  // get_num_uncomputed_tokens(), V1's num_tokens_with_spec + num_output_placeholders -
+  // num_computed_tokens (no placeholders on V0).
+  int32_t num_new_tokens() const { return num_tokens() + placeholders - num_computed_tokens; }
 };
 
 }  // namespace servesim

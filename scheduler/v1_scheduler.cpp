@@ -177,8 +177,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
       ++idx;
       continue;
     }
-    // num_tokens_with_spec + num_output_placeholders - num_computed_tokens.
-    int64_t n = int64_t(s.num_tokens()) + s.placeholders - s.num_computed_tokens;
+    int64_t n = s.num_new_tokens();
     const int64_t threshold = config_.long_prefill_token_threshold;
     if (0 < threshold && threshold < n) n = threshold;
     n = std::min(n, token_budget);

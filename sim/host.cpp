@@ -62,11 +62,11 @@ void Host::handle(EventLoop&, uint32_t tag) {
     return;
   }
   finish_step();
-  if (ahead_ && has_queued_) {
+  if (scheduler_.batches_in_flight() > 0) {
     // EngineCore.step_with_batch_queue: the queued step runs now, and the step after it is
     // scheduled from the state the finished step's output left.
     launch(queued_, scheduler_.oldest_in_flight());
-    has_queued_ = plan(queued_, /*overlapped=*/true);
+    plan(queued_, /*overlapped=*/true);
     return;
   }
   start_steps(/*back_to_back=*/true);
@@ -131,7 +131,8 @@ void Host::start_steps(bool back_to_back) {
   }
   // Scheduling ahead, this step's CPU work overlapped nothing: the GPU was idle or its previous
   // step had nothing queued behind it. Otherwise a back-to-back step is taken to overlap.
-  if (!plan(running_, /*overlapped=*/lag_ && back_to_back)) {
+  Planned next;
+  if (!plan(next, /*overlapped=*/lag_ && back_to_back)) {
     busy_ = false;
     // With every request that could never finish rejected up front, the head of `running` (or
     // of `waiting`, when nothing runs) can always be scheduled when no step is in flight: an
@@ -143,8 +144,8 @@ void Host::start_steps(bool back_to_back) {
     }
     return;
   }
-  launch(running_, scheduler_.batch());
-  if (ahead_) has_queued_ = plan(queued_, /*overlapped=*/true);
+  launch(next, scheduler_.batch());
+  if (ahead_) plan(queued_, /*overlapped=*/true);
 }
 
 void Host::finish_step() {

@@ -56,7 +56,7 @@ class Host final : public EventLoop::Process {
         global_of_(global_of),
         role_(role),
         index_(index),
-        ahead_(scheduler.config().async_scheduling && scheduler.schedules_ahead()),
+        ahead_(scheduler.schedules_ahead()),
         lag_(scheduler.config().async_scheduling && !ahead_) {}
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
@@ -111,10 +111,10 @@ class Host final : public EventLoop::Process {
   bool wake_pending_ = false;
   // vLLM V1 async scheduling with a scheduler that schedules ahead (V1's AsyncScheduler): the
   // step after the running one is scheduled when the running one starts
-  // (EngineCore.step_with_batch_queue, batch queue of 2), and QUEUED_ holds it.
+  // (EngineCore.step_with_batch_queue, batch queue of 2), and QUEUED_ holds it while it is in
+  // flight in the scheduler.
   bool ahead_ = false;
-  bool has_queued_ = false;
-  Planned running_, queued_;
+  Planned queued_;
   // Async scheduling with a policy that cannot schedule ahead (V0's, on the V1 engine): the
   // engine's lag is emulated, requests that arrived during the running step (and when the
   // client sent them), and during the one before it, joining a step later.
