@@ -260,7 +260,6 @@ namespace {
 Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs) {
   RunSpec s = base;
   s.request_rate = rate;
-  s.given.insert("request-rate");
   return judge_run(s, spec, inputs);
 }
 
@@ -357,11 +356,11 @@ class Searcher {
 
 RunSpec one_replica(const RunSpec& base) {
   RunSpec s = base;
-  const bool fleet = s.has("num-replicas") || s.has("data-parallel-size") ||
+  const bool fleet = s.num_replicas.given() || s.data_parallel_size.given() ||
                      s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
   if (!fleet) {
-    s.given.erase("router");
-    s.given.erase("router-signal-delay-s");
+    s.router.forget();
+    s.router_signal_delay_s.forget();
   }
   return s;
 }
@@ -502,13 +501,11 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
       s.replica_gpus = scaled_groups(base.replica_gpus, k);
     } else {
       s.num_replicas = int(k);
-      s.data_parallel_size = 0;
-      s.given.erase("data-parallel-size");
-      s.given.insert("num-replicas");
+      s.data_parallel_size.forget();
     }
     if (k == 1 && !mixed) {  // one replica has no router to configure
-      s.given.erase("router");
-      s.given.erase("router-signal-delay-s");
+      s.router.forget();
+      s.router_signal_delay_s.forget();
     }
     ++c.iterations;
     try {

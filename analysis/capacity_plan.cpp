@@ -29,14 +29,13 @@ RunSpec fixed_fleet(const RunSpec& base, int n) {
   RunSpec s = base;
   s.autoscale.clear();
   s.autoscale_schedule.clear();
-  for (const char* f : {"autoscale", "autoscale-target", "min-replicas", "max-replicas",
-                        "autoscale-period-s", "scale-up-window-s", "scale-down-window-s"}) {
-    s.given.erase(f);
-  }
+  for (Given<double>* g :
+       {&s.autoscale_target, &s.autoscale_period_s, &s.scale_up_window_s, &s.scale_down_window_s})
+    g->forget();
+  s.min_replicas.forget();
+  s.max_replicas.forget();
   s.num_replicas = n;
-  s.data_parallel_size = 0;
-  s.given.erase("data-parallel-size");
-  s.given.insert("num-replicas");
+  s.data_parallel_size.forget();
   return s;
 }
 
@@ -55,7 +54,7 @@ RunSpec window_of(const RunSpec& base, double start, double end) {
 void size_window(const RunSpec& base, const CapacitySpec& spec, int limit, PlanWindow& w,
                  Inputs& inputs) {
   if (w.requests == 0) {
-    w.replicas = std::max(1, base.min_replicas);
+    w.replicas = std::max(1, *base.min_replicas);
     return;
   }
   std::map<int, Probe> tried;
@@ -65,7 +64,7 @@ void size_window(const RunSpec& base, const CapacitySpec& spec, int limit, PlanW
     tried[n] = p;
     return p.ok;
   };
-  int hi = std::max(1, base.min_replicas), lo = hi - 1;  // LO fails (or is below the floor)
+  int hi = std::max(1, *base.min_replicas), lo = hi - 1;  // LO fails (or is below the floor)
   while (!meets(hi)) {
     lo = hi;
     if (hi >= limit) {
@@ -234,7 +233,7 @@ DayPlan plan_day(const RunSpec& base, const CapacitySpec& spec, double window_s,
   p.usd_per_gpu_h = price.gpus > 0 ? price.usd_per_h / double(price.gpus) : NAN;
   int peak = 1;
   RunSpec plan = fixed_fleet(base, 1);
-  plan.given.erase("num-replicas");
+  plan.num_replicas.forget();
   for (const PlanWindow& w : p.windows) {
     peak = std::max(peak, w.replicas);
     if (plan.autoscale_schedule.empty() || plan.autoscale_schedule.back().second != w.replicas) {

@@ -26,14 +26,20 @@ namespace {
 
 // The autoscaler the flags ask for, into F.autoscale (Error naming the flag).
 void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
-  static const char* const kFlags[] = {
-      "autoscale-target",   "min-replicas",      "max-replicas",
-      "autoscale-period-s", "scale-up-window-s", "scale-down-window-s",
-      "provision-s",        "engine-startup-s",  "model-load-gb-per-s"};
   const bool scheduled = !s.autoscale_schedule.empty();
   if (s.autoscale.empty() && !scheduled) {
-    for (const char* flag : kFlags) {
-      if (s.has(flag)) throw Error(flag, "needs --autoscale METRIC");
+    const std::pair<const char*, bool> settings[] = {
+        {"autoscale-target", s.autoscale_target.given()},
+        {"min-replicas", s.min_replicas.given()},
+        {"max-replicas", s.max_replicas.given()},
+        {"autoscale-period-s", s.autoscale_period_s.given()},
+        {"scale-up-window-s", s.scale_up_window_s.given()},
+        {"scale-down-window-s", s.scale_down_window_s.given()},
+        {"provision-s", s.provision_s.given()},
+        {"engine-startup-s", s.engine_startup_s.given()},
+        {"model-load-gb-per-s", s.model_load_gb_per_s.given()}};
+    for (const auto& [flag, given] : settings) {
+      if (given) throw Error(flag, "needs --autoscale METRIC");
     }
     return;
   }
@@ -44,8 +50,8 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
     a.schedule = s.autoscale_schedule;
   } else {
     a.metric = parse_scale_metric(s.autoscale);
-    if (!s.has("autoscale-target")) throw Error("autoscale", "needs --autoscale-target X");
-    if (!s.has("max-replicas")) throw Error("autoscale", "needs --max-replicas N");
+    if (!s.autoscale_target.given()) throw Error("autoscale", "needs --autoscale-target X");
+    if (!s.max_replicas.given()) throw Error("autoscale", "needs --max-replicas N");
   }
   if (pools) {
     throw Error("autoscale",
@@ -65,7 +71,7 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
   a.load_gb_per_s = s.model_load_gb_per_s;
   check_autoscale(a);
   // The count at the start: --num-replicas when given, else the fewest.
-  const bool counted = s.has("num-replicas") || s.has("data-parallel-size");
+  const bool counted = s.num_replicas.given() || s.data_parallel_size.given();
   if (!counted) f.num_replicas = a.min_replicas;
   if (!scheduled && (f.num_replicas < a.min_replicas || f.num_replicas > a.max_replicas)) {
     throw Error("num-replicas", "must be in [--min-replicas, --max-replicas] with --autoscale");
@@ -79,16 +85,16 @@ SimulateOptions simulate_options(const RunSpec& s) {
   o.metrics.percentiles = s.metric_percentiles;
   o.metrics.goodput = s.goodput;
   o.max_concurrency = s.max_concurrency;
-  if (s.has("num-replicas") && s.has("data-parallel-size") &&
+  if (s.num_replicas.given() && s.data_parallel_size.given() &&
       s.num_replicas != s.data_parallel_size) {
     throw Error("data-parallel-size", "contradicts --num-replicas");
   }
-  o.fleet.num_replicas = s.has("data-parallel-size") ? s.data_parallel_size : s.num_replicas;
+  o.fleet.num_replicas = s.data_parallel_size.given() ? s.data_parallel_size : s.num_replicas;
   if (o.fleet.num_replicas < 1 || o.fleet.num_replicas > kMaxReplicas) {
-    throw Error(s.has("data-parallel-size") ? "data-parallel-size" : "num-replicas",
+    throw Error(s.data_parallel_size.given() ? "data-parallel-size" : "num-replicas",
                 "must be in [1, " + std::to_string(kMaxReplicas) + "]");
   }
-  o.fleet.router.kind = parse_router(s.router);
+  o.fleet.router.kind = parse_router(*s.router);
   o.fleet.router.signal_delay_s = s.router_signal_delay_s;
   if (!(s.router_signal_delay_s >= 0) || !std::isfinite(s.router_signal_delay_s)) {
     throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
@@ -97,10 +103,10 @@ SimulateOptions simulate_options(const RunSpec& s) {
   autoscale_options(s, pools, o.fleet);
   // --num-replicas 1 --router X is a fleet of one (a loop over 1, 2, 4 replicas, issue 25): its
   // router sends everything to it. A router without any replica count is a mistake.
-  const bool counted = s.has("num-replicas") || s.has("data-parallel-size");
+  const bool counted = s.num_replicas.given() || s.data_parallel_size.given();
   if (o.fleet.num_replicas == 1 && !pools && !counted && !o.fleet.autoscale.enabled &&
-      (s.has("router") || s.has("router-signal-delay-s"))) {
-    throw Error(s.has("router") ? "router" : "router-signal-delay-s",
+      (s.router.given() || s.router_signal_delay_s.given())) {
+    throw Error(s.router.given() ? "router" : "router-signal-delay-s",
                 "routes between replicas: give --num-replicas N (1 for a fleet of one)");
   }
   return o;
@@ -118,7 +124,7 @@ ReplicaGroup fleet_group(const RunSpec& s, const SchedulerChoice& scheduler, Inp
   }
   if (tp > 0) {
     g.tensor_parallel_size = tp;
-    g.tp = 0;
+    g.tp.forget();
   }
   return {policy_config(base_config(g, inputs), g, scheduler), count, role};
 }
@@ -133,7 +139,7 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
       throw Error(s.prefill_replicas < 1 ? "prefill-replicas" : "decode-replicas",
                   "a disaggregated fleet needs both pools: >= 1 each");
     }
-    if (s.has("num-replicas") || s.has("data-parallel-size") || !s.replica_gpus.empty()) {
+    if (s.num_replicas.given() || s.data_parallel_size.given() || !s.replica_gpus.empty()) {
       throw Error("prefill-replicas",
                   "sizes the fleet itself: drop --num-replicas and "
                   "--replica-gpus");
@@ -146,7 +152,7 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
                       fleet_group(s, scheduler, inputs, s.decode_gpu, s.decode_tp,
                                   s.decode_replicas, ReplicaRole::kDecode)};
   } else if (!s.replica_gpus.empty()) {
-    if (s.has("num-replicas") || s.has("data-parallel-size")) {
+    if (s.num_replicas.given() || s.data_parallel_size.given()) {
       throw Error("replica-gpus", "sizes the fleet itself: drop --num-replicas");
     }
     for (const GpuCount& g : s.replica_gpus) {
@@ -154,8 +160,9 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
           fleet_group(s, scheduler, inputs, g.gpu, 0, g.count, ReplicaRole::kColocated));
     }
   } else {
-    if (s.has("prefill-gpu") || s.has("decode-gpu") || s.has("prefill-tp") || s.has("decode-tp") ||
-        s.has("kv-transfer-gbps") || s.has("kv-transfer-latency-s") || s.has("kv-transfer-link")) {
+    if (s.prefill_gpu.given() || s.decode_gpu.given() || s.prefill_tp.given() ||
+        s.decode_tp.given() || s.kv_transfer_gbps.given() || s.kv_transfer_latency_s.given() ||
+        s.kv_transfer_link.given()) {
       throw Error("prefill-replicas",
                   "the prefill and decode flags need --prefill-replicas and "
                   "--decode-replicas");
@@ -175,7 +182,8 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
                 "must be 0 (the link --kv-transfer-link names) or in [0.001, 1e6] Gb/s");
   }
   if (s.kv_transfer_link != "network" && s.kv_transfer_link != "nvlink") {
-    throw Error("kv-transfer-link", "expected network or nvlink, got '" + s.kv_transfer_link + "'");
+    throw Error("kv-transfer-link",
+                "expected network or nvlink, got '" + *s.kv_transfer_link + "'");
   }
   o.fleet.kv_transfer_nvlink = s.kv_transfer_link == "nvlink";
   if (!(s.kv_transfer_latency_s >= 0 && s.kv_transfer_latency_s <= 3600)) {
@@ -193,7 +201,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   c.scheduler.max_num_seqs = s.max_num_seqs;
   c.scheduler.block_size = s.block_size;
   c.memory.gpu_memory_utilization = s.gpu_memory_utilization;
-  c.memory.runtime_reserve_gib = s.has("runtime-reserve-gib") ? s.runtime_reserve_gib : NAN;
+  c.memory.runtime_reserve_gib = s.runtime_reserve_gib.given() ? *s.runtime_reserve_gib : NAN;
   c.memory.num_gpu_blocks_override = s.num_gpu_blocks;
   if (s.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
   c.cost_model = s.cost_model;
@@ -208,7 +216,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
     c.engine = parse_engine(s.engine);
     c.engine_given = true;
   }
-  if (s.has("frontend-latency-ms")) {
+  if (s.frontend_latency_ms.given()) {
     if (!(s.frontend_latency_ms >= 0 && s.frontend_latency_ms <= 10000)) {
       throw Error("frontend-latency-ms", "must be in [0, 10000] ms");
     }
@@ -228,27 +236,33 @@ namespace {
 // scheduling on the V0 engine, would do nothing, so they are errors.
 void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engine) {
   const bool v1 = v1_scheduler(c.policy);
-  if (s.has("enable-prefix-caching") && s.has("no-enable-prefix-caching")) {
+  if (s.enable_prefix_caching.given() && s.no_enable_prefix_caching.given()) {
     throw Error("no-enable-prefix-caching", "contradicts --enable-prefix-caching");
   }
   // vLLM's defaults: on in V1 (v0.8+), off in V0.
   c.enable_prefix_caching = v1;
-  if (s.has("enable-prefix-caching")) c.enable_prefix_caching = s.enable_prefix_caching;
-  if (s.has("no-enable-prefix-caching")) c.enable_prefix_caching = !s.no_enable_prefix_caching;
+  if (s.enable_prefix_caching.given()) c.enable_prefix_caching = s.enable_prefix_caching;
+  if (s.no_enable_prefix_caching.given()) c.enable_prefix_caching = !s.no_enable_prefix_caching;
   if (c.enable_prefix_caching && !v1) {
     throw Error(
-        s.has("enable-prefix-caching") ? "enable-prefix-caching" : "scheduler",
+        s.enable_prefix_caching.given() ? "enable-prefix-caching" : "scheduler",
         std::string("the prefix cache is modelled for vllm-v1 only, not ") + policy_name(c.policy));
   }
-  for (const char* flag :
-       {"scheduling-policy", "long-prefill-token-threshold", "scheduler-reserve-full-isl"}) {
-    if (!v1 && s.has(flag)) {
+  const std::pair<const char*, bool> v1_options[] = {
+      {"scheduling-policy", s.scheduling_policy.given()},
+      {"long-prefill-token-threshold", s.long_prefill_token_threshold.given()},
+      {"scheduler-reserve-full-isl", s.scheduler_reserve_full_isl.given()}};
+  for (const auto& [flag, given] : v1_options) {
+    if (!v1 && given) {
       throw Error(flag, std::string("is a vLLM V1 scheduler option; ") + policy_name(c.policy) +
                             " is a V0 policy (use --scheduler vllm-v1)");
     }
   }
-  for (const char* flag : {"async-scheduling", "no-async-scheduling"}) {
-    if (engine != Engine::kV1 && s.has(flag)) {
+  const std::pair<const char*, bool> async_options[] = {
+      {"async-scheduling", s.async_scheduling.given()},
+      {"no-async-scheduling", s.no_async_scheduling.given()}};
+  for (const auto& [flag, given] : async_options) {
+    if (engine != Engine::kV1 && given) {
       throw Error(flag, std::string("is the V1 engine's (EngineCore's batch queue); ") +
                             policy_name(c.policy) + " runs on the V0 engine here (--engine v1)");
     }
@@ -259,10 +273,10 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
     c.scheduling_policy = WaitingOrder::kPriority;
   } else {
     throw Error("scheduling-policy",
-                "expected fcfs or priority, got '" + s.scheduling_policy + "'");
+                "expected fcfs or priority, got '" + *s.scheduling_policy + "'");
   }
   c.long_prefill_token_threshold = s.long_prefill_token_threshold;
-  if (s.has("async-scheduling") && s.has("no-async-scheduling")) {
+  if (s.async_scheduling.given() && s.no_async_scheduling.given()) {
     throw Error("no-async-scheduling", "contradicts --async-scheduling");
   }
   c.async_scheduling = engine == Engine::kV1 && s.async_scheduling && !s.no_async_scheduling;

@@ -24,28 +24,22 @@ using nlohmann::ordered_json;
 
 namespace {
 
-// vLLM bench's --dataset-name values, and the flags that shape only one of them.
+// vLLM bench's --dataset-name values.
 const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn", "servegen",
                                  "mixture"};
-const std::pair<const char*, const char*> kDatasetFlags[] = {
-    {"prefix-repetition-prefix-len", "prefix_repetition"},
-    {"prefix-repetition-suffix-len", "prefix_repetition"},
-    {"prefix-repetition-num-prefixes", "prefix_repetition"},
-    {"prefix-repetition-output-len", "prefix_repetition"},
-    {"num-turns", "multi_turn"},
-    {"think-time-s", "multi_turn"},
-    {"servegen", "servegen"},
-    {"servegen-start-s", "servegen"},
-    {"servegen-duration-s", "servegen"},
-    {"servegen-rate-scale", "servegen"},
-    {"client-mix", "mixture"}};
+
+// A setting by its flag's name (for messages), and whether it was given.
+struct Setting {
+  const char* flag;
+  bool given;
+};
 
 // --dataset-name and the flags of one dataset: Error when one would do nothing.
 void check_dataset_flags(const RunSpec& s) {
-  if (!s.trace.empty() && s.has("dataset-name")) {
+  if (!s.trace.empty() && s.dataset_name.given()) {
     throw Error("dataset-name", "not used with --trace: the trace gives the requests");
   }
-  if (!s.trace.empty() && s.has("num-priorities")) {
+  if (!s.trace.empty() && s.num_priorities.given()) {
     throw Error("num-priorities", "not used with --trace: a csv trace's --col-priority gives them");
   }
   if (!s.trace.empty() && !s.rate_pattern.empty()) {
@@ -60,17 +54,38 @@ void check_dataset_flags(const RunSpec& s) {
         "dataset-name",
         "expected random, prefix_repetition, multi_turn, servegen or mixture, got '" + d + "'");
   }
-  for (const auto& [flag, dataset] : kDatasetFlags) {
-    if (s.has(flag) && (!s.trace.empty() || d != dataset)) {
+  // The settings that shape only one dataset.
+  const std::pair<Setting, const char*> dataset_settings[] = {
+      {{"prefix-repetition-prefix-len", s.prefix_repetition_prefix_len.given()},
+       "prefix_repetition"},
+      {{"prefix-repetition-suffix-len", s.prefix_repetition_suffix_len.given()},
+       "prefix_repetition"},
+      {{"prefix-repetition-num-prefixes", s.prefix_repetition_num_prefixes.given()},
+       "prefix_repetition"},
+      {{"prefix-repetition-output-len", s.prefix_repetition_output_len.given()},
+       "prefix_repetition"},
+      {{"num-turns", s.num_turns.given()}, "multi_turn"},
+      {{"think-time-s", s.think_time_s.given()}, "multi_turn"},
+      {{"servegen", s.servegen.given()}, "servegen"},
+      {{"servegen-start-s", s.servegen_start_s.given()}, "servegen"},
+      {{"servegen-duration-s", s.servegen_duration_s.given()}, "servegen"},
+      {{"servegen-rate-scale", s.servegen_rate_scale.given()}, "servegen"},
+      {{"client-mix", s.client_mix.given()}, "mixture"}};
+  for (const auto& [setting, dataset] : dataset_settings) {
+    const char* flag = setting.flag;
+    if (setting.given && (!s.trace.empty() || d != dataset)) {
       throw Error(flag, std::string("has no effect without --dataset-name ") + dataset +
                             (s.trace.empty() ? "" : " (and --trace gives the requests)"));
     }
   }
   if (s.trace.empty() && d == "servegen") {
-    if (s.servegen.empty()) throw Error("servegen", "name the clients' chunk-N-trace.csv files");
-    for (const char* flag :
-         {"input-len", "output-len", "num-requests", "num-prompts", "burstiness"}) {
-      if (s.has(flag)) {
+    if (s.servegen->empty()) throw Error("servegen", "name the clients' chunk-N-trace.csv files");
+    for (const auto& [flag, given] :
+         {Setting{"input-len", s.input_len.given()}, Setting{"output-len", s.output_len.given()},
+          Setting{"num-requests", s.num_requests.given()},
+          Setting{"num-prompts", s.num_prompts.given()},
+          Setting{"burstiness", s.burstiness.given()}}) {
+      if (given) {
         throw Error(flag,
                     "has no effect with --dataset-name servegen: the clients' windows give "
                     "the arrivals and lengths");
@@ -78,9 +93,11 @@ void check_dataset_flags(const RunSpec& s) {
     }
   }
   if (s.trace.empty() && d == "mixture") {
-    if (s.client_mix.empty()) throw Error("client-mix", "name the client classes of the mixture");
-    for (const char* flag : {"input-len", "output-len", "burstiness"}) {
-      if (s.has(flag)) {
+    if (s.client_mix->empty()) throw Error("client-mix", "name the client classes of the mixture");
+    for (const auto& [flag, given] :
+         {Setting{"input-len", s.input_len.given()}, Setting{"output-len", s.output_len.given()},
+          Setting{"burstiness", s.burstiness.given()}}) {
+      if (given) {
         throw Error(flag,
                     "has no effect with --dataset-name mixture: each class of --client-mix "
                     "sets its own");
@@ -88,8 +105,9 @@ void check_dataset_flags(const RunSpec& s) {
     }
   }
   if (!s.trace.empty() || d != "prefix_repetition") return;
-  for (const char* flag : {"input-len", "output-len"}) {
-    if (s.has(flag)) {
+  for (const auto& [flag, given] :
+       {Setting{"input-len", s.input_len.given()}, Setting{"output-len", s.output_len.given()}}) {
+    if (given) {
       throw Error(flag,
                   "has no effect with --dataset-name prefix_repetition: prompts are "
                   "--prefix-repetition-prefix-len + --prefix-repetition-suffix-len tokens, "
@@ -105,18 +123,26 @@ void check_dataset_flags(const RunSpec& s) {
 
 }  // namespace
 
+#define IMPORT_SET(member) \
+  +[](const ImportOptions& o) { return o.member != ImportOptions{}.member; }
 namespace {
-const std::pair<const char*, const char*> kTraceImportFlags[] = {
-    {"trace-format", ""},        {"skip-bad-rows", ""},
-    {"col-arrival", "csv"},      {"col-input", "csv"},
-    {"col-output", "csv"},       {"time-unit", "csv"},
-    {"keep-failed", "burstgpt"}, {"model-filter", "burstgpt"},
-    {"log-type", "burstgpt"},    {"hash-block-size", "mooncake"},
-    {"col-priority", "csv"}};
+const TraceImportSetting kTraceImportSettings[] = {
+    {"trace-format", "", IMPORT_SET(format)},
+    {"skip-bad-rows", "", IMPORT_SET(skip_bad_rows)},
+    {"col-arrival", "csv", IMPORT_SET(col_arrival)},
+    {"col-input", "csv", IMPORT_SET(col_input)},
+    {"col-output", "csv", IMPORT_SET(col_output)},
+    {"time-unit", "csv", IMPORT_SET(time_unit)},
+    {"keep-failed", "burstgpt", IMPORT_SET(keep_failed)},
+    {"model-filter", "burstgpt", IMPORT_SET(model_filter)},
+    {"log-type", "burstgpt", IMPORT_SET(log_type)},
+    {"hash-block-size", "mooncake", IMPORT_SET(hash_block_size)},
+    {"col-priority", "csv", IMPORT_SET(col_priority)}};
 }  // namespace
+#undef IMPORT_SET
 
-std::span<const std::pair<const char*, const char*>> trace_import_flags() {
-  return kTraceImportFlags;
+std::span<const TraceImportSetting> trace_import_settings() {
+  return kTraceImportSettings;
 }
 
 void check_flags(const RunSpec& s) {
@@ -139,37 +165,37 @@ void check_flags(const RunSpec& s) {
   check_scheduler_values(sched);
   MemoryPlanOptions memory;
   memory.gpu_memory_utilization = s.gpu_memory_utilization;
-  memory.runtime_reserve_gib = s.has("runtime-reserve-gib") ? s.runtime_reserve_gib : NAN;
+  memory.runtime_reserve_gib = s.runtime_reserve_gib.given() ? *s.runtime_reserve_gib : NAN;
   memory.num_gpu_blocks_override = s.num_gpu_blocks;
   check_memory_values(memory);
   // A file and a name for the same thing: which one was meant is not ours to guess.
-  if (!s.model_file.empty() && s.has("model")) {
+  if (!s.model_file.empty() && s.model.given()) {
     throw Error("model-file", "and --model both name the model: give one");
   }
-  if (!s.gpu_file.empty() && s.has("gpu")) {
+  if (!s.gpu_file.empty() && s.gpu.given()) {
     throw Error("gpu-file", "and --gpu both name the GPU: give one");
   }
-  for (const auto& [flag, format] : kTraceImportFlags) {
-    if (s.has(flag) && s.trace.empty()) {
+  for (const auto& [flag, format, set] : kTraceImportSettings) {
+    if (set(s.import) && s.trace.empty()) {
       throw Error(flag, "has no effect without --trace: it says how to read a trace file");
     }
   }
-  if (s.trace.empty() && std::isinf(s.request_rate) && s.has("burstiness")) {
+  if (s.trace.empty() && std::isinf(s.request_rate) && s.burstiness.given()) {
     throw Error("burstiness", "has no effect with --request-rate inf: every request arrives at 0");
   }
   check_dataset_flags(s);
 }
 
 int64_t num_requests(const RunSpec& s) {
-  if (!s.has("num-prompts")) return s.num_requests;
-  if (s.has("num-requests") && s.num_requests != s.num_prompts) {
+  if (!s.num_prompts.given()) return s.num_requests;
+  if (s.num_requests.given() && s.num_requests != s.num_prompts) {
     throw Error("num-prompts", "conflicts with --num-requests");
   }
   return s.num_prompts;
 }
 
 SchedulerChoice scheduler_choice(const RunSpec& s) {
-  if (!s.has("enable-chunked-prefill")) {
+  if (!s.enable_chunked_prefill.given()) {
     return s.scheduler.empty() ? SchedulerChoice{} : parse_scheduler(s.scheduler);
   }
   const std::string named = s.enable_chunked_prefill ? "chunked" : "vllm-v0";
@@ -193,7 +219,7 @@ SchedulerChoice scheduler_choice(const RunSpec& s) {
 
 RunSpec with_seed(const RunSpec& s, int64_t k) {
   RunSpec r = s;
-  r.seed = s.seed + k;
+  r.seed.value() = s.seed + k;  // given as it was
   return r;
 }
 
@@ -233,8 +259,8 @@ std::vector<double> parse_percentiles(const std::string& text) {
 }
 
 int tensor_parallel_size(const RunSpec& s) {
-  if (!s.has("tp")) return s.tensor_parallel_size;
-  if (s.has("tensor-parallel-size") && s.tensor_parallel_size != s.tp) {
+  if (!s.tp.given()) return s.tensor_parallel_size;
+  if (s.tensor_parallel_size.given() && s.tensor_parallel_size != s.tp) {
     throw Error("tp", "conflicts with --tensor-parallel-size");
   }
   return s.tp;
@@ -279,7 +305,7 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
   check_flags(s);
   LoadedWorkload w = load_workload(s, inputs);
   PointRun p;
-  if (s.trace.empty() || s.has("request-rate")) p.request_rate = s.request_rate;
+  if (s.trace.empty() || s.request_rate.given()) p.request_rate = s.request_rate;
   SimConfig c = policy_config(base_config(s, inputs), s, scheduler_choice(s));
   SimulateOptions o = simulate_options(s);
   add_fleet_groups(s, scheduler_choice(s), inputs, o, c);
@@ -298,11 +324,12 @@ void check_point(const RunSpec& s, Inputs& inputs) {
   SimConfig c = base_config(s, inputs);  // model, GPU, calibration and profile files
   SimulateOptions fleet = simulate_options(s);
   add_fleet_groups(s, scheduler_choice(s), inputs, fleet, c);  // the pools' GPUs and flags
-  RunSpec one = s;  // the workload's flags, on one generated request
-  one.num_requests = one.num_prompts = std::min<int64_t>(num_requests(s), 1);
+  RunSpec one = s;  // the workload's flags, on one generated request (given as they were)
+  one.num_requests.value() = one.num_prompts.value() = std::min<int64_t>(num_requests(s), 1);
   // prefix_repetition needs a request per prefix (vLLM refuses fewer).
   if (s.dataset_name == "prefix_repetition") {
-    one.num_requests = one.num_prompts = std::max<int64_t>(s.prefix_repetition_num_prefixes, 1);
+    one.num_requests.value() = one.num_prompts.value() =
+        std::max<int64_t>(s.prefix_repetition_num_prefixes, 1);
   }
   load_workload(one, inputs);
 }

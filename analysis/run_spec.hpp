@@ -5,8 +5,12 @@
 // from a command line. Resolving a RunSpec looks names up in the catalogues and reads files through
 // Inputs, a cache shared by every point of a command, so that a trace is imported once per
 // process and then shared read-only between threads.
-// Promises: a RunSpec's run depends only on its values (and the files it names); every check a
-// `run` command makes on its flags is made, in the same order, whoever built the RunSpec.
+// Nothing here or below reads a flag by its name: where a value given and the same value by
+// default mean different things, the setting is a Given<T> that says which (names appear only
+// in error messages, so that they name what the user typed).
+// Promises: a RunSpec's run depends only on its values, which of them were given, and the files
+// it names; every check a `run` command makes on its flags is made, in the same order, whoever
+// built the RunSpec.
 #pragma once
 
 #include <cmath>
@@ -58,42 +62,89 @@ std::vector<GpuCount> parse_replica_gpus(const std::string& text);
 // The groups in the flag's own form, for messages and tables.
 std::string replica_gpus_text(const std::vector<GpuCount>& groups);
 
+// A setting of a RunSpec with its default, and whether it was set (by a flag, a grid's patch or
+// a command's own choice): where the default and an explicit value of the same number mean
+// different things (--request-rate with a trace rescales it; --tp against
+// --tensor-parallel-size; a value that would do nothing is an error, the default is not). It
+// reads as its value; assigning a value sets it.
+template <class T>
+class Given {
+ public:
+  Given() = default;
+  explicit Given(T v) : value_(std::move(v)) {}
+  Given& operator=(T v) {
+    value_ = std::move(v);
+    set_ = true;
+    return *this;
+  }
+  operator const T&() const { return value_; }
+  const T& operator*() const { return value_; }
+  const T* operator->() const { return &value_; }
+  // Compared by value (given or not).
+  template <class U>
+  requires requires(const T& t, const U& u) { t == u; }
+  friend bool operator==(const Given& a, const U& b) { return a.value_ == b; }
+  friend bool operator==(const Given& a, const Given& b) { return a.value_ == b.value_; }
+  bool given() const { return set_; }
+  // As if never set; the value stays (a command that takes a setting over, e.g. capacity's
+  // replica count).
+  void forget() { set_ = false; }
+  // For a parser that writes the value in place and says afterwards that it was given.
+  T& value() { return value_; }
+  void mark_given() { set_ = true; }
+
+ private:
+  T value_{};
+  bool set_ = false;
+};
+
+// A setting in a JSON record is its value.
+template <class Json, class T>
+void to_json(Json& j, const Given<T>& g) {
+  j = *g;
+}
+
 struct RunSpec {
-  // Model and hardware.
-  std::string model = kDefaultModel, model_file, gpu = kDefaultGpu, gpu_file;
+  // Model and hardware: a catalogue name or a file (not both).
+  Given<std::string> model{kDefaultModel};
+  std::string model_file;
+  Given<std::string> gpu{kDefaultGpu};
+  std::string gpu_file;
   std::string quantization;             // vLLM's --quantization: "" (the checkpoint's), fp8, none
   std::string kv_cache_dtype = "auto";  // vLLM's --kv-cache-dtype: auto | fp8
-  int tensor_parallel_size = 1;
-  int tp = 0;  // --tp, the alias of --tensor-parallel-size
+  Given<int> tensor_parallel_size{1};
+  Given<int> tp{0};  // --tp, the alias of --tensor-parallel-size
   // A fleet: replicas behind a router (vLLM's --data-parallel-size is the alias).
-  int num_replicas = 1, data_parallel_size = 0;
-  std::string router = "round-robin";
-  double router_signal_delay_s = 0;
+  Given<int> num_replicas{1}, data_parallel_size{0};
+  Given<std::string> router{"round-robin"};
+  Given<double> router_signal_delay_s{0};
   // Disaggregated prefill: pools of prefill and decode replicas, each with its GPU and TP degree
   // ("" / 0: --gpu / --tp), and the link their KV crosses (Gb/s; 0: the GPU's interconnect).
-  int prefill_replicas = 0, decode_replicas = 0, prefill_tp = 0, decode_tp = 0;
-  std::string prefill_gpu, decode_gpu;
-  double kv_transfer_gbps = 0, kv_transfer_latency_s = 1e-3;
+  int prefill_replicas = 0, decode_replicas = 0;
+  Given<int> prefill_tp{0}, decode_tp{0};
+  Given<std::string> prefill_gpu, decode_gpu;
+  Given<double> kv_transfer_gbps{0}, kv_transfer_latency_s{1e-3};
   // Where the pools sit: "network" (different nodes: the prefill GPU's NIC) or "nvlink" (one
   // NVLink domain: its GPU-to-GPU link).
-  std::string kv_transfer_link = "network";
-  std::string client_mix;  // --dataset-name mixture: the client classes (parse_client_mix)
+  Given<std::string> kv_transfer_link{"network"};
+  Given<std::string> client_mix;  // --dataset-name mixture: the client classes (parse_client_mix)
   // --dataset-name servegen: client files (chunk-N-trace.csv, comma-separated) and the span.
-  std::string servegen;
-  double servegen_start_s = 0, servegen_duration_s = 3600, servegen_rate_scale = 1;
+  Given<std::string> servegen;
+  Given<double> servegen_start_s{0}, servegen_duration_s{3600}, servegen_rate_scale{1};
   // An autoscaled fleet (sim/autoscaler.hpp): the metric ("" = a fixed fleet), its target per
   // replica, the bounds (--num-replicas: the count at the start), the HPA's timing and how long a
   // new replica takes to serve (NaN: start-up + weights / load bandwidth). capacity --over-time
   // sets a SCHEDULE (window start, replicas) instead of a metric.
   std::string autoscale;
-  double autoscale_target = 0;
-  int min_replicas = 1, max_replicas = 0;
-  double autoscale_period_s = 15, scale_up_window_s = 0, scale_down_window_s = 300;
-  double provision_s = NAN, engine_startup_s = 60, model_load_gb_per_s = 2;
+  Given<double> autoscale_target{0};
+  Given<int> min_replicas{1}, max_replicas{0};
+  Given<double> autoscale_period_s{15}, scale_up_window_s{0}, scale_down_window_s{300};
+  Given<double> provision_s{NAN}, engine_startup_s{60}, model_load_gb_per_s{2};
   std::vector<std::pair<double, int>> autoscale_schedule;
   // Mixed pools: colocated replicas of several GPUs (--replica-gpus h100-sxm:4,a100-80g:2).
   std::vector<GpuCount> replica_gpus;
-  double gpu_memory_utilization = 0.9, runtime_reserve_gib = 0.5;
+  double gpu_memory_utilization = 0.9;
+  Given<double> runtime_reserve_gib{0.5};  // not given: the engine's (MemoryPlanOptions)
   int64_t num_gpu_blocks = 0, max_model_len = 0;
   int block_size = 16;
   // Calibration files, comma-separated (models/calibration.hpp: each overlays the defaults).
@@ -101,43 +152,46 @@ struct RunSpec {
   // The engine the policy runs on: "" (the policy's: vllm-v1 on V1, the V0 policies on V0), v0
   // or v1; compare also takes per-policy.
   std::string engine;
-  double frontend_latency_ms = NAN;  // the API server's latency (NaN: sim/frontend.hpp's)
+  Given<double> frontend_latency_ms{NAN};  // the API server's latency (not given: sim/frontend's)
   // Scheduler: NAME[:MAX_NUM_BATCHED_TOKENS], "" for chunked; or vLLM's switch.
   std::string scheduler;
-  bool enable_chunked_prefill = true;  // --enable-chunked-prefill, when given
+  Given<bool> enable_chunked_prefill{true};
   int64_t max_num_batched_tokens = 0;
   int64_t max_num_seqs = 0;  // 0 = vLLM's default for the policy and GPU
-  // vLLM V1's scheduler options (vllm-v1), and the prefix cache (every policy).
-  std::string scheduling_policy = "fcfs";  // fcfs | priority
-  bool enable_prefix_caching = true;       // given or not: RunSpec::has("enable-prefix-caching")
-  bool no_enable_prefix_caching = false;
-  int64_t long_prefill_token_threshold = 0;
-  bool async_scheduling = true;  // --async-scheduling [true|false], when given
-  bool no_async_scheduling = false;
-  bool scheduler_reserve_full_isl = true;  // when given
+  // vLLM V1's scheduler options (vllm-v1), and the prefix cache (every policy; not given: the
+  // engine's default).
+  Given<std::string> scheduling_policy{"fcfs"};  // fcfs | priority
+  Given<bool> enable_prefix_caching{true};
+  Given<bool> no_enable_prefix_caching{false};
+  Given<int64_t> long_prefill_token_threshold{0};
+  Given<bool> async_scheduling{true};  // --async-scheduling [true|false]
+  Given<bool> no_async_scheduling{false};
+  Given<bool> scheduler_reserve_full_isl{true};
   // Workload: a trace file, or the synthetic generator.
   std::string trace;
-  int64_t num_requests = kDefaultNumRequests;
-  int64_t num_prompts = 0;             // --num-prompts, vLLM benchmark_serving's name for it
-  int64_t max_concurrency = 0;         // closed loop: at most this many in flight (0 = open loop)
-  double request_rate = kDefaultRate;  // req/s, infinity = all at t = 0
-  double burstiness = 1.0;
+  Given<int64_t> num_requests{kDefaultNumRequests};
+  Given<int64_t> num_prompts{0};  // --num-prompts, vLLM benchmark_serving's name for it
+  int64_t max_concurrency = 0;    // closed loop: at most this many in flight (0 = open loop)
+  // req/s, infinity = all at t = 0; given with a timed trace, the trace's mean rate becomes it.
+  Given<double> request_rate{kDefaultRate};
+  Given<double> burstiness{1.0};
   // The workload's rate times this, its shape over time kept (capacity --target-scale): a
   // generator draws RATE_SCALE x the requests at RATE_SCALE x the rate; a trace is superposed
   // or thinned (scale_trace_rate).
   double rate_scale = 1;
   std::string rate_pattern;  // generated arrivals: diurnal[:...] | spike:... (traces/rate_pattern)
-  LengthDist input_len = LengthDist::parse(kDefaultInputLen, "input-len");
-  LengthDist output_len = LengthDist::parse(kDefaultOutputLen, "output-len");
-  int64_t seed = 0;  // signed so that "-1" is an error, not 2^64 - 1
+  Given<LengthDist> input_len{LengthDist::parse(kDefaultInputLen, "input-len")};
+  Given<LengthDist> output_len{LengthDist::parse(kDefaultOutputLen, "output-len")};
+  Given<int64_t> seed{0};  // signed so that "-1" is an error, not 2^64 - 1
   // vLLM bench's --dataset-name: random (the generator above), prefix_repetition (shared
   // prefixes) or multi_turn (sessions whose turns extend the conversation).
-  std::string dataset_name = "random";
-  int64_t prefix_repetition_prefix_len = 256, prefix_repetition_suffix_len = 256,
-          prefix_repetition_num_prefixes = 10, prefix_repetition_output_len = 128;
-  int64_t num_priorities = 1;  // generated workloads: priorities drawn from 0..N-1
-  int64_t num_turns = 5;       // multi_turn: turns per session
-  double think_time_s = 10;    // multi_turn: mean gap between a turn's arrival and the next's
+  Given<std::string> dataset_name{"random"};
+  Given<int64_t> prefix_repetition_prefix_len{256}, prefix_repetition_suffix_len{256},
+      prefix_repetition_num_prefixes{10}, prefix_repetition_output_len{128};
+  Given<int64_t> num_priorities{1};  // generated workloads: priorities drawn from 0..N-1
+  Given<int64_t> num_turns{5};       // multi_turn: turns per session
+  Given<double> think_time_s{10};    // multi_turn: mean gap between a turn's arrival and the next's
+  // How to read the trace (a value other than ImportOptions' default needs --trace).
   ImportOptions import;
   // What-if transforms (window, max requests, scales, clips); the rate, burstiness and seed
   // above are added when they apply.
@@ -145,16 +199,10 @@ struct RunSpec {
   // Metrics as vLLM's benchmark_serving.py reports them, and replicates over seeds.
   GoodputSlo goodput;
   std::vector<double> metric_percentiles;
-  int64_t num_seeds = 1;
+  Given<int64_t> num_seeds{1};
   // Replicates of a timed trace (traces/resample.hpp): auto = bootstrap when num_seeds > 1,
   // none otherwise; none, bootstrap, jitter.
   std::string trace_replicates = "auto";
-  // The flags the user gave (without dashes): where a flag's default and an explicit value of
-  // the same number mean different things (--request-rate with a trace, --tp against
-  // --tensor-parallel-size).
-  std::set<std::string> given;
-
-  bool has(const std::string& flag) const { return given.count(flag) > 0; }
 };
 
 // A change to one field of a RunSpec, typed: a flag's value parsed once.

@@ -2,11 +2,19 @@
 #pragma once
 
 #include <span>
-#include <utility>
+
+#include "traces/import.hpp"
 
 namespace servesim {
 
-// The flags that say how to read a trace file, and the format each is for ("" = any).
-std::span<const std::pair<const char*, const char*>> trace_import_flags();
+// A setting of how to read a trace file: its flag (for messages), the format it is for ("" =
+// any), and whether OPTIONS set it (away from ImportOptions' default: an import option at its
+// default reads every trace as it would without it).
+struct TraceImportSetting {
+  const char* flag;
+  const char* format;
+  bool (*set)(const ImportOptions& options);
+};
+std::span<const TraceImportSetting> trace_import_settings();
 
 }  // namespace servesim

@@ -53,21 +53,24 @@ Resample trace_replicates(const RunSpec& s, const Trace& t) {
 // The flags that would do nothing on trace T: generator flags on a timed trace (its arrival times
 // are replayed), and import flags of another format.
 void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
-  for (const char* flag : {"burstiness", "seed", "num-seeds"}) {
+  const std::pair<const char*, bool> generator_settings[] = {{"burstiness", s.burstiness.given()},
+                                                             {"seed", s.seed.given()},
+                                                             {"num-seeds", s.num_seeds.given()}};
+  for (const auto& [flag, given] : generator_settings) {
     if (replicates != Resample::kNone && std::string(flag) != "burstiness") continue;
-    if (t.timed && s.has(flag)) {
+    if (t.timed && given) {
       throw Error(flag, "has no effect on " + s.trace +
                             ": its arrival times are replayed (rescaled by --request-rate); it "
                             "shapes generated arrivals (synthetic workloads, length-only traces)");
     }
   }
-  for (const auto& [flag, format] : trace_import_flags()) {
-    if (s.has(flag) && t.stored && std::string(flag) != "trace-format") {
+  for (const auto& [flag, format, set] : trace_import_settings()) {
+    if (set(s.import) && t.stored && std::string(flag) != "trace-format") {
       throw Error(flag, "has no effect on " + s.trace +
                             ": a servesim trace file was imported already (give it to "
                             "`servesim trace import`)");
     }
-    if (s.has(flag) && *format != '\0' && t.format != format) {
+    if (set(s.import) && *format != '\0' && t.format != format) {
       throw Error(flag, std::string("reads ") + format + " traces; " + s.trace + " is in the " +
                             t.format + " format");
     }
@@ -75,8 +78,13 @@ void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
 }
 
 LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
-  for (const char* flag : {"num-requests", "num-prompts", "input-len", "output-len"}) {
-    if (s.has(flag)) {
+  const std::pair<const char*, bool> generator_settings[] = {
+      {"num-requests", s.num_requests.given()},
+      {"num-prompts", s.num_prompts.given()},
+      {"input-len", s.input_len.given()},
+      {"output-len", s.output_len.given()}};
+  for (const auto& [flag, given] : generator_settings) {
+    if (given) {
       throw Error(flag,
                   "not used with --trace: the trace gives the requests (see "
                   "--max-requests and the what-if transforms)");
@@ -85,7 +93,7 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
   Trace t = *inputs.trace(s.trace, s.import);
   const Resample replicates = trace_replicates(s, t);
   check_trace_flags(s, t, replicates);
-  TransformOptions o = transforms(s, s.has("request-rate") ? s.request_rate : 0);
+  TransformOptions o = transforms(s, s.request_rate.given() ? s.request_rate : 0);
   o.resample = replicates;
   apply_transforms(t, o);
   if (!t.timed) {
@@ -174,8 +182,8 @@ LoadedWorkload servegen_workload(const RunSpec& s) {
   o.duration_s = s.servegen_duration_s;
   o.rate_scale = s.servegen_rate_scale;
   o.seed = uint64_t(s.seed);
-  if (s.has("request-rate")) {
-    if (s.has("servegen-rate-scale")) {
+  if (s.request_rate.given()) {
+    if (s.servegen_rate_scale.given()) {
       throw Error("servegen-rate-scale", "contradicts --request-rate (which sets the scale)");
     }
     o.rate_scale = 1;
@@ -216,7 +224,7 @@ LoadedWorkload mixture_workload(const RunSpec& s) {
   double total = 0;
   for (const ClientClass& c : classes)
     total += c.rate;
-  const double scale = (s.has("request-rate") ? s.request_rate / total : 1.0) * s.rate_scale;
+  const double scale = (s.request_rate.given() ? s.request_rate / total : 1.0) * s.rate_scale;
   Workload w = generate_client_mixture(
       classes, int64_t(std::llround(double(num_requests(s)) * s.rate_scale)), scale,
       uint64_t(s.seed));
@@ -258,7 +266,7 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
     out.json["rate_pattern"] = p.spec;
     out.text += ", rate pattern " + p.spec;
   }
-  if (s.num_priorities > 1 || s.has("num-priorities")) {
+  if (s.num_priorities > 1 || s.num_priorities.given()) {
     draw_priorities(out.requests, s.num_priorities, uint64_t(s.seed));
     out.json["num_priorities"] = s.num_priorities;
     out.text += format(", priorities uniform in 0..%lld", (long long)(s.num_priorities - 1));

@@ -310,14 +310,13 @@ RunSpec experiment_spec(const GroundTruthRow& r, const RunSpec& base, const std:
   s.model = r.model;
   s.gpu = gpu;
   s.tensor_parallel_size = r.tp;
-  s.tp = 0;
+  s.tp.forget();
   s.gpu_memory_utilization = r.gpu_memory_utilization;
   s.max_model_len = r.max_model_len;
   s.max_num_seqs = r.max_num_seqs;
   s.scheduler = "vllm-v1:" + std::to_string(r.max_num_batched_tokens);
   s.enable_prefix_caching = r.prefix_caching;
-  s.no_enable_prefix_caching = !r.prefix_caching;
-  s.given.insert("enable-prefix-caching");
+  s.no_enable_prefix_caching.forget();
   return s;
 }
 
@@ -336,6 +335,7 @@ void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experime
     RunSpec spec = experiment_spec(first, options.base, gpu);
     Inputs inputs;
     spec.model_file = model_file_for(models, first.model);
+    if (!spec.model_file.empty()) spec.model.forget();  // the row's model, read from its file
     spec.calibration = calibrations_for(spec.calibration, find_gpu(gpu), inputs);
     if (options.use_measured_kv && first.vllm_kv_blocks > 0) {
       spec.num_gpu_blocks = first.vllm_kv_blocks;

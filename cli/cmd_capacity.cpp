@@ -206,7 +206,6 @@ std::vector<Configuration> configurations(const SplitArgs& s, Inputs& inputs) {
     // (issue 25: it was refused for lacking the --request-rate that capacity itself refuses).
     RunSpec probe = one_replica(c.spec);
     probe.request_rate = 1;
-    probe.given.insert("request-rate");
     check_point(probe, inputs);
   }
   return out;
@@ -490,10 +489,10 @@ int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& ou
   }
   // Without an autoscaler --max-replicas is the plan's limit per window only.
   int limit = 64;
-  if (base.has("max-replicas")) {
+  if (base.max_replicas.given()) {
     limit = base.max_replicas;
     if (!(limit >= 1 && limit <= 2048)) throw Error("max-replicas", "must be in [1, 2048]");
-    if (base.autoscale.empty()) base.given.erase("max-replicas");
+    if (base.autoscale.empty()) base.max_replicas.forget();
   }
   Inputs inputs;
   check_point(base, inputs);

@@ -106,7 +106,7 @@ std::vector<Scenario> scenario_specs(const CheckSpec& c, Inputs& inputs) {
           throw Error("num-seeds", "must be a whole number in [1, 1000]");
         }
         sc.num_seeds = n;
-        sc.spec.num_seeds = n;  // checked with --seed as run checks it
+        sc.spec.num_seeds.value() = n;  // checked with --seed as run checks it
       }
       // A timed trace's replicates are drawn from its seeds (trace-replicates, bootstrap by
       // default: traces/resample.hpp), so num-seeds stays on the spec that runs each one.

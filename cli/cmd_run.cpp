@@ -99,13 +99,13 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
                      std::string("servesim ") + command + " [options]")) {
     return false;
   }
-  a.spec.given = given_run_flags(vm);
+  mark_given_flags(vm, a.spec);
   if (!compare && a.schedulers.size() > 1) {
     throw Error("scheduler", "given " + std::to_string(a.schedulers.size()) +
                                  " times: run takes one policy (compare takes several)");
   }
   if (!compare && !a.schedulers.empty()) a.spec.scheduler = a.schedulers.front();
-  if (compare && a.spec.has("enable-chunked-prefill")) {
+  if (compare && a.spec.enable_chunked_prefill.given()) {
     throw Error("enable-chunked-prefill", "compare takes its policies from --scheduler");
   }
   if (!compare && a.spec.engine == "per-policy") {

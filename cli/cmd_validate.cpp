@@ -31,10 +31,11 @@ int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
       "replay with the KV blocks vLLM logged (vllm_kv_blocks) where a row has them, instead of "
       "the memory plan's")("profiles", po::value(&b.profiles),
                            "Vidur profiles for --cost-model table")(
-      "seed", po::value(&b.seed)->default_value(b.seed), "seed of the generated workloads")(
-      "jobs,j", po::value(&o.jobs)->default_value(hardware_threads()),
-      "experiments simulated at once")("csv", po::value(&csv),
-                                       "write every measured and predicted figure to this CSV")(
+      "seed", po::value(&b.seed.value())->default_value(*b.seed),
+      "seed of the generated workloads")("jobs,j",
+                                         po::value(&o.jobs)->default_value(hardware_threads()),
+                                         "experiments simulated at once")(
+      "csv", po::value(&csv), "write every measured and predicted figure to this CSV")(
       "config", po::value<std::string>(), "read any of these flags from an INI file")(
       "help,h", "show this help");
   po::positional_options_description pos;

@@ -19,22 +19,48 @@ struct Plain {  // Program_options' own parsing of T (bool: a switch)
   T& (*field)(RunSpec&);
 };
 struct Rate {  // "inf" or a number > 0 (parse_rate)
-  double& (*field)(RunSpec&);
+  Given<double>& (*field)(RunSpec&);
 };
 struct Length {  // fixed:N | uniform:LO:HI | ... (LengthDist::parse)
-  LengthDist& (*field)(RunSpec&);
+  Given<LengthDist>& (*field)(RunSpec&);
 };
 struct Window {};      // START:END into RunSpec::what_if (parse_window)
 struct OptionalBool {  // a switch that also takes true/false (vLLM's StoreBoolean)
-  bool& (*field)(RunSpec&);
+  Given<bool>& (*field)(RunSpec&);
 };
 struct Goodput {};      // "ttft:MS tpot:MS e2el:MS", one or several words (parse_goodput)
 struct Percentiles {};  // "50,90,99" (parse_percentiles)
 struct GpuGroups {};    // "h100-sxm:4,a100-80g:2" into RunSpec::replica_gpus (parse_replica_gpus)
 
-using Binding =
-    std::variant<Plain<std::string>, Plain<int>, Plain<int64_t>, Plain<double>, Plain<bool>, Rate,
-                 Length, Window, OptionalBool, Goodput, Percentiles, GpuGroups>;
+using Binding = std::variant<Plain<std::string>, Plain<Given<std::string>>, Plain<int>,
+                             Plain<Given<int>>, Plain<int64_t>, Plain<Given<int64_t>>,
+                             Plain<double>, Plain<Given<double>>, Plain<bool>, Plain<Given<bool>>,
+                             Rate, Length, Window, OptionalBool, Goodput, Percentiles, GpuGroups>;
+
+// A field's value as a parser writes it in place, and the mark that it was given (nothing for
+// a field whose default is never told apart from the same value given).
+template <class T>
+T& raw(T& field) {
+  return field;
+}
+template <class T>
+T& raw(Given<T>& field) {
+  return field.value();
+}
+template <class T>
+void mark_given(T&) {}
+template <class T>
+void mark_given(Given<T>& field) {
+  field.mark_given();
+}
+template <class T>
+struct Raw {
+  using type = T;
+};
+template <class T>
+struct Raw<Given<T>> {
+  using type = T;
+};
 
 struct RunFlag {
   const char* name;
@@ -54,7 +80,7 @@ constexpr bool kShowDefault = true, kNoDefault = false;
 const std::vector<RunFlag>& run_flags() {
   using G = FlagGroup;
   static const std::vector<RunFlag> flags = {
-      {"model", G::kHardware, Plain<std::string>{FIELD(model)}, kShowDefault,
+      {"model", G::kHardware, Plain<Given<std::string>>{FIELD(model)}, kShowDefault,
        "model name (servesim list models)"},
       {"model-file", G::kHardware, Plain<std::string>{FIELD(model_file)}, kNoDefault,
        "INI file describing a model (config.json keys)"},
@@ -63,66 +89,71 @@ const std::vector<RunFlag>& run_flags() {
        "(default: as the checkpoint, e.g. FP8 for an FP8 checkpoint)"},
       {"kv-cache-dtype", G::kHardware, Plain<std::string>{FIELD(kv_cache_dtype)}, kShowDefault,
        "auto (the model's dtype) | fp8 (one byte per element: twice the KV blocks)"},
-      {"gpu", G::kHardware, Plain<std::string>{FIELD(gpu)}, kShowDefault,
+      {"gpu", G::kHardware, Plain<Given<std::string>>{FIELD(gpu)}, kShowDefault,
        "GPU name (servesim list gpus)"},
       {"gpu-file", G::kHardware, Plain<std::string>{FIELD(gpu_file)}, kNoDefault,
        "INI file describing a GPU"},
-      {"tensor-parallel-size", G::kHardware, Plain<int>{FIELD(tensor_parallel_size)}, kShowDefault,
-       "GPUs per replica (vLLM -tp)"},
-      {"tp", G::kHardware, Plain<int>{FIELD(tp)}, kNoDefault, "same as --tensor-parallel-size"},
-      {"num-replicas", G::kHardware, Plain<int>{FIELD(num_replicas)}, kShowDefault,
+      {"tensor-parallel-size", G::kHardware, Plain<Given<int>>{FIELD(tensor_parallel_size)},
+       kShowDefault, "GPUs per replica (vLLM -tp)"},
+      {"tp", G::kHardware, Plain<Given<int>>{FIELD(tp)}, kNoDefault,
+       "same as --tensor-parallel-size"},
+      {"num-replicas", G::kHardware, Plain<Given<int>>{FIELD(num_replicas)}, kShowDefault,
        "replicas of this server behind a router, each with its own scheduler and KV cache"},
-      {"data-parallel-size", G::kHardware, Plain<int>{FIELD(data_parallel_size)}, kNoDefault,
+      {"data-parallel-size", G::kHardware, Plain<Given<int>>{FIELD(data_parallel_size)}, kNoDefault,
        "same as --num-replicas (vLLM -dp)"},
-      {"router", G::kHardware, Plain<std::string>{FIELD(router)}, kShowDefault,
+      {"router", G::kHardware, Plain<Given<std::string>>{FIELD(router)}, kShowDefault,
        "with --num-replicas: round-robin | least-requests | least-kv | prefix-aware (llm-d's "
        "prefix-cache, queue and KV scorers, 3:2:2) | session (sticky by conversation)"},
-      {"router-signal-delay-s", G::kHardware, Plain<double>{FIELD(router_signal_delay_s)},
+      {"router-signal-delay-s", G::kHardware, Plain<Given<double>>{FIELD(router_signal_delay_s)},
        kShowDefault, "how stale the load the router sees is, seconds (0 = live)"},
       {"autoscale", G::kHardware, Plain<std::string>{FIELD(autoscale)}, kNoDefault,
        "add and remove replicas during the run as Kubernetes' HPA on a vLLM metric per "
        "replica: waiting | running | kv | rate (--num-replicas starts it)"},
-      {"autoscale-target", G::kHardware, Plain<double>{FIELD(autoscale_target)}, kNoDefault,
+      {"autoscale-target", G::kHardware, Plain<Given<double>>{FIELD(autoscale_target)}, kNoDefault,
        "the metric's target per replica (waiting or running requests, KV usage 0..1, req/s)"},
-      {"min-replicas", G::kHardware, Plain<int>{FIELD(min_replicas)}, kShowDefault,
+      {"min-replicas", G::kHardware, Plain<Given<int>>{FIELD(min_replicas)}, kShowDefault,
        "--autoscale: the fewest replicas"},
-      {"max-replicas", G::kHardware, Plain<int>{FIELD(max_replicas)}, kNoDefault,
+      {"max-replicas", G::kHardware, Plain<Given<int>>{FIELD(max_replicas)}, kNoDefault,
        "--autoscale: the most replicas (required)"},
-      {"autoscale-period-s", G::kHardware, Plain<double>{FIELD(autoscale_period_s)}, kShowDefault,
-       "--autoscale: seconds between decisions (the HPA's sync period)"},
-      {"scale-up-window-s", G::kHardware, Plain<double>{FIELD(scale_up_window_s)}, kShowDefault,
+      {"autoscale-period-s", G::kHardware, Plain<Given<double>>{FIELD(autoscale_period_s)},
+       kShowDefault, "--autoscale: seconds between decisions (the HPA's sync period)"},
+      {"scale-up-window-s", G::kHardware, Plain<Given<double>>{FIELD(scale_up_window_s)},
+       kShowDefault,
        "--autoscale: scale-up stabilisation window, seconds (lowest recommendation in it)"},
-      {"scale-down-window-s", G::kHardware, Plain<double>{FIELD(scale_down_window_s)}, kShowDefault,
+      {"scale-down-window-s", G::kHardware, Plain<Given<double>>{FIELD(scale_down_window_s)},
+       kShowDefault,
        "--autoscale: scale-down stabilisation window, seconds (highest recommendation in it)"},
-      {"provision-s", G::kHardware, Plain<double>{FIELD(provision_s)}, kNoDefault,
+      {"provision-s", G::kHardware, Plain<Given<double>>{FIELD(provision_s)}, kNoDefault,
        "--autoscale: seconds from the decision to a new replica serving (default "
        "--engine-startup-s + weights / --model-load-gb-per-s)"},
-      {"engine-startup-s", G::kHardware, Plain<double>{FIELD(engine_startup_s)}, kShowDefault,
+      {"engine-startup-s", G::kHardware, Plain<Given<double>>{FIELD(engine_startup_s)},
+       kShowDefault,
        "--autoscale: a new replica's start-up besides loading weights (container, CUDA graphs, "
        "torch.compile), seconds"},
-      {"model-load-gb-per-s", G::kHardware, Plain<double>{FIELD(model_load_gb_per_s)}, kShowDefault,
-       "--autoscale: the bandwidth a new replica reads its weights at, GB/s"},
+      {"model-load-gb-per-s", G::kHardware, Plain<Given<double>>{FIELD(model_load_gb_per_s)},
+       kShowDefault, "--autoscale: the bandwidth a new replica reads its weights at, GB/s"},
       {"replica-gpus", G::kHardware, GpuGroups{}, kNoDefault,
        "a mixed fleet of colocated replicas, GPU:COUNT,... e.g. h100-sxm:4,a100-80g:2"},
       {"prefill-replicas", G::kHardware, Plain<int>{FIELD(prefill_replicas)}, kNoDefault,
        "disaggregated prefill (vllm-v1): replicas that compute prompts and send their KV"},
       {"decode-replicas", G::kHardware, Plain<int>{FIELD(decode_replicas)}, kNoDefault,
        "disaggregated prefill: replicas that receive the KV and generate the output"},
-      {"prefill-gpu", G::kHardware, Plain<std::string>{FIELD(prefill_gpu)}, kNoDefault,
+      {"prefill-gpu", G::kHardware, Plain<Given<std::string>>{FIELD(prefill_gpu)}, kNoDefault,
        "the prefill pool's GPU (default --gpu)"},
-      {"decode-gpu", G::kHardware, Plain<std::string>{FIELD(decode_gpu)}, kNoDefault,
+      {"decode-gpu", G::kHardware, Plain<Given<std::string>>{FIELD(decode_gpu)}, kNoDefault,
        "the decode pool's GPU (default --gpu)"},
-      {"prefill-tp", G::kHardware, Plain<int>{FIELD(prefill_tp)}, kNoDefault,
+      {"prefill-tp", G::kHardware, Plain<Given<int>>{FIELD(prefill_tp)}, kNoDefault,
        "the prefill pool's tensor-parallel size (default --tp)"},
-      {"decode-tp", G::kHardware, Plain<int>{FIELD(decode_tp)}, kNoDefault,
+      {"decode-tp", G::kHardware, Plain<Given<int>>{FIELD(decode_tp)}, kNoDefault,
        "the decode pool's tensor-parallel size (default --tp)"},
-      {"kv-transfer-gbps", G::kHardware, Plain<double>{FIELD(kv_transfer_gbps)}, kNoDefault,
+      {"kv-transfer-gbps", G::kHardware, Plain<Given<double>>{FIELD(kv_transfer_gbps)}, kNoDefault,
        "the KV link per GPU in Gb/s, one direction (gigabits: 400 for NDR InfiniBand; default "
        "the link --kv-transfer-link names, from the catalogue)"},
-      {"kv-transfer-link", G::kHardware, Plain<std::string>{FIELD(kv_transfer_link)}, kShowDefault,
+      {"kv-transfer-link", G::kHardware, Plain<Given<std::string>>{FIELD(kv_transfer_link)},
+       kShowDefault,
        "where the pools sit: network (other nodes: the GPUs' NIC, e.g. 50 GB/s per H100) | "
        "nvlink (one NVLink domain: the GPU-to-GPU link, one direction)"},
-      {"kv-transfer-latency-s", G::kHardware, Plain<double>{FIELD(kv_transfer_latency_s)},
+      {"kv-transfer-latency-s", G::kHardware, Plain<Given<double>>{FIELD(kv_transfer_latency_s)},
        kShowDefault, "a KV transfer's fixed latency, seconds"},
       {"gpu-memory-utilization", G::kHardware, Plain<double>{FIELD(gpu_memory_utilization)},
        kShowDefault, "fraction of GPU memory vLLM may use"},
@@ -132,7 +163,8 @@ const std::vector<RunFlag>& run_flags() {
        "tokens per KV block"},
       {"max-model-len", G::kHardware, Plain<int64_t>{FIELD(max_model_len)}, kShowDefault,
        "context length in tokens (0 = the model's max_position_embeddings)"},
-      {"runtime-reserve-gib", G::kHardware, Plain<double>{FIELD(runtime_reserve_gib)}, kNoDefault,
+      {"runtime-reserve-gib", G::kHardware, Plain<Given<double>>{FIELD(runtime_reserve_gib)},
+       kNoDefault,
        "GiB per GPU outside PyTorch (CUDA context, NCCL) kept from the KV cache (default: the "
        "engine's, 0.5 for V0; 0.49 for V1, 0.64 with tensor parallelism)"},
       {"cost-model", G::kHardware, Plain<std::string>{FIELD(cost_model)}, kShowDefault,
@@ -141,7 +173,8 @@ const std::vector<RunFlag>& run_flags() {
        "INI files of roofline parameters, comma-separated (`servesim calibrate` writes one); "
        "each key replaces the default (hardware: the GPU architecture's fit, see list gpus; "
        "engine: v0_*, v1_*)"},
-      {"frontend-latency-ms", G::kHardware, Plain<double>{FIELD(frontend_latency_ms)}, kNoDefault,
+      {"frontend-latency-ms", G::kHardware, Plain<Given<double>>{FIELD(frontend_latency_ms)},
+       kNoDefault,
        "the API server's latency per request, ms (HTTP, tokenization, IPC, detokenization; "
        "default 8.35, fitted on real vLLM runs)"},
       {"profiles", G::kHardware, Plain<std::string>{FIELD(profiles)}, kNoDefault,
@@ -160,18 +193,19 @@ const std::vector<RunFlag>& run_flags() {
        "than A100, 1024)"},
       {"enable-prefix-caching", G::kScheduler, OptionalBool{FIELD(enable_prefix_caching)},
        kNoDefault, "vLLM's prefix cache [true|false] (default: on for vllm-v1, off for V0)"},
-      {"no-enable-prefix-caching", G::kScheduler, Plain<bool>{FIELD(no_enable_prefix_caching)},
-       kNoDefault, "turn the prefix cache off"},
-      {"scheduling-policy", G::kScheduler, Plain<std::string>{FIELD(scheduling_policy)},
+      {"no-enable-prefix-caching", G::kScheduler,
+       Plain<Given<bool>>{FIELD(no_enable_prefix_caching)}, kNoDefault,
+       "turn the prefix cache off"},
+      {"scheduling-policy", G::kScheduler, Plain<Given<std::string>>{FIELD(scheduling_policy)},
        kShowDefault,
        "vllm-v1: fcfs | priority (lowest priority value first; preempts the lowest priority)"},
       {"long-prefill-token-threshold", G::kScheduler,
-       Plain<int64_t>{FIELD(long_prefill_token_threshold)}, kShowDefault,
+       Plain<Given<int64_t>>{FIELD(long_prefill_token_threshold)}, kShowDefault,
        "vllm-v1: at most this many new tokens per request per step (0 = no cap)"},
       {"async-scheduling", G::kScheduler, OptionalBool{FIELD(async_scheduling)}, kNoDefault,
        "V1 engine: schedule the next step while this one runs [true|false] (default: on)"},
-      {"no-async-scheduling", G::kScheduler, Plain<bool>{FIELD(no_async_scheduling)}, kNoDefault,
-       "V1 engine: turn async scheduling off"},
+      {"no-async-scheduling", G::kScheduler, Plain<Given<bool>>{FIELD(no_async_scheduling)},
+       kNoDefault, "V1 engine: turn async scheduling off"},
       {"scheduler-reserve-full-isl", G::kScheduler, OptionalBool{FIELD(scheduler_reserve_full_isl)},
        kNoDefault,
        "vllm-v1: admit a request only if its whole prompt fits in free KV blocks [true|false] "
@@ -182,15 +216,16 @@ const std::vector<RunFlag>& run_flags() {
        "--scheduler"},
       {"trace", G::kWorkload, Plain<std::string>{FIELD(trace)}, kNoDefault,
        "replay this trace file (any format of `servesim trace import`)"},
-      {"num-requests", G::kWorkload, Plain<int64_t>{FIELD(num_requests)}, kShowDefault, "requests"},
-      {"num-prompts", G::kWorkload, Plain<int64_t>{FIELD(num_prompts)}, kNoDefault,
+      {"num-requests", G::kWorkload, Plain<Given<int64_t>>{FIELD(num_requests)}, kShowDefault,
+       "requests"},
+      {"num-prompts", G::kWorkload, Plain<Given<int64_t>>{FIELD(num_prompts)}, kNoDefault,
        "same as --num-requests (vLLM benchmark_serving.py's name)"},
       {"max-concurrency", G::kWorkload, Plain<int64_t>{FIELD(max_concurrency)}, kNoDefault,
        "closed loop, as benchmark_serving.py: at most N requests in flight; the others wait "
        "client side and their latencies count from when they are sent (0 = open loop)"},
       {"request-rate", G::kWorkload, Rate{FIELD(request_rate)}, kShowDefault,
        "mean arrival rate in requests/s, or inf for all at t=0"},
-      {"burstiness", G::kWorkload, Plain<double>{FIELD(burstiness)}, kShowDefault,
+      {"burstiness", G::kWorkload, Plain<Given<double>>{FIELD(burstiness)}, kShowDefault,
        "Gamma shape of inter-arrival times (1 = Poisson)"},
       {"rate-pattern", G::kWorkload, Plain<std::string>{FIELD(rate_pattern)}, kNoDefault,
        "generated arrivals over time: diurnal[:AMPLITUDE[:PERIOD_S[:PEAK_S]]] (mean "
@@ -201,44 +236,44 @@ const std::vector<RunFlag>& run_flags() {
        "lognormal:MEDIAN:SIGMA[:MIN:MAX]"},
       {"output-len", G::kWorkload, Length{FIELD(output_len)}, kShowDefault,
        "output tokens, same forms as --input-len"},
-      {"seed", G::kWorkload, Plain<int64_t>{FIELD(seed)}, kShowDefault, "random seed"},
-      {"dataset-name", G::kWorkload, Plain<std::string>{FIELD(dataset_name)}, kShowDefault,
+      {"seed", G::kWorkload, Plain<Given<int64_t>>{FIELD(seed)}, kShowDefault, "random seed"},
+      {"dataset-name", G::kWorkload, Plain<Given<std::string>>{FIELD(dataset_name)}, kShowDefault,
        "random (--input-len, --output-len) | prefix_repetition (num-prefixes shared prefixes, "
        "num-requests / num-prefixes prompts each, shuffled; vLLM's PrefixRepetitionRandomDataset) "
        "| multi_turn (sessions whose every turn resends the conversation so far) | servegen "
        "(ServeGen clients' windows: --servegen) | mixture (client classes: --client-mix)"},
       {"prefix-repetition-prefix-len", G::kWorkload,
-       Plain<int64_t>{FIELD(prefix_repetition_prefix_len)}, kShowDefault,
+       Plain<Given<int64_t>>{FIELD(prefix_repetition_prefix_len)}, kShowDefault,
        "prefix_repetition: tokens of each shared prefix"},
       {"prefix-repetition-suffix-len", G::kWorkload,
-       Plain<int64_t>{FIELD(prefix_repetition_suffix_len)}, kShowDefault,
+       Plain<Given<int64_t>>{FIELD(prefix_repetition_suffix_len)}, kShowDefault,
        "prefix_repetition: tokens of each prompt's own suffix after its prefix (>= 0)"},
       {"prefix-repetition-num-prefixes", G::kWorkload,
-       Plain<int64_t>{FIELD(prefix_repetition_num_prefixes)}, kShowDefault,
+       Plain<Given<int64_t>>{FIELD(prefix_repetition_num_prefixes)}, kShowDefault,
        "prefix_repetition: distinct prefixes (<= requests; vLLM drops the remainder of "
        "requests / prefixes)"},
       {"prefix-repetition-output-len", G::kWorkload,
-       Plain<int64_t>{FIELD(prefix_repetition_output_len)}, kShowDefault,
+       Plain<Given<int64_t>>{FIELD(prefix_repetition_output_len)}, kShowDefault,
        "prefix_repetition: output tokens of every request"},
-      {"num-priorities", G::kWorkload, Plain<int64_t>{FIELD(num_priorities)}, kShowDefault,
+      {"num-priorities", G::kWorkload, Plain<Given<int64_t>>{FIELD(num_priorities)}, kShowDefault,
        "generated workloads: each request's priority drawn uniformly from 0..N-1 (for "
        "--scheduling-policy priority; lower runs first)"},
-      {"client-mix", G::kWorkload, Plain<std::string>{FIELD(client_mix)}, kNoDefault,
+      {"client-mix", G::kWorkload, Plain<Given<std::string>>{FIELD(client_mix)}, kNoDefault,
        "mixture: client classes 'rate=R,burstiness=B,input=DIST,output=DIST;rate=...' (req/s; "
        "--request-rate rescales them to that total)"},
-      {"servegen", G::kWorkload, Plain<std::string>{FIELD(servegen)}, kNoDefault,
+      {"servegen", G::kWorkload, Plain<Given<std::string>>{FIELD(servegen)}, kNoDefault,
        "servegen: ServeGen client files chunk-N-trace.csv (the dataset .json beside each), "
        "comma-separated: a mixture of clients"},
-      {"servegen-start-s", G::kWorkload, Plain<double>{FIELD(servegen_start_s)}, kShowDefault,
-       "servegen: where in the clients' timeline to start, seconds"},
-      {"servegen-duration-s", G::kWorkload, Plain<double>{FIELD(servegen_duration_s)}, kShowDefault,
-       "servegen: how long to replay, seconds"},
-      {"servegen-rate-scale", G::kWorkload, Plain<double>{FIELD(servegen_rate_scale)}, kShowDefault,
-       "servegen: every window's rate times this (or set --request-rate)"},
-      {"num-turns", G::kWorkload, Plain<int64_t>{FIELD(num_turns)}, kShowDefault,
+      {"servegen-start-s", G::kWorkload, Plain<Given<double>>{FIELD(servegen_start_s)},
+       kShowDefault, "servegen: where in the clients' timeline to start, seconds"},
+      {"servegen-duration-s", G::kWorkload, Plain<Given<double>>{FIELD(servegen_duration_s)},
+       kShowDefault, "servegen: how long to replay, seconds"},
+      {"servegen-rate-scale", G::kWorkload, Plain<Given<double>>{FIELD(servegen_rate_scale)},
+       kShowDefault, "servegen: every window's rate times this (or set --request-rate)"},
+      {"num-turns", G::kWorkload, Plain<Given<int64_t>>{FIELD(num_turns)}, kShowDefault,
        "multi_turn: turns per session; sessions start at --request-rate / turns per second, "
        "and turn t+1's prompt is turn t's prompt and answer plus --input-len new tokens"},
-      {"think-time-s", G::kWorkload, Plain<double>{FIELD(think_time_s)}, kShowDefault,
+      {"think-time-s", G::kWorkload, Plain<Given<double>>{FIELD(think_time_s)}, kShowDefault,
        "multi_turn: mean seconds from a turn's arrival to the next turn's (exponential; 0 = "
        "together)"},
       {"trace-format", G::kTraceInput, Plain<std::string>{FIELD(import.format)}, kNoDefault,
@@ -285,7 +320,7 @@ const std::vector<RunFlag>& run_flags() {
       {"metric-percentiles", G::kMetrics, Percentiles{}, kNoDefault,
        "percentiles to report, e.g. 50,90,99.9 (vLLM's --metric-percentiles; default: p50, "
        "p90, p95, p99)"},
-      {"num-seeds", G::kMetrics, Plain<int64_t>{FIELD(num_seeds)}, kShowDefault,
+      {"num-seeds", G::kMetrics, Plain<Given<int64_t>>{FIELD(num_seeds)}, kShowDefault,
        "replicates: run seeds SEED .. SEED+N-1 and report each headline metric's mean and "
        "95% confidence interval"},
       {"trace-replicates", G::kMetrics, Plain<std::string>{FIELD(trace_replicates)}, kShowDefault,
@@ -382,26 +417,32 @@ RunSpec& defaults() {
 }
 
 // Each binding's option, bound to TARGET (bind), and its typed patch from one value (patch).
+// An option writes its value in place (its default too, when not given); mark_given_flags then
+// marks what the command line gave. A patch's value is given.
 template <class T>
 po::value_semantic* bind(const Plain<T>& b, const RunFlag& f, RunSpec& target) {
-  if constexpr (std::is_same_v<T, bool>) {
-    return po::bool_switch(&b.field(target));
+  using V = typename Raw<T>::type;
+  V& field = raw(b.field(target));
+  if constexpr (std::is_same_v<V, bool>) {
+    return po::bool_switch(&field);
   } else {
-    auto* v = po::value(&b.field(target));
+    auto* v = po::value(&field);
     if (!f.show_default) return v;
-    const T value = b.field(defaults());
+    const V value = raw(b.field(defaults()));
     return v->default_value(value, default_text(value));
   }
 }
 template <class T>
 RunPatch patch(const Plain<T>& b, const std::string& name, const std::string& value) {
-  return [field = b.field, v = parse_plain<T>(name, value)](RunSpec& s) { field(s) = v; };
+  return [field = b.field, v = parse_plain<typename Raw<T>::type>(name, value)](RunSpec& s) {
+    field(s) = v;
+  };
 }
 
 po::value_semantic* bind(const Rate& b, const RunFlag& f, RunSpec& target) {
   auto* v = po::value<std::string>()->notifier(
-      [&target, b](const std::string& text) { b.field(target) = parse_rate(text); });
-  return f.show_default ? v->default_value(default_text(b.field(defaults()))) : v;
+      [&target, b](const std::string& text) { b.field(target).value() = parse_rate(text); });
+  return f.show_default ? v->default_value(default_text(*b.field(defaults()))) : v;
 }
 RunPatch patch(const Rate& b, const std::string&, const std::string& value) {
   return [field = b.field, v = parse_rate(value)](RunSpec& s) { field(s) = v; };
@@ -410,9 +451,9 @@ RunPatch patch(const Rate& b, const std::string&, const std::string& value) {
 po::value_semantic* bind(const Length& b, const RunFlag& f, RunSpec& target) {
   const std::string name = f.name;
   auto* v = po::value<std::string>()->notifier([&target, b, name](const std::string& text) {
-    b.field(target) = LengthDist::parse(text, name);
+    b.field(target).value() = LengthDist::parse(text, name);
   });
-  return f.show_default ? v->default_value(default_text(b.field(defaults()))) : v;
+  return f.show_default ? v->default_value(default_text(*b.field(defaults()))) : v;
 }
 RunPatch patch(const Length& b, const std::string& name, const std::string& value) {
   return [field = b.field, v = LengthDist::parse(value, name)](RunSpec& s) { field(s) = v; };
@@ -433,7 +474,7 @@ RunPatch patch(const Window&, const std::string&, const std::string& value) {
 }
 
 po::value_semantic* bind(const OptionalBool& b, const RunFlag&, RunSpec& target) {
-  return po::value(&b.field(target))->implicit_value(true, "true");
+  return po::value(&b.field(target).value())->implicit_value(true, "true");
 }
 RunPatch patch(const OptionalBool& b, const std::string& name, const std::string& value) {
   bool v = true;
@@ -493,24 +534,32 @@ po::options_description run_flag_group(FlagGroup g, RunSpec& target) {
   return d;
 }
 
-std::set<std::string> given_run_flags(const po::variables_map& vm) {
-  std::set<std::string> given;
+void mark_given_flags(const po::variables_map& vm, RunSpec& target) {
   for (const auto& [name, value] : vm) {
-    if (!value.defaulted() && find_flag(name) != nullptr) given.insert(name);
+    const RunFlag* f = find_flag(name);
+    if (f == nullptr || value.defaulted()) continue;
+    std::visit(
+        [&](const auto& b) {
+          if constexpr (requires { b.field(target); }) mark_given(b.field(target));
+        },
+        f->binding);
   }
-  return given;
 }
 
 bool run_flag_is_switch(const std::string& name) {
   if (output_flags().count(name)) return name == "no-steps" || name == "help";
-  return std::holds_alternative<Plain<bool>>(flag_or_error(name).binding);
+  const Binding& b = flag_or_error(name).binding;
+  return std::holds_alternative<Plain<bool>>(b) || std::holds_alternative<Plain<Given<bool>>>(b);
 }
 
 bool run_flag_is_numeric(const std::string& name) {
   if (output_flags().count(name)) return false;
   const Binding& b = flag_or_error(name).binding;
-  return std::holds_alternative<Plain<int>>(b) || std::holds_alternative<Plain<int64_t>>(b) ||
-         std::holds_alternative<Plain<double>>(b) || std::holds_alternative<Rate>(b);
+  return std::holds_alternative<Plain<int>>(b) || std::holds_alternative<Plain<Given<int>>>(b) ||
+         std::holds_alternative<Plain<int64_t>>(b) ||
+         std::holds_alternative<Plain<Given<int64_t>>>(b) ||
+         std::holds_alternative<Plain<double>>(b) ||
+         std::holds_alternative<Plain<Given<double>>>(b) || std::holds_alternative<Rate>(b);
 }
 
 bool run_flag_is_path(const std::string& name) {
@@ -536,12 +585,8 @@ RunPatch parse_run_flag(const std::string& name, const std::string& value) {
                 "has no effect on a point: its table has fixed columns (for replicates, "
                 "sweep --seed LO:HI:1)");
   }
-  const RunPatch set =
-      std::visit([&](const auto& b) { return patch(b, name, value); }, flag_or_error(name).binding);
-  return [set, name](RunSpec& s) {
-    set(s);
-    s.given.insert(name);
-  };
+  return std::visit([&](const auto& b) { return patch(b, name, value); },
+                    flag_or_error(name).binding);
 }
 
 }  // namespace servesim::cli

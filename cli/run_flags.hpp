@@ -23,8 +23,9 @@ enum class FlagGroup { kHardware, kScheduler, kWorkload, kTraceInput, kWhatIf, k
 // compare a list).
 po::options_description run_flag_group(FlagGroup g, RunSpec& target);
 
-// The run flags the command line set (not defaulted), for RunSpec::given.
-std::set<std::string> given_run_flags(const po::variables_map& vm);
+// Marks the settings of TARGET (bound by run_flag_group) whose flags the command line gave
+// (not defaulted) as given (Given::given).
+void mark_given_flags(const po::variables_map& vm, RunSpec& target);
 
 // Whether run flag NAME is a switch (takes no value), or takes numbers (so that LO:HI:STEP is a
 // range in a sweep). Both throw Error when `run` has no such flag.

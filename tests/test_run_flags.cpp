@@ -100,3 +100,34 @@ TEST_CASE("run flags: --tp against --tensor-parallel-size, as given", "[cli]") {
   // The default of --tensor-parallel-size is not a conflict.
   CHECK_NOTHROW(check_flags(spec_from_flags({{"tp", "4"}})));
 }
+
+TEST_CASE("run flags: a value given is told from the same value by default", "[cli]") {
+  // On the command line: the options write every value in place, defaults too; only what was
+  // typed is marked given.
+  RunSpec s;
+  namespace po = boost::program_options;
+  po::options_description d;
+  d.add(servesim::cli::run_flag_group(servesim::cli::FlagGroup::kWorkload, s));
+  d.add(servesim::cli::run_flag_group(servesim::cli::FlagGroup::kHardware, s));
+  const char* argv[] = {"run", "--request-rate", "9", "--num-turns", "5", "--tp", "2"};
+  po::variables_map vm;
+  po::store(po::parse_command_line(7, argv, d), vm);
+  po::notify(vm);
+  servesim::cli::mark_given_flags(vm, s);
+  CHECK(s.request_rate == RunSpec{}.request_rate);  // 9 is the default...
+  CHECK(s.request_rate.given());                    // ...but typed: a trace is rescaled to it
+  CHECK(s.num_turns.given());
+  CHECK(s.tp == 2);
+  CHECK(s.tp.given());
+  CHECK_FALSE(s.burstiness.given());
+  CHECK_FALSE(s.tensor_parallel_size.given());
+  CHECK_FALSE(s.input_len.given());
+  CHECK(s.input_len->spec == RunSpec{}.input_len->spec);
+  // A patch gives its value; forget() takes that back and keeps the value.
+  parse_run_flag("burstiness", "1")(s);
+  CHECK(s.burstiness.given());
+  s.burstiness.forget();
+  CHECK_FALSE(s.burstiness.given());
+  CHECK(s.burstiness == 1.0);
+  CHECK(tensor_parallel_size(s) == 2);  // --tp given: the alias wins over the default
+}

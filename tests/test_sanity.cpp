@@ -33,7 +33,6 @@ RunSummary run(RunSpec s) {
 RunSummary closed_loop(RunSpec s, int64_t concurrency) {
   s.max_concurrency = concurrency;
   s.request_rate = INFINITY;
-  s.given.insert("max-concurrency");
   return run(s);
 }
 

@@ -378,11 +378,23 @@ TEST_CASE("multi_turn: think times are exponential with the mean asked, 0 sends 
 
 namespace {
 
-RunSpec dataset_spec(const std::string& name, std::set<std::string> given) {
+// FLAGS given (at their default values) on S.
+void give(RunSpec& s, const std::set<std::string>& flags) {
+  for (const std::string& f : flags) {
+    if (f == "num-turns") s.num_turns.mark_given();
+    if (f == "think-time-s") s.think_time_s.mark_given();
+    if (f == "prefix-repetition-prefix-len") s.prefix_repetition_prefix_len.mark_given();
+    if (f == "prefix-repetition-num-prefixes") s.prefix_repetition_num_prefixes.mark_given();
+    if (f == "input-len") s.input_len.mark_given();
+    if (f == "output-len") s.output_len.mark_given();
+    if (f == "num-requests") s.num_requests.mark_given();
+  }
+}
+
+RunSpec dataset_spec(const std::string& name, const std::set<std::string>& flags) {
   RunSpec s;
   s.dataset_name = name;
-  s.given = std::move(given);
-  s.given.insert("dataset-name");
+  give(s, flags);
   return s;
 }
 
@@ -401,7 +413,8 @@ TEST_CASE("dataset flags that would do nothing, or are out of range, are errors 
   RunSpec traced = dataset_spec("random", {});
   traced.trace = "any.csv";
   CHECK(field(traced) == "dataset-name");
-  traced.given = {"num-turns"};
+  traced.dataset_name.forget();
+  give(traced, {"num-turns"});
   CHECK(field(traced) == "num-turns");
   CHECK(field(dataset_spec("random", {"num-turns"})) == "num-turns");
   CHECK(field(dataset_spec("prefix_repetition", {"think-time-s"})) == "think-time-s");

@@ -15,7 +15,6 @@ namespace {
 RunSpec random_spec() {
   RunSpec s;
   s.num_requests = 400;
-  s.given = {"num-requests"};
   return s;
 }
 
@@ -27,7 +26,6 @@ TEST_CASE("generated workloads: --num-priorities draws priorities, leaving the r
   const RunSpec plain = random_spec();
   RunSpec ranked = plain;
   ranked.num_priorities = 3;
-  ranked.given.insert("num-priorities");
   const LoadedWorkload a = load_workload(plain, inputs), b = load_workload(ranked, inputs);
   REQUIRE(a.requests.size() == b.requests.size());
   std::array<int, 3> seen{};
