@@ -1,6 +1,7 @@
 // A RunSpec's configuration (run_spec.hpp): the engine's SimConfig for a policy, the fleet's
 // pools and autoscaler, and the simulation's options.
 #include "analysis/run_spec.hpp"
+#include "analysis/run_spec_internal.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -28,19 +29,16 @@ namespace {
 void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
   const bool scheduled = !s.autoscale_schedule.empty();
   if (s.autoscale.empty() && !scheduled) {
-    const std::pair<const char*, bool> settings[] = {
-        {"autoscale-target", s.autoscale_target.given()},
-        {"min-replicas", s.min_replicas.given()},
-        {"max-replicas", s.max_replicas.given()},
-        {"autoscale-period-s", s.autoscale_period_s.given()},
-        {"scale-up-window-s", s.scale_up_window_s.given()},
-        {"scale-down-window-s", s.scale_down_window_s.given()},
-        {"provision-s", s.provision_s.given()},
-        {"engine-startup-s", s.engine_startup_s.given()},
-        {"model-load-gb-per-s", s.model_load_gb_per_s.given()}};
-    for (const auto& [flag, given] : settings) {
-      if (given) throw Error(flag, "needs --autoscale METRIC");
-    }
+    refuse_given({{"autoscale-target", s.autoscale_target.given()},
+                  {"min-replicas", s.min_replicas.given()},
+                  {"max-replicas", s.max_replicas.given()},
+                  {"autoscale-period-s", s.autoscale_period_s.given()},
+                  {"scale-up-window-s", s.scale_up_window_s.given()},
+                  {"scale-down-window-s", s.scale_down_window_s.given()},
+                  {"provision-s", s.provision_s.given()},
+                  {"engine-startup-s", s.engine_startup_s.given()},
+                  {"model-load-gb-per-s", s.model_load_gb_per_s.given()}},
+                 "needs --autoscale METRIC");
     return;
   }
   AutoscaleOptions& a = f.autoscale;
@@ -248,24 +246,18 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
         s.enable_prefix_caching.given() ? "enable-prefix-caching" : "scheduler",
         std::string("the prefix cache is modelled for vllm-v1 only, not ") + policy_name(c.policy));
   }
-  const std::pair<const char*, bool> v1_options[] = {
-      {"scheduling-policy", s.scheduling_policy.given()},
-      {"long-prefill-token-threshold", s.long_prefill_token_threshold.given()},
-      {"scheduler-reserve-full-isl", s.scheduler_reserve_full_isl.given()}};
-  for (const auto& [flag, given] : v1_options) {
-    if (!v1 && given) {
-      throw Error(flag, std::string("is a vLLM V1 scheduler option; ") + policy_name(c.policy) +
-                            " is a V0 policy (use --scheduler vllm-v1)");
-    }
+  if (!v1) {
+    refuse_given({{"scheduling-policy", s.scheduling_policy.given()},
+                  {"long-prefill-token-threshold", s.long_prefill_token_threshold.given()},
+                  {"scheduler-reserve-full-isl", s.scheduler_reserve_full_isl.given()}},
+                 std::string("is a vLLM V1 scheduler option; ") + policy_name(c.policy) +
+                     " is a V0 policy (use --scheduler vllm-v1)");
   }
-  const std::pair<const char*, bool> async_options[] = {
-      {"async-scheduling", s.async_scheduling.given()},
-      {"no-async-scheduling", s.no_async_scheduling.given()}};
-  for (const auto& [flag, given] : async_options) {
-    if (engine != Engine::kV1 && given) {
-      throw Error(flag, std::string("is the V1 engine's (EngineCore's batch queue); ") +
-                            policy_name(c.policy) + " runs on the V0 engine here (--engine v1)");
-    }
+  if (engine != Engine::kV1) {
+    refuse_given({{"async-scheduling", s.async_scheduling.given()},
+                  {"no-async-scheduling", s.no_async_scheduling.given()}},
+                 std::string("is the V1 engine's (EngineCore's batch queue); ") +
+                     policy_name(c.policy) + " runs on the V0 engine here (--engine v1)");
   }
   if (s.scheduling_policy == "fcfs") {
     c.scheduling_policy = WaitingOrder::kFcfs;

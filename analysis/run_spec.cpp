@@ -28,12 +28,6 @@ namespace {
 const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn", "servegen",
                                  "mixture"};
 
-// A setting by its flag's name (for messages), and whether it was given.
-struct Setting {
-  const char* flag;
-  bool given;
-};
-
 // --dataset-name and the flags of one dataset: Error when one would do nothing.
 void check_dataset_flags(const RunSpec& s) {
   if (!s.trace.empty() && s.dataset_name.given()) {
@@ -80,40 +74,27 @@ void check_dataset_flags(const RunSpec& s) {
   }
   if (s.trace.empty() && d == "servegen") {
     if (s.servegen->empty()) throw Error("servegen", "name the clients' chunk-N-trace.csv files");
-    for (const auto& [flag, given] :
-         {Setting{"input-len", s.input_len.given()}, Setting{"output-len", s.output_len.given()},
-          Setting{"num-requests", s.num_requests.given()},
-          Setting{"num-prompts", s.num_prompts.given()},
-          Setting{"burstiness", s.burstiness.given()}}) {
-      if (given) {
-        throw Error(flag,
-                    "has no effect with --dataset-name servegen: the clients' windows give "
-                    "the arrivals and lengths");
-      }
-    }
+    refuse_given({{"input-len", s.input_len.given()},
+                  {"output-len", s.output_len.given()},
+                  {"num-requests", s.num_requests.given()},
+                  {"num-prompts", s.num_prompts.given()},
+                  {"burstiness", s.burstiness.given()}},
+                 "has no effect with --dataset-name servegen: the clients' windows give the "
+                 "arrivals and lengths");
   }
   if (s.trace.empty() && d == "mixture") {
     if (s.client_mix->empty()) throw Error("client-mix", "name the client classes of the mixture");
-    for (const auto& [flag, given] :
-         {Setting{"input-len", s.input_len.given()}, Setting{"output-len", s.output_len.given()},
-          Setting{"burstiness", s.burstiness.given()}}) {
-      if (given) {
-        throw Error(flag,
-                    "has no effect with --dataset-name mixture: each class of --client-mix "
-                    "sets its own");
-      }
-    }
+    refuse_given({{"input-len", s.input_len.given()},
+                  {"output-len", s.output_len.given()},
+                  {"burstiness", s.burstiness.given()}},
+                 "has no effect with --dataset-name mixture: each class of --client-mix sets "
+                 "its own");
   }
   if (!s.trace.empty() || d != "prefix_repetition") return;
-  for (const auto& [flag, given] :
-       {Setting{"input-len", s.input_len.given()}, Setting{"output-len", s.output_len.given()}}) {
-    if (given) {
-      throw Error(flag,
-                  "has no effect with --dataset-name prefix_repetition: prompts are "
-                  "--prefix-repetition-prefix-len + --prefix-repetition-suffix-len tokens, "
-                  "outputs --prefix-repetition-output-len");
-    }
-  }
+  refuse_given({{"input-len", s.input_len.given()}, {"output-len", s.output_len.given()}},
+               "has no effect with --dataset-name prefix_repetition: prompts are "
+               "--prefix-repetition-prefix-len + --prefix-repetition-suffix-len tokens, outputs "
+               "--prefix-repetition-output-len");
   if (num_requests(s) < s.prefix_repetition_num_prefixes) {  // as vLLM's ValueError
     throw Error("prefix-repetition-num-prefixes",
                 "must be <= the number of requests (" + std::to_string(num_requests(s)) +
@@ -143,6 +124,12 @@ const TraceImportSetting kTraceImportSettings[] = {
 
 std::span<const TraceImportSetting> trace_import_settings() {
   return kTraceImportSettings;
+}
+
+void refuse_given(std::initializer_list<Setting> settings, const std::string& message) {
+  for (const Setting& g : settings) {
+    if (g.given) throw Error(g.flag, message);
+  }
 }
 
 void check_flags(const RunSpec& s) {

@@ -53,10 +53,9 @@ Resample trace_replicates(const RunSpec& s, const Trace& t) {
 // The flags that would do nothing on trace T: generator flags on a timed trace (its arrival times
 // are replayed), and import flags of another format.
 void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
-  const std::pair<const char*, bool> generator_settings[] = {{"burstiness", s.burstiness.given()},
-                                                             {"seed", s.seed.given()},
-                                                             {"num-seeds", s.num_seeds.given()}};
-  for (const auto& [flag, given] : generator_settings) {
+  for (const auto& [flag, given] :
+       {Setting{"burstiness", s.burstiness.given()}, Setting{"seed", s.seed.given()},
+        Setting{"num-seeds", s.num_seeds.given()}}) {
     if (replicates != Resample::kNone && std::string(flag) != "burstiness") continue;
     if (t.timed && given) {
       throw Error(flag, "has no effect on " + s.trace +
@@ -78,18 +77,12 @@ void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
 }
 
 LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
-  const std::pair<const char*, bool> generator_settings[] = {
-      {"num-requests", s.num_requests.given()},
-      {"num-prompts", s.num_prompts.given()},
-      {"input-len", s.input_len.given()},
-      {"output-len", s.output_len.given()}};
-  for (const auto& [flag, given] : generator_settings) {
-    if (given) {
-      throw Error(flag,
-                  "not used with --trace: the trace gives the requests (see "
-                  "--max-requests and the what-if transforms)");
-    }
-  }
+  refuse_given({{"num-requests", s.num_requests.given()},
+                {"num-prompts", s.num_prompts.given()},
+                {"input-len", s.input_len.given()},
+                {"output-len", s.output_len.given()}},
+               "not used with --trace: the trace gives the requests (see --max-requests and the "
+               "what-if transforms)");
   Trace t = *inputs.trace(s.trace, s.import);
   const Resample replicates = trace_replicates(s, t);
   check_trace_flags(s, t, replicates);

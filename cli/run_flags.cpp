@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -48,19 +49,18 @@ T& raw(Given<T>& field) {
   return field.value();
 }
 template <class T>
+using Raw = std::remove_reference_t<decltype(raw(std::declval<T&>()))>;
+template <class T>
 void mark_given(T&) {}
 template <class T>
 void mark_given(Given<T>& field) {
   field.mark_given();
 }
+// Whether B binds a field of type T, given-tracked or not.
 template <class T>
-struct Raw {
-  using type = T;
-};
-template <class T>
-struct Raw<Given<T>> {
-  using type = T;
-};
+bool binds(const Binding& b) {
+  return std::holds_alternative<Plain<T>>(b) || std::holds_alternative<Plain<Given<T>>>(b);
+}
 
 struct RunFlag {
   const char* name;
@@ -421,7 +421,7 @@ RunSpec& defaults() {
 // marks what the command line gave. A patch's value is given.
 template <class T>
 po::value_semantic* bind(const Plain<T>& b, const RunFlag& f, RunSpec& target) {
-  using V = typename Raw<T>::type;
+  using V = Raw<T>;
   V& field = raw(b.field(target));
   if constexpr (std::is_same_v<V, bool>) {
     return po::bool_switch(&field);
@@ -434,9 +434,7 @@ po::value_semantic* bind(const Plain<T>& b, const RunFlag& f, RunSpec& target) {
 }
 template <class T>
 RunPatch patch(const Plain<T>& b, const std::string& name, const std::string& value) {
-  return [field = b.field, v = parse_plain<typename Raw<T>::type>(name, value)](RunSpec& s) {
-    field(s) = v;
-  };
+  return [field = b.field, v = parse_plain<Raw<T>>(name, value)](RunSpec& s) { field(s) = v; };
 }
 
 po::value_semantic* bind(const Rate& b, const RunFlag& f, RunSpec& target) {
@@ -548,18 +546,13 @@ void mark_given_flags(const po::variables_map& vm, RunSpec& target) {
 
 bool run_flag_is_switch(const std::string& name) {
   if (output_flags().count(name)) return name == "no-steps" || name == "help";
-  const Binding& b = flag_or_error(name).binding;
-  return std::holds_alternative<Plain<bool>>(b) || std::holds_alternative<Plain<Given<bool>>>(b);
+  return binds<bool>(flag_or_error(name).binding);
 }
 
 bool run_flag_is_numeric(const std::string& name) {
   if (output_flags().count(name)) return false;
   const Binding& b = flag_or_error(name).binding;
-  return std::holds_alternative<Plain<int>>(b) || std::holds_alternative<Plain<Given<int>>>(b) ||
-         std::holds_alternative<Plain<int64_t>>(b) ||
-         std::holds_alternative<Plain<Given<int64_t>>>(b) ||
-         std::holds_alternative<Plain<double>>(b) ||
-         std::holds_alternative<Plain<Given<double>>>(b) || std::holds_alternative<Rate>(b);
+  return binds<int>(b) || binds<int64_t>(b) || binds<double>(b) || std::holds_alternative<Rate>(b);
 }
 
 bool run_flag_is_path(const std::string& name) {
