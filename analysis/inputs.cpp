@@ -33,7 +33,6 @@ std::shared_ptr<const T> Inputs::cached(std::map<std::string, std::shared_ptr<co
 }
 
 std::shared_ptr<const Trace> Inputs::trace(const std::string& path, const ImportOptions& options) {
-  if (options.hash_block_size < 0) throw Error("hash-block-size", "must be >= 0");
   return cached(traces_, path + "\n" + options.describe(),
                 [&] { return import_trace(path, options); });
 }

@@ -99,6 +99,7 @@ void check_format(const std::string& format) {
 
 Trace import_trace(const std::string& path, const ImportOptions& opt) {
   check_format(opt.format);
+  if (opt.hash_block_size < 0) throw Error("hash-block-size", "must be >= 0");
   if (opt.format == "servesim" || (opt.format.empty() && is_hdf5(path))) {
     Trace t = read_trace_h5(path);
     t.file = path;
