@@ -155,11 +155,6 @@ void KvCacheManager::release_table(uint32_t id) {
   table_of_[id] = -1;
 }
 
-int64_t KvCacheManager::blocks_held(uint32_t id) const {
-  const int32_t t = table_of_[id];
-  return t < 0 ? 0 : int64_t(tables_[size_t(t)].blocks.size());
-}
-
 std::span<const int32_t> KvCacheManager::blocks_of(uint32_t id) const {
   const int32_t t = table_of_[id];
   if (t < 0) return {};
@@ -217,20 +212,11 @@ int64_t KvCacheManager::num_evictable_hits() const {
   return n;
 }
 
-bool KvCacheManager::allocate_slots(uint32_t id, const SeqState& s, int64_t num_new_tokens,
-                                    int64_t num_new_computed_tokens, bool full_sequence_must_fit) {
+bool KvCacheManager::allocate_new_blocks(uint32_t id, const SeqState& s, int64_t num_new_tokens,
+                                         int64_t num_new_computed_tokens,
+                                         bool full_sequence_must_fit) {
   assert(num_new_tokens > 0);
   const bool with_hits = num_new_computed_tokens > 0;
-  // The common case, a running request whose blocks already hold this step's tokens (a decode
-  // inside its last block): nothing to allocate; maybe a block to cache.
-  if (!with_hits && !full_sequence_must_fit && table_of_[id] >= 0) {
-    Table& t = tables_[size_t(table_of_[id])];
-    const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
-    if (std::min(end, max_model_len_) <= int64_t(t.blocks.size()) * block_size_) {
-      if (caching_) cache_blocks(id, t, std::min<int64_t>(end, s.num_tokens()));
-      return true;
-    }
-  }
   assert(!with_hits || num_new_computed_tokens == int64_t(hits_.size()) * block_size_);
   const int64_t held = blocks_held(id);
   const int64_t hit_blocks = with_hits ? int64_t(hits_.size()) : 0;
@@ -271,15 +257,13 @@ bool KvCacheManager::allocate_slots(uint32_t id, const SeqState& s, int64_t num_
     t.blocks.push_back(b);
   }
   // "cap the number at request.num_tokens": only tokens that exist are cached.
-  if (caching_)
-    cache_blocks(id, t, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
+  cache_full_blocks(id, t, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
   hits_.clear();
   return true;
 }
 
 void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t num_full = num_tokens / block_size_;
-  if (num_full <= t.num_cached) return;
   for (int64_t k = t.num_cached; k < num_full; ++k) {
     const uint64_t h = hasher_->block_hash(id, k, t.last_hash);
     const int32_t b = t.blocks[size_t(k)];
@@ -301,7 +285,7 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
     }
     t.last_hash = h;
   }
-  if (num_full > t.num_cached) t.num_cached = num_full;
+  t.num_cached = num_full;
 }
 
 void KvCacheManager::free(uint32_t id) {

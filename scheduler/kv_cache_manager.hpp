@@ -18,6 +18,7 @@
 // after construction except a request's block table growing past its largest size so far.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -50,18 +51,28 @@ class KvCacheManager {
   // FULL_SEQUENCE_MUST_FIT, also refuses unless every known token of S would fit now (vLLM's
   // scheduler_reserve_full_isl admission gate). False, changing nothing, when the free blocks do
   // not suffice.
+  // Inline: the common case, a running request whose blocks already hold this step's tokens (a
+  // decode inside its last block), allocates nothing and at most caches a block that filled.
   bool allocate_slots(uint32_t id, const SeqState& s, int64_t num_new_tokens,
-                      int64_t num_new_computed_tokens, bool full_sequence_must_fit);
+                      int64_t num_new_computed_tokens, bool full_sequence_must_fit) {
+    if (num_new_computed_tokens == 0 && !full_sequence_must_fit && table_of_[id] >= 0) {
+      Table& t = tables_[size_t(table_of_[id])];
+      const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
+      if (std::min(end, max_model_len_) <= int64_t(t.blocks.size()) * block_size_) {
+        cache_full_blocks(id, t, std::min<int64_t>(end, s.num_tokens()));
+        return true;
+      }
+    }
+    return allocate_new_blocks(id, s, num_new_tokens, num_new_computed_tokens,
+                               full_sequence_must_fit);
+  }
 
   // cache_blocks(request, NUM_TOKENS): registers the full blocks among request ID's first
   // NUM_TOKENS tokens (AsyncScheduler, once a step's sampled tokens are known). Nothing when
   // caching is off or ID holds no blocks.
   // Inline: it runs for every sampled token, and a new block fills once in block_size tokens.
   void cache_tokens(uint32_t id, int64_t num_tokens) {
-    if (!caching_ || table_of_[id] < 0) return;
-    Table& t = tables_[size_t(table_of_[id])];
-    if (num_tokens < (t.num_cached + 1) * block_size_) return;  // no new full block
-    cache_blocks(id, t, num_tokens);
+    if (table_of_[id] >= 0) cache_full_blocks(id, tables_[size_t(table_of_[id])], num_tokens);
   }
 
   // Frees request ID's blocks, tail first (vLLM free(): reversed order).
@@ -82,7 +93,10 @@ class KvCacheManager {
   int64_t usable_blocks() const { return usable_; }
   int64_t free_blocks() const { return num_free_; }
   int64_t used_blocks() const { return usable_ - num_free_; }
-  int64_t blocks_held(uint32_t id) const;
+  int64_t blocks_held(uint32_t id) const {
+    const int32_t t = table_of_[id];
+    return t < 0 ? 0 : int64_t(tables_[size_t(t)].blocks.size());
+  }
   int block_size() const { return block_size_; }
   bool caching() const { return caching_; }
 
@@ -126,8 +140,15 @@ class KvCacheManager {
   void uncache(int32_t b);
   Table& table(uint32_t id);
   void release_table(uint32_t id);
-  // cache_full_blocks: registers the full blocks among the first NUM_TOKENS tokens of ID.
+  // cache_full_blocks: registers the full blocks among the first NUM_TOKENS tokens of ID (T);
+  // inline for the case of no new full block, once in block_size tokens the only one.
+  void cache_full_blocks(uint32_t id, Table& t, int64_t num_tokens) {
+    if (caching_ && num_tokens >= (t.num_cached + 1) * block_size_) cache_blocks(id, t, num_tokens);
+  }
   void cache_blocks(uint32_t id, Table& t, int64_t num_tokens);
+  // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate.
+  bool allocate_new_blocks(uint32_t id, const SeqState& s, int64_t num_new_tokens,
+                           int64_t num_new_computed_tokens, bool full_sequence_must_fit);
   int64_t num_evictable_hits() const;
 
   int block_size_;
