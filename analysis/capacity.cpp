@@ -209,6 +209,9 @@ std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double att
     }
   };
   if (rejected_share(s) > spec.max_rejected_share) consider("rejected_share", INFINITY);
+  // A run stopped at its last arrival, certain to be overloaded: its latencies are of the
+  // requests done by then, so they say nothing more.
+  if (s.overload.stopped_at_last_arrival) return worst.empty() ? "overloaded" : worst;
   // A queue that grew for as long as requests arrived: its latencies measure the run's length,
   // not the configuration, so the probe fails whatever they read (issue 25: a 500-request probe
   // met the SLO while its own row said overloaded).
@@ -233,8 +236,11 @@ std::string slo_failure(const CapacitySpec& spec, const RunSummary& s, double at
   return worst_term(spec, s, attained);
 }
 
-Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs) {
-  const PointRun p = run_point(s, inputs);
+Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs,
+                bool stop_when_overloaded) {
+  SimulateOptions options;
+  options.stop_when_overloaded = stop_when_overloaded;
+  const PointRun p = run_point(s, inputs, options);
   const SimConfig& c = p.run.config;
   Probe pr;
   pr.rate = s.request_rate;
@@ -251,16 +257,25 @@ Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs) {
   if (spec.attainment > 0) pr.attained = attainment(p.run, spec.ttft_ms, spec.tpot_ms);
   pr.failed = worst_term(spec, pr.summary, pr.attained);
   pr.ok = pr.failed.empty();
+  pr.stopped = pr.summary.overload.stopped_at_last_arrival;
   return pr;
 }
 
 namespace {
 
-// BASE at RATE, simulated and judged against SPEC.
-Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs) {
+// BASE at RATE, simulated and judged against SPEC; an overloaded probe stops at its last arrival
+// unless FULL (a first probe, whose rejections identify the configuration, runs to its end).
+Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs,
+               bool full = false) {
   RunSpec s = base;
   s.request_rate = rate;
-  return judge_run(s, spec, inputs);
+  return judge_run(s, spec, inputs, !full);
+}
+
+// Counts P in C's probes stopped at their last arrival.
+void count_stop(const Probe& p, CapacityResult& c) {
+  c.probes_stopped += p.stopped;
+  c.requests_unfinished += p.summary.overload.unfinished;
 }
 
 // One search: the highest rate known to meet the SLO (LO, 0 = none) and the lowest known to fail
@@ -292,8 +307,9 @@ class Searcher {
 
  private:
   Probe probe(double rate) {
-    Probe p = probe_at(base_, spec_, rate, inputs_);
+    Probe p = probe_at(base_, spec_, rate, inputs_, c_.iterations == 0);
     ++c_.iterations;
+    count_stop(p, c_);
     if (hook_) hook_(p);
     (p.ok ? lo_ : hi_) = rate;
     (p.ok ? lo_probe_ : hi_probe_) = p;
@@ -385,6 +401,7 @@ void size_split(const RunSpec& base, const CapacitySpec& spec, double target, in
       s.decode_replicas = int(n - p);
       ++c.iterations;
       const Probe probe = probe_at(s, spec, target, inputs);
+      count_stop(probe, c);
       if (!probe.ok) continue;
       // The cheapest by dollars per hour, or by GPUs when a price is unknown.
       const FleetPrice price = price_pools(probe.pools, spec.cost);
@@ -444,6 +461,7 @@ void size_group(const RunSpec& base, const CapacitySpec& spec, double target, in
     s.replica_gpus = with_group_count(base.replica_gpus, spec.size_group, k);
     ++c.iterations;
     const Probe probe = probe_at(s, spec, target, inputs);
+    count_stop(probe, c);
     if (probe.ok) priced[k] = price_pools(probe.pools, spec.cost);
     if (c.router_warnings.empty()) c.router_warnings = probe.router_warnings;
     return probe.ok;
@@ -510,6 +528,7 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     ++c.iterations;
     try {
       const Probe probe = probe_at(s, spec, target, inputs);
+      count_stop(probe, c);
       if (probe.ok) priced[k] = price_pools(probe.pools, spec.cost);
       if (c.router_warnings.empty()) c.router_warnings = probe.router_warnings;
       return probe.ok;
@@ -611,8 +630,8 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
   t.text_columns = {"label",   "gpu",         "model", "policy",      "note",
                     "binding", "fleet_split", "fleet", "quantization"};
   t.int_columns = {
-      "tp",        "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations", "gpus",
-      "fleet_gpus"};
+      "tp",         "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations", "gpus",
+      "fleet_gpus", "probes_stopped"};
   t.real_columns = {"capacity_req_s",
                     "attainment",
                     "gpu_hour_cost",
@@ -630,8 +649,8 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
     row.point = int64_t(i);
     row.text = {c.label,   c.gpu,         c.model, c.policy,      capacity_note(c),
                 c.binding, c.fleet_split, c.fleet, c.quantization};
-    row.ints = {c.tp,         c.budget, replicas_for(target, c),   c.fleet_replicas,
-                c.iterations, c.gpus,   fleet_gpu_count(target, c)};
+    row.ints = {c.tp,         c.budget, replicas_for(target, c),    c.fleet_replicas,
+                c.iterations, c.gpus,   fleet_gpu_count(target, c), c.probes_stopped};
     row.reals = {c.capacity,
                  c.at.attained,
                  c.gpu_hour_cost,
@@ -650,7 +669,8 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
 // NaN stays NaN through CBOR, where JSON text would make it null.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Stats, mean, p50, p90, p95, p99, max, count, extra)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Overload, overloaded, arrival_rate_req_s, completion_rate_req_s,
-                                   waiting_at_median_arrival, waiting_at_last_arrival, drain_s)
+                                   waiting_at_median_arrival, waiting_at_last_arrival, drain_s,
+                                   stopped_at_last_arrival, unfinished)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PrefixCacheSummary, enabled, queries, hits, preempted_queries,
                                    preempted_hits, evictions, cached_prompt_tokens)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejected_by_reason,
@@ -664,12 +684,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejec
                                    flops, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
-                                   model, tp, budget, gpu_file_cost, pools, router_warnings)
+                                   model, tp, budget, gpu_file_cost, pools, router_warnings,
+                                   stopped)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, tp, budget, capacity,
                                    above_max, below_min, refused, rejected, requests, iterations,
-                                   binding, gpu_hour_cost, pools, fleet, quantization, gpus,
-                                   usd_per_h, at, fleet_replicas, router, fleet_split,
-                                   router_warnings, fleet_gpus, fleet_usd_per_h)
+                                   probes_stopped, requests_unfinished, binding, gpu_hour_cost,
+                                   pools, fleet, quantization, gpus, usd_per_h, at, fleet_replicas,
+                                   router, fleet_split, router_warnings, fleet_gpus,
+                                   fleet_usd_per_h)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

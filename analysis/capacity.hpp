@@ -100,10 +100,14 @@ struct Probe {
   double gpu_file_cost = NAN;                // the GPU file's cost_per_hour
   std::vector<GpuPool> pools;                // every GPU simulated
   std::vector<std::string> router_warnings;  // a router with nothing to act on
+  bool stopped = false;                      // ended at its last arrival, overloaded
 };
 
-// S simulated as it is and judged against SPEC (its rate: S's).
-Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs);
+// S simulated as it is and judged against SPEC (its rate: S's). With STOP_WHEN_OVERLOADED, a run
+// whose queue is diverging ends at its last arrival (SimulateOptions::stop_when_overloaded) and
+// fails as `overloaded`: its latencies are of a run cut short.
+Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs,
+                bool stop_when_overloaded = false);
 // The term of SPEC that S (and ATTAINED, the goodput share) fails by the widest margin ("" when
 // it meets every term).
 std::string slo_failure(const CapacitySpec& spec, const RunSummary& s, double attained);
@@ -117,6 +121,10 @@ struct CapacityResult {
   bool refused = false;                 // rejects more than --max-rejected-share: no capacity
   uint64_t rejected = 0, requests = 0;  // rejected at every rate, of the workload's requests
   int iterations = 0;
+  // Probes that ended at their last arrival, overloaded, and the requests they left unfinished
+  // (queued work not simulated: the time the early stop saved).
+  int probes_stopped = 0;
+  uint64_t requests_unfinished = 0;
   std::string binding;              // the binding term ("" when none)
   double gpu_hour_cost = NAN;       // dollars per GPU-hour of its (first) GPU, NaN when unknown
   std::vector<GpuPool> pools;       // the configuration's GPUs

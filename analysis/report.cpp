@@ -32,12 +32,17 @@ ordered_json stats_json(const Stats& s) {
 }
 
 ordered_json overload_json(const Overload& o) {
-  return {{"overloaded", o.overloaded},
-          {"arrival_rate_req_s", number(o.arrival_rate_req_s)},
-          {"completion_rate_req_s", number(o.completion_rate_req_s)},
-          {"waiting_at_median_arrival", o.waiting_at_median_arrival},
-          {"waiting_at_last_arrival", o.waiting_at_last_arrival},
-          {"drain_s", o.drain_s}};
+  ordered_json j = {{"overloaded", o.overloaded},
+                    {"arrival_rate_req_s", number(o.arrival_rate_req_s)},
+                    {"completion_rate_req_s", number(o.completion_rate_req_s)},
+                    {"waiting_at_median_arrival", o.waiting_at_median_arrival},
+                    {"waiting_at_last_arrival", o.waiting_at_last_arrival},
+                    {"drain_s", o.drain_s}};
+  if (o.stopped_at_last_arrival) {  // a capacity probe cut short
+    j["stopped_at_last_arrival"] = true;
+    j["unfinished"] = o.unfinished;
+  }
+  return j;
 }
 
 ordered_json requests_json(const RunSummary& s) {

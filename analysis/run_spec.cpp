@@ -299,6 +299,7 @@ PointRun run_point(const RunSpec& s, Inputs& inputs, const SimulateOptions& keep
   o.keep_steps = keep.keep_steps;
   o.keep_histogram = keep.keep_histogram;
   o.progress = keep.progress;
+  o.stop_when_overloaded = keep.stop_when_overloaded;
   p.run = simulate(c, w.requests, nullptr, o);
   p.workload = std::move(w.json);
   p.pools = gpu_pools(c, o);

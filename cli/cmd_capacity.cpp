@@ -418,6 +418,18 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
     out << "* the binding term: it failed at the lowest failing rate tried (by the widest "
            "margin)\n";
   }
+  int stopped = 0;
+  uint64_t unfinished = 0;
+  for (const CapacityResult& c : results) {
+    stopped += c.probes_stopped;
+    unfinished += c.requests_unfinished;
+  }
+  if (stopped > 0) {
+    out << stopped << " probe" << (stopped == 1 ? "" : "s")
+        << " stopped at the last arrival with a diverging queue (overloaded: failing the SLO "
+           "whatever came next), leaving "
+        << unfinished << " queued requests unsimulated\n";
+  }
   if (shown.cost) {
     out << "usd_per_Mtok: dollars per million output tokens at capacity = the configuration's "
            "$/h (every GPU: replicas * tp of each pool) / (output_tokens_per_s * 3600) * 1e6 "

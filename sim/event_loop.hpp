@@ -38,9 +38,9 @@ class EventLoop {
     std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
 
-  // Runs events until none is left.
+  // Runs events until none is left, or until a handler calls stop().
   void run() {
-    while (!heap_.empty()) {
+    while (!heap_.empty() && !stopped_) {
       std::pop_heap(heap_.begin(), heap_.end(), Later{});
       const Event e = heap_.back();
       heap_.pop_back();
@@ -50,6 +50,9 @@ class EventLoop {
     }
   }
 
+  // Ends run() after the event being handled; the events left are never run.
+  void stop() { stopped_ = true; }
+  bool stopped() const { return stopped_; }
   double now() const { return now_; }
   uint64_t processed() const { return processed_; }
 
@@ -73,6 +76,7 @@ class EventLoop {
   double now_ = 0;
   uint64_t next_seq_ = 0;
   uint64_t processed_ = 0;
+  bool stopped_ = false;
 };
 
 }  // namespace servesim

@@ -409,6 +409,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   result.summary = metrics.summary(result.requests, peak_flops, peak_bytes,
                                    replicas[0]->scheduler->usable_blocks());
   result.summary.step_time_fraction /= fleet_size;  // busy time summed over the replicas
+  if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   summarize_replicas(replicas, groups.size() == 1, autoscaler.has_value(), result);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);

@@ -107,7 +107,11 @@ void Gateway::handle(EventLoop& loop, uint32_t tag) {
   for (const ReplicaLink& r : replicas_)
     waiting += r.host->waiting();
   metrics_.on_offered(loop.now(), waiting);
-  if (++next_ < w_.size()) loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);
+  if (++next_ < w_.size()) {
+    loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);
+  } else if (options_.stop_when_overloaded && metrics_.overload_certain(w_.size())) {
+    loop.stop();  // the verdict is known: the tails of the queued requests would not change it
+  }
 }
 
 void Gateway::on_prefill_done(uint32_t id) {

@@ -175,6 +175,12 @@ Overload MetricsCollector::judge_overload(const RunSummary& s) const {
   return o;
 }
 
+bool MetricsCollector::overload_certain(size_t total) const {
+  const double threshold = std::max(8.0, 0.01 * double(total));
+  return last_offered_s_ > first_offered_s_ && double(waiting_at_last_) > threshold &&
+         double(waiting_at_last_) >= 1.5 * double(waiting_at_median_);
+}
+
 RunSummary MetricsCollector::summary(const std::vector<RequestRecord>& requests, double peak_flops,
                                      double peak_bytes_per_s, int64_t total_kv_blocks) const {
   RunSummary s;

@@ -92,6 +92,10 @@ struct Overload {
   double completion_rate_req_s = NAN;  // completed requests per second over the makespan
   int64_t waiting_at_median_arrival = 0, waiting_at_last_arrival = 0;
   double drain_s = 0;  // from the last arrival to the end of the run
+  // SimulateOptions::stop_when_overloaded: the run ended at its last arrival, its queue already
+  // diverging, with this many requests neither finished nor rejected (their tails not simulated).
+  bool stopped_at_last_arrival = false;
+  uint64_t unfinished = 0;
 };
 
 // vLLM benchmark_serving.py --goodput: a request is good when it completed within every SLO
@@ -132,6 +136,12 @@ struct RunSummary {
 
   double rejected_share() const { return total ? double(rejected) / double(total) : 0.0; }
 };
+
+// S is of a run that SimulateOptions::stop_when_overloaded ended at its last arrival.
+inline void mark_stopped_at_last_arrival(RunSummary& s) {
+  s.overload.stopped_at_last_arrival = true;
+  s.overload.unfinished = s.total - s.completed - s.rejected;
+}
 
 // CloudWatch's OTPS from p50s: tokens / (latency - TTFT) x 1000; NaN when undefined.
 double cloudwatch_otps(double output_tokens_p50, double e2e_ms_p50, double ttft_ms_p50);
@@ -201,6 +211,13 @@ class MetricsCollector {
                      RunSummary& s) const;
   Overload judge_overload(const RunSummary& s) const;
 
+ public:
+  // As the last of TOTAL requests is offered: whether the run will be judged overloaded whatever
+  // happens next (the backlog and growth legs of Overload, with the threshold of TOTAL admitted
+  // requests, the most there can be).
+  bool overload_certain(size_t total) const;
+
+ private:
   std::vector<RequestTimes> times_;
   std::vector<StepRecord> step_records_;
   bool keep_steps_ = false;

@@ -169,6 +169,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.tp,
                                    c.gpu.hbm_bytes_per_s() * c.tp, scheduler->usable_blocks());
   result.summary.prefix_cache = prefix_cache_summary(*scheduler, result.requests);
+  if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);
   result.discarded_tokens = scheduler->discarded_tokens();

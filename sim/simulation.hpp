@@ -149,6 +149,11 @@ struct SimulateOptions {
   // thread: for progress lines.
   std::function<void(size_t, size_t)> progress;
   FleetOptions fleet;  // more than one replica: simulate() runs simulate_fleet()
+  // End the run at its last arrival when it is then certain to be judged overloaded (its queue
+  // grew for as long as requests arrived): a capacity probe's answer is known there. The
+  // summary says so (Overload::stopped_at_last_arrival) and counts the requests left unfinished;
+  // their records are as the run left them.
+  bool stop_when_overloaded = false;
 };
 
 // Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with its cost model

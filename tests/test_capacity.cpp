@@ -627,3 +627,62 @@ TEST_CASE("cli: capacity --size-group sizes one group of a mixed fleet, the othe
   args.insert(args.end(), {"--target-rate", "5", "--size-group", "l40s"});
   servesim::test::refused(args, "not a group");
 }
+
+TEST_CASE("capacity: an overloaded probe ends at its last arrival with the verdict a full run has",
+          "[capacity][overload]") {
+  using namespace servesim;
+  Inputs inputs;
+  CapacitySpec spec;
+  spec.bounds = parse_slo("ttft_p99_ms=1000");
+  const RunSpec base =
+      cli::spec_from_flags({{"num-requests", "600"}, {"scheduler", "chunked:512"}});
+  auto at = [&](double rate) {
+    RunSpec s = base;
+    s.request_rate = rate;
+    return s;
+  };
+  SECTION("an overloaded run stops, with its requests accounted for") {
+    const Probe full = judge_run(at(80), spec, inputs, false);
+    const Probe cut = judge_run(at(80), spec, inputs, true);
+    REQUIRE(full.summary.overload.overloaded);
+    CHECK_FALSE(full.stopped);
+    CHECK_FALSE(full.ok);
+    CHECK(cut.stopped);
+    CHECK(cut.summary.overload.overloaded);
+    CHECK_FALSE(cut.ok);
+    CHECK(cut.failed == "overloaded");
+    const RunSummary& c = cut.summary;
+    CHECK(c.overload.unfinished > 0);
+    CHECK(c.completed + c.rejected + c.overload.unfinished == c.total);
+    CHECK(c.total == full.summary.total);
+    CHECK(c.steps < full.summary.steps);  // the drain was not simulated
+  }
+  SECTION("a run that keeps up runs to its end either way, the same run") {
+    const Probe full = judge_run(at(2), spec, inputs, false);
+    const Probe cut = judge_run(at(2), spec, inputs, true);
+    CHECK_FALSE(cut.stopped);
+    CHECK(cut.summary.overload.unfinished == 0);
+    CHECK(nlohmann::json(cut.summary.ttft_ms.p99) == nlohmann::json(full.summary.ttft_ms.p99));
+    CHECK(cut.summary.steps == full.summary.steps);
+    CHECK(cut.ok == full.ok);
+  }
+  SECTION("every probe of a search judges as a full run would, so the capacity is the same") {
+    std::vector<double> rates;
+    CapacitySpec s = spec;
+    s.rate_max = 256;
+    const CapacityResult r =
+        search(base, s, inputs, [&](const Probe& p) { rates.push_back(p.rate); });
+    REQUIRE(r.capacity > 0);
+    CHECK(r.probes_stopped > 0);
+    CHECK(r.requests_unfinished > 0);
+    int stopped = 0;
+    for (size_t i = 0; i < rates.size(); ++i) {
+      const Probe full = judge_run(at(rates[i]), s, inputs, false);
+      const Probe cut = judge_run(at(rates[i]), s, inputs, true);
+      INFO("rate " << rates[i]);
+      CHECK(cut.ok == full.ok);
+      stopped += i > 0 && cut.stopped;  // the first probe runs in full (its rejections count)
+    }
+    CHECK(stopped == r.probes_stopped);
+  }
+}
