@@ -104,21 +104,39 @@ struct Efficiency {
   double compute, memory;  // fractions of the peak FLOP/s and HBM bandwidth
 };
 
+// The knee factor (1 + r^k)^(1/k) of one part of the step, remembered for the last (r, k): a
+// part whose shape did not change since the last step (the linear layers and the LM head of a
+// decode batch that neither grew nor shrank) costs no pow() (two of them took a third of a
+// low-load run). Per thread, so a cost model stays safe to share; exact, so results are too.
+struct KneeMemo {
+  double r = -1, k = 0, factor = 1;
+  double of(double ratio, double sharpness, double inverse) {
+    if (ratio != r || sharpness != k) {
+      r = ratio;
+      k = sharpness;
+      factor = std::pow(1.0 + std::pow(ratio, sharpness), inverse);
+    }
+    return factor;
+  }
+};
+enum Part { kLinearPart, kPrefillPart, kDecodePart, kLmHeadPart, kNumParts };
+thread_local KneeMemo knee_memo[kNumParts];
+
 // The roofline of a TP group. Its member functions are defined in the class so that cost()
 // inlines them.
 struct Roof {
   double flops_s, bytes_s;  // peak FLOP/s and HBM bytes/s, whole TP group
   double knee_sharpness, inverse_knee;
 
-  // Seconds of one part: the larger of its compute and memory time, or the smooth knee.
-  double seconds(double flops, double bytes, Efficiency e) const {
+  // Seconds of PART: the larger of its compute and memory time, or the smooth knee.
+  double seconds(double flops, double bytes, Efficiency e, Part part) const {
     const double tc = flops / (flops_s * e.compute), tm = bytes / (bytes_s * e.memory);
     if (knee_sharpness <= 0) return std::max(tc, tm);
     const double hi = std::max(tc, tm), lo = std::min(tc, tm);
     if (hi <= 0) return 0.0;
     const double r = lo / hi;  // in [0, 1]: (1 + r^k)^(1/k) is within 0.1% of 1 below 1e-3
     if (r < 1e-3) return hi;
-    return hi * std::pow(1.0 + std::pow(r, knee_sharpness), inverse_knee);
+    return hi * knee_memo[part].of(r, knee_sharpness, inverse_knee);
   }
 };
 
@@ -184,7 +202,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   const double linear_time_bytes = linear.bytes + expert_bytes * (moe_time_factor_ - 1.0);
   c.linear_s = (graph ? graph_linear_floor_s_ : linear_floor_s_) +
                roof.seconds(linear_time_flops_per_token_ * padded_tokens(b.tokens),
-                            linear_time_bytes, linear_eff);
+                            linear_time_bytes, linear_eff, kLinearPart);
 
   // Attention: the prefill kernel and the decode kernel each read the K and V they attend to and
   // write the new tokens' K and V. Each pays its launch latency on top of its work (measured
@@ -193,10 +211,12 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   const Work decode = attention_work(b.decode_pairs, b.decode_pairs, b.tokens - b.prefill_tokens);
   const double floor_attn = graph ? graph_attention_floor_s_ : attention_floor_s_;
   if (b.prefill_tokens > 0) {
-    c.attention_s += floor_attn + roof.seconds(prefill.flops, prefill.bytes, attention_eff);
+    c.attention_s +=
+        floor_attn + roof.seconds(prefill.flops, prefill.bytes, attention_eff, kPrefillPart);
   }
   if (b.decode_seqs > 0) {
-    c.attention_s += floor_attn + roof.seconds(decode.flops, decode.bytes, attention_eff);
+    c.attention_s +=
+        floor_attn + roof.seconds(decode.flops, decode.bytes, attention_eff, kDecodePart);
   }
 
   const double elementwise_gpu = elementwise_gpu_bytes(b.tokens);
@@ -206,7 +226,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   Work lm;
   if (b.emitting > 0) {
     lm = lm_head_work(b.emitting);
-    c.lm_head_s = roof.seconds(lm.flops, lm.bytes, linear_eff);
+    c.lm_head_s = roof.seconds(lm.flops, lm.bytes, linear_eff, kLmHeadPart);
   }
 
   // Ring all-reduce of the hidden states after attention and after the MLP.
