@@ -209,9 +209,8 @@ std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double att
     }
   };
   if (rejected_share(s) > spec.max_rejected_share) consider("rejected_share", INFINITY);
-  // A run stopped at its last arrival, certain to be overloaded: its latencies are of the
-  // requests done by then, so they say nothing more.
-  if (s.overload.stopped_at_last_arrival) return worst.empty() ? "overloaded" : worst;
+  // A run stopped at its last arrival is overloaded; its latencies, of the requests done by
+  // then, name the bound it fails when one already does.
   // A queue that grew for as long as requests arrived: its latencies measure the run's length,
   // not the configuration, so the probe fails whatever they read (issue 25: a 500-request probe
   // met the SLO while its own row said overloaded).
@@ -343,11 +342,38 @@ class Searcher {
     if (c_.refused) c_.binding = "rejected_share";
   }
 
-  // From a first rate that met the SLO: double up to a rate that fails; --rate-max itself is the
-  // last rate tried.
+  // From a first rate that met the SLO: the bracket of doubling up to a rate that fails
+  // (--rate-max itself the last rate tried), found from the top down. A low rate is the costly
+  // probe (many small steps) and an overloaded one the cheap one (it stops at its last
+  // arrival), so instead of every doubling from the bottom: the workload all at once at
+  // --rate-max, run to its end, says how fast the configuration completes requests (no
+  // sustained rate above that keeps up); the search probes the first doubling above that
+  // throughput and halves down to a rate that meets the SLO, or doubles on up from there when
+  // it meets it. Under the search's own premise (a rate fails when a lower one does) the
+  // bracket, and so the capacity, is that of doubling from the bottom.
   void up() {
-    while (lo_ < spec_.rate_max && hi_ == 0)
-      probe(std::min(lo_ * 2, spec_.rate_max));
+    const double start = lo_;
+    std::vector<double> ladder;  // the doubling sequence above START, --rate-max last
+    for (double r = start; r < spec_.rate_max && ladder.size() < 64;) {
+      r = std::min(r * 2, spec_.rate_max);
+      ladder.push_back(r);
+    }
+    if (ladder.empty()) return;
+    const Probe all_at_once = probe_at(base_, spec_, spec_.rate_max, inputs_, /*full=*/true);
+    ++c_.iterations;
+    if (hook_) hook_(all_at_once);
+    const double throughput = all_at_once.summary.requests_per_s;
+    size_t k = 0;  // the first doubling at or above the throughput
+    while (k + 1 < ladder.size() && ladder[k] < throughput)
+      ++k;
+    probe(ladder[k]);
+    // Down while the rung fails and the one below it is above the start (known to meet it).
+    while (lo_ == start && k > 0) {
+      probe(ladder[--k]);
+    }
+    // Up while the rung met the SLO.
+    while (hi_ == 0 && lo_ < spec_.rate_max && k + 1 < ladder.size())
+      probe(ladder[++k]);
     c_.above_max = hi_ == 0;
   }
 

@@ -105,7 +105,7 @@ struct Probe {
 
 // S simulated as it is and judged against SPEC (its rate: S's). With STOP_WHEN_OVERLOADED, a run
 // whose queue is diverging ends at its last arrival (SimulateOptions::stop_when_overloaded) and
-// fails as `overloaded`: its latencies are of a run cut short.
+// fails (a bound its done requests already fail, else `overloaded`).
 Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs,
                 bool stop_when_overloaded = false);
 // The term of SPEC that S (and ATTAINED, the goodput share) fails by the widest margin ("" when

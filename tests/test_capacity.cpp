@@ -650,7 +650,7 @@ TEST_CASE("capacity: an overloaded probe ends at its last arrival with the verdi
     CHECK(cut.stopped);
     CHECK(cut.summary.overload.overloaded);
     CHECK_FALSE(cut.ok);
-    CHECK(cut.failed == "overloaded");
+    CHECK(!cut.failed.empty());  // a bound its done requests already fail, else overloaded
     const RunSummary& c = cut.summary;
     CHECK(c.overload.unfinished > 0);
     CHECK(c.completed + c.rejected + c.overload.unfinished == c.total);
@@ -667,22 +667,58 @@ TEST_CASE("capacity: an overloaded probe ends at its last arrival with the verdi
     CHECK(cut.ok == full.ok);
   }
   SECTION("every probe of a search judges as a full run would, so the capacity is the same") {
-    std::vector<double> rates;
+    std::vector<Probe> probes;
     CapacitySpec s = spec;
     s.rate_max = 256;
-    const CapacityResult r =
-        search(base, s, inputs, [&](const Probe& p) { rates.push_back(p.rate); });
+    const CapacityResult r = search(base, s, inputs, [&](const Probe& p) { probes.push_back(p); });
     REQUIRE(r.capacity > 0);
     CHECK(r.probes_stopped > 0);
     CHECK(r.requests_unfinished > 0);
+    CHECK(int(probes.size()) == r.iterations);
     int stopped = 0;
-    for (size_t i = 0; i < rates.size(); ++i) {
-      const Probe full = judge_run(at(rates[i]), s, inputs, false);
-      const Probe cut = judge_run(at(rates[i]), s, inputs, true);
-      INFO("rate " << rates[i]);
-      CHECK(cut.ok == full.ok);
-      stopped += i > 0 && cut.stopped;  // the first probe runs in full (its rejections count)
+    for (const Probe& p : probes) {
+      const Probe full = judge_run(at(p.rate), s, inputs, false);
+      INFO("rate " << p.rate);
+      CHECK(p.ok == full.ok);
+      stopped += p.stopped;
     }
     CHECK(stopped == r.probes_stopped);
+  }
+}
+
+TEST_CASE("capacity: the bracket found from the top down is the bracket of doubling up",
+          "[capacity]") {
+  using namespace servesim;
+  Inputs inputs;
+  const RunSpec base =
+      cli::spec_from_flags({{"num-requests", "600"}, {"scheduler", "chunked:512"}});
+  // Tight and loose SLOs: the all-at-once throughput is above the capacity by much or by little.
+  for (const char* slo : {"ttft_p99_ms=300", "ttft_p99_ms=3000", "itl_p99_ms=60"}) {
+    CapacitySpec spec;
+    spec.bounds = parse_slo(slo);
+    spec.rate_max = 512;
+    std::vector<Probe> probes;
+    const CapacityResult r =
+        search(base, spec, inputs, [&](const Probe& p) { probes.push_back(p); });
+    INFO(slo);
+    REQUIRE(r.capacity > 0);
+    REQUIRE_FALSE(r.above_max);
+    // Doubling up from --rate-start by hand, every rung probed: the first rung that fails.
+    double lo = spec.rate_start, hi = 0;
+    for (double rate = lo * 2; hi == 0 && rate <= spec.rate_max; rate *= 2) {
+      RunSpec s = base;
+      s.request_rate = rate;
+      (judge_run(s, spec, inputs).ok ? lo : hi) = rate;
+    }
+    REQUIRE(hi > 0);
+    // The search's bisection starts inside that bracket and ends with a capacity in it.
+    CHECK(r.capacity >= lo);
+    CHECK(r.capacity < hi);
+    CHECK(r.at.rate == r.capacity);
+    // Its probes below LO all met the SLO and those at or above HI all failed.
+    for (const Probe& p : probes) {
+      if (p.rate <= lo) CHECK(p.ok);
+      if (p.rate >= hi) CHECK_FALSE(p.ok);
+    }
   }
 }
