@@ -403,6 +403,7 @@ RunSpec one_replica(const RunSpec& base) {
   if (!fleet) {
     s.router.forget();
     s.router_signal_delay_s.forget();
+    s.prefix_index.forget();
   }
   return s;
 }
@@ -550,6 +551,7 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
     if (k == 1 && !mixed) {  // one replica has no router to configure
       s.router.forget();
       s.router_signal_delay_s.forget();
+      s.prefix_index.forget();
     }
     ++c.iterations;
     try {

@@ -94,6 +94,13 @@ SimulateOptions simulate_options(const RunSpec& s) {
   }
   o.fleet.router.kind = parse_router(*s.router);
   o.fleet.router.signal_delay_s = s.router_signal_delay_s;
+  if (*s.prefix_index != "kv-events" && *s.prefix_index != "per-replica") {
+    throw Error("prefix-index", "'" + *s.prefix_index + "': expected per-replica | kv-events");
+  }
+  if (s.prefix_index.given() && o.fleet.router.kind != RouterKind::kPrefixAware) {
+    throw Error("prefix-index", "only --router prefix-aware asks the replicas' prefix caches");
+  }
+  o.fleet.router.prefix_kv_index = *s.prefix_index == "kv-events";
   if (!(s.router_signal_delay_s >= 0) || !std::isfinite(s.router_signal_delay_s)) {
     throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
   }

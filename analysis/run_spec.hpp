@@ -118,6 +118,7 @@ struct RunSpec {
   Given<int> num_replicas{1}, data_parallel_size{0};
   Given<std::string> router{"round-robin"};
   Given<double> router_signal_delay_s{0};
+  Given<std::string> prefix_index{"per-replica"};  // prefix-aware: per-replica | kv-events
   // Disaggregated prefill: pools of prefill and decode replicas, each with its GPU and TP degree
   // ("" / 0: --gpu / --tp), and the link their KV crosses (Gb/s; 0: the GPU's interconnect).
   int prefill_replicas = 0, decode_replicas = 0;

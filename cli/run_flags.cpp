@@ -106,6 +106,10 @@ const std::vector<RunFlag>& run_flags() {
        "prefix-cache, queue and KV scorers, 3:2:2) | session (sticky by conversation)"},
       {"router-signal-delay-s", G::kHardware, Plain<Given<double>>{FIELD(router_signal_delay_s)},
        kShowDefault, "how stale the load the router sees is, seconds (0 = live)"},
+      {"prefix-index", G::kHardware, Plain<Given<std::string>>{FIELD(prefix_index)}, kShowDefault,
+       "how prefix-aware learns what each replica caches (the same answers): per-replica (ask "
+       "every replica's cache for the prompt's blocks) | kv-events (an index of block hash -> "
+       "replicas fed by their KV events, as llm-d's precise scorer keeps)"},
       {"autoscale", G::kHardware, Plain<std::string>{FIELD(autoscale)}, kNoDefault,
        "add and remove replicas during the run as Kubernetes' HPA on a vLLM metric per "
        "replica: waiting | running | kv | rate (--num-replicas starts it)"},

@@ -113,16 +113,33 @@ void KvCacheManager::uncache(int32_t b) {
     map_values_[slot_of(k.hash)] = k.dup_next;
   } else {
     erase(k.hash);
+    if (k.shared && sink_ != nullptr) sink_->hash_removed(k.hash);  // shared content's last block
   }
   k.dup_prev = k.dup_next = -1;
   k.hash = 0;
+  k.shared = false;
+}
+
+void KvCacheManager::set_event_sink(KvEventSink* sink) {
+  sink_ = sink;
+  for (size_t i = 0; i < map_keys_.size(); ++i) {
+    if (map_keys_[i] == 0) continue;
+    if (sink_ != nullptr && blocks_[size_t(map_values_[i])].shared)
+      sink_->hash_stored(map_keys_[i]);
+  }
 }
 
 bool KvCacheManager::reset_prefix_cache() {
   if (used_blocks() > 0) return false;
+  for (size_t i = 0; i < map_keys_.size(); ++i) {  // AllBlocksCleared, hash by hash
+    if (sink_ != nullptr && map_keys_[i] != 0 && blocks_[size_t(map_values_[i])].shared) {
+      sink_->hash_removed(map_keys_[i]);
+    }
+  }
   for (Block& b : blocks_) {
     b.hash = 0;
     b.dup_prev = b.dup_next = -1;
+    b.shared = false;
   }
   std::fill(map_keys_.begin(), map_keys_.end(), 0);
   return true;
@@ -264,6 +281,7 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, const SeqState& s, int64_t
 
 void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t num_full = num_tokens / block_size_;
+  const int64_t shared = hasher_->shared_blocks(id);
   for (int64_t k = t.num_cached; k < num_full; ++k) {
     const uint64_t h = hasher_->block_hash(id, k, t.last_hash);
     const int32_t b = t.blocks[size_t(k)];
@@ -271,9 +289,11 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
     assert(blk.hash == 0);
     const size_t slot = slot_of(h);
     blk.hash = h;
+    blk.shared = k < shared;
     if (map_keys_[slot] != h) {  // the first block with this content (one probe for both)
       map_keys_[slot] = h;
       map_values_[slot] = b;
+      if (blk.shared && sink_ != nullptr) sink_->hash_stored(h);
     } else {
       // BlockHashToBlockMap.insert: no de-duplication, the newer block joins the end of the
       // chain (chains are short: one block per request computing the content at once).

@@ -28,6 +28,19 @@
 
 namespace servesim {
 
+// vLLM's KV cache events (vllm/distributed/kv_events.py: BlockStored, BlockRemoved,
+// AllBlocksCleared), as llm-d's precise prefix-cache index consumes them, per content: a hash is
+// stored when the cache first holds a block under it and removed when it holds none any more
+// (duplicates of one content, which vLLM reports block by block, change nothing an index keeps).
+class KvEventSink {
+ public:
+  virtual void hash_stored(uint64_t hash) = 0;
+  virtual void hash_removed(uint64_t hash) = 0;
+
+ protected:
+  ~KvEventSink() = default;
+};
+
 class KvCacheManager {
  public:
   // NUM_GPU_BLOCKS counts vLLM's reserved null block, so usable_blocks() is one fewer.
@@ -86,10 +99,17 @@ class KvCacheManager {
   // asks each replica (llm-d's precise prefix-cache scorer, fed by vLLM's KV events). 0 when
   // caching is off.
   int64_t cached_prefix_blocks(const BlockHasher& hasher, uint32_t id, int64_t num_tokens) const;
+  // Whether a block of content HASH is cached (changing nothing).
+  bool holds(uint64_t hash) const { return caching_ && lookup(hash) >= 0; }
   // vLLM's KVCacheManager.reset_prefix_cache(): forgets every cached block's hash, so no prefix
   // is found again; refused (false, nothing changed) while a request holds blocks. For a replica
   // started afresh by an autoscaler (a new pod has an empty cache).
   bool reset_prefix_cache();
+  // Where this cache reports the hashes it stores and removes (null: nowhere): the hashes of
+  // content other requests may hold (BlockHasher::shared_blocks), those of a request's own tokens
+  // being of use to nobody else. SINK outlives this or is replaced first; it is told of the
+  // shared hashes cached already.
+  void set_event_sink(KvEventSink* sink);
   int64_t usable_blocks() const { return usable_; }
   int64_t free_blocks() const { return num_free_; }
   int64_t used_blocks() const { return usable_ - num_free_; }
@@ -120,6 +140,7 @@ class KvCacheManager {
     int32_t ref = 0;
     int32_t prev = -1, next = -1;          // free-queue links
     int32_t dup_prev = -1, dup_next = -1;  // other blocks cached under the same hash, oldest first
+    bool shared = false;  // cached content other requests may hold (BlockHasher::shared_blocks)
   };
   struct Table {
     std::vector<int32_t> blocks;
@@ -155,6 +176,7 @@ class KvCacheManager {
   bool caching_;
   int64_t max_model_len_;
   const BlockHasher* hasher_;
+  KvEventSink* sink_ = nullptr;
   int64_t usable_;
   std::vector<Block> blocks_;  // index 0 is vLLM's null block, never used
   int32_t head_ = -1, tail_ = -1;

@@ -30,6 +30,7 @@
 namespace servesim {
 
 class KvCacheManager;
+class KvEventSink;
 
 // The order of V1's `waiting`, vLLM V1's --scheduling-policy (fcfs or priority). Not a Policy
 // (policy.hpp), which is the scheduling algorithm.
@@ -108,6 +109,8 @@ class Scheduler {
   virtual bool reset_prefix_cache() = 0;
   // V1's KV cache manager (its prefix cache); null on V0.
   virtual const KvCacheManager* kv_cache_manager() const { return nullptr; }
+  // Where V1's prefix cache reports its KV events; nothing on V0 (no prefix cache).
+  virtual void set_kv_event_sink(KvEventSink* /*sink*/) {}
   // Tokens this step found in the prefix cache (new requests' hits).
   int64_t step_cached_tokens() const { return step_cached_tokens_; }
   const SchedulerConfig& config() const { return config_; }

@@ -37,6 +37,7 @@ class V1Scheduler final : public Scheduler {
   int64_t usable_blocks() const override { return kv_.usable_blocks(); }
   bool reset_prefix_cache() override { return kv_.reset_prefix_cache(); }
   const KvCacheManager* kv_cache_manager() const override { return &kv_; }
+  void set_kv_event_sink(KvEventSink* sink) override { kv_.set_event_sink(sink); }
 
   // FCFS: `waiting`, in order (under the priority policy it is a heap: use num_waiting()).
   const RequestQueue& waiting() const { return waiting_; }

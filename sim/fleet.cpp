@@ -27,6 +27,9 @@ class ReplicaHasher final : public BlockHasher {
   uint64_t block_hash(uint32_t id, int64_t index, uint64_t parent) const override {
     return workload_.block_hash(global_of_[id], index, parent);
   }
+  int64_t shared_blocks(uint32_t id) const override {
+    return workload_.shared_blocks(global_of_[id]);
+  }
 
  private:
   const BlockHasher& workload_;

@@ -5,6 +5,7 @@
 
 #include "scheduler/kv_cache_manager.hpp"
 #include "scheduler/policy.hpp"
+#include "sim/prefix_index.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
 
@@ -14,7 +15,14 @@ namespace servesim {
 class Gateway::Pool final : public Router::Fleet {
  public:
   Pool(Gateway& a, std::vector<uint32_t> members) : a_(a), members_(std::move(members)) {}
-  void make_router(const RouterOptions& o) { router_.emplace(o, *this, a_.w_); }
+  void make_router(const RouterOptions& o) {
+    router_.emplace(o, *this, a_.w_);
+    if (o.kind != RouterKind::kPrefixAware || !o.prefix_kv_index || a_.hasher_ == nullptr) return;
+    // The members' KV events feed one index (a member without a prefix cache reports nothing).
+    index_.emplace(members_.size());
+    for (size_t i = 0; i < members_.size(); ++i)
+      a_.replicas_[members_[i]].host->scheduler().set_kv_event_sink(index_->sink(i));
+  }
   // The replica (fleet index) for request I at NOW.
   uint32_t route(size_t i, double now) {
     return members_[router_ ? router_->route(a_.w_[i], now) : 0];
@@ -27,9 +35,28 @@ class Gateway::Pool final : public Router::Fleet {
 
   size_t size() const override { return members_.size(); }
   ReplicaLoad load(size_t i) const override { return a_.load(members_[i]); }
-  int64_t cached_prompt_blocks(size_t i, const RequestSpec& r) const override {
-    const KvCacheManager* kv = a_.replicas_[members_[i]].host->scheduler().kv_cache_manager();
-    return kv != nullptr ? kv->cached_prefix_blocks(*a_.hasher_, r.id, r.input_tokens) : 0;
+  void cached_prompt_blocks(const RequestSpec& r, std::span<int64_t> out) const override {
+    // R is routed before any replica of the pool has seen it, so only the blocks other requests
+    // may hold can be cached (a block holding a token of R's own hashes as nobody else's).
+    const BlockHasher& hasher = *a_.hasher_;
+    const int64_t max_blocks =
+        std::min<int64_t>(r.input_tokens / a_.block_size_, hasher.shared_blocks(r.id));
+    if (index_) {
+      index_->leading_blocks(hasher, r.id, max_blocks, out);
+      return;
+    }
+    // Every replica asked, each block's hash computed once, as far as some replica holds it.
+    hashes_.clear();
+    for (size_t i = 0; i < members_.size(); ++i) {
+      const KvCacheManager* kv = a_.replicas_[members_[i]].host->scheduler().kv_cache_manager();
+      int64_t k = 0;
+      for (; kv != nullptr && k < max_blocks; ++k) {
+        if (size_t(k) == hashes_.size())
+          hashes_.push_back(hasher.block_hash(r.id, k, k > 0 ? hashes_.back() : 0));
+        if (!kv->holds(hashes_[size_t(k)])) break;
+      }
+      out[i] = k;
+    }
   }
   int block_size() const override { return a_.block_size_; }
 
@@ -37,6 +64,8 @@ class Gateway::Pool final : public Router::Fleet {
   Gateway& a_;
   std::vector<uint32_t> members_;
   std::optional<Router> router_;
+  std::optional<PrefixIndex> index_;      // prefix-aware's, unless it asks each replica
+  mutable std::vector<uint64_t> hashes_;  // asking each replica: the prompt's block hashes
 };
 
 Gateway::Gateway(const Workload& w, const SimulateOptions& o, MetricsCollector& metrics,

@@ -70,6 +70,7 @@ class Host final : public EventLoop::Process {
   // Requests waiting to start at this replica (its scheduler's `waiting`).
   size_t waiting() const { return scheduler_.num_waiting(); }
   const Scheduler& scheduler() const { return scheduler_; }
+  Scheduler& scheduler() { return scheduler_; }
   void handle(EventLoop& loop, uint32_t tag) override;
 
  private:

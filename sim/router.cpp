@@ -41,6 +41,7 @@ Router::Router(const RouterOptions& options, const Fleet& fleet, const Workload&
     : options_(options), fleet_(fleet), workload_(workload) {
   seen_.resize(fleet.size());
   scores_.resize(fleet.size());
+  if (options.kind == RouterKind::kPrefixAware) cached_.resize(fleet.size());
   off_.assign(fleet.size(), 0);
   last_ = fleet.size() - 1;  // the first pick among equals is replica 0
 }
@@ -91,10 +92,10 @@ size_t Router::prefix_aware(const RequestSpec& r) {
     qmax = std::max(qmax, seen_[i].waiting);
   }
   const int64_t blocks = r.input_tokens / fleet_.block_size();
+  if (blocks > 0) fleet_.cached_prompt_blocks(r, cached_);
   for (size_t i = 0; i < seen_.size(); ++i) {
     if (off_[i]) continue;  // best_score() sets its score
-    const double prefix =
-        blocks > 0 ? double(fleet_.cached_prompt_blocks(i, r)) / double(blocks) : 0.0;
+    const double prefix = blocks > 0 ? double(cached_[i]) / double(blocks) : 0.0;
     // llm-d's queue scorer: (max - q) / (max - min), 1 for all when the queues are equal.
     const double queue = qmax > qmin ? double(qmax - seen_[i].waiting) / double(qmax - qmin) : 1.0;
     scores_[i] = options_.prefix_weight * prefix + options_.queue_weight * queue +

@@ -17,11 +17,13 @@
 // The prefix cache is asked live (KV events arrive within a step). Ties go to the first replica
 // after the one chosen last, so an idle fleet is filled evenly and every run repeats exactly.
 // Replicas an autoscaler has taken out (set_routable) are skipped by every policy.
-// Cost per decision: O(1) for round-robin and a known session; O(replicas) for the others (and
-// O(replicas x cached blocks of the prompt) for prefix-aware).
+// Cost per decision: O(1) for round-robin and a known session; O(replicas) for the others, plus
+// for prefix-aware one index probe per prompt block some replica holds (or, asking each replica,
+// O(replicas x cached blocks of the prompt)).
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -43,6 +45,13 @@ struct RouterOptions {
   double signal_delay_s = 0;  // staleness of the load signals, seconds
   // prefix-aware's scorer weights (llm-d inference-scheduling defaults).
   double prefix_weight = 3, queue_weight = 2, kv_weight = 2;
+  // prefix-aware: how it learns what each replica caches (the same answers either way). By
+  // asking every replica's cache for the prompt's blocks, each block's hash computed once (the
+  // default), or from an index of block hash -> replicas fed by their KV events (llm-d's precise
+  // prefix-cache scorer and its kvblock index): one probe a block instead of one a replica and
+  // block, but every cached block of shared content updates the index, which at 64 and 256
+  // replicas cost more than the probes it saved (issue 27's figures).
+  bool prefix_kv_index = false;
 };
 
 // What a replica's gateway-visible state is.
@@ -59,8 +68,9 @@ class Router {
    public:
     virtual size_t size() const = 0;
     virtual ReplicaLoad load(size_t replica) const = 0;
-    // Leading full blocks of request R's prompt that REPLICA's prefix cache holds now.
-    virtual int64_t cached_prompt_blocks(size_t replica, const RequestSpec& r) const = 0;
+    // For every replica i, the leading full blocks of request R's prompt that its prefix cache
+    // holds now, in OUT[i].
+    virtual void cached_prompt_blocks(const RequestSpec& r, std::span<int64_t> out) const = 0;
     virtual int block_size() const = 0;
 
    protected:
@@ -89,6 +99,7 @@ class Router {
   const Workload& workload_;
   std::vector<ReplicaLoad> seen_;
   std::vector<double> scores_;
+  std::vector<int64_t> cached_;  // prefix-aware: each replica's cached leading blocks
   double next_refresh_s_ = -1;
   size_t last_ = 0;
   std::vector<uint8_t> off_;  // per replica: 1 when not routable

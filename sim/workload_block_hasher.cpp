@@ -30,6 +30,15 @@ WorkloadBlockHasher::Run WorkloadBlockHasher::run_at(const RequestSpec& r, int64
   return {own, pos, end - pos};
 }
 
+int64_t WorkloadBlockHasher::shared_blocks(uint32_t id) const {
+  const RequestSpec& r = w_[id];
+  if (r.num_spans == 0) return 0;
+  const TokenSpan& last = w_.spans[r.first_span + r.num_spans - 1];
+  const int64_t named = int64_t(last.prompt_pos) + last.tokens;  // spans cover [0, named)
+  if (named >= r.input_tokens && r.output_continues) return INT64_MAX;
+  return std::min<int64_t>(named, r.input_tokens) / block_size_;
+}
+
 uint64_t WorkloadBlockHasher::block_hash(uint32_t id, int64_t index, uint64_t parent) const {
   const RequestSpec& r = w_[id];
   const int64_t end = (index + 1) * block_size_;

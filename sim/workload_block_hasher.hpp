@@ -18,6 +18,9 @@ class WorkloadBlockHasher final : public BlockHasher {
   // W outlives this.
   WorkloadBlockHasher(const Workload& w, int block_size) : w_(w), block_size_(block_size) {}
   uint64_t block_hash(uint32_t id, int64_t index, uint64_t parent) const override;
+  // The full blocks of the tokens its spans name: the prompt they cover, and with
+  // output_continues the output too (traces/request.hpp: every other token is its own).
+  int64_t shared_blocks(uint32_t id) const override;
 
  private:
   // The name of request R's token at POS: its stream and position there, and how many tokens

@@ -84,6 +84,10 @@ class GroupHasher final : public BlockHasher {
     const uint64_t h = hash_combine(hash_combine(parent, who), uint64_t(index));
     return h == 0 ? 1 : h;
   }
+  int64_t shared_blocks(uint32_t id) const override {
+    const auto it = shared.find(id);
+    return it != shared.end() ? it->second.second : 0;
+  }
 };
 
 using Entries = std::vector<std::pair<uint32_t, int32_t>>;

@@ -201,7 +201,9 @@ TEST_CASE("router: a replica taken out of the fleet gets no request", "[autoscal
     std::vector<ReplicaLoad> l = {{0, 0, 0}, {0, 0, 0}, {5, 0, 0.5}};
     size_t size() const override { return l.size(); }
     ReplicaLoad load(size_t i) const override { return l[i]; }
-    int64_t cached_prompt_blocks(size_t, const RequestSpec&) const override { return 0; }
+    void cached_prompt_blocks(const RequestSpec&, std::span<int64_t> out) const override {
+      std::fill(out.begin(), out.end(), 0);
+    }
     int block_size() const override { return 16; }
   } f;
   const Workload w;

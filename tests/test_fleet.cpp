@@ -25,7 +25,9 @@ struct FakeFleet final : Router::Fleet {
   std::vector<int64_t> cached;  // leading cached blocks of any prompt, per replica
   size_t size() const override { return loads.size(); }
   ReplicaLoad load(size_t i) const override { return loads[i]; }
-  int64_t cached_prompt_blocks(size_t i, const RequestSpec&) const override { return cached[i]; }
+  void cached_prompt_blocks(const RequestSpec&, std::span<int64_t> out) const override {
+    std::copy(cached.begin(), cached.end(), out.begin());
+  }
   int block_size() const override { return 16; }
 };
 
