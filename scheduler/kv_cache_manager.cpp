@@ -111,10 +111,11 @@ void KvCacheManager::uncache(int32_t b) {
   } else if (k.dup_next >= 0) {  // the chain's head: its successor becomes the one found
     blocks_[size_t(k.dup_next)].dup_prev = -1;
     map_values_[slot_of(k.hash)] = k.dup_next;
-  } else {
+  } else if (k.mapped) {
     erase(k.hash);
     if (k.shared && sink_ != nullptr) sink_->hash_removed(k.hash);  // shared content's last block
   }
+  k.mapped = false;
   k.dup_prev = k.dup_next = -1;
   k.hash = 0;
   k.shared = false;
@@ -140,6 +141,7 @@ bool KvCacheManager::reset_prefix_cache() {
     b.hash = 0;
     b.dup_prev = b.dup_next = -1;
     b.shared = false;
+    b.mapped = false;
   }
   std::fill(map_keys_.begin(), map_keys_.end(), 0);
   return true;
@@ -185,7 +187,9 @@ int64_t KvCacheManager::get_computed_blocks(uint32_t id, const SeqState& s) {
   if (!caching_) return 0;
   // "When all tokens hit the cache, we must recompute the last token to obtain logits":
   // max_cache_hit_length = num_tokens - 1, in whole blocks (find_longest_cache_hit).
-  const int64_t max_blocks = (int64_t(s.num_tokens()) - 1) / block_size_;
+  int64_t max_blocks = (int64_t(s.num_tokens()) - 1) / block_size_;
+  // Before its first preemption no block of its own content exists anywhere.
+  if (s.preemptions == 0) max_blocks = std::min(max_blocks, hasher_->shared_blocks(id));
   uint64_t parent = 0;
   for (int64_t k = 0; k < max_blocks; ++k) {
     const uint64_t h = hasher_->block_hash(id, k, parent);
@@ -287,31 +291,45 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
     const int32_t b = t.blocks[size_t(k)];
     Block& blk = blocks_[size_t(b)];
     assert(blk.hash == 0);
-    const size_t slot = slot_of(h);
     blk.hash = h;
     blk.shared = k < shared;
-    if (map_keys_[slot] != h) {  // the first block with this content (one probe for both)
-      map_keys_[slot] = h;
-      map_values_[slot] = b;
-      if (blk.shared && sink_ != nullptr) sink_->hash_stored(h);
-    } else {
-      // BlockHashToBlockMap.insert: no de-duplication, the newer block joins the end of the
-      // chain (chains are short: one block per request computing the content at once).
-      int32_t last = map_values_[slot];
-      while (blocks_[size_t(last)].dup_next >= 0)
-        last = blocks_[size_t(last)].dup_next;
-      blocks_[size_t(last)].dup_next = b;
-      blk.dup_prev = last;
-    }
+    if (blk.shared) map_block(b);
     t.last_hash = h;
   }
   t.num_cached = num_full;
 }
 
-void KvCacheManager::free(uint32_t id) {
+void KvCacheManager::map_block(int32_t b) {
+  Block& blk = blocks_[size_t(b)];
+  const uint64_t h = blk.hash;
+  const size_t slot = slot_of(h);
+  blk.mapped = true;
+  if (map_keys_[slot] != h) {  // the first block with this content (one probe for both)
+    map_keys_[slot] = h;
+    map_values_[slot] = b;
+    if (blk.shared && sink_ != nullptr) sink_->hash_stored(h);
+    return;
+  }
+  // BlockHashToBlockMap.insert: no de-duplication, the newer block joins the end of the chain
+  // (chains are short: one block per request computing the content at once).
+  int32_t last = map_values_[slot];
+  while (blocks_[size_t(last)].dup_next >= 0)
+    last = blocks_[size_t(last)].dup_next;
+  blocks_[size_t(last)].dup_next = b;
+  blk.dup_prev = last;
+}
+
+void KvCacheManager::free(uint32_t id, bool preempted) {
   const int32_t ti = table_of_[id];
   if (ti < 0) return;
   Table& t = tables_[size_t(ti)];
+  if (preempted) {
+    // Its own cached blocks, in the order they were cached, become findable: by it alone.
+    for (int64_t k = 0; k < t.num_cached; ++k) {
+      const int32_t b = t.blocks[size_t(k)];
+      if (!blocks_[size_t(b)].mapped) map_block(b);
+    }
+  }
   // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first.
   for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
     Block& k = blocks_[size_t(*it)];

@@ -13,6 +13,11 @@
 //  - blocks are not de-duplicated (BlockHashToBlockMap): when two requests fill blocks with the
 //    same content, both are cached under the hash, a lookup returns the earliest cached one
 //    still there, and each is evicted on its own.
+//  - the hash map holds what a lookup can find: a block of content only its request has (a
+//    token of its own, BlockHasher::shared_blocks) is cached as vLLM caches it (it counts as
+//    cached and its eviction is counted) but enters the map only when its request is preempted,
+//    since that request, waiting again, is the only one that can look it up; the order of the
+//    blocks under one hash is still the order they were cached in.
 // Promises: 0 <= free_blocks() <= usable_blocks(); every block is in the free queue exactly when
 // no request holds it; a cached block is in its hash's chain exactly once; nothing allocates
 // after construction except a request's block table growing past its largest size so far.
@@ -88,8 +93,9 @@ class KvCacheManager {
     if (table_of_[id] >= 0) cache_full_blocks(id, tables_[size_t(table_of_[id])], num_tokens);
   }
 
-  // Frees request ID's blocks, tail first (vLLM free(): reversed order).
-  void free(uint32_t id);
+  // Frees request ID's blocks, tail first (vLLM free(): reversed order). PREEMPTED: it will ask
+  // for its own blocks again (finished otherwise: its own content is of use to nobody).
+  void free(uint32_t id, bool preempted = false);
 
   // Room for one more request id (num_requests + 1).
   void add_request_slot() { table_of_.push_back(-1); }
@@ -141,6 +147,8 @@ class KvCacheManager {
     int32_t prev = -1, next = -1;          // free-queue links
     int32_t dup_prev = -1, dup_next = -1;  // other blocks cached under the same hash, oldest first
     bool shared = false;  // cached content other requests may hold (BlockHasher::shared_blocks)
+    bool mapped = false;  // in the hash map (shared content at once; a request's own when it
+                          // is preempted, the one time a lookup can ask for it)
   };
   struct Table {
     std::vector<int32_t> blocks;
@@ -167,6 +175,8 @@ class KvCacheManager {
     if (caching_ && num_tokens >= (t.num_cached + 1) * block_size_) cache_blocks(id, t, num_tokens);
   }
   void cache_blocks(uint32_t id, Table& t, int64_t num_tokens);
+  // Puts cached block B into the hash map, at the end of its hash's chain.
+  void map_block(int32_t b);
   // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate.
   bool allocate_new_blocks(uint32_t id, const SeqState& s, int64_t num_new_tokens,
                            int64_t num_new_computed_tokens, bool full_sequence_must_fit);

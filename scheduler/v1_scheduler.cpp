@@ -87,7 +87,11 @@ void V1Scheduler::enqueue(uint32_t id) {
 }
 
 void V1Scheduler::free_request(uint32_t id) {
-  kv_.free(id);
+  release(id, /*preempted=*/false);
+}
+
+void V1Scheduler::release(uint32_t id, bool preempted) {
+  kv_.free(id, preempted);
   seqs_[id].blocks = 0;
 }
 
@@ -160,7 +164,7 @@ uint32_t V1Scheduler::victim() const {
 }
 
 void V1Scheduler::preempt(uint32_t id) {
-  free_request(id);
+  release(id, /*preempted=*/true);
   mark_preempted(id);
   waiting_push_front(id);
 }

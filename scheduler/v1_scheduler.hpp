@@ -47,6 +47,8 @@ class V1Scheduler final : public Scheduler {
   void enqueue(uint32_t id) override;
   void add_request_slot() override { kv_.add_request_slot(); }
   void free_request(uint32_t id) override;
+  // Frees ID's blocks; PREEMPTED: it waits to run again (KvCacheManager::free).
+  void release(uint32_t id, bool preempted);
   void schedule_step() override;
   // update_from_output for one request: its sampled token (a request preempted since it was
   // scheduled gets it too), the stop at max_tokens, and under async scheduling the blocks its
