@@ -287,14 +287,17 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t num_full = num_tokens / block_size_;
   const int64_t shared = hasher_->shared_blocks(id);
   for (int64_t k = t.num_cached; k < num_full; ++k) {
-    const uint64_t h = hasher_->block_hash(id, k, t.last_hash);
     const int32_t b = t.blocks[size_t(k)];
     Block& blk = blocks_[size_t(b)];
     assert(blk.hash == 0);
-    blk.hash = h;
-    blk.shared = k < shared;
-    if (blk.shared) map_block(b);
-    t.last_hash = h;
+    if (k >= shared) {  // its own content: hashed when a lookup may ask for it (free())
+      blk.hash = kUnhashed;
+      continue;
+    }
+    blk.hash = hasher_->block_hash(id, k, t.last_hash);
+    blk.shared = true;
+    map_block(b);
+    t.last_hash = blk.hash;
   }
   t.num_cached = num_full;
 }
@@ -324,10 +327,17 @@ void KvCacheManager::free(uint32_t id, bool preempted) {
   if (ti < 0) return;
   Table& t = tables_[size_t(ti)];
   if (preempted) {
-    // Its own cached blocks, in the order they were cached, become findable: by it alone.
+    // Its own cached blocks, in the order they were cached, are hashed and become findable: by
+    // it alone.
+    uint64_t parent = 0;
     for (int64_t k = 0; k < t.num_cached; ++k) {
       const int32_t b = t.blocks[size_t(k)];
-      if (!blocks_[size_t(b)].mapped) map_block(b);
+      Block& blk = blocks_[size_t(b)];
+      if (!blk.mapped) {
+        blk.hash = hasher_->block_hash(id, k, parent);
+        map_block(b);
+      }
+      parent = blk.hash;
     }
   }
   // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first.

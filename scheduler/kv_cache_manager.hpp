@@ -141,8 +141,11 @@ class KvCacheManager {
   std::vector<int32_t> free_queue() const;
 
  private:
+  // The hash of a cached block of a request's own content until its request is preempted
+  // (unmapped: no lookup can ask for it before).
+  static constexpr uint64_t kUnhashed = 1;
   struct Block {
-    uint64_t hash = 0;  // 0: not cached
+    uint64_t hash = 0;  // 0: not cached; kUnhashed while a request's own and unmapped
     int32_t ref = 0;
     int32_t prev = -1, next = -1;          // free-queue links
     int32_t dup_prev = -1, dup_next = -1;  // other blocks cached under the same hash, oldest first
@@ -153,7 +156,7 @@ class KvCacheManager {
   struct Table {
     std::vector<int32_t> blocks;
     int64_t num_cached = 0;  // leading blocks whose hash is known (cached or hit)
-    uint64_t last_hash = 0;  // hash of block num_cached - 1
+    uint64_t last_hash = 0;  // hash of block num_cached - 1 while its content is shared
   };
 
   // Free queue (vLLM FreeKVCacheBlockQueue): a doubly linked list, head evicted first.
