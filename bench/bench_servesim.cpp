@@ -10,11 +10,16 @@
 //    requests generated and simulated): points per second, what bounds `servesim sweep`.
 //  - BM_ResultsFile: writing W1's HDF5 results file (requests, steps, 5-minute windows, ITL
 //    histogram).
-//  - BM_Router: one routing decision over 64 replicas, per router.
+//  - BM_Router: one routing decision, per router and replica count (8, 64, 512).
+//  - BM_PrefixFleet: a prefix-aware fleet end to end (prefix_repetition, 4,000 requests, vllm-v1)
+//    by replica count, the router asking each replica's cache (Arg 0) or the KV-event index (1).
+//  - BM_Capacity: the capacity search of the default scenario under ttft_ms_p99=2000, with its
+//    probes and the probes stopped at their last arrival as counters.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
 
+#include "analysis/capacity.hpp"
 #include "analysis/results.hpp"
 #include "analysis/run_spec.hpp"
 #include "bench/alloc_counter.hpp"
@@ -200,19 +205,23 @@ void BM_ImportAzure2024(benchmark::State& state) {
 }
 BENCHMARK(BM_ImportAzure2024)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
-// One routing decision over 64 replicas of changing load, per router (Arg: RouterKind); the
-// prefix-aware router asks each replica for a prompt of 64 blocks found nowhere (one probe each).
+// One routing decision over N replicas of changing load, per router (Args: RouterKind, N); the
+// prefix-aware router's fleet answers that no replica holds the prompt.
 class BenchFleet final : public Router::Fleet {
  public:
+  explicit BenchFleet(size_t n) : loads(n) {}
   size_t size() const override { return loads.size(); }
   ReplicaLoad load(size_t i) const override { return loads[i]; }
-  int64_t cached_prompt_blocks(size_t, const RequestSpec&) const override { return 0; }
+  void cached_prompt_blocks(const RequestSpec&, std::span<int64_t> out) const override {
+    std::fill(out.begin(), out.end(), 0);
+  }
   int block_size() const override { return 16; }
-  std::vector<ReplicaLoad> loads = std::vector<ReplicaLoad>(64);
+  std::vector<ReplicaLoad> loads;
 };
 
 void BM_Router(benchmark::State& state) {
-  BenchFleet fleet;
+  const size_t replicas = size_t(state.range(1));
+  BenchFleet fleet(replicas);
   const Workload w;
   RouterOptions o;
   o.kind = RouterKind(state.range(0));
@@ -226,12 +235,48 @@ void BM_Router(benchmark::State& state) {
     ReplicaLoad& l = fleet.loads[chosen];
     ++l.outstanding;
     l.kv_usage = double(++n % 97) / 97;
-    fleet.loads[n % 64].outstanding /= 2;  // others finish
+    fleet.loads[n % replicas].outstanding /= 2;  // others finish
     benchmark::DoNotOptimize(chosen);
   }
   state.SetLabel(router_name(o.kind));
 }
-BENCHMARK(BM_Router)->DenseRange(0, 4);
+BENCHMARK(BM_Router)->ArgsProduct({{0, 1, 2, 3, 4}, {8, 64, 512}});
+
+void BM_PrefixFleet(benchmark::State& state) {
+  RunSpec spec;
+  spec.num_requests = 4000;
+  spec.request_rate = 40.0 * double(state.range(1));
+  spec.dataset_name = "prefix_repetition";
+  spec.scheduler = "vllm-v1:2048";
+  spec.num_replicas = int(state.range(1));
+  spec.router = "prefix-aware";
+  spec.prefix_index = state.range(0) == 0 ? "per-replica" : "kv-events";
+  Inputs inputs;
+  for (auto _ : state) {
+    const PointRun p = run_point(spec, inputs);
+    benchmark::DoNotOptimize(p.run.summary.prefix_cache.hits);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * spec.num_requests);
+  state.SetLabel(*spec.prefix_index + " requests");
+}
+BENCHMARK(BM_PrefixFleet)->ArgsProduct({{0, 1}, {8, 64}})->Unit(benchmark::kMillisecond);
+
+void BM_Capacity(benchmark::State& state) {
+  CapacitySpec spec;
+  spec.bounds = parse_slo("ttft_ms_p99=2000");
+  const RunSpec base;  // the default scenario
+  Inputs inputs;
+  CapacityResult r;
+  for (auto _ : state) {
+    r = search(base, spec, inputs);
+    benchmark::DoNotOptimize(r.capacity);
+  }
+  state.counters["capacity_req_s"] = r.capacity;
+  state.counters["probes"] = r.iterations;
+  state.counters["probes_stopped"] = r.probes_stopped;
+  state.SetLabel("searches");
+}
+BENCHMARK(BM_Capacity)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
