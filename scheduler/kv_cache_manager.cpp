@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "util/hash_slots.hpp"
+
 namespace servesim {
 
 KvCacheManager::KvCacheManager(int64_t num_gpu_blocks, int block_size, bool enable_caching,
@@ -72,10 +74,7 @@ std::vector<int32_t> KvCacheManager::free_queue() const {
 // --- hash map ---------------------------------------------------------------------------------
 
 size_t KvCacheManager::slot_of(uint64_t hash) const {
-  size_t i = size_t(hash) & map_mask_;
-  while (map_keys_[i] != 0 && map_keys_[i] != hash)
-    i = (i + 1) & map_mask_;
-  return i;
+  return probe_slot(map_keys_, map_mask_, hash);
 }
 
 int32_t KvCacheManager::lookup(uint64_t hash) const {
@@ -84,23 +83,12 @@ int32_t KvCacheManager::lookup(uint64_t hash) const {
 }
 
 void KvCacheManager::erase(uint64_t hash) {
-  size_t i = slot_of(hash);
+  const size_t i = slot_of(hash);
   if (map_keys_[i] != hash) return;
-  // Backward-shift deletion keeps every key reachable from its home slot without tombstones.
-  size_t j = i;
-  for (;;) {
-    j = (j + 1) & map_mask_;
-    if (map_keys_[j] == 0) break;
-    const size_t home = size_t(map_keys_[j]) & map_mask_;
-    // Move J into the hole at I unless its home lies cyclically in (I, J].
-    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-    if (stays) continue;
-    map_keys_[i] = map_keys_[j];
-    map_values_[i] = map_values_[j];
-    i = j;
-  }
-  map_keys_[i] = 0;
-  map_values_[i] = -1;
+  const size_t hole = backward_shift(map_keys_, map_mask_, i, [&](size_t to, size_t from) {
+    map_values_[to] = map_values_[from];
+  });
+  map_values_[hole] = -1;
 }
 
 void KvCacheManager::uncache(int32_t b) {

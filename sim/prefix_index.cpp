@@ -4,6 +4,8 @@
 #include <bit>
 #include <cassert>
 
+#include "util/hash_slots.hpp"
+
 namespace servesim {
 
 PrefixIndex::PrefixIndex(size_t replicas)
@@ -18,10 +20,7 @@ PrefixIndex::PrefixIndex(size_t replicas)
 }
 
 size_t PrefixIndex::slot_of(uint64_t hash) const {
-  size_t i = size_t(hash) & mask_;
-  while (keys_[i] != 0 && keys_[i] != hash)
-    i = (i + 1) & mask_;
-  return i;
+  return probe_slot(keys_, mask_, hash);
 }
 
 void PrefixIndex::grow() {
@@ -60,20 +59,9 @@ void PrefixIndex::remove(uint64_t hash, size_t replica) {
 }
 
 void PrefixIndex::erase_slot(size_t i) {
-  // Backward-shift deletion, as KvCacheManager's map: no tombstones.
-  size_t j = i;
-  for (;;) {
-    j = (j + 1) & mask_;
-    if (keys_[j] == 0) break;
-    const size_t home = size_t(keys_[j]) & mask_;
-    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
-    if (stays) continue;
-    keys_[i] = keys_[j];
-    std::copy_n(mask(j), words_, mask(i));
-    i = j;
-  }
-  keys_[i] = 0;
-  std::fill_n(mask(i), words_, 0);
+  const size_t hole = backward_shift(
+      keys_, mask_, i, [&](size_t to, size_t from) { std::copy_n(mask(from), words_, mask(to)); });
+  std::fill_n(mask(hole), words_, 0);
   --size_;
 }
 

@@ -90,6 +90,14 @@ class GroupHasher final : public BlockHasher {
   }
 };
 
+// A new request's state: INPUT prompt tokens, OUTPUT to generate, nothing computed.
+inline SeqState prompt(int32_t input, int32_t output = 4) {
+  SeqState s;
+  s.input_tokens = input;
+  s.output_tokens = output;
+  return s;
+}
+
 using Entries = std::vector<std::pair<uint32_t, int32_t>>;
 using Ids = std::vector<uint32_t>;
 

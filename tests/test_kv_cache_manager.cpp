@@ -10,13 +10,6 @@ using namespace servesim::test;
 
 namespace {
 
-SeqState prompt(int32_t input, int32_t output = 4) {
-  SeqState s;
-  s.input_tokens = input;
-  s.output_tokens = output;
-  return s;
-}
-
 using Blocks = std::vector<int32_t>;
 
 Blocks held(const KvCacheManager& kv, uint32_t id) {

@@ -32,13 +32,6 @@ struct Recorder final : KvEventSink {
   }
 };
 
-SeqState prompt(int32_t input, int32_t output = 4) {
-  SeqState s;
-  s.input_tokens = input;
-  s.output_tokens = output;
-  return s;
-}
-
 }  // namespace
 
 TEST_CASE("kv events: shared content is stored once and removed with its last block",
