@@ -285,14 +285,16 @@ class Searcher {
       : base_(base), spec_(spec), inputs_(inputs), hook_(hook) {}
 
   CapacityResult run() {
-    const Probe first = probe(spec_.rate_start);
-    identify(first);
-    if (c_.refused) return c_;
-    if (first.ok) {
-      up();
+    if (spec_.rate_start < spec_.rate_max) {
+      top_down();
     } else {
-      down();
+      const Probe first = probe(spec_.rate_start);
+      identify(first);
+      if (c_.refused) return c_;
+      if (first.ok) c_.above_max = true;  // --rate-max itself met it
     }
+    if (c_.refused) return c_;
+    if (lo_ == 0 && !c_.above_max) down();
     // Bisection between a rate that meets the SLO and one that does not.
     while (!c_.above_max && !c_.below_min && (hi_ - lo_) > spec_.rel_tol * hi_ &&
            c_.iterations < 60) {
@@ -342,42 +344,40 @@ class Searcher {
     if (c_.refused) c_.binding = "rejected_share";
   }
 
-  // From a first rate that met the SLO: the bracket of doubling up to a rate that fails
-  // (--rate-max itself the last rate tried), found from the top down. A low rate is the costly
-  // probe (many small steps) and an overloaded one the cheap one (it stops at its last
-  // arrival), so instead of every doubling from the bottom: the workload all at once at
-  // --rate-max, run to its end, says how fast the configuration completes requests (no
-  // sustained rate above that keeps up); the search probes the first doubling above that
-  // throughput and halves down to a rate that meets the SLO, or doubles on up from there when
-  // it meets it. Under the search's own premise (a rate fails when a lower one does) the
-  // bracket, and so the capacity, is that of doubling from the bottom.
-  void up() {
-    const double start = lo_;
-    std::vector<double> ladder;  // the doubling sequence above START, --rate-max last
-    for (double r = start; r < spec_.rate_max && ladder.size() < 64;) {
-      r = std::min(r * 2, spec_.rate_max);
-      ladder.push_back(r);
-    }
-    if (ladder.empty()) return;
+  // The bracket of doubling from --rate-start up to a rate that fails (--rate-max itself the
+  // last rate tried), found from the top down. A low rate is the costly probe (many small steps)
+  // and an overloaded one the cheap one (it stops at its last arrival), so instead of every
+  // doubling from the bottom: the workload all at once at --rate-max, run to its end, identifies
+  // the configuration (its rejections) and says how fast it completes requests (no sustained
+  // rate above that keeps up); the search probes the first doubling at or above that throughput
+  // and halves down to a rate that meets the SLO, or doubles on up from there while it meets it.
+  // Under the search's own premise (a rate fails when a lower one does) the bracket, and so the
+  // capacity, is that of doubling from the bottom; when --rate-start itself fails, down() halves
+  // from there as before.
+  void top_down() {
     const Probe all_at_once = probe_at(base_, spec_, spec_.rate_max, inputs_, /*full=*/true);
     ++c_.iterations;
     if (hook_) hook_(all_at_once);
+    identify(all_at_once);
+    if (c_.refused) return;
+    std::vector<double> ladder{spec_.rate_start};  // the doubling sequence, --rate-max last
+    while (ladder.back() < spec_.rate_max && ladder.size() < 64)
+      ladder.push_back(std::min(ladder.back() * 2, spec_.rate_max));
     const double throughput = all_at_once.summary.requests_per_s;
     size_t k = 0;  // the first doubling at or above the throughput
     while (k + 1 < ladder.size() && ladder[k] < throughput)
       ++k;
     probe(ladder[k]);
-    // Down while the rung fails and the one below it is above the start (known to meet it).
-    while (lo_ == start && k > 0) {
+    // Down while the rung fails.
+    while (lo_ == 0 && k > 0)
       probe(ladder[--k]);
-    }
     // Up while the rung met the SLO.
-    while (hi_ == 0 && lo_ < spec_.rate_max && k + 1 < ladder.size())
+    while (lo_ > 0 && hi_ == 0 && k + 1 < ladder.size())
       probe(ladder[++k]);
-    c_.above_max = hi_ == 0;
+    c_.above_max = lo_ > 0 && hi_ == 0;
   }
 
-  // From a first rate that failed: halve down to a rate that meets the SLO, at most 10 times.
+  // From --rate-start, which failed: halve down to a rate that meets the SLO, at most 10 times.
   void down() {
     const double floor_rate = spec_.rate_start / 1024;
     for (double r = hi_ / 2; r >= floor_rate && lo_ == 0; r /= 2)
