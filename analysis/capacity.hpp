@@ -7,8 +7,12 @@
 //    requests meets per-request TTFT and TPOT bounds (rejected requests miss). Each bound is a
 //    term, named by its summary-metric column (ttft_ms_p99); the goodput form is the term
 //    `attainment`, and a rejected share above --max-rejected-share the term `rejected_share`.
-//  - search(): from --rate-start, double or halve to a bracket (--rate-max itself is tried), then
-//    bisect until the bracket is within --rel-tol of its top.
+//  - search(): the bracket of doubling --rate-start up to a failing rate (--rate-max itself the
+//    top rung), found from the top down: a first probe of every request at once at --rate-max
+//    (run to its end: the configuration's rejections and throughput), then the first rung at or
+//    above that throughput, halving down to one that meets the SLO or doubling on up; below
+//    --rate-start, halving. Then bisection until the bracket is within --rel-tol of its top. A
+//    probe after the first stops at its last arrival when it is certain to be overloaded.
 //  - The binding term is the one that failed at the lowest failing rate of the search (the top of
 //    the final bracket), by the widest relative margin when several failed there: the term that
 //    stopped the capacity from being higher. None binds when the SLO held up to --rate-max.
