@@ -209,11 +209,10 @@ std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double att
     }
   };
   if (rejected_share(s) > spec.max_rejected_share) consider("rejected_share", INFINITY);
-  // A run stopped at its last arrival is overloaded; its latencies, of the requests done by
-  // then, name the bound it fails when one already does.
   // A queue that grew for as long as requests arrived: its latencies measure the run's length,
   // not the configuration, so the probe fails whatever they read (issue 25: a 500-request probe
-  // met the SLO while its own row said overloaded).
+  // met the SLO while its own row said overloaded). A run stopped at its last arrival is such a
+  // run; its latencies, of the requests done by then, name the bound it fails when one does.
   // It binds only when no bound failed: a failed bound says more.
   if (s.overload.overloaded) consider("overloaded", 1e-12);
   const auto metrics = summary_metrics(s);
@@ -290,8 +289,7 @@ class Searcher {
     } else {
       const Probe first = probe(spec_.rate_start);
       identify(first);
-      if (c_.refused) return c_;
-      if (first.ok) c_.above_max = true;  // --rate-max itself met it
+      c_.above_max = first.ok && !c_.refused;  // --rate-max itself met it
     }
     if (c_.refused) return c_;
     if (lo_ == 0 && !c_.above_max) down();
@@ -307,11 +305,18 @@ class Searcher {
   }
 
  private:
-  Probe probe(double rate) {
-    Probe p = probe_at(base_, spec_, rate, inputs_, c_.iterations == 0);
+  // A probe at RATE, counted and reported; FULL: run to its end.
+  Probe simulate(double rate, bool full) {
+    Probe p = probe_at(base_, spec_, rate, inputs_, full);
     ++c_.iterations;
     count_stop(p, c_);
     if (hook_) hook_(p);
+    return p;
+  }
+
+  // A probe of the bracket: RATE meets the SLO (the new LO) or fails it (the new HI).
+  Probe probe(double rate) {
+    Probe p = simulate(rate, c_.iterations == 0);
     (p.ok ? lo_ : hi_) = rate;
     (p.ok ? lo_probe_ : hi_probe_) = p;
     return p;
@@ -355,9 +360,7 @@ class Searcher {
   // capacity, is that of doubling from the bottom; when --rate-start itself fails, down() halves
   // from there as before.
   void top_down() {
-    const Probe all_at_once = probe_at(base_, spec_, spec_.rate_max, inputs_, /*full=*/true);
-    ++c_.iterations;
-    if (hook_) hook_(all_at_once);
+    const Probe all_at_once = simulate(spec_.rate_max, /*full=*/true);
     identify(all_at_once);
     if (c_.refused) return;
     std::vector<double> ladder{spec_.rate_start};  // the doubling sequence, --rate-max last

@@ -109,22 +109,22 @@ void KvCacheManager::uncache(int32_t b) {
   k.shared = false;
 }
 
+template <class F>
+void KvCacheManager::for_each_shared_hash(F f) const {
+  for (size_t i = 0; i < map_keys_.size(); ++i) {
+    if (map_keys_[i] != 0 && blocks_[size_t(map_values_[i])].shared) f(map_keys_[i]);
+  }
+}
+
 void KvCacheManager::set_event_sink(KvEventSink* sink) {
   sink_ = sink;
-  for (size_t i = 0; i < map_keys_.size(); ++i) {
-    if (map_keys_[i] == 0) continue;
-    if (sink_ != nullptr && blocks_[size_t(map_values_[i])].shared)
-      sink_->hash_stored(map_keys_[i]);
-  }
+  if (sink_ != nullptr) for_each_shared_hash([&](uint64_t h) { sink_->hash_stored(h); });
 }
 
 bool KvCacheManager::reset_prefix_cache() {
   if (used_blocks() > 0) return false;
-  for (size_t i = 0; i < map_keys_.size(); ++i) {  // AllBlocksCleared, hash by hash
-    if (sink_ != nullptr && map_keys_[i] != 0 && blocks_[size_t(map_values_[i])].shared) {
-      sink_->hash_removed(map_keys_[i]);
-    }
-  }
+  // AllBlocksCleared, hash by hash.
+  if (sink_ != nullptr) for_each_shared_hash([&](uint64_t h) { sink_->hash_removed(h); });
   for (Block& b : blocks_) {
     b.hash = 0;
     b.dup_prev = b.dup_next = -1;

@@ -102,8 +102,8 @@ class KvCacheManager {
   void reserve(size_t num_requests) { table_of_.reserve(num_requests); }
   // The leading full blocks of the first NUM_TOKENS tokens of the request HASHER names ID that
   // this cache holds now, changing nothing (no statistics, no touch): what a prefix-aware router
-  // asks each replica (llm-d's precise prefix-cache scorer, fed by vLLM's KV events). 0 when
-  // caching is off.
+  // learns of this replica (the gateway asks holds() block by block, each hash computed once
+  // for every replica; PrefixIndex promises the same count). 0 when caching is off.
   int64_t cached_prefix_blocks(const BlockHasher& hasher, uint32_t id, int64_t num_tokens) const;
   // Whether a block of content HASH is cached (changing nothing).
   bool holds(uint64_t hash) const { return caching_ && lookup(hash) >= 0; }
@@ -180,6 +180,9 @@ class KvCacheManager {
   void cache_blocks(uint32_t id, Table& t, int64_t num_tokens);
   // Puts cached block B into the hash map, at the end of its hash's chain.
   void map_block(int32_t b);
+  // F(hash) for every hash of shared content in the map.
+  template <class F>
+  void for_each_shared_hash(F f) const;
   // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate.
   bool allocate_new_blocks(uint32_t id, const SeqState& s, int64_t num_new_tokens,
                            int64_t num_new_computed_tokens, bool full_sequence_must_fit);

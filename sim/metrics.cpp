@@ -167,18 +167,9 @@ Overload MetricsCollector::judge_overload(const RunSummary& s) const {
   const double span = last_offered_s_ - first_offered_s_;
   if (span > 0) o.arrival_rate_req_s = double(offered_ - 1) / span;
   if (s.makespan_s > 0) o.completion_rate_req_s = double(s.completed) / s.makespan_s;
-  const double threshold = std::max(8.0, 0.01 * double(admitted_));
-  const bool backlog = double(waiting_at_last_) > threshold;
-  const bool growing = double(waiting_at_last_) >= 1.5 * double(waiting_at_median_) ||
-                       o.completion_rate_req_s < 0.9 * o.arrival_rate_req_s;
-  o.overloaded = span > 0 && backlog && growing;
+  const bool slow = o.completion_rate_req_s < 0.9 * o.arrival_rate_req_s;
+  o.overloaded = span > 0 && backlog(double(admitted_)) && (queue_grew() || slow);
   return o;
-}
-
-bool MetricsCollector::overload_certain(size_t total) const {
-  const double threshold = std::max(8.0, 0.01 * double(total));
-  return last_offered_s_ > first_offered_s_ && double(waiting_at_last_) > threshold &&
-         double(waiting_at_last_) >= 1.5 * double(waiting_at_median_);
 }
 
 RunSummary MetricsCollector::summary(const std::vector<RequestRecord>& requests, double peak_flops,

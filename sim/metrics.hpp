@@ -202,6 +202,13 @@ class MetricsCollector {
   RunSummary summary(const std::vector<RequestRecord>& requests, double peak_flops,
                      double peak_bytes_per_s, int64_t total_kv_blocks) const;
 
+  // As the last of TOTAL requests is offered: whether the run will be judged overloaded whatever
+  // happens next (Overload's backlog and growth legs, with the threshold of TOTAL admitted
+  // requests, the most there can be).
+  bool overload_certain(size_t total) const {
+    return last_offered_s_ > first_offered_s_ && backlog(double(total)) && queue_grew();
+  }
+
   std::vector<StepRecord> take_steps() { return std::move(step_records_); }
   const LogHistogram& itl_s() const { return itl_s_; }
 
@@ -210,14 +217,13 @@ class MetricsCollector {
   void summarize_use(double peak_flops, double peak_bytes_per_s, int64_t total_kv_blocks,
                      RunSummary& s) const;
   Overload judge_overload(const RunSummary& s) const;
+  // Overload's legs: more than max(8, 1% of ADMITTED) waiting at the last arrival, and 1.5 times
+  // as many as at the median arrival.
+  bool backlog(double admitted) const {
+    return double(waiting_at_last_) > std::max(8.0, 0.01 * admitted);
+  }
+  bool queue_grew() const { return double(waiting_at_last_) >= 1.5 * double(waiting_at_median_); }
 
- public:
-  // As the last of TOTAL requests is offered: whether the run will be judged overloaded whatever
-  // happens next (the backlog and growth legs of Overload, with the threshold of TOTAL admitted
-  // requests, the most there can be).
-  bool overload_certain(size_t total) const;
-
- private:
   std::vector<RequestTimes> times_;
   std::vector<StepRecord> step_records_;
   bool keep_steps_ = false;

@@ -43,13 +43,6 @@ uint64_t WorkloadBlockHasher::block_hash(uint32_t id, int64_t index, uint64_t pa
   const RequestSpec& r = w_[id];
   const int64_t end = (index + 1) * block_size_;
   uint64_t h = hash_combine(parent, uint64_t(block_size_));
-  if (r.num_spans == 0) {
-    // Every token is the request's own, so the block is one run (what the loop below finds).
-    h = hash_combine(hash_combine(hash_combine(h, stream_id(StreamKind::kRequest, r.id)),
-                                  uint64_t(index * block_size_)),
-                     uint64_t(block_size_));
-    return h == 0 ? 1 : h;
-  }
   Run cur{0, 0, 0};
   for (int64_t pos = index * block_size_; pos < end;) {
     const Run next = run_at(r, pos, end);
