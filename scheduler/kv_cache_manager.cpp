@@ -221,7 +221,7 @@ int64_t KvCacheManager::num_evictable_hits() const {
   return n;
 }
 
-bool KvCacheManager::allocate_new_blocks(uint32_t id, const SeqState& s, int64_t num_new_tokens,
+bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
                                          int64_t num_new_computed_tokens,
                                          bool full_sequence_must_fit) {
   assert(num_new_tokens > 0);
@@ -265,8 +265,9 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, const SeqState& s, int64_t
     k.ref = 1;
     t.blocks.push_back(b);
   }
+  keep(s, t);
   // "cap the number at request.num_tokens": only tokens that exist are cached.
-  cache_full_blocks(id, t, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
+  cache_full_blocks(id, s, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
   hits_.clear();
   return true;
 }
@@ -310,7 +311,9 @@ void KvCacheManager::map_block(int32_t b) {
   blk.dup_prev = last;
 }
 
-void KvCacheManager::free(uint32_t id, bool preempted) {
+void KvCacheManager::free(uint32_t id, SeqState& s, bool preempted) {
+  s.blocks = 0;
+  s.next_cached_block_end = INT32_MAX;
   const int32_t ti = table_of_[id];
   if (ti < 0) return;
   Table& t = tables_[size_t(ti)];

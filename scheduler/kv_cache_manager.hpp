@@ -68,16 +68,18 @@ class KvCacheManager {
   // get_computed_blocks included when NUM_NEW_COMPUTED_TOKENS > 0 (a new request). With
   // FULL_SEQUENCE_MUST_FIT, also refuses unless every known token of S would fit now (vLLM's
   // scheduler_reserve_full_isl admission gate). False, changing nothing, when the free blocks do
-  // not suffice.
+  // not suffice. Keeps S.blocks and S.next_cached_block_end (S: ID's state, the one given for ID
+  // every time).
   // Inline: the common case, a running request whose blocks already hold this step's tokens (a
-  // decode inside its last block), allocates nothing and at most caches a block that filled.
-  bool allocate_slots(uint32_t id, const SeqState& s, int64_t num_new_tokens,
+  // decode inside its last block), allocates nothing and at most caches a block that filled; it
+  // reads only S.
+  bool allocate_slots(uint32_t id, SeqState& s, int64_t num_new_tokens,
                       int64_t num_new_computed_tokens, bool full_sequence_must_fit) {
-    if (num_new_computed_tokens == 0 && !full_sequence_must_fit && table_of_[id] >= 0) {
-      Table& t = tables_[size_t(table_of_[id])];
+    if (num_new_computed_tokens == 0 && !full_sequence_must_fit) {
+      // num_new_tokens > 0, so a request that holds no block never passes.
       const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
-      if (std::min(end, max_model_len_) <= int64_t(t.blocks.size()) * block_size_) {
-        cache_full_blocks(id, t, std::min<int64_t>(end, s.num_tokens()));
+      if (std::min(end, max_model_len_) <= int64_t(s.blocks) * block_size_) {
+        cache_full_blocks(id, s, std::min<int64_t>(end, s.num_tokens()));
         return true;
       }
     }
@@ -85,17 +87,17 @@ class KvCacheManager {
                                full_sequence_must_fit);
   }
 
-  // cache_blocks(request, NUM_TOKENS): registers the full blocks among request ID's first
-  // NUM_TOKENS tokens (AsyncScheduler, once a step's sampled tokens are known). Nothing when
+  // cache_blocks(request, NUM_TOKENS): registers the full blocks among request ID's (state S)
+  // first NUM_TOKENS tokens (AsyncScheduler, once a step's sampled tokens are known). Nothing when
   // caching is off or ID holds no blocks.
   // Inline: it runs for every sampled token, and a new block fills once in block_size tokens.
-  void cache_tokens(uint32_t id, int64_t num_tokens) {
-    if (table_of_[id] >= 0) cache_full_blocks(id, tables_[size_t(table_of_[id])], num_tokens);
+  void cache_tokens(uint32_t id, SeqState& s, int64_t num_tokens) {
+    cache_full_blocks(id, s, num_tokens);
   }
 
-  // Frees request ID's blocks, tail first (vLLM free(): reversed order). PREEMPTED: it will ask
-  // for its own blocks again (finished otherwise: its own content is of use to nobody).
-  void free(uint32_t id, bool preempted = false);
+  // Frees request ID's blocks (state S), tail first (vLLM free(): reversed order). PREEMPTED: it
+  // will ask for its own blocks again (finished otherwise: its own content is of use to nobody).
+  void free(uint32_t id, SeqState& s, bool preempted = false);
 
   // Room for one more request id (num_requests + 1).
   void add_request_slot() { table_of_.push_back(-1); }
@@ -172,10 +174,21 @@ class KvCacheManager {
   void uncache(int32_t b);
   Table& table(uint32_t id);
   void release_table(uint32_t id);
-  // cache_full_blocks: registers the full blocks among the first NUM_TOKENS tokens of ID (T);
+  // cache_full_blocks: registers the full blocks among the first NUM_TOKENS tokens of ID (S);
   // inline for the case of no new full block, once in block_size tokens the only one.
-  void cache_full_blocks(uint32_t id, Table& t, int64_t num_tokens) {
-    if (caching_ && num_tokens >= (t.num_cached + 1) * block_size_) cache_blocks(id, t, num_tokens);
+  void cache_full_blocks(uint32_t id, SeqState& s, int64_t num_tokens) {
+    if (num_tokens >= s.next_cached_block_end && caching_) {
+      Table& t = tables_[size_t(table_of_[id])];
+      cache_blocks(id, t, num_tokens);
+      keep(s, t);
+    }
+  }
+  // S's copy of its table T's size and next block to cache.
+  void keep(SeqState& s, const Table& t) const {
+    s.blocks = int32_t(t.blocks.size());
+    s.next_cached_block_end =
+        caching_ ? int32_t(std::min<int64_t>((t.num_cached + 1) * block_size_, INT32_MAX))
+                 : INT32_MAX;
   }
   void cache_blocks(uint32_t id, Table& t, int64_t num_tokens);
   // Puts cached block B into the hash map, at the end of its hash's chain.
@@ -184,7 +197,7 @@ class KvCacheManager {
   template <class F>
   void for_each_shared_hash(F f) const;
   // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate.
-  bool allocate_new_blocks(uint32_t id, const SeqState& s, int64_t num_new_tokens,
+  bool allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
                            int64_t num_new_computed_tokens, bool full_sequence_must_fit);
   int64_t num_evictable_hits() const;
 

@@ -6,6 +6,7 @@
 #include <boost/circular_buffer.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 namespace servesim {
 
@@ -17,6 +18,13 @@ class RequestQueue {
   uint32_t front() const { return q_.front(); }
   uint32_t back() const { return q_.back(); }
   uint32_t operator[](size_t i) const { return q_[i]; }
+  // The ids in order, in one array: O(size) if the ring wraps (it is rotated), O(1) otherwise,
+  // and it stays so while the queue only grows and shrinks at the back or erases. Valid until the
+  // next push.
+  std::span<const uint32_t> linear() {
+    const uint32_t* p = q_.linearize();
+    return {p, q_.size()};
+  }
   void pop_front() { q_.pop_front(); }
   void pop_back() { q_.pop_back(); }
   void push_back(uint32_t id) {

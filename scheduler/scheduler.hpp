@@ -15,6 +15,7 @@
 // allocate nothing once warm.
 #pragma once
 
+#include <boost/align/aligned_allocator.hpp>
 #include <cassert>
 #include <cstdint>
 #include <memory>
@@ -163,7 +164,7 @@ class Scheduler {
   void finished(uint32_t id);
 
   SchedulerConfig config_;
-  std::vector<SeqState> seqs_;
+  std::vector<SeqState, boost::alignment::aligned_allocator<SeqState, 64>> seqs_;
   RequestQueue running_;
   StepOutputs out_;
   int64_t step_cached_tokens_ = 0;

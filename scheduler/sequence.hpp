@@ -6,6 +6,7 @@
 // request holds blocks only while running.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 
 namespace servesim {
@@ -72,6 +73,10 @@ struct SeqState {
   // Prompt tokens whose KV another instance computed and sent (disaggregated prefill: vLLM's KV
   // connector, get_num_new_matched_tokens), taken at the first scheduling only.
   int32_t external_tokens = 0;
+  // V1's KV cache manager (KvCacheManager, which keeps it with `blocks`): the computed tokens at
+  // which the request's next full block is to be cached; INT32_MAX while it holds no block or
+  // caching is off. Here so that a step's decode finds it on the state's one cache line.
+  int32_t next_cached_block_end = INT32_MAX;
   // When the workload offers the request (s; vLLM's Request.arrival_time): orders equal
   // priorities. Not the time it reached the replica (RequestTimes::arrival_s, sim/metrics.hpp).
   double workload_arrival_s = 0;
@@ -86,5 +91,9 @@ struct SeqState {
   // num_computed_tokens (no placeholders on V0).
   int32_t num_new_tokens() const { return num_tokens() + placeholders - num_computed_tokens; }
 };
+// One cache line: Scheduler keeps the states line-aligned, so that a step's pass over its running
+// requests touches one line per request (with malloc's 16-byte alignment every state had its
+// status and stage in the next line, and V1's passes missed on both).
+static_assert(sizeof(SeqState) == 64);
 
 }  // namespace servesim

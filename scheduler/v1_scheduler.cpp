@@ -10,7 +10,7 @@ namespace {
 // request_id), ids standing for request ids. A heap with this comparison keeps the smallest on
 // top.
 struct LaterOrLowerPriority {
-  const std::vector<SeqState>& seqs;
+  std::span<const SeqState> seqs;
   bool operator()(uint32_t a, uint32_t b) const {
     const SeqState &sa = seqs[a], &sb = seqs[b];
     if (sa.priority != sb.priority) return sa.priority > sb.priority;
@@ -91,8 +91,7 @@ void V1Scheduler::free_request(uint32_t id) {
 }
 
 void V1Scheduler::release(uint32_t id, bool preempted) {
-  kv_.free(id, preempted);
-  seqs_[id].blocks = 0;
+  kv_.free(id, seqs_[id], preempted);
 }
 
 void V1Scheduler::schedule_step() {
@@ -144,7 +143,7 @@ bool V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
   }
   // AsyncScheduler: cache_blocks(request, num_computed_tokens - num_output_placeholders).
   if (was_running && config_.async_scheduling) {
-    kv_.cache_tokens(id, s.num_computed_tokens - s.placeholders);
+    kv_.cache_tokens(id, s, s.num_computed_tokens - s.placeholders);
   }
   return true;
 }
@@ -170,9 +169,12 @@ void V1Scheduler::preempt(uint32_t id) {
 }
 
 void V1Scheduler::schedule_running(int64_t& token_budget) {
+  // `running` only grows at the back (schedule_waiting), so it is one array after the first
+  // step; a preemption shortens it, which the loop re-reads.
+  std::span<const uint32_t> running = running_.linear();
   size_t idx = 0;
-  while (idx < running_.size() && token_budget > 0) {
-    const uint32_t id = running_[idx];
+  while (idx < running.size() && token_budget > 0) {
+    const uint32_t id = running[idx];
     SeqState& s = seqs_[id];
     // AsyncScheduler: "Avoid scheduling an extra step when we are sure that the previous step has
     // reached request.max_tokens" (computed + 1 - (placeholders - 1) >= prompt + max_tokens).
@@ -210,13 +212,13 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
         }
       }
       preempt(victim);
+      running = running_.linear();
       if (victim == id) {
         scheduled = false;  // "No more request to preempt. Cannot schedule this request."
         break;
       }
     }
     if (!scheduled) break;
-    s.blocks = static_cast<int32_t>(kv_.blocks_held(id));
     schedule_tokens(id, n);
     token_budget -= n;
     ++idx;
@@ -241,7 +243,6 @@ void V1Scheduler::schedule_waiting(int64_t& token_budget) {
     assert(n > 0);
     if (!kv_.allocate_slots(id, s, external + n, hit, config_.reserve_full_isl)) break;
     waiting_pop_front();
-    s.blocks = static_cast<int32_t>(kv_.blocks_held(id));
     running_.push_back(id);
     s.status = SeqStatus::kRunning;
     s.prefill_stage = true;

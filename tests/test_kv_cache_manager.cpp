@@ -41,7 +41,7 @@ TEST_CASE("kv cache: a request frees its tail first, so its last blocks are evic
   KvCacheManager kv(5, 4, true, 100, &h, 4);
   SeqState s = prompt(10);
   REQUIRE(kv.allocate_slots(0, s, 10, 0, false));
-  kv.free(0);
+  kv.free(0, s);
   // The never-used block 4 first, then 0's blocks in reverse: 3 (partial), 2, 1.
   CHECK(kv.free_queue() == Blocks{4, 3, 2, 1});
   CHECK(kv.free_blocks() == 4);
@@ -64,7 +64,7 @@ TEST_CASE("kv cache: a hit takes cached blocks out of the free queue and counts 
   SeqState a = prompt(10);
   REQUIRE(kv.get_computed_blocks(0, a) == 0);
   REQUIRE(kv.allocate_slots(0, a, 10, 0, false));
-  kv.free(0);
+  kv.free(0, a);
   SeqState b = prompt(12);
   const int64_t hit = kv.get_computed_blocks(1, b);
   CHECK(hit == 8);
@@ -91,10 +91,10 @@ TEST_CASE("kv cache: shared blocks are reference counted", "[kv_cache]") {
   CHECK(kv.ref_count(1) == 2);
   CHECK(kv.ref_count(2) == 2);
   CHECK(kv.used_blocks() == 4);  // 1, 2 shared; 3 and one new block for b's tail
-  kv.free(0);
+  kv.free(0, a);
   CHECK(kv.ref_count(1) == 1);
   CHECK(kv.free_blocks() == 5);  // only 0's own partial block came back
-  kv.free(1);
+  kv.free(1, b);
   CHECK(kv.free_blocks() == 8);
   CHECK(kv.ref_count(1) == 0);
 }
@@ -127,8 +127,8 @@ TEST_CASE("kv cache: blocks computed twice at once are both cached and evicted o
   CHECK(held(kv, 0) == Blocks{1, 2, 3});
   CHECK(held(kv, 1) == Blocks{4, 5, 6});
   CHECK((kv.is_cached(1) && kv.is_cached(2) && kv.is_cached(4) && kv.is_cached(5)));
-  kv.free(0);
-  kv.free(1);
+  kv.free(0, a);
+  kv.free(1, b);
   CHECK(kv.free_queue() == Blocks{7, 3, 2, 1, 6, 5, 4});
   SeqState c = prompt(12);
   REQUIRE(kv.get_computed_blocks(2, c) == 8);
@@ -158,7 +158,7 @@ TEST_CASE("kv cache: an allocation that does not fit changes nothing", "[kv_cach
   CHECK(kv.blocks_held(1) == 0);
   // The full-prompt gate refuses what the first chunk alone would get.
   CHECK(kv.allocate_slots(1, b, 4, 0, false));
-  kv.free(1);
+  kv.free(1, b);
   CHECK_FALSE(kv.allocate_slots(1, b, 4, 0, true));
 }
 
@@ -180,7 +180,7 @@ TEST_CASE("kv cache: a prefix cache reset forgets every block, and waits for non
   REQUIRE(kv.allocate_slots(0, s, 16, 0, false));
   CHECK_FALSE(kv.reset_prefix_cache());  // request 0 holds blocks: nothing changes
   CHECK(kv.is_cached(1));
-  kv.free(0);
+  kv.free(0, s);
   CHECK(kv.cached_prefix_blocks(h, 1, 16) == 4);
   CHECK(kv.reset_prefix_cache());
   CHECK(kv.cached_prefix_blocks(h, 1, 16) == 0);
@@ -188,6 +188,43 @@ TEST_CASE("kv cache: a prefix cache reset forgets every block, and waits for non
     CHECK_FALSE(kv.is_cached(b));
   CHECK(kv.free_blocks() == kv.usable_blocks());
   // The cache fills again afterwards.
-  REQUIRE(kv.allocate_slots(1, prompt(16), 16, 0, false));
+  SeqState t = prompt(16);
+  REQUIRE(kv.allocate_slots(1, t, 16, 0, false));
   CHECK(kv.is_cached(kv.blocks_of(1)[0]));
+}
+
+TEST_CASE("kv cache: the request's state carries its blocks and its next block to cache",
+          "[kv_cache]") {
+  // allocate_slots' no-new-block case reads only the state: it must follow the table.
+  GroupHasher h;
+  h.shared = {{0, {7, 3}}};  // request 0's first three blocks are shared content
+  KvCacheManager kv(9, 4, true, 100, &h, 4);
+  SeqState s = prompt(6, 4);  // 6 prompt tokens, 4 to generate
+  REQUIRE(kv.allocate_slots(0, s, 6, 0, false));
+  CHECK(s.blocks == 2);
+  CHECK(s.next_cached_block_end == 8);  // block 0 cached; block 1 fills at 8 tokens
+  s.num_computed_tokens = 6;
+  s.generated = 1;  // 7 tokens known: a decode inside block 1, nothing new to cache
+  REQUIRE(kv.allocate_slots(0, s, 1, 0, false));
+  CHECK(s.blocks == 2);
+  CHECK_FALSE(kv.is_cached(kv.blocks_of(0)[1]));
+  s.num_computed_tokens = 7;
+  s.generated = 2;  // the 8th token fills block 1: cached in place
+  REQUIRE(kv.allocate_slots(0, s, 1, 0, false));
+  CHECK(kv.is_cached(kv.blocks_of(0)[1]));
+  CHECK(s.next_cached_block_end == 12);
+  s.num_computed_tokens = 8;
+  s.generated = 3;  // the 9th token needs a third block
+  REQUIRE(kv.allocate_slots(0, s, 1, 0, false));
+  CHECK(s.blocks == 3);
+  CHECK(kv.blocks_held(0) == 3);
+  kv.free(0, s);
+  CHECK(s.blocks == 0);
+  CHECK(s.next_cached_block_end == INT32_MAX);
+  // Without caching nothing is ever due.
+  KvCacheManager off(9, 4, false, 100, nullptr, 4);
+  SeqState t = prompt(6, 4);
+  REQUIRE(off.allocate_slots(0, t, 6, 0, false));
+  CHECK(t.blocks == 2);
+  CHECK(t.next_cached_block_end == INT32_MAX);
 }

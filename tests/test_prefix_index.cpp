@@ -39,35 +39,36 @@ TEST_CASE("kv events: shared content is stored once and removed with its last bl
   GroupHasher h;
   h.shared = {{0, {7, 2}}, {1, {7, 2}}};      // requests 0 and 1 share two blocks; 2 shares nothing
   KvCacheManager kv(7, 4, true, 100, &h, 4);  // 6 usable blocks of 4 tokens
+  std::vector<SeqState> s = {prompt(16), prompt(8), prompt(16), prompt(8)};  // by request id
   Recorder rec;
   kv.set_event_sink(&rec);
-  REQUIRE(kv.allocate_slots(0, prompt(16), 16, 0, false));  // 4 blocks, the first 2 shared
+  REQUIRE(kv.allocate_slots(0, s[0], 16, 0, false));  // 4 blocks, the first 2 shared
   CHECK(rec.stored == 2);
   CHECK(rec.held.size() == 2);
   // Request 1 computes the same two blocks again (no hit asked for): duplicates, no event.
-  REQUIRE(kv.allocate_slots(1, prompt(8), 8, 0, false));
+  REQUIRE(kv.allocate_slots(1, s[1], 8, 0, false));
   CHECK(rec.stored == 2);
-  kv.free(0);
-  kv.free(1);
+  kv.free(0, s[0]);
+  kv.free(1, s[1]);
   // Request 2's own blocks evict the free ones, oldest freed first: request 0's tail (its own
   // blocks, never reported), then its shared blocks while request 1's copies stay cached.
-  REQUIRE(kv.allocate_slots(2, prompt(16), 16, 0, false));
+  REQUIRE(kv.allocate_slots(2, s[2], 16, 0, false));
   CHECK(rec.removed == 0);
   CHECK(rec.held.size() == 2);
   // Two more blocks evict request 1's copies, the content's last blocks: removed.
-  REQUIRE(kv.allocate_slots(3, prompt(8), 8, 0, false));
+  REQUIRE(kv.allocate_slots(3, s[3], 8, 0, false));
   CHECK(rec.removed == 2);
   CHECK(rec.held.empty());
-  kv.free(2);
-  kv.free(3);
-  REQUIRE(kv.allocate_slots(0, prompt(16), 16, 0, false));  // stored again
+  kv.free(2, s[2]);
+  kv.free(3, s[3]);
+  REQUIRE(kv.allocate_slots(0, s[0], 16, 0, false));  // stored again
   CHECK(rec.held.size() == 2);
-  kv.free(0);
+  kv.free(0, s[0]);
   CHECK(kv.reset_prefix_cache());  // AllBlocksCleared
   CHECK(rec.held.empty());
   // A sink set late is told of the shared content already cached.
   kv.set_event_sink(nullptr);
-  REQUIRE(kv.allocate_slots(0, prompt(16), 16, 0, false));
+  REQUIRE(kv.allocate_slots(0, s[0], 16, 0, false));
   Recorder late;
   kv.set_event_sink(&late);
   CHECK(late.held.size() == 2);
@@ -87,17 +88,20 @@ TEST_CASE("prefix index: leading blocks as each replica's cache counts them", "[
     caches.back()->set_event_sink(index.sink(i));
   }
   std::mt19937_64 rng(7);
+  std::vector<std::vector<SeqState>> states(n, std::vector<SeqState>(40));  // by replica, id
   std::vector<int64_t> out(n);
   for (int round = 0; round < 300; ++round) {
     const size_t i = rng() % n;
     const uint32_t id = uint32_t(rng() % 40);
     KvCacheManager& kv = *caches[i];
+    SeqState& st = states[i][id];
     if (kv.blocks_held(id) > 0) {
-      kv.free(id);
+      kv.free(id, st);
     } else {
       const int32_t tokens = int32_t(4 + rng() % 28);
-      if (!kv.allocate_slots(id, prompt(tokens), tokens, 0, false)) continue;
-      if (rng() % 2) kv.free(id);
+      st = prompt(tokens);
+      if (!kv.allocate_slots(id, st, tokens, 0, false)) continue;
+      if (rng() % 2) kv.free(id, st);
     }
     for (uint32_t q = 0; q < 5; ++q) {
       index.leading_blocks(h, q, 6, out);
@@ -111,7 +115,7 @@ TEST_CASE("prefix index: leading blocks as each replica's cache counts them", "[
   // Every cache emptied: the index is too.
   for (size_t i = 0; i < n; ++i) {
     for (uint32_t id = 0; id < 40; ++id)
-      caches[i]->free(id);
+      caches[i]->free(id, states[i][id]);
     REQUIRE(caches[i]->reset_prefix_cache());
   }
   CHECK(index.hashes() == 0);
