@@ -88,7 +88,7 @@ void Scheduler::begin_step() {
   step_cached_tokens_ = 0;
 }
 
-void Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
+bool Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
   const SeqState& s = seqs_[id];
   SeqShape shape;
   shape.new_tokens = static_cast<int32_t>(new_tokens);
@@ -98,6 +98,7 @@ void Scheduler::add_to_batch(uint32_t id, int64_t new_tokens) {
   // false).
   shape.emits_token = new_tokens == s.num_new_tokens();
   building().add(id, shape);
+  return shape.emits_token;
 }
 
 void Scheduler::mark_preempted(uint32_t id) {

@@ -154,8 +154,9 @@ class Scheduler {
   Batch& building() { return bufs_[cur_]; }
   // The start of a step: an empty batch and outputs.
   void begin_step();
-  // Request ID enters the batch with NEW_TOKENS to compute.
-  void add_to_batch(uint32_t id, int64_t new_tokens);
+  // Request ID enters the batch with NEW_TOKENS to compute; returns whether it then samples a
+  // token (its shape's emits_token).
+  bool add_to_batch(uint32_t id, int64_t new_tokens);
   // Preemption by recompute, the engine's blocks already freed: its computed tokens are thrown
   // away, it is waiting again and recorded as preempted this step.
   void mark_preempted(uint32_t id);

@@ -104,12 +104,12 @@ void V1Scheduler::schedule_step() {
 }
 
 void V1Scheduler::schedule_tokens(uint32_t id, int64_t new_tokens) {
-  add_to_batch(id, new_tokens);
+  const bool emits_token = add_to_batch(id, new_tokens);
   // _update_after_schedule, done as each request is scheduled (nothing in the step reads these
   // before the step ends but a priority preemption, which unschedule() undoes first).
   SeqState& s = seqs_[id];
   s.num_computed_tokens += static_cast<int32_t>(new_tokens);
-  if (!building().shapes().back().emits_token) return;
+  if (!emits_token) return;
   s.prefill_stage = false;
   // AsyncScheduler: "The request will generate a new token ... in this scheduling step."
   if (config_.async_scheduling) ++s.placeholders;
