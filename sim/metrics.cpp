@@ -13,7 +13,7 @@ double cloudwatch_otps(double tokens_p50, double e2e_ms_p50, double ttft_ms_p50)
 }
 
 MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps, const MetricOptions& options)
-    : times_(w.size()), keep_steps_(keep_steps), options_(options) {
+    : times_(w.size()), tokens_(w.size()), keep_steps_(keep_steps), options_(options) {
   for (const RequestSpec& r : w)
     times_[r.id].arrival_s = r.arrival_s;
   first_arrival_s_ = w.empty() ? 0.0 : w.front().arrival_s;
@@ -23,6 +23,7 @@ MetricsCollector::MetricsCollector(const Workload& w, bool keep_steps, const Met
 MetricsCollector::MetricsCollector(double first_arrival_s, size_t expected_requests)
     : first_arrival_s_(first_arrival_s), end_s_(first_arrival_s) {
   times_.reserve(expected_requests);
+  tokens_.reserve(expected_requests);
 }
 
 std::vector<RequestRecord> MetricsCollector::records(std::span<const SeqState> seqs) const {
@@ -30,7 +31,7 @@ std::vector<RequestRecord> MetricsCollector::records(std::span<const SeqState> s
   std::vector<RequestRecord> out;
   out.reserve(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i)
-    out.push_back(RequestRecord{seqs[i], times_[i]});
+    out.push_back(record(uint32_t(i), seqs[i]));
   return out;
 }
 
@@ -43,7 +44,10 @@ void MetricsCollector::on_offered(double t, size_t waiting) {
 }
 
 void MetricsCollector::on_arrival(uint32_t id, double t, bool admitted) {
-  if (id == times_.size()) times_.emplace_back();  // a replica's next request
+  if (id == times_.size()) {  // a replica's next request
+    times_.emplace_back();
+    tokens_.emplace_back();
+  }
   times_[id].arrival_s = t;
   end_s_ = std::max(end_s_, t);
   admitted_ += admitted;
