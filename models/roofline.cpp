@@ -75,7 +75,7 @@ namespace {
 struct BatchSums {
   double tokens = 0, emitting = 0;
   double prefill_pairs = 0, prefill_kv_tokens = 0, prefill_tokens = 0;
-  double decode_pairs = 0, decode_seqs = 0;
+  double decode_pairs = 0, decode_kv_tokens = 0, decode_seqs = 0;
   int32_t max_context = 0;  // of any sequence
 };
 
@@ -94,6 +94,9 @@ BatchSums sum_batch(std::span<const SeqShape> batch) {
       b.prefill_tokens += n;
     } else {
       b.decode_pairs += pairs;
+      // The decode kernel reads a sequence's KV once for all its query tokens (a speculative
+      // verification has k + 1; for one token this equals the pairs).
+      b.decode_kv_tokens += c + n;
       b.decode_seqs += 1;
     }
   }
@@ -208,7 +211,8 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   // write the new tokens' K and V. Each pays its launch latency on top of its work (measured
   // decode kernels at small batches are latency plus transfer, not the larger of the two).
   const Work prefill = attention_work(b.prefill_pairs, b.prefill_kv_tokens, b.prefill_tokens);
-  const Work decode = attention_work(b.decode_pairs, b.decode_pairs, b.tokens - b.prefill_tokens);
+  const Work decode =
+      attention_work(b.decode_pairs, b.decode_kv_tokens, b.tokens - b.prefill_tokens);
   const double floor_attn = graph ? graph_attention_floor_s_ : attention_floor_s_;
   if (b.prefill_tokens > 0) {
     c.attention_s +=

@@ -39,6 +39,21 @@ TEST_CASE("roofline: a decode step's FLOPs, bytes and seconds by hand", "[cost]"
   CHECK(c.seconds == Approx(2.720 + 0.704 + 0.608 + 0.640));
 }
 
+TEST_CASE("roofline: a decode of several query tokens reads its KV once", "[cost]") {
+  // A speculative verification step decodes k + 1 tokens of a sequence: token i attends to the
+  // cached 10 and tokens 0..i (4 x 10 + 10 = 50 pairs), and the kernel reads the 14 keys and
+  // values once, as the prefill kernel does for the same chunk (not once per pair: 50).
+  const RooflineCostModel model(slow_gpu(), tiny_model(), 1, ideal_params());
+  const SeqShape verify{4, 10, false, true}, chunk{4, 10, true, true};
+  const StepCost d = model.cost(std::span(&verify, 1));
+  const StepCost p = model.cost(std::span(&chunk, 1));
+  CHECK(d.flops == Approx(p.flops));
+  CHECK(d.bytes == Approx(p.bytes));
+  // Attention bytes by hand: KV 32 B/token x (14 read + 4 written) + Q and O 64 B x 4 = 832; the
+  // rest is the 4 tokens' linear (2304 + 4 x 416), element-wise (4 x 608) and LM head (640).
+  CHECK(d.bytes == Approx(832 + 2304 + 4 * 416 + 4 * 608 + 640));
+}
+
 TEST_CASE("roofline: prefill attention is quadratic in the chunk and linear in context", "[cost]") {
   const RooflineCostModel model(slow_gpu(), tiny_model(), 1, ideal_params());
   // 4 new tokens after 6 cached: token i sees 6 + i + 1 keys: 7 + 8 + 9 + 10 = 34 pairs.
