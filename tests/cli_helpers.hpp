@@ -18,7 +18,7 @@ struct CliResult {
   std::string out, err;
 };
 
-inline CliResult cli(std::vector<std::string> args) {
+inline CliResult call_cli(std::vector<std::string> args) {
   args.insert(args.begin(), "servesim");
   std::vector<const char*> argv;
   for (const auto& a : args)
@@ -30,7 +30,7 @@ inline CliResult cli(std::vector<std::string> args) {
 
 // Runs ARGS and checks it fails with status 2 and a message holding WHAT.
 inline void refused(const std::vector<std::string>& args, const std::string& what) {
-  const CliResult r = cli(args);
+  const CliResult r = call_cli(args);
   INFO(r.out << r.err);
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains(what));

@@ -18,7 +18,7 @@
 #include "util/error.hpp"
 
 using namespace servesim;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::error_field;
 
 namespace {
@@ -335,29 +335,29 @@ TEST_CASE("rate scaling: a trace at twice and half its rate keeps its day", "[au
 
 TEST_CASE("cli: run --autoscale reports the fleet over time", "[autoscale][cli]") {
   const auto dir = servesim::test::scratch("autoscale_run");
-  const auto r = cli({"run",
-                      "--scheduler",
-                      "vllm-v1",
-                      "--num-requests",
-                      "3000",
-                      "--request-rate",
-                      "12",
-                      "--rate-pattern",
-                      "spike:60:60:3",
-                      "--autoscale",
-                      "running",
-                      "--autoscale-target",
-                      "30",
-                      "--max-replicas",
-                      "4",
-                      "--router",
-                      "least-requests",
-                      "--json",
-                      (dir / "r.json").string(),
-                      "--timeline",
-                      (dir / "t.json").string(),
-                      "--timeline-window",
-                      "0:600"});
+  const auto r = call_cli({"run",
+                           "--scheduler",
+                           "vllm-v1",
+                           "--num-requests",
+                           "3000",
+                           "--request-rate",
+                           "12",
+                           "--rate-pattern",
+                           "spike:60:60:3",
+                           "--autoscale",
+                           "running",
+                           "--autoscale-target",
+                           "30",
+                           "--max-replicas",
+                           "4",
+                           "--router",
+                           "least-requests",
+                           "--json",
+                           (dir / "r.json").string(),
+                           "--timeline",
+                           (dir / "t.json").string(),
+                           "--timeline-window",
+                           "0:600"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("autoscaler: running target 30 per replica"));
@@ -390,31 +390,31 @@ TEST_CASE("cli: capacity --over-time plans a day by the window and prices three 
           "[autoscale][capacity][cli][slow]") {
   const auto dir = servesim::test::scratch("over_time");
   const std::string csv = (dir / "plan.csv").string();
-  const auto r = cli({"capacity",
-                      "--over-time",
-                      "300",
-                      "--scheduler",
-                      "vllm-v1",
-                      "--num-requests",
-                      "21600",
-                      "--request-rate",
-                      "12",
-                      "--rate-pattern",
-                      "diurnal:0.7:1800",
-                      "--router",
-                      "least-requests",
-                      "--slo",
-                      "ttft_p99_ms=2000,itl_p99_ms=100",
-                      "--gpu-hour-cost",
-                      "3",
-                      "--autoscale",
-                      "rate",
-                      "--autoscale-target",
-                      "6",
-                      "--max-replicas",
-                      "8",
-                      "--csv",
-                      csv});
+  const auto r = call_cli({"capacity",
+                           "--over-time",
+                           "300",
+                           "--scheduler",
+                           "vllm-v1",
+                           "--num-requests",
+                           "21600",
+                           "--request-rate",
+                           "12",
+                           "--rate-pattern",
+                           "diurnal:0.7:1800",
+                           "--router",
+                           "least-requests",
+                           "--slo",
+                           "ttft_p99_ms=2000,itl_p99_ms=100",
+                           "--gpu-hour-cost",
+                           "3",
+                           "--autoscale",
+                           "rate",
+                           "--autoscale-target",
+                           "6",
+                           "--max-replicas",
+                           "8",
+                           "--csv",
+                           csv});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   // The per-window table: the peak window needs more replicas than the trough.

@@ -8,7 +8,7 @@
 #include "cli_helpers.hpp"
 
 namespace fs = std::filesystem;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::refused;
 using servesim::test::scratch;
 using servesim::test::write;
@@ -26,7 +26,7 @@ TEST_CASE("boundaries: rates and traces past the 1e9 s a simulation may span",
         "TIMESTAMP,ContextTokens,GeneratedTokens\n1678-01-01 00:00:00.0000000,10,10\n"
         "2261-12-31 00:00:00.0000000,10,10\n");
   refused({"trace", "info", (dir / "az.csv").string()}, "az.csv:3: field 'TIMESTAMP'");
-  const auto skipped = cli({"trace", "info", (dir / "az.csv").string(), "--skip-bad-rows"});
+  const auto skipped = call_cli({"trace", "info", (dir / "az.csv").string(), "--skip-bad-rows"});
   CHECK(skipped.code == 0);
   CHECK_THAT(skipped.out, Catch::Contains("1 bad"));
 }
@@ -60,7 +60,8 @@ TEST_CASE("boundaries: GPU, model and calibration files out of any physical rang
             "cal.ini:16: field 'linear_tile_tokens'");
   }
   write(dir / "ok.ini", params + "linear_tile_tokens = 64\n");
-  CHECK(cli({"run", "--calibration", (dir / "ok.ini").string(), "--num-requests", "5"}).code == 0);
+  CHECK(call_cli({"run", "--calibration", (dir / "ok.ini").string(), "--num-requests", "5"}).code ==
+        0);
 }
 
 TEST_CASE("boundaries: capacity --target-rate beyond any fleet", "[boundaries][cli]") {
@@ -75,16 +76,17 @@ TEST_CASE("boundaries: --out refuses too many windows before it simulates", "[bo
   // Two requests 2e6 s apart: 2,000,001 one-second windows. This used to fail only after the
   // summary was printed and --json written, with a 301-digit number in the message.
   write(dir / "v.csv", "arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n2e6,100,10\n");
-  const auto r = cli({"run", "--trace", (dir / "v.csv").string(), "--out", (dir / "o.h5").string(),
-                      "--period-s", "1", "--json", (dir / "o.json").string()});
+  const auto r =
+      call_cli({"run", "--trace", (dir / "v.csv").string(), "--out", (dir / "o.h5").string(),
+                "--period-s", "1", "--json", (dir / "o.json").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("field 'period-s'"));
   CHECK_THAT(r.err, Catch::Contains("2e+06 s of arrivals"));
   CHECK(r.err.size() < 300);
   CHECK(r.out.empty());  // nothing printed, nothing written
   CHECK(!fs::exists(dir / "o.json"));
-  CHECK(cli({"run", "--trace", (dir / "v.csv").string(), "--out", (dir / "o.h5").string(),
-             "--period-s", "3600"})
+  CHECK(call_cli({"run", "--trace", (dir / "v.csv").string(), "--out", (dir / "o.h5").string(),
+                  "--period-s", "3600"})
             .code == 0);
 }
 
@@ -97,15 +99,15 @@ TEST_CASE("boundaries: text that is not UTF-8 reaches JSON as U+FFFD, not an int
   write(csv,
         "arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,10\n1,d\xE9j\xE0,10\n2,100,10\n");
   const std::string json = (dir / "o.json").string();
-  const auto r = cli({"run", "--trace", csv.string(), "--skip-bad-rows", "--json", json, "--out",
-                      (dir / "o.h5").string()});
+  const auto r = call_cli({"run", "--trace", csv.string(), "--skip-bad-rows", "--json", json,
+                           "--out", (dir / "o.h5").string()});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   const std::string text = servesim::test::slurp(json);
   const auto j = nlohmann::json::parse(text);  // valid JSON, hence valid UTF-8
   CHECK(j["config"]["workload"].dump().find("d\xEF\xBF\xBDj") != std::string::npos);
   CHECK(text.find("caf\xEF\xBF\xBD.csv") != std::string::npos);
-  const auto c = cli({"compare", "--trace", csv.string(), "--skip-bad-rows", "--json", json});
+  const auto c = call_cli({"compare", "--trace", csv.string(), "--skip-bad-rows", "--json", json});
   CHECK(c.code == 0);
   CHECK_NOTHROW(nlohmann::json::parse(servesim::test::slurp(json)));
 }
@@ -138,16 +140,16 @@ TEST_CASE("boundaries: messages about outputs, missing files and hostile INI tex
   // A NUL byte cut the message short; a bare CR went to the terminal raw; a 20 MB key was echoed
   // whole.
   write(dir / "nul.ini", std::string("model = llama\0-3.1-8b\n", 22));
-  auto r = cli({"run", "--config", (dir / "nul.ini").string()});
+  auto r = call_cli({"run", "--config", (dir / "nul.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("llama\\x00-3.1-8b"));
   write(dir / "cr.ini", "model = llama\rboom\n");
-  r = cli({"run", "--config", (dir / "cr.ini").string()});
+  r = call_cli({"run", "--config", (dir / "cr.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("llama\\rboom"));
   CHECK(r.err.find('\r') == std::string::npos);
   write(dir / "big.ini", std::string(20'000'000, 'k') + " = 1\n");
-  r = cli({"run", "--config", (dir / "big.ini").string()});
+  r = call_cli({"run", "--config", (dir / "big.ini").string()});
   CHECK(r.code == 2);
   CHECK(r.err.size() < 20'000);
   CHECK_THAT(r.err, Catch::Contains("more bytes)"));
@@ -157,11 +159,11 @@ TEST_CASE("boundaries: messages about outputs, missing files and hostile INI tex
           "sweep.ini:2: field 'jobs': 'many' must be an integer in 1..1024");
   // An inline `; comment` passed the syntax check and failed Program_options' pass.
   write(dir / "comment.ini", "num-requests = 5 ; a handful\nseed = 3 # and a seed\n");
-  CHECK(cli({"run", "--config", (dir / "comment.ini").string()}).code == 0);
+  CHECK(call_cli({"run", "--config", (dir / "comment.ini").string()}).code == 0);
   write(dir / "g.ini",
         "name = g ; mine\nbf16_tflops = 900 ; dense\nhbm_gib = 80\nhbm_gb_per_s = 2000\n"
         "interconnect_gb_per_s = 600\narch = hopper\n");
-  CHECK(cli({"run", "--gpu-file", (dir / "g.ini").string(), "--num-requests", "5"}).code == 0);
+  CHECK(call_cli({"run", "--gpu-file", (dir / "g.ini").string(), "--num-requests", "5"}).code == 0);
 }
 
 TEST_CASE("boundaries: the second round's numbers name the flag that is out of range",
@@ -184,10 +186,10 @@ TEST_CASE("boundaries: the second round's numbers name the flag that is out of r
   refused(with(pd, {"--kv-transfer-latency-s", "1e9"}), "field 'kv-transfer-latency-s'");
   // Item 13: a subnormal bandwidth ran as the default interconnect (JSON identical to 0).
   refused(with(pd, {"--kv-transfer-gbps", "5e-324"}), "field 'kv-transfer-gbps'");
-  CHECK(cli(with(pd, {"--kv-transfer-gbps", "0"})).code == 0);
-  CHECK(cli(with(pd, {"--kv-transfer-gbps", "0.001"})).code == 0);
+  CHECK(call_cli(with(pd, {"--kv-transfer-gbps", "0"})).code == 0);
+  CHECK(call_cli(with(pd, {"--kv-transfer-gbps", "0.001"})).code == 0);
   for (const std::string& flag : {"think-time-s", "kv-transfer-gbps", "kv-transfer-latency-s"}) {
-    const auto r = cli(with(pd, {"--" + flag, "1e300"}));
+    const auto r = call_cli(with(pd, {"--" + flag, "1e300"}));
     CHECK(r.code == 2);
     CHECK_THAT(r.err, !Catch::Contains("cost-model"));
     CHECK(r.err.size() < 300);
@@ -195,8 +197,9 @@ TEST_CASE("boundaries: the second round's numbers name the flag that is out of r
   // Item 14: --num-seeds 3 --seed 2^63-1 ran seeds INT64_MAX, INT64_MIN, INT64_MIN+1.
   refused({"run", "--num-requests", "5", "--num-seeds", "3", "--seed", "9223372036854775807"},
           "field 'num-seeds'");
-  CHECK(cli({"run", "--num-requests", "5", "--num-seeds", "2", "--seed", "9223372036854775806"})
-            .code == 0);
+  CHECK(
+      call_cli({"run", "--num-requests", "5", "--num-seeds", "2", "--seed", "9223372036854775806"})
+          .code == 0);
   // Item 18: --model with --model-file, or --gpu with --gpu-file: the file silently won.
   const fs::path dir = scratch("boundaries_round2");
   write(dir / "g.ini",
@@ -212,5 +215,5 @@ TEST_CASE("boundaries: the second round's numbers name the flag that is out of r
   refused({"calibrate", "--model", "llama-2-7b", "--model-file", (dir / "m.ini").string(),
            "--step-log", (dir / "s.csv").string(), "-o", (dir / "c.ini").string()},
           "field 'model-file'");
-  CHECK(cli({"run", "--num-requests", "5", "--gpu-file", (dir / "g.ini").string()}).code == 0);
+  CHECK(call_cli({"run", "--num-requests", "5", "--gpu-file", (dir / "g.ini").string()}).code == 0);
 }

@@ -434,21 +434,21 @@ TEST_CASE("calibration files round-trip, and bad ones name the key", "[calibrati
 
 TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
           "[cli][calibration]") {
-  using servesim::test::cli;
+  using servesim::test::call_cli;
   const std::string dir = fixture_profiles("cli");
   const std::string cal = (fs::temp_directory_path() / "servesim_cli_cal.ini").string();
-  auto r =
-      cli({"calibrate", "--profiles", dir, "--model", "llama-2-7b", "--folds", "2", "-o", cal});
+  auto r = call_cli(
+      {"calibrate", "--profiles", dir, "--model", "llama-2-7b", "--folds", "2", "-o", cal});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("2-fold cross-validated: MAPE"));
   CHECK_THAT(r.out, !Catch::Contains("nan") && !Catch::Contains("inf%"));
-  r = cli({"fidelity", "--profiles", dir, "--model", "llama-2-7b", "--calibration", cal});
+  r = call_cli({"fidelity", "--profiles", dir, "--model", "llama-2-7b", "--calibration", cal});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("composed step"));
   CHECK_THAT(r.out, Catch::Contains("roofline, calibrated"));
   const std::string json = (fs::temp_directory_path() / "servesim_cli_cal.json").string();
-  r = cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
-           "--num-requests", "30", "--calibration", cal, "--json", json});
+  r = call_cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
+                "--num-requests", "30", "--calibration", cal, "--json", json});
   REQUIRE(r.code == 0);
   {
     std::ifstream f(json);
@@ -466,16 +466,16 @@ TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
     CHECK(j["config"]["cost_model"]["engine"]["v0_cpu_s"].get<double>() == v0.cpu_s);
   }
   // A calibration is for the GPU it was fitted on.
-  r = cli({"run", "--gpu", "h100-sxm", "--num-requests", "5", "--calibration", cal});
+  r = call_cli({"run", "--gpu", "h100-sxm", "--num-requests", "5", "--calibration", cal});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("was fitted for a100-80g, not h100-sxm"));
-  r = cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
-           "--num-requests", "30", "--cost-model", "table", "--profiles", dir});
+  r = call_cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
+                "--num-requests", "30", "--cost-model", "table", "--profiles", dir});
   CHECK(r.code == 0);
-  CHECK(cli({"run", "--cost-model", "table"}).code == 2);
-  CHECK(cli({"run", "--cost-model", "oracle"}).code == 2);
-  CHECK(cli({"fidelity", "--model", "llama-2-7b"}).code == 2);
-  CHECK(cli({"calibrate", "-o", cal}).code == 2);  // neither --profiles nor --step-log
+  CHECK(call_cli({"run", "--cost-model", "table"}).code == 2);
+  CHECK(call_cli({"run", "--cost-model", "oracle"}).code == 2);
+  CHECK(call_cli({"fidelity", "--model", "llama-2-7b"}).code == 2);
+  CHECK(call_cli({"calibrate", "-o", cal}).code == 2);  // neither --profiles nor --step-log
 }
 
 TEST_CASE("profiles: a directory of several GPUs gives the one asked for", "[calibration]") {

@@ -22,7 +22,7 @@ using servesim::test::slurp;
 namespace {
 
 servesim::test::CliResult exec(const std::vector<std::string>& args) {
-  return servesim::test::cli(args);
+  return servesim::test::call_cli(args);
 }
 
 // One CSV line's fields ("a,\"b, c\"" -> a, b, c).

@@ -12,7 +12,7 @@
 
 using namespace servesim;
 namespace fs = std::filesystem;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::scratch;
 using servesim::test::slurp;
 using servesim::test::write;
@@ -79,11 +79,11 @@ TEST_CASE("check noise: other seeds pass, an A100 or 1.5x prompts fail, with 10 
   for (int set = 0; set < 10; ++set) {
     const int64_t base = 1 + 1000 * set, other = 500 + 1000 * set;
     write(spec, spec_text(base, 10));
-    const auto up = cli({"check", spec, "--update"});
+    const auto up = call_cli({"check", spec, "--update"});
     INFO(up.err);
     REQUIRE(up.code == 0);
     write(spec, spec_text(other, 10));
-    const auto noise = cli({"check", spec});
+    const auto noise = call_cli({"check", spec});
     INFO(noise.out << noise.err);
     REQUIRE(noise.code != 2);
     passed_noise += noise.code == 0;
@@ -91,7 +91,7 @@ TEST_CASE("check noise: other seeds pass, an A100 or 1.5x prompts fail, with 10 
     for (const std::string& change :
          {std::string("gpu = a100-80g"), std::string("input-len = lognormal:1536:0.8:16:6000")}) {
       write(spec, spec_text(other, 10, change));
-      const auto r = cli({"check", spec});
+      const auto r = call_cli({"check", spec});
       INFO(change << ": " << r.out);
       CHECK(r.code == 1);
     }
@@ -104,10 +104,10 @@ TEST_CASE("check noise: the same seeds are paired, the baseline keeps every seed
   const fs::path dir = scratch("check_noise_paired");
   const std::string spec = (dir / "spec.ini").string();
   write(spec, spec_text(3, 4));
-  const auto up = cli({"check", spec, "--update"});
+  const auto up = call_cli({"check", spec, "--update"});
   REQUIRE(up.code == 0);
   CHECK_THAT(up.out, Catch::Contains("(4 runs)"));
-  const auto same = cli({"check", spec, "--json", (dir / "r.json").string()});
+  const auto same = call_cli({"check", spec, "--json", (dir / "r.json").string()});
   INFO(same.out << same.err);
   REQUIRE(same.code == 0);
   const auto j = nlohmann::json::parse(slurp(dir / "r.json"));
@@ -125,13 +125,14 @@ TEST_CASE("check noise: the same seeds are paired, the baseline keeps every seed
   CHECK(seen);
   // One seed a side says that noise is not estimated.
   write(spec, spec_text(3, 1));
-  REQUIRE(cli({"check", spec, "--update"}).code == 0);
-  CHECK_THAT(cli({"check", spec}).out, Catch::Contains("noise is not estimated"));
+  REQUIRE(call_cli({"check", spec, "--update"}).code == 0);
+  CHECK_THAT(call_cli({"check", spec}).out, Catch::Contains("noise is not estimated"));
   // Bad keys name their line.
   write(spec, spec_text(3, 0));
-  CHECK_THAT(cli({"check", spec, "--update"}).err, Catch::Contains("field 'num-seeds'"));
+  CHECK_THAT(call_cli({"check", spec, "--update"}).err, Catch::Contains("field 'num-seeds'"));
   write(spec, "confidence-level = 1.5\n" + spec_text(3, 2));
-  CHECK_THAT(cli({"check", spec}).err, Catch::Contains("spec.ini:1: field 'confidence-level'"));
+  CHECK_THAT(call_cli({"check", spec}).err,
+             Catch::Contains("spec.ini:1: field 'confidence-level'"));
 }
 
 TEST_CASE("check noise: overload, a changed configuration, the OTPS alarm and JUnit",
@@ -143,14 +144,14 @@ TEST_CASE("check noise: overload, a changed configuration, the OTPS alarm and JU
       "baseline = base.h5\nnum-requests = 3000\nrequest-rate = 2\nfail-on-alarm = true\n"
       "[tolerance]\nttft_ms.p50 = +10%\n[scenario.chat]\n";
   write(spec, head);
-  REQUIRE(cli({"check", spec, "--update"}).code == 0);
-  const auto same = cli({"check", spec});
+  REQUIRE(call_cli({"check", spec, "--update"}).code == 0);
+  const auto same = call_cli({"check", spec});
   CHECK(same.code == 0);
   CHECK_THAT(same.out, Catch::Contains("otps_alarm"));
   CHECK_THAT(same.out, Catch::Contains("fired in 0 of 1 runs"));
   write(spec, head + "gpu = a100-80g\n");
   const std::string junit = (dir / "r.xml").string();
-  const auto slow = cli({"check", spec, "--junit", junit});
+  const auto slow = call_cli({"check", spec, "--junit", junit});
   INFO(slow.out);
   CHECK(slow.code == 1);
   CHECK_THAT(slow.out, Catch::Contains("otps_alarm"));
@@ -171,23 +172,22 @@ TEST_CASE("check noise: overload, a changed configuration, the OTPS alarm and JU
   CHECK(counts == "4 4 2 2\n");
   // An overloaded scenario is a regression of its own.
   write(spec, head + "request-rate = 40\n");
-  const auto over = cli({"check", spec});
+  const auto over = call_cli({"check", spec});
   CHECK(over.code == 1);
   CHECK_THAT(over.out, Catch::Contains("overloaded"));
   CHECK_THAT(over.out, Catch::Contains("REGRESSED: overloaded in 1 of 1 runs"));
   // diagnose --fail-on-alarm: the same alarm fails a pipeline step.
   const std::string base = (dir / "b.csv").string(), cur = (dir / "c.csv").string();
-  REQUIRE(
-      cli({"run", "--num-requests", "3000", "--request-rate", "2", "--requests-csv", base}).code ==
-      0);
-  REQUIRE(cli({"run", "--num-requests", "3000", "--request-rate", "2", "--gpu", "a100-80g",
-               "--requests-csv", cur})
+  REQUIRE(call_cli({"run", "--num-requests", "3000", "--request-rate", "2", "--requests-csv", base})
               .code == 0);
-  CHECK(cli({"diagnose", base, cur}).code == 0);
-  const auto failing = cli({"diagnose", base, cur, "--fail-on-alarm"});
+  REQUIRE(call_cli({"run", "--num-requests", "3000", "--request-rate", "2", "--gpu", "a100-80g",
+                    "--requests-csv", cur})
+              .code == 0);
+  CHECK(call_cli({"diagnose", base, cur}).code == 0);
+  const auto failing = call_cli({"diagnose", base, cur, "--fail-on-alarm"});
   CHECK(failing.code == 1);
   CHECK_THAT(failing.out, Catch::Contains("the OTPS alarm fired"));
-  CHECK(cli({"diagnose", base, base, "--fail-on-alarm"}).code == 0);
+  CHECK(call_cli({"diagnose", base, base, "--fail-on-alarm"}).code == 0);
 }
 
 TEST_CASE("compare --num-seeds: changes paired over the shared seeds, every seed's summary",
@@ -195,8 +195,9 @@ TEST_CASE("compare --num-seeds: changes paired over the shared seeds, every seed
   // Issue 24: compare's intervals were unpaired although every policy runs the same seeds, and
   // its JSON kept 11 metrics and no configuration.
   const fs::path dir = scratch("compare_paired");
-  const auto r = cli({"compare", "--num-requests", "300", "--request-rate", "8", "--num-seeds", "5",
-                      "--scheduler", "vllm-v0,chunked:512", "--json", (dir / "c.json").string()});
+  const auto r =
+      call_cli({"compare", "--num-requests", "300", "--request-rate", "8", "--num-seeds", "5",
+                "--scheduler", "vllm-v0,chunked:512", "--json", (dir / "c.json").string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("paired over the shared seeds"));
@@ -224,15 +225,15 @@ TEST_CASE("diagnose: a verdict on a handful of requests says it may be noise", "
   // Issue 24: a 2-request log got a verdict with no sample-size warning.
   const fs::path dir = scratch("diagnose_small_sample");
   const std::string small = (dir / "s.csv").string(), big = (dir / "b.csv").string();
-  REQUIRE(cli({"run", "--num-requests", "5", "--requests-csv", small}).code == 0);
-  REQUIRE(cli({"run", "--num-requests", "200", "--requests-csv", big}).code == 0);
-  const auto few = cli({"diagnose", big, small, "--json", (dir / "d.json").string()});
+  REQUIRE(call_cli({"run", "--num-requests", "5", "--requests-csv", small}).code == 0);
+  REQUIRE(call_cli({"run", "--num-requests", "200", "--requests-csv", big}).code == 0);
+  const auto few = call_cli({"diagnose", big, small, "--json", (dir / "d.json").string()});
   INFO(few.err);
   REQUIRE(few.code == 0);
   CHECK_THAT(few.out, Catch::Contains("WARNING: the current log has 5 completed requests"));
   const auto j = nlohmann::json::parse(slurp(dir / "d.json"));
   REQUIRE(j["warnings"].size() == 1);
-  const auto many = cli({"diagnose", big, big});
+  const auto many = call_cli({"diagnose", big, big});
   CHECK_THAT(many.out, !Catch::Contains("WARNING"));
 }
 
@@ -243,7 +244,7 @@ TEST_CASE("check attributes a regression to the workload or the service", "[chec
   const std::string spec = (dir / "spec.ini").string();
   const std::string base = "scheduler = vllm-v1\n";
   write(spec, spec_text(1, 2, base));
-  REQUIRE(cli({"check", spec, "--update"}).code == 0);
+  REQUIRE(call_cli({"check", spec, "--update"}).code == 0);
   for (const auto& [extra, side, finding] : {std::tuple<std::string, std::string, std::string>{
                                                  "gpu = a100-80g\n", "service", "throughput"},
                                              {"input-scale = 1.5\n", "workload", "input_length"},
@@ -251,7 +252,7 @@ TEST_CASE("check attributes a regression to the workload or the service", "[chec
     INFO(extra);
     write(spec, spec_text(1, 2, base + extra));
     const std::string json_path = (dir / "c.json").string();
-    const auto r = cli({"check", spec, "--json", json_path});
+    const auto r = call_cli({"check", spec, "--json", json_path});
     CHECK(r.code == 1);
     CHECK_THAT(r.out, Catch::Contains("chat: cause (diagnose over 2 runs"));
     const auto j = nlohmann::json::parse(slurp(json_path));
@@ -270,6 +271,6 @@ TEST_CASE("check attributes a regression to the workload or the service", "[chec
   // No regression, no cause.
   write(spec, spec_text(1, 2, base));
   const std::string json_path = (dir / "ok.json").string();
-  REQUIRE(cli({"check", spec, "--json", json_path}).code == 0);
+  REQUIRE(call_cli({"check", spec, "--json", json_path}).code == 0);
   CHECK(nlohmann::json::parse(slurp(json_path))["causes"].empty());
 }

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using Result = servesim::test::CliResult;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::scratch;
 using servesim::test::slurp;
 using servesim::test::write;
@@ -25,8 +25,8 @@ using servesim::test::write;
 
 TEST_CASE("cli: run prints a summary and writes JSON and CSV with the documented keys", "[cli]") {
   const fs::path dir = scratch("run");
-  const Result r = cli({"run", "--num-requests", "300", "--json", (dir / "s.json").string(),
-                        "--requests-csv", (dir / "r.csv").string()});
+  const Result r = call_cli({"run", "--num-requests", "300", "--json", (dir / "s.json").string(),
+                             "--requests-csv", (dir / "r.csv").string()});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("ttft_ms"));
   CHECK_THAT(r.out, Catch::Contains("300 total"));
@@ -54,9 +54,9 @@ TEST_CASE("cli: the same seed gives byte-identical JSON and CSV, another seed do
   const fs::path dir = scratch("determinism");
   auto run = [&](const std::string& tag, const std::string& seed) {
     const Result r =
-        cli({"run", "--scheduler", "chunked:512", "--num-requests", "500", "--request-rate", "12",
-             "--seed", seed, "--json", (dir / (tag + ".json")).string(), "--requests-csv",
-             (dir / (tag + ".csv")).string()});
+        call_cli({"run", "--scheduler", "chunked:512", "--num-requests", "500", "--request-rate",
+                  "12", "--seed", seed, "--json", (dir / (tag + ".json")).string(),
+                  "--requests-csv", (dir / (tag + ".csv")).string()});
     REQUIRE(r.code == 0);
     return slurp(dir / (tag + ".json")) + slurp(dir / (tag + ".csv"));
   };
@@ -69,8 +69,9 @@ TEST_CASE("cli: the same seed gives byte-identical JSON and CSV, another seed do
 TEST_CASE("cli: compare runs each policy on the same requests and says what the table shows",
           "[cli]") {
   const fs::path dir = scratch("compare");
-  const Result r = cli({"compare", "--num-requests", "300", "--scheduler", "vllm-v0,chunked:256",
-                        "--scheduler", "chunked", "--json", (dir / "c.json").string()});
+  const Result r =
+      call_cli({"compare", "--num-requests", "300", "--scheduler", "vllm-v0,chunked:256",
+                "--scheduler", "chunked", "--json", (dir / "c.json").string()});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("chunked:256"));
   CHECK_THAT(r.out, Catch::Contains("chunked:2048"));
@@ -90,20 +91,20 @@ TEST_CASE("cli: compare runs each policy on the same requests and says what the 
 }
 
 TEST_CASE("cli: list prints the catalogues", "[cli]") {
-  CHECK_THAT(cli({"list", "gpus"}).out, Catch::Contains("h100-sxm"));
-  CHECK_THAT(cli({"list", "models"}).out, Catch::Contains("mixtral-8x7b"));
-  CHECK_THAT(cli({"list", "schedulers"}).out, Catch::Contains("vllm-v0"));
-  CHECK(cli({"list", "tables"}).code == 2);
+  CHECK_THAT(call_cli({"list", "gpus"}).out, Catch::Contains("h100-sxm"));
+  CHECK_THAT(call_cli({"list", "models"}).out, Catch::Contains("mixtral-8x7b"));
+  CHECK_THAT(call_cli({"list", "schedulers"}).out, Catch::Contains("vllm-v0"));
+  CHECK(call_cli({"list", "tables"}).code == 2);
 }
 
 TEST_CASE("cli: --help on each command exits 0", "[cli]") {
   for (const char* cmd : {"run", "compare"}) {
-    const Result r = cli({cmd, "--help"});
+    const Result r = call_cli({cmd, "--help"});
     CHECK(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains("--max-num-batched-tokens"));
   }
-  CHECK(cli({"--help"}).code == 0);
-  CHECK(cli({}).code == 2);
+  CHECK(call_cli({"--help"}).code == 0);
+  CHECK(call_cli({}).code == 2);
 }
 
 TEST_CASE("cli: bad input is one clear line on stderr and exit code 2", "[cli][errors]") {
@@ -139,7 +140,7 @@ TEST_CASE("cli: bad input is one clear line on stderr and exit code 2", "[cli][e
   for (const auto& [args, expect] : cases) {
     INFO(args[0] << " " << (args.size() > 1 ? args[1] : "") << " "
                  << (args.size() > 2 ? args[2] : ""));
-    const Result r = cli(args);
+    const Result r = call_cli(args);
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains(expect));
     CHECK(std::count(r.err.begin(), r.err.end(), '\n') <= 12);  // usage at most, no trace
@@ -151,8 +152,8 @@ TEST_CASE("cli: --config reads flags from INI, the command line wins, errors nam
   const fs::path dir = scratch("config");
   write(dir / "ok.ini", "# a comment\nnum-requests = 40\nscheduler = vllm-v0\nseed = 3\n");
   const fs::path json = dir / "o.json";
-  Result r =
-      cli({"run", "--config", (dir / "ok.ini").string(), "--seed", "9", "--json", json.string()});
+  Result r = call_cli(
+      {"run", "--config", (dir / "ok.ini").string(), "--seed", "9", "--json", json.string()});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(slurp(json));
   CHECK(j["requests"]["total"] == 40);
@@ -160,32 +161,32 @@ TEST_CASE("cli: --config reads flags from INI, the command line wins, errors nam
   CHECK(j["config"]["workload"]["seed"] == 9);
 
   write(dir / "typo.ini", "num-requests = 40\nmax-num-seq = 8\n");
-  r = cli({"run", "--config", (dir / "typo.ini").string()});
+  r = call_cli({"run", "--config", (dir / "typo.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("typo.ini:2: field 'max-num-seq': unknown key"));
 
   write(dir / "bad.ini", "seed = 1\nnum-requests = many\n");
-  r = cli({"run", "--config", (dir / "bad.ini").string()});
+  r = call_cli({"run", "--config", (dir / "bad.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("bad.ini:2: field 'num-requests'"));
 
   write(dir / "syntax.ini", "seed 1\n");
-  r = cli({"run", "--config", (dir / "syntax.ini").string()});
+  r = call_cli({"run", "--config", (dir / "syntax.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("syntax.ini:1:"));
 
   write(dir / "nokey.ini", "seed = 1\n= 5\n");
-  r = cli({"run", "--config", (dir / "nokey.ini").string()});
+  r = call_cli({"run", "--config", (dir / "nokey.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("nokey.ini:2: missing key"));
 
   write(dir / "nested.ini", "config = other.ini\n");
-  r = cli({"run", "--config", (dir / "nested.ini").string()});
+  r = call_cli({"run", "--config", (dir / "nested.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("nested.ini:1: field 'config': only allowed on the command"));
 
   write(dir / "bom.ini", "\xEF\xBB\xBFnum-requests = 7\n");
-  r = cli({"run", "--config", (dir / "bom.ini").string(), "--json", json.string()});
+  r = call_cli({"run", "--config", (dir / "bom.ini").string(), "--json", json.string()});
   CHECK(r.code == 0);
   CHECK(nlohmann::json::parse(slurp(json))["requests"]["total"] == 7);
 }
@@ -211,8 +212,8 @@ TEST_CASE("cli: a GPU is known by its architecture and never by its name", "[cli
                                    (dir / "b.json").string()};
   named.insert(named.end(), load.begin(), load.end());
   file.insert(file.end(), load.begin(), load.end());
-  REQUIRE(cli(named).code == 0);
-  REQUIRE(cli(file).code == 0);
+  REQUIRE(call_cli(named).code == 0);
+  REQUIRE(call_cli(file).code == 0);
   const auto a = nlohmann::json::parse(slurp(dir / "a.json"));
   const auto b = nlohmann::json::parse(slurp(dir / "b.json"));
   CHECK(a["ttft_ms"] == b["ttft_ms"]);
@@ -224,46 +225,46 @@ TEST_CASE("cli: a GPU is known by its architecture and never by its name", "[cli
   write(dir / "noarch.ini",
         "name = g\nbf16_tflops = 989\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
         "interconnect_gb_per_s = 450\n");
-  Result e = cli({"run", "--gpu-file", (dir / "noarch.ini").string()});
+  Result e = call_cli({"run", "--gpu-file", (dir / "noarch.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("noarch.ini") && Catch::Contains("arch"));
   write(dir / "volta.ini",
         "name = g\nbf16_tflops = 125\nhbm_gib = 32\nhbm_gb_per_s = 900\n"
         "interconnect_gb_per_s = 150\narch = volta\n");
-  e = cli({"run", "--gpu-file", (dir / "volta.ini").string()});
+  e = call_cli({"run", "--gpu-file", (dir / "volta.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("volta.ini:6: field 'arch': unknown GPU architecture"));
 }
 
 TEST_CASE("cli: compare holds the engine and hardware fixed across its rows", "[cli]") {
   const std::vector<std::string> load = {"compare", "--num-requests", "200"};
-  Result r = cli(load);
+  Result r = call_cli(load);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("every row shares") &&
                         Catch::Contains("engine v1 (async scheduling)") &&
                         Catch::Contains("hardware hopper"));
   CHECK_THAT(r.out, !Catch::Contains("* "));
   // V0 policies only: the V0 engine for every row.
-  r = cli({"compare", "--num-requests", "200", "--scheduler", "vllm-v0,chunked"});
+  r = call_cli({"compare", "--num-requests", "200", "--scheduler", "vllm-v0,chunked"});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("engine v0"));
   CHECK_THAT(r.out, !Catch::Contains("* "));
   // Each on its own engine, as vLLM ran them: the rows that differ say how, and the verdict too.
-  r = cli({"compare", "--num-requests", "200", "--scheduler", "chunked,vllm-v1", "--engine",
-           "per-policy"});
+  r = call_cli({"compare", "--num-requests", "200", "--scheduler", "chunked,vllm-v1", "--engine",
+                "per-policy"});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("* engine v1, max_num_seqs 1024"));
   CHECK_THAT(r.out, Catch::Contains("differ in more than their scheduling policy"));
-  r = cli({"compare", "--num-requests", "200", "--engine", "v0"});
+  r = call_cli({"compare", "--num-requests", "200", "--engine", "v0"});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("engine v0") && !Catch::Contains("* "));
   // The V1 engine's own flag on the V0 engine would do nothing.
-  e_check(cli({"run", "--scheduler", "chunked", "--no-async-scheduling"}),
+  e_check(call_cli({"run", "--scheduler", "chunked", "--no-async-scheduling"}),
           "field 'no-async-scheduling'");
-  e_check(cli({"run", "--engine", "per-policy"}), "field 'engine'");
-  e_check(cli({"run", "--engine", "v2"}), "unknown engine 'v2'");
-  CHECK(cli({"run", "--scheduler", "chunked", "--engine", "v1", "--no-async-scheduling",
-             "--num-requests", "20"})
+  e_check(call_cli({"run", "--engine", "per-policy"}), "field 'engine'");
+  e_check(call_cli({"run", "--engine", "v2"}), "unknown engine 'v2'");
+  CHECK(call_cli({"run", "--scheduler", "chunked", "--engine", "v1", "--no-async-scheduling",
+                  "--num-requests", "20"})
             .code == 0);
 }
 
@@ -277,9 +278,9 @@ TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[c
         "num_key_value_heads = 4\nintermediate_size = 8192\nvocab_size = 50000\n"
         "max_position_embeddings = 4096\n");
   const fs::path json = dir / "o.json";
-  const Result r = cli({"run", "--gpu-file", (dir / "gpu.ini").string(), "--model-file",
-                        (dir / "model.ini").string(), "--num-requests", "50", "--input-len",
-                        "fixed:100", "--output-len", "fixed:10", "--json", json.string()});
+  const Result r = call_cli({"run", "--gpu-file", (dir / "gpu.ini").string(), "--model-file",
+                             (dir / "model.ini").string(), "--num-requests", "50", "--input-len",
+                             "fixed:100", "--output-len", "fixed:10", "--json", json.string()});
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(slurp(json));
   CHECK(j["config"]["gpu"] == "my-gpu");
@@ -289,7 +290,7 @@ TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[c
   write(dir / "bad_gpu.ini",
         "name = g\nbf16_tflops = 500\nhbm_gib = -1\nhbm_gb_per_s = 1\n"
         "interconnect_gb_per_s = 1\narch = hopper\n");
-  Result e = cli({"run", "--gpu-file", (dir / "bad_gpu.ini").string()});
+  Result e = call_cli({"run", "--gpu-file", (dir / "bad_gpu.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("field 'hbm_gib'"));
   write(dir / "bad_model.ini",
@@ -297,11 +298,11 @@ TEST_CASE("cli: --gpu-file and --model-file define new hardware and models", "[c
         "num_attention_heads = 6\nnum_key_value_heads = 4\n"
         "intermediate_size = 10\nvocab_size = 10\n"
         "max_position_embeddings = 100\n");
-  e = cli({"run", "--model-file", (dir / "bad_model.ini").string()});
+  e = call_cli({"run", "--model-file", (dir / "bad_model.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("field 'num_key_value_heads'"));
   write(dir / "missing.ini", "name = m\nhidden_size = 64\n");
-  e = cli({"run", "--model-file", (dir / "missing.ini").string()});
+  e = call_cli({"run", "--model-file", (dir / "missing.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("missing.ini"));
 }
@@ -321,7 +322,7 @@ TEST_CASE("cli: a value holding a message placeholder is quoted in the error, no
       {{"run", "--config", (dir / "c.ini").string()}, "c.ini:1: field 'num-requests'"},
   };
   for (const auto& [args, expect] : cases) {
-    const auto r = cli(args);
+    const auto r = call_cli(args);
     INFO(args[1]);
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains(expect));

@@ -29,7 +29,7 @@ using Catch::Contains;
 
 namespace {
 
-fs::path scratch(const std::string& name) {
+fs::path diagnose_scratch(const std::string& name) {
   return servesim::test::scratch("diagnose_" + name);
 }
 using servesim::test::slurp;
@@ -360,7 +360,7 @@ TEST_CASE("diagnose: options out of range are errors naming the flag", "[diagnos
 }
 
 TEST_CASE("diagnose: reads a request log CSV with renamed columns and units", "[diagnose]") {
-  const fs::path dir = scratch("csv");
+  const fs::path dir = diagnose_scratch("csv");
   // Arrivals in epoch ms, latencies in seconds, a request that never completed, a blank line,
   // and a quoted header.
   write(dir / "log.csv",
@@ -408,7 +408,7 @@ TEST_CASE("diagnose: reads a request log CSV with renamed columns and units", "[
 }
 
 TEST_CASE("diagnose: bad CSV rows are errors naming file, line and field", "[diagnose]") {
-  const fs::path dir = scratch("bad_csv");
+  const fs::path dir = diagnose_scratch("bad_csv");
   const std::string header = "arrival_s,ttft_ms,e2e_ms,output_tokens\n";
   auto error_of = [&](const std::string& name, const std::string& text) -> Error {
     write(dir / name, text);
@@ -442,21 +442,21 @@ TEST_CASE("diagnose: bad CSV rows are errors naming file, line and field", "[dia
 }
 
 TEST_CASE("cli: diagnose two request CSVs written by servesim run", "[diagnose]") {
-  using servesim::test::cli;
-  const fs::path dir = scratch("cli");
+  using servesim::test::call_cli;
+  const fs::path dir = diagnose_scratch("cli");
   const std::vector<std::string> load = {"--num-requests", "300", "--request-rate", "0.5"};
   auto run = [&](const std::string& name, std::vector<std::string> extra) {
     std::vector<std::string> args = {"run", "--requests-csv", (dir / (name + ".csv")).string(),
                                      "--json", (dir / (name + ".json")).string()};
     args.insert(args.end(), load.begin(), load.end());
     args.insert(args.end(), extra.begin(), extra.end());
-    REQUIRE(cli(args).code == 0);
+    REQUIRE(call_cli(args).code == 0);
     return nlohmann::json::parse(slurp(dir / (name + ".json")));
   };
   const auto base = run("base", {});
   const auto slow = run("slow", {"--gpu", "a100-80g"});
-  const auto r = cli({"diagnose", (dir / "base.csv").string(), (dir / "slow.csv").string(),
-                      "--period-s", "60", "--json", (dir / "d.json").string()});
+  const auto r = call_cli({"diagnose", (dir / "base.csv").string(), (dir / "slow.csv").string(),
+                           "--period-s", "60", "--json", (dir / "d.json").string()});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("verdict (throughput)"));
   CHECK_THAT(r.out, Contains("ALARM at the end of"));
@@ -479,15 +479,15 @@ TEST_CASE("cli: diagnose two request CSVs written by servesim run", "[diagnose]"
         Approx(p["invocation_latency_ms"].get<double>()));
 
   SECTION("the same log twice: no change, alarm never fired") {
-    const auto same = cli(
+    const auto same = call_cli(
         {"diagnose", (dir / "base.csv").string(), (dir / "base.csv").string(), "--period-s", "60"});
     REQUIRE(same.code == 0);
     CHECK_THAT(same.out, Contains("verdict (none)"));
     CHECK_THAT(same.out, Contains("never fired"));
   }
   SECTION("--windows lists every period with its state") {
-    const auto w = cli({"diagnose", (dir / "base.csv").string(), (dir / "slow.csv").string(),
-                        "--period-s", "60", "--windows"});
+    const auto w = call_cli({"diagnose", (dir / "base.csv").string(), (dir / "slow.csv").string(),
+                             "--period-s", "60", "--windows"});
     REQUIRE(w.code == 0);
     CHECK_THAT(w.out, Contains("[0, 60)"));
     CHECK_THAT(w.out, Contains("  ALARM\n"));
@@ -495,21 +495,22 @@ TEST_CASE("cli: diagnose two request CSVs written by servesim run", "[diagnose]"
 }
 
 TEST_CASE("cli: diagnose reports bad input with exit 2", "[diagnose]") {
-  using servesim::test::cli;
-  const fs::path dir = scratch("cli_bad");
+  using servesim::test::call_cli;
+  const fs::path dir = diagnose_scratch("cli_bad");
   write(dir / "good.csv",
         "arrival_s,ttft_ms,e2e_ms,output_tokens\n0,100,1100,100\n1,100,1200,100\n");
   write(dir / "missing.csv", "arrival_s,ttft_ms,output_tokens\n0,100,100\n");
   write(dir / "renamed.csv", "t,first,total,n\n0,100,1100,100\n1,100,2300,200\n");
   const std::string good = (dir / "good.csv").string();
 
-  const auto missing = cli({"diagnose", good, (dir / "missing.csv").string()});
+  const auto missing = call_cli({"diagnose", good, (dir / "missing.csv").string()});
   CHECK(missing.code == 2);
   CHECK_THAT(missing.err, Contains("missing.csv:1"));
   CHECK_THAT(missing.err, Contains("field 'e2e_ms'"));
 
-  const auto renamed = cli({"diagnose", good, (dir / "renamed.csv").string(), "--col-arrival", "t",
-                            "--col-ttft", "first", "--col-latency", "total", "--col-output", "n"});
+  const auto renamed =
+      call_cli({"diagnose", good, (dir / "renamed.csv").string(), "--col-arrival", "t",
+                "--col-ttft", "first", "--col-latency", "total", "--col-output", "n"});
   // --col-* apply to both files: good.csv lacks "t".
   CHECK(renamed.code == 2);
   CHECK_THAT(renamed.err, Contains("good.csv:1"));
@@ -517,8 +518,8 @@ TEST_CASE("cli: diagnose reports bad input with exit 2", "[diagnose]") {
 
   const std::string ren = (dir / "renamed.csv").string();
   const auto ok =
-      cli({"diagnose", ren, ren, "--col-arrival", "t", "--col-ttft", "first", "--col-latency",
-           "total", "--col-output", "n", "--json", (dir / "d.json").string()});
+      call_cli({"diagnose", ren, ren, "--col-arrival", "t", "--col-ttft", "first", "--col-latency",
+                "total", "--col-output", "n", "--json", (dir / "d.json").string()});
   REQUIRE(ok.code == 0);
   const auto d = nlohmann::json::parse(slurp(dir / "d.json"));
   // p50 of (1100, 2300) and (100, 200): OTPS = 150 / (1700 - 100) x 1000.
@@ -526,44 +527,44 @@ TEST_CASE("cli: diagnose reports bad input with exit 2", "[diagnose]") {
   CHECK(d["baseline"]["input_tokens_p50"].is_null());
   CHECK_THAT(ok.out, Contains("verdict (none)"));
 
-  const auto run_flag = cli({"diagnose", good, good, "--baseline-run", "x"});
+  const auto run_flag = call_cli({"diagnose", good, good, "--baseline-run", "x"});
   CHECK(run_flag.code == 2);
   CHECK_THAT(run_flag.err, Contains("baseline-run"));
-  const auto m_of_n = cli({"diagnose", good, good, "--datapoints", "6"});
+  const auto m_of_n = call_cli({"diagnose", good, good, "--datapoints", "6"});
   CHECK(m_of_n.code == 2);
   CHECK_THAT(m_of_n.err, Contains("datapoints"));
-  const auto unit = cli({"diagnose", good, good, "--latency-unit", "us"});
+  const auto unit = call_cli({"diagnose", good, good, "--latency-unit", "us"});
   CHECK(unit.code == 2);
   CHECK_THAT(unit.err, Contains("latency-unit"));
-  const auto absent = cli({"diagnose", good, (dir / "nope.csv").string()});
+  const auto absent = call_cli({"diagnose", good, (dir / "nope.csv").string()});
   CHECK(absent.code == 2);
   CHECK_THAT(absent.err, Contains("nope.csv"));
 }
 
 TEST_CASE("cli: diagnose reads servesim results files", "[diagnose]") {
-  using servesim::test::cli;
-  const fs::path dir = scratch("cli_h5");
+  using servesim::test::call_cli;
+  const fs::path dir = diagnose_scratch("cli_h5");
   const std::string base = (dir / "base.h5").string();
   const std::string both = (dir / "both.h5").string();
-  REQUIRE(cli({"run", "--num-requests", "200", "--request-rate", "0.5", "--out", base,
-               "--requests-csv", (dir / "base.csv").string()})
+  REQUIRE(call_cli({"run", "--num-requests", "200", "--request-rate", "0.5", "--out", base,
+                    "--requests-csv", (dir / "base.csv").string()})
               .code == 0);
-  REQUIRE(cli({"compare", "--num-requests", "200", "--request-rate", "0.5", "--scheduler",
-               "chunked,vllm-v0", "--out", both})
+  REQUIRE(call_cli({"compare", "--num-requests", "200", "--request-rate", "0.5", "--scheduler",
+                    "chunked,vllm-v0", "--out", both})
               .code == 0);
   // The HDF5 file and the CSV of the same run give the same OTPS.
-  const auto h5 =
-      cli({"diagnose", base, (dir / "base.csv").string(), "--json", (dir / "d.json").string()});
+  const auto h5 = call_cli(
+      {"diagnose", base, (dir / "base.csv").string(), "--json", (dir / "d.json").string()});
   REQUIRE(h5.code == 0);
   const auto d = nlohmann::json::parse(slurp(dir / "d.json"));
   CHECK(d["baseline"]["p50"]["otps"].get<double>() ==
         Approx(d["current"]["p50"]["otps"].get<double>()).epsilon(1e-4));
   CHECK(d["baseline"]["completed"] == 200);
   // A file with several runs needs --current-run.
-  const auto several = cli({"diagnose", base, both});
+  const auto several = call_cli({"diagnose", base, both});
   CHECK(several.code == 2);
   CHECK_THAT(several.err, Contains("current-run"));
   CHECK_THAT(several.err, Contains("chunked:2048"));
-  const auto chosen = cli({"diagnose", base, both, "--current-run", "chunked:2048"});
+  const auto chosen = call_cli({"diagnose", base, both, "--current-run", "chunked:2048"});
   CHECK(chosen.code == 0);
 }

@@ -17,7 +17,7 @@
 namespace fs = std::filesystem;
 using Catch::Contains;
 using nlohmann::json;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::slurp;
 
 namespace {
@@ -26,8 +26,8 @@ namespace {
 std::string synth(const fs::path& dir, const std::string& n, const std::string& rate,
                   const std::string& input_len, const std::string& output_len) {
   const std::string path = (dir / "trace.h5").string();
-  REQUIRE(cli({"trace", "synth", "--num-requests", n, "--request-rate", rate, "--input-len",
-               input_len, "--output-len", output_len, "--seed", "5", "-o", path})
+  REQUIRE(call_cli({"trace", "synth", "--num-requests", n, "--request-rate", rate, "--input-len",
+                    input_len, "--output-len", output_len, "--seed", "5", "-o", path})
               .code == 0);
   return path;
 }
@@ -38,7 +38,7 @@ std::string replay(const fs::path& dir, const std::string& trace, const std::str
   const std::string csv = (dir / (name + ".csv")).string();
   std::vector<std::string> args = {"run", "--trace", trace, "--requests-csv", csv};
   args.insert(args.end(), extra.begin(), extra.end());
-  REQUIRE(cli(args).code == 0);
+  REQUIRE(call_cli(args).code == 0);
   return csv;
 }
 
@@ -49,7 +49,7 @@ struct Diagnosed {
 
 Diagnosed diagnose(const fs::path& dir, const std::string& base, const std::string& cur) {
   const std::string path = (dir / "d.json").string();
-  const auto r = cli({"diagnose", base, cur, "--period-s", "60", "--json", path});
+  const auto r = call_cli({"diagnose", base, cur, "--period-s", "60", "--json", path});
   REQUIRE(r.code == 0);
   return {r.out, json::parse(slurp(path))};
 }
@@ -185,7 +185,7 @@ std::string run_h5(const fs::path& dir, const std::string& name, const std::stri
                                    "1000", "--request-rate", rate,      "--seed",
                                    seed,   "--out",          path};
   args.insert(args.end(), extra.begin(), extra.end());
-  REQUIRE(cli(args).code == 0);
+  REQUIRE(call_cli(args).code == 0);
   return path;
 }
 
@@ -240,7 +240,7 @@ TEST_CASE("diagnose under load: seed noise is never throughput and never fails -
       const std::string cur = run_h5(dir, "seed" + seed + "_" + rate, rate, {}, seed);
       const std::string path = (dir / "noise.json").string();
       const auto r =
-          cli({"diagnose", base, cur, "--period-s", "30", "--fail-on-alarm", "--json", path});
+          call_cli({"diagnose", base, cur, "--period-s", "30", "--fail-on-alarm", "--json", path});
       CHECK(r.code == 0);
       const json d = json::parse(slurp(path));
       const std::string finding = d["verdict"]["finding"].get<std::string>();
@@ -251,7 +251,8 @@ TEST_CASE("diagnose under load: seed noise is never throughput and never fails -
         ++excused;
         CHECK(d["alarm"]["excused"] == true);
         CHECK_THAT(r.out, Contains("excused"));
-        CHECK(cli({"diagnose", base, cur, "--period-s", "30", "--fail-on-any-alarm"}).code == 1);
+        CHECK(call_cli({"diagnose", base, cur, "--period-s", "30", "--fail-on-any-alarm"}).code ==
+              1);
       }
       if (finding == "noise") {
         CHECK_THAT(d["verdict"]["headline"].get<std::string>(),

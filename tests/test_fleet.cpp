@@ -14,7 +14,7 @@
 #include "traces/synthetic.hpp"
 
 using namespace servesim;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::error_field;
 
 namespace {
@@ -238,23 +238,23 @@ TEST_CASE("fleet: two idle replicas serve two simultaneous requests as one serve
 }
 
 TEST_CASE("fleet: the flags", "[fleet][cli]") {
-  const auto ok = cli({"run", "--num-replicas", "3", "--router", "least-kv", "--num-requests", "60",
-                       "--input-len", "fixed:100", "--output-len", "fixed:10"});
+  const auto ok = call_cli({"run", "--num-replicas", "3", "--router", "least-kv", "--num-requests",
+                            "60", "--input-len", "fixed:100", "--output-len", "fixed:10"});
   CHECK(ok.code == 0);
   CHECK_THAT(ok.out, Catch::Contains("3 replicas (least-kv)"));
   CHECK_THAT(ok.out, Catch::Contains("fleet: 3 replicas behind least-kv"));
-  auto e = cli({"run", "--num-replicas", "2", "--router", "random"});
+  auto e = call_cli({"run", "--num-replicas", "2", "--router", "random"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("field 'router'"));
-  e = cli({"run", "--router", "session"});
+  e = call_cli({"run", "--router", "session"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("--num-replicas"));
-  e = cli({"run", "--num-replicas", "2", "--data-parallel-size", "3"});
+  e = call_cli({"run", "--num-replicas", "2", "--data-parallel-size", "3"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("field 'data-parallel-size'"));
-  e = cli({"run", "--num-replicas", "0"});
+  e = call_cli({"run", "--num-replicas", "0"});
   CHECK(e.code == 2);
-  e = cli({"run", "--num-replicas", "2", "--router-signal-delay-s", "-1"});
+  e = call_cli({"run", "--num-replicas", "2", "--router-signal-delay-s", "-1"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("router-signal-delay-s"));
 }
@@ -408,7 +408,7 @@ TEST_CASE("fleet: the pool flags", "[fleet][disaggregated][cli]") {
   auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), "run");
     args.insert(args.end(), small.begin(), small.end());
-    return cli(args);
+    return call_cli(args);
   };
   auto r = run({"--scheduler", "vllm-v1", "--prefill-replicas", "1", "--decode-replicas", "2",
                 "--decode-gpu", "a100-80g", "--kv-transfer-gbps", "400"});
@@ -445,10 +445,11 @@ TEST_CASE("fleet: a sweep of fleets does not depend on --jobs", "[fleet][sweep][
   const auto dir = servesim::test::scratch("fleet_jobs");
   auto sweep = [&](const char* jobs) {
     const std::string csv = (dir / (std::string("j") + jobs + ".csv")).string();
-    const auto r = cli({"sweep", "--num-replicas", "3", "--router", "prefix-aware",
-                        "--dataset-name", "prefix_repetition", "--num-requests", "120",
-                        "--request-rate", "10,40", "--scheduler", "vllm-v1", "--jobs", jobs,
-                        "--out", (dir / (std::string("j") + jobs + ".h5")).string(), "--csv", csv});
+    const auto r =
+        call_cli({"sweep", "--num-replicas", "3", "--router", "prefix-aware", "--dataset-name",
+                  "prefix_repetition", "--num-requests", "120", "--request-rate", "10,40",
+                  "--scheduler", "vllm-v1", "--jobs", jobs, "--out",
+                  (dir / (std::string("j") + jobs + ".h5")).string(), "--csv", csv});
     INFO(r.err);
     REQUIRE(r.code == 0);
     return servesim::test::slurp(csv);
@@ -462,16 +463,16 @@ TEST_CASE("fleet: one replica of a named GPU runs on that GPU, and no report pri
           "[fleet][cli]") {
   // Item 5: --replica-gpus a100-80g:1 simulated an h100-sxm (the one-replica fleet collapsed to a
   // plain run and dropped the GPU).
-  const auto fleet = cli({"run", "--num-requests", "30", "--replica-gpus", "a100-80g:1"});
-  const auto plain = cli({"run", "--num-requests", "30", "--gpu", "a100-80g"});
+  const auto fleet = call_cli({"run", "--num-requests", "30", "--replica-gpus", "a100-80g:1"});
+  const auto plain = call_cli({"run", "--num-requests", "30", "--gpu", "a100-80g"});
   INFO(fleet.err);
   REQUIRE(fleet.code == 0);
   REQUIRE(plain.code == 0);
   CHECK_THAT(fleet.out, Catch::Contains("on a100-80g x1"));
   CHECK(fleet.out == plain.out);
   // Item 19: a fleet whose queues stayed empty printed "queue nan" (max/mean of zeros).
-  const auto idle = cli({"run", "--num-requests", "6", "--request-rate", "0.5", "--num-replicas",
-                         "3", "--router", "round-robin"});
+  const auto idle = call_cli({"run", "--num-requests", "6", "--request-rate", "0.5",
+                              "--num-replicas", "3", "--router", "round-robin"});
   INFO(idle.err);
   REQUIRE(idle.code == 0);
   CHECK_THAT(idle.out, Catch::Contains("fleet: 3 replicas"));

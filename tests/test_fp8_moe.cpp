@@ -12,7 +12,7 @@
 using namespace servesim;
 namespace fs = std::filesystem;
 using Result = servesim::test::CliResult;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::error_field;
 using servesim::test::scratch;
 using servesim::test::slurp;
@@ -166,7 +166,7 @@ TEST_CASE("fp8: --quantization, --kv-cache-dtype and fp8_tflops from the command
     std::vector<std::string> args = run;
     args.push_back(json.string());
     args.insert(args.end(), extra.begin(), extra.end());
-    return cli(args);
+    return call_cli(args);
   };
   REQUIRE(with(plain, {}).code == 0);
   REQUIRE(with(quant, {"--quantization", "fp8", "--kv-cache-dtype", "fp8"}).code == 0);
@@ -183,14 +183,14 @@ TEST_CASE("fp8: --quantization, --kv-cache-dtype and fp8_tflops from the command
   write(dir / "gpu.ini",
         "name = g\nbf16_tflops = 500\nhbm_gib = 96\nhbm_gb_per_s = 4000\n"
         "interconnect_gb_per_s = 400\nfp8_tflops = -3\narch = hopper\n");
-  e = cli({"run", "--gpu-file", (dir / "gpu.ini").string()});
+  e = call_cli({"run", "--gpu-file", (dir / "gpu.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("gpu.ini:6: field 'fp8_tflops'"));
   write(dir / "model.ini",
         "name = m\nnum_hidden_layers = 2\nhidden_size = 64\nnum_attention_heads = 4\n"
         "intermediate_size = 128\nvocab_size = 100\nmax_position_embeddings = 512\n"
         "quantization = int4\n");
-  e = cli({"run", "--model-file", (dir / "model.ini").string()});
+  e = call_cli({"run", "--model-file", (dir / "model.ini").string()});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("model.ini:8: field 'quantization'"));
 }

@@ -12,7 +12,7 @@
 
 using namespace servesim;
 using nlohmann::json;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::refused;
 using servesim::test::scratch;
 using servesim::test::slurp;
@@ -88,7 +88,7 @@ TEST_CASE("cli: --metrics-as agrees with servesim's summary where the definition
   const auto dir = scratch("metrics_as");
   for (const char* tool : {"vllm", "guidellm", "inference-perf"}) {
     const std::string path = (dir / (std::string(tool) + ".json")).string();
-    const auto r = cli({"run", "--num-requests", "200", "--metrics-as", tool, "--json", path});
+    const auto r = call_cli({"run", "--num-requests", "200", "--metrics-as", tool, "--json", path});
     INFO(r.err);
     REQUIRE(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains(std::string("metrics as ") + tool + " reports them"));
@@ -115,8 +115,8 @@ TEST_CASE("cli: --metrics-as agrees with servesim's summary where the definition
   }
   // compare's JSON carries it per policy.
   const std::string cj = (dir / "compare.json").string();
-  REQUIRE(cli({"compare", "--num-requests", "100", "--scheduler", "vllm-v0,vllm-v1", "--metrics-as",
-               "vllm", "--json", cj})
+  REQUIRE(call_cli({"compare", "--num-requests", "100", "--scheduler", "vllm-v0,vllm-v1",
+                    "--metrics-as", "vllm", "--json", cj})
               .code == 0);
   const json c = json::parse(slurp(cj));
   CHECK(c["runs"][1]["metrics_as"]["tool"] == "vllm");

@@ -17,7 +17,7 @@
 #include "util/output_file.hpp"
 
 namespace fs = std::filesystem;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::refused;
 using servesim::test::scratch;
 using servesim::test::slurp;
@@ -92,7 +92,7 @@ TEST_CASE("outputs: a full disk is one error with its errno, no crash, nothing l
                                    (dir / "t.h5").string()},
           std::vector<std::string>{"run", "--num-requests", "400", "--requests-csv",
                                    (dir / "r.csv").string()}}) {
-      const auto r = cli(args);
+      const auto r = call_cli(args);
       INFO(r.err);
       CHECK(r.code == 2);
       CHECK_THAT(r.err, Catch::Contains("cannot write: File too large"));
@@ -110,16 +110,17 @@ TEST_CASE("outputs: only a regular file is replaced, links are written through, 
   // A symlink is followed to the file it names, and stays a symlink.
   fs::create_directories(dir / "real");
   fs::create_symlink("real/summary.json", dir / "link.json");
-  REQUIRE(cli(run_with({"--json", (dir / "link.json").string()})).code == 0);
+  REQUIRE(call_cli(run_with({"--json", (dir / "link.json").string()})).code == 0);
   CHECK(fs::is_symlink(dir / "link.json"));
   CHECK_THAT(slurp(dir / "real" / "summary.json"), Catch::Contains("\"ttft_ms\""));
   // A user's own FILE.tmp is neither overwritten nor deleted.
   write(dir / "out.h5.tmp", "mine");
   write(dir / "out.csv.tmp", "mine too");
-  REQUIRE(cli(run_with({"--out", (dir / "out.h5").string()})).code == 0);
-  REQUIRE(cli({"trace", "synth", "--num-requests", "5", "-o", (dir / "s.h5").string()}).code == 0);
-  REQUIRE(cli({"sweep", "--num-requests", "10", "--seed", "1,2", "--jobs", "1", "--out",
-               (dir / "sw.h5").string(), "--csv", (dir / "out.csv").string()})
+  REQUIRE(call_cli(run_with({"--out", (dir / "out.h5").string()})).code == 0);
+  REQUIRE(call_cli({"trace", "synth", "--num-requests", "5", "-o", (dir / "s.h5").string()}).code ==
+          0);
+  REQUIRE(call_cli({"sweep", "--num-requests", "10", "--seed", "1,2", "--jobs", "1", "--out",
+                    (dir / "sw.h5").string(), "--csv", (dir / "out.csv").string()})
               .code == 0);
   CHECK(slurp(dir / "out.h5.tmp") == "mine");
   CHECK(slurp(dir / "out.csv.tmp") == "mine too");
@@ -140,7 +141,7 @@ TEST_CASE("outputs: only a regular file is replaced, links are written through, 
   write(dir / "kept.json", "{}");
   fs::permissions(dir / "kept.json",
                   fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
-  REQUIRE(cli(run_with({"--json", (dir / "kept.json").string()})).code == 0);
+  REQUIRE(call_cli(run_with({"--json", (dir / "kept.json").string()})).code == 0);
   CHECK((fs::status(dir / "kept.json").permissions() & fs::perms::all) ==
         (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
 }
@@ -160,7 +161,7 @@ TEST_CASE("outputs: an output that is an input, or another output, is refused be
   refused({"run", "--trace", t, "--json", (dir / "hard.csv").string()}, "--trace");
   CHECK(slurp(dir / "t.csv") == trace);
   // An .h5 trace under --out.
-  REQUIRE(cli({"trace", "import", t, "-o", (dir / "t.h5").string()}).code == 0);
+  REQUIRE(call_cli({"trace", "import", t, "-o", (dir / "t.h5").string()}).code == 0);
   const std::string h5 = slurp(dir / "t.h5");
   refused({"run", "--trace", (dir / "t.h5").string(), "--out", (dir / "t.h5").string()},
           "is also the input --trace");
@@ -188,7 +189,7 @@ TEST_CASE("outputs: an output that is an input, or another output, is refused be
   refused(
       {"calibrate", "--step-log", (dir / "steps.csv").string(), "-o", (dir / "steps.csv").string()},
       "is also the input --step-log");
-  REQUIRE(cli(run_with({"--requests-csv", (dir / "base.csv").string()})).code == 0);
+  REQUIRE(call_cli(run_with({"--requests-csv", (dir / "base.csv").string()})).code == 0);
   const std::string base = slurp(dir / "base.csv");
   refused({"diagnose", (dir / "base.csv").string(), (dir / "base.csv").string(), "--json",
            (dir / "base.csv").string()},

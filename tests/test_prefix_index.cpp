@@ -144,9 +144,9 @@ TEST_CASE("prefix-aware: the KV-event index routes every request as asking each 
           "[fleet][cli]") {
   for (const char* dataset : {"multi_turn", "prefix_repetition"}) {
     auto run = [&](const char* index) {
-      return cli({"run", "--num-requests", "400", "--request-rate", "80", "--dataset-name", dataset,
-                  "--scheduler", "vllm-v1:2048", "--num-replicas", "70", "--router", "prefix-aware",
-                  "--prefix-index", index, "--num-gpu-blocks", "400"});
+      return call_cli({"run", "--num-requests", "400", "--request-rate", "80", "--dataset-name",
+                       dataset, "--scheduler", "vllm-v1:2048", "--num-replicas", "70", "--router",
+                       "prefix-aware", "--prefix-index", index, "--num-gpu-blocks", "400"});
     };
     const CliResult a = run("per-replica"), b = run("kv-events");
     INFO(dataset << a.err << b.err);

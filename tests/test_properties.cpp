@@ -266,7 +266,7 @@ void check_output_path(Draw& d, const std::filesystem::path& dir, int k, const F
     if (!value.empty()) args.push_back(value);
   }
   args.insert(args.end(), {"--json", path.string()});
-  const auto r = servesim::test::cli(args);
+  const auto r = servesim::test::call_cli(args);
   INFO("--json " << kind << " " << path.string() << ": " << r.err);
   if (refused) {
     CHECK(r.code == 2);

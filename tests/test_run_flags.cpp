@@ -29,7 +29,7 @@ nlohmann::ordered_json run_json(const Flags& flags, const std::filesystem::path&
   }
   const std::string json = (dir / "run.json").string();
   args.insert(args.end(), {"--json", json});
-  const auto r = servesim::test::cli(args);
+  const auto r = servesim::test::call_cli(args);
   INFO(r.err);
   REQUIRE(r.code == 0);
   return nlohmann::ordered_json::parse(servesim::test::slurp(json));

@@ -146,20 +146,20 @@ TEST_CASE("servegen: the command line's --dataset-name servegen", "[servegen][cl
   const fs::path dir = servesim::test::scratch("servegen_cli");
   const std::string a = client(dir, "chunk-0", kRows);
   const std::string b = client(dir, "chunk-1", "0,0.1,1,Gamma,1,1\n");
-  const auto r = servesim::test::cli({"run", "--dataset-name", "servegen", "--servegen",
-                                      a + "," + b, "--servegen-duration-s", "600"});
+  const auto r = servesim::test::call_cli({"run", "--dataset-name", "servegen", "--servegen",
+                                           a + "," + b, "--servegen-duration-s", "600"});
   INFO(r.err);
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("servegen, 2 clients"));
   // --request-rate sets the mean rate over the span: 2 req/s over 600 s.
-  const auto q = servesim::test::cli({"run", "--dataset-name", "servegen", "--servegen", a,
-                                      "--servegen-duration-s", "600", "--request-rate", "2"});
+  const auto q = servesim::test::call_cli({"run", "--dataset-name", "servegen", "--servegen", a,
+                                           "--servegen-duration-s", "600", "--request-rate", "2"});
   CHECK(q.code == 0);
   CHECK_THAT(q.out, Catch::Contains("1200 requests"));
-  const auto e = servesim::test::cli({"run", "--dataset-name", "servegen"});
+  const auto e = servesim::test::call_cli({"run", "--dataset-name", "servegen"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("field 'servegen'"));
-  const auto f = servesim::test::cli(
+  const auto f = servesim::test::call_cli(
       {"run", "--dataset-name", "servegen", "--servegen", a, "--input-len", "fixed:5"});
   CHECK(f.code == 2);
   CHECK_THAT(f.err, Catch::Contains("field 'input-len'"));
@@ -220,11 +220,11 @@ TEST_CASE("mixture: client classes each with their own rate, burstiness and leng
     CHECK_THROWS_WITH(parse_client_mix(bad), Catch::Contains("client-mix"));
   }
   const auto r =
-      servesim::test::cli({"run", "--dataset-name", "mixture", "--client-mix", "rate=1;rate=2",
-                           "--num-requests", "30", "--request-rate", "6"});
+      servesim::test::call_cli({"run", "--dataset-name", "mixture", "--client-mix", "rate=1;rate=2",
+                                "--num-requests", "30", "--request-rate", "6"});
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("6 req/s in all"));
-  const auto e = servesim::test::cli({"run", "--client-mix", "rate=1"});
+  const auto e = servesim::test::call_cli({"run", "--client-mix", "rate=1"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("--dataset-name mixture"));
 }
@@ -286,8 +286,8 @@ TEST_CASE("mixture: --num-requests is the number of requests, whatever the class
   // Rates whose sum would overflow are refused; spaces around keys are layout.
   CHECK_THROWS_WITH(parse_client_mix("rate=1e308;rate=1e308"), Catch::Contains("at most 1e9"));
   CHECK(parse_client_mix(" rate = 2 , input = fixed:5 ").front().rate == 2);
-  const auto r = servesim::test::cli({"run", "--dataset-name", "mixture", "--client-mix",
-                                      "rate=1;rate=1;rate=1", "--num-requests", "10"});
+  const auto r = servesim::test::call_cli({"run", "--dataset-name", "mixture", "--client-mix",
+                                           "rate=1;rate=1;rate=1", "--num-requests", "10"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("10 requests"));
@@ -326,7 +326,7 @@ TEST_CASE("servegen: empty windows, multimodal chunks, and a client given to --t
                                R"({"0": {"output_tokens": "{10: 1.0}"}})")),
              Catch::Contains("a *_tokens field per modality"));
   // --trace on a client points to the generator that reads it.
-  const auto r = servesim::test::cli({"run", "--trace", client(dir, "chunk-3", kRows)});
+  const auto r = servesim::test::call_cli({"run", "--trace", client(dir, "chunk-3", kRows)});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("--dataset-name servegen --servegen"));
 }
@@ -358,9 +358,9 @@ TEST_CASE("servegen: a multimodal client's input is kept by modality in the requ
   CHECK(generate_servegen({load_servegen_client(lang)}, o).input_parts.empty());
   // The CLI writes them as columns of --requests-csv and of --out's requests group.
   const std::string csv = (dir / "requests.csv").string(), h5 = (dir / "r.h5").string();
-  const auto r = servesim::test::cli({"run", "--dataset-name", "servegen", "--servegen", mm,
-                                      "--servegen-duration-s", "600", "--requests-csv", csv,
-                                      "--out", h5, "--no-steps"});
+  const auto r = servesim::test::call_cli({"run", "--dataset-name", "servegen", "--servegen", mm,
+                                           "--servegen-duration-s", "600", "--requests-csv", csv,
+                                           "--out", h5, "--no-steps"});
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains(", input image_tokens "));  // means, in the workload line
   std::ifstream in(csv);

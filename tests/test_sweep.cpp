@@ -32,7 +32,7 @@ using servesim::test::write;
 namespace {
 
 servesim::test::CliResult exec(std::vector<std::string> args) {
-  return servesim::test::cli(std::move(args));
+  return servesim::test::call_cli(std::move(args));
 }
 
 // `run`'s flags (--name value ...) as a RunSpec, simulated as a sweep point is.

@@ -73,9 +73,9 @@ TEST_CASE("timeline: one disaggregated request's phases, transfer and steps", "[
 TEST_CASE("timeline: a fleet's window and the flags", "[timeline][cli]") {
   const auto dir = servesim::test::scratch("timeline");
   const auto path = (dir / "t.json").string();
-  const auto r = servesim::test::cli({"run", "--num-replicas", "3", "--router", "least-requests",
-                                      "--num-requests", "200", "--request-rate", "20", "--timeline",
-                                      path, "--timeline-window", "1:2"});
+  const auto r = servesim::test::call_cli(
+      {"run", "--num-replicas", "3", "--router", "least-requests", "--num-requests", "200",
+       "--request-rate", "20", "--timeline", path, "--timeline-window", "1:2"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   const auto j = nlohmann::json::parse(servesim::test::slurp(path));
@@ -95,7 +95,7 @@ TEST_CASE("timeline: a fleet's window and the flags", "[timeline][cli]") {
   CHECK(error_field([] { parse_timeline_window("2:1"); }) == "timeline-window");
   CHECK(error_field([] { parse_timeline_window("x"); }) == "timeline-window");
   CHECK(error_field([] { parse_timeline_window("1:2x"); }) == "timeline-window");
-  const auto e = servesim::test::cli({"run", "--timeline-window", "0:5"});
+  const auto e = servesim::test::call_cli({"run", "--timeline-window", "0:5"});
   CHECK(e.code == 2);
   CHECK_THAT(e.err, Catch::Contains("--timeline"));
 }
@@ -129,8 +129,8 @@ TEST_CASE("timeline: only the window's steps are kept, and the file is the same"
     a.insert(a.end(), more.begin(), more.end());
     return a;
   };
-  REQUIRE(servesim::test::cli(with({"--timeline", (dir / "a.json").string()})).code == 0);
-  REQUIRE(servesim::test::cli(
+  REQUIRE(servesim::test::call_cli(with({"--timeline", (dir / "a.json").string()})).code == 0);
+  REQUIRE(servesim::test::call_cli(
               with({"--timeline", (dir / "b.json").string(), "--out", (dir / "b.h5").string()}))
               .code == 0);
   CHECK(servesim::test::slurp(dir / "a.json") == servesim::test::slurp(dir / "b.json"));

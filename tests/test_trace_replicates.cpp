@@ -19,7 +19,7 @@ using namespace servesim;
 namespace fs = std::filesystem;
 using Catch::Contains;
 using nlohmann::json;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::refused;
 using servesim::test::scratch;
 using servesim::test::slurp;
@@ -47,8 +47,8 @@ bool sorted(const std::vector<double>& a) {
 // `servesim trace synth` of N requests at RATE req/s into DIR/trace.h5.
 std::string synth(const fs::path& dir, const std::string& n, const std::string& rate) {
   const std::string path = (dir / "trace.h5").string();
-  REQUIRE(cli({"trace", "synth", "--num-requests", n, "--request-rate", rate, "--seed", "3", "-o",
-               path})
+  REQUIRE(call_cli({"trace", "synth", "--num-requests", n, "--request-rate", rate, "--seed", "3",
+                    "-o", path})
               .code == 0);
   return path;
 }
@@ -127,8 +127,8 @@ TEST_CASE("trace replicates: --num-seeds on a timed trace through run, compare, 
   const std::string trace = synth(dir, "600", "6");
   // run: the replicates differ (the trace itself would give one value, no interval).
   const std::string rj = (dir / "run.json").string();
-  auto r = cli({"run", "--trace", trace, "--num-seeds", "4", "--json", rj, "--out",
-                (dir / "run.h5").string()});
+  auto r = call_cli({"run", "--trace", trace, "--num-seeds", "4", "--json", rj, "--out",
+                     (dir / "run.h5").string()});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.out, Contains("--trace-replicates bootstrap --replicate-block-s 60 --seed 0"));
@@ -143,16 +143,16 @@ TEST_CASE("trace replicates: --num-seeds on a timed trace through run, compare, 
   CHECK(j["runs"][2]["config"]["workload"]["seed"] == 2);
   // --out holds one run per seed, and diagnose reads one of them.
   const auto d =
-      cli({"diagnose", (dir / "run.h5").string(), (dir / "run.h5").string(), "--baseline-run",
-           "chunked:2048@seed=0", "--current-run", "chunked:2048@seed=3"});
+      call_cli({"diagnose", (dir / "run.h5").string(), (dir / "run.h5").string(), "--baseline-run",
+                "chunked:2048@seed=0", "--current-run", "chunked:2048@seed=3"});
   INFO(d.err);
   CHECK(d.code == 0);
   CHECK_THAT(d.out, Contains("recorded configuration: workload.options"));
 
   // compare: every policy sees the same replicate k, so the change is paired.
   const std::string cj = (dir / "compare.json").string();
-  r = cli({"compare", "--trace", trace, "--num-seeds", "4", "--scheduler", "vllm-v0,chunked:512",
-           "--trace-replicates", "jitter", "--json", cj});
+  r = call_cli({"compare", "--trace", trace, "--num-seeds", "4", "--scheduler",
+                "vllm-v0,chunked:512", "--trace-replicates", "jitter", "--json", cj});
   INFO(r.err);
   REQUIRE(r.code == 0);
   const json c = json::parse(slurp(cj));
@@ -167,11 +167,11 @@ TEST_CASE("trace replicates: --num-seeds on a timed trace through run, compare, 
   servesim::test::write(spec, "baseline = base.h5\ntrace = " + trace +
                                   "\nnum-seeds = 4\n[tolerance]\nttft_ms.p50 = +10%\n"
                                   "otps.p50 = -10%\n[scenario.trace]\n");
-  r = cli({"check", spec, "--update"});
+  r = call_cli({"check", spec, "--update"});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   const std::string kj = (dir / "check.json").string();
-  r = cli({"check", spec, "--json", kj});
+  r = call_cli({"check", spec, "--json", kj});
   INFO(r.out << r.err);
   CHECK(r.code == 0);
   bool paired = false;

@@ -15,7 +15,7 @@
 using namespace servesim;
 namespace fs = std::filesystem;
 using nlohmann::json;
-using servesim::test::cli;
+using servesim::test::call_cli;
 using servesim::test::scratch;
 using servesim::test::slurp;
 using servesim::test::write;
@@ -25,7 +25,7 @@ namespace {
 json run_json(std::vector<std::string> args, const fs::path& file) {
   args.insert(args.begin(), "run");
   args.insert(args.end(), {"--json", file.string()});
-  const auto r = cli(args);
+  const auto r = call_cli(args);
   INFO(r.err);
   REQUIRE(r.code == 0);
   return json::parse(slurp(file));
@@ -54,9 +54,9 @@ TEST_CASE("check: a change that gets requests rejected is a regression, named", 
       "baseline = base.h5\nnum-requests = 300\nseed = 1\n[tolerance]\nttft_ms.p50 = +10%\n"
       "otps.p50 = -5%\n[scenario.chat]\nscheduler = chunked:512\nrequest-rate = 8\n";
   write(spec, head);
-  REQUIRE(cli({"check", spec, "--update"}).code == 0);
+  REQUIRE(call_cli({"check", spec, "--update"}).code == 0);
   write(spec, head + "max-model-len = 1500\n");
-  const auto r = cli({"check", spec});
+  const auto r = call_cli({"check", spec});
   CHECK(r.code == 1);  // was 0: TTFT and OTPS "improved" over the requests left
   CHECK_THAT(r.out, Catch::Contains("requests.rejected_share"));
   CHECK_THAT(r.out, Catch::Matches("(.|\n)*REGRESSED: [0-9]+ of 300 requests rejected(.|\n)*"));
@@ -75,9 +75,9 @@ TEST_CASE("check: files in a spec are relative to it, a new scenario is reported
   write(spec, head);
   const fs::path cwd = fs::current_path();
   fs::current_path(fs::temp_directory_path());  // not the spec's folder
-  const auto update = cli({"check", spec, "--update"});
+  const auto update = call_cli({"check", spec, "--update"});
   write(spec, head + "[scenario.b]\nscheduler = vllm-v0\n");
-  const auto r = cli({"check", spec});
+  const auto r = call_cli({"check", spec});
   fs::current_path(cwd);
   INFO(update.err << r.err);
   REQUIRE(update.code == 0);  // was 2: t.csv looked for in the cwd
@@ -88,8 +88,8 @@ TEST_CASE("check: files in a spec are relative to it, a new scenario is reported
 
 TEST_CASE("summaries: a statistic over no request is null and '-', never 0", "[cli][trust]") {
   const fs::path dir = scratch("trust_nulls");
-  const auto r = cli({"run", "--num-requests", "20", "--max-model-len", "100", "--json",
-                      (dir / "s.json").string()});
+  const auto r = call_cli({"run", "--num-requests", "20", "--max-model-len", "100", "--json",
+                           (dir / "s.json").string()});
   REQUIRE(r.code == 0);
   const json j = json::parse(slurp(dir / "s.json"));
   CHECK(j["requests"]["rejected"] == 20);
@@ -124,15 +124,15 @@ TEST_CASE("overload: a queue that grows is stated in the summary, JSON, compare 
 
   std::vector<std::string> args = with({"--request-rate", "30"});
   args.insert(args.begin(), "compare");
-  const auto c = cli(args);
+  const auto c = call_cli(args);
   REQUIRE(c.code == 0);
   CHECK_THAT(c.out, Catch::Contains("OVERLOADED"));
   CHECK_THAT(c.out, Catch::Contains("No run is comparable"));
   CHECK_THAT(c.out, !Catch::Contains("has the lowest TTFT p50"));
 
-  const auto s = cli({"sweep", "--num-requests", "800", "--input-len", "normal:512:256:2:7000",
-                      "--output-len", "normal:512:256:2:7000", "--request-rate", "4,30", "--csv",
-                      (dir / "s.csv").string(), "--out", (dir / "s.h5").string()});
+  const auto s = call_cli({"sweep", "--num-requests", "800", "--input-len", "normal:512:256:2:7000",
+                           "--output-len", "normal:512:256:2:7000", "--request-rate", "4,30",
+                           "--csv", (dir / "s.csv").string(), "--out", (dir / "s.h5").string()});
   REQUIRE(s.code == 0);
   const auto rows = csv_rows(slurp(dir / "s.csv"));
   const auto col = std::find(rows[0].begin(), rows[0].end(), "overloaded") - rows[0].begin();
@@ -168,11 +168,11 @@ TEST_CASE("flags that would do nothing are errors", "[cli][trust]") {
   };
   for (const auto& [args, why] : cases) {
     INFO(args[0] << " " << args[1]);
-    const auto r = cli(args);
+    const auto r = call_cli(args);
     CHECK(r.code == 2);
     CHECK_THAT(r.err, Catch::Contains(why));
   }
-  CHECK(cli({"list", "--help"}).code == 0);
+  CHECK(call_cli({"list", "--help"}).code == 0);
 }
 
 TEST_CASE("vLLM's vocabulary: num-prompts, enable-chunked-prefill, aliases, HF ids",
@@ -191,8 +191,8 @@ TEST_CASE("vLLM's vocabulary: num-prompts, enable-chunked-prefill, aliases, HF i
 
 TEST_CASE("closed loop: --max-concurrency: never more requests in flight", "[cli][trust]") {
   const fs::path dir = scratch("trust_concurrency");
-  const auto r = cli({"run", "--num-requests", "300", "--request-rate", "30", "--max-concurrency",
-                      "8", "--requests-csv", (dir / "r.csv").string()});
+  const auto r = call_cli({"run", "--num-requests", "300", "--request-rate", "30",
+                           "--max-concurrency", "8", "--requests-csv", (dir / "r.csv").string()});
   REQUIRE(r.code == 0);
   // Each request is in flight from its (send) arrival to its last token: at most 8 at a time.
   std::vector<std::pair<double, int>> events;
@@ -258,19 +258,20 @@ TEST_CASE("smaller: trace info's 5-minute peak, the file a run read, labels, 'co
   write(dir / "t.csv",
         "arrived_at,num_prefill_tokens,num_decode_tokens\n0,100,20\n0.5,300,40\n60,200,30\n");
   const std::string h5 = (dir / "t.h5").string();
-  REQUIRE(cli({"trace", "import", (dir / "t.csv").string(), "-o", h5}).code == 0);
-  const auto info = cli({"trace", "info", h5});
+  REQUIRE(call_cli({"trace", "import", (dir / "t.csv").string(), "-o", h5}).code == 0);
+  const auto info = call_cli({"trace", "info", h5});
   CHECK_THAT(info.out, Catch::Contains("5-minute peak n/a"));
   const json j = run_json({"--trace", h5}, dir / "s.json");
   CHECK(j["config"]["workload"]["file"] == h5);
   CHECK(j["config"]["workload"]["source"] == (dir / "t.csv").string());
-  const auto c = cli({"compare", "--num-requests", "50", "--scheduler", "chunked:512,chunked:1024",
-                      "--json", (dir / "c.json").string()});
+  const auto c = call_cli({"compare", "--num-requests", "50", "--scheduler",
+                           "chunked:512,chunked:1024", "--json", (dir / "c.json").string()});
   REQUIRE(c.code == 0);
   const json cj = json::parse(slurp(dir / "c.json"));
   CHECK(cj["runs"][0]["label"] == "chunked:512");
   CHECK(cj["runs"][1]["label"] == "chunked:1024");
-  REQUIRE(cli({"run", "--num-requests", "5", "--requests-csv", (dir / "r.csv").string()}).code ==
-          0);
+  REQUIRE(
+      call_cli({"run", "--num-requests", "5", "--requests-csv", (dir / "r.csv").string()}).code ==
+      0);
   CHECK_THAT(slurp(dir / "r.csv"), Catch::Contains(",completed\n"));
 }

@@ -195,11 +195,11 @@ TEST_CASE("validate: each stage is measured on its own requests, unknown models 
   CHECK(std::isnan(percent_error(1, 0)));
 
   // The command: a table and the error summary; a filter that matches nothing is an error.
-  const auto r = servesim::test::cli({"validate", path, "--experiment", "x", "--jobs", "1"});
+  const auto r = servesim::test::call_cli({"validate", path, "--experiment", "x", "--jobs", "1"});
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("e2e_mean") && Catch::Contains("kv_blocks") &&
                         !Catch::Contains("not-a-model"));
-  const auto none = servesim::test::cli({"validate", path, "--experiment", "zzz"});
+  const auto none = servesim::test::call_cli({"validate", path, "--experiment", "zzz"});
   CHECK(none.code == 2);
   CHECK_THAT(none.err, Catch::Contains("experiment"));
 }
@@ -237,7 +237,7 @@ TEST_CASE("validate: rows it cannot model are skipped with their reason, the fil
   CHECK(ground_truth_gpu("L40S", gpu_reason) == "l40s");
   CHECK(ground_truth_gpu("H100 something", gpu_reason).empty());
   // The command prints the reasons and exits 0.
-  const auto r = servesim::test::cli({"validate", path, "--jobs", "1"});
+  const auto r = servesim::test::call_cli({"validate", path, "--jobs", "1"});
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("skipped: CPU KV offload"));
   CHECK_THAT(r.out, Catch::Contains("2 experiments predicted, 4 skipped"));
@@ -283,8 +283,8 @@ TEST_CASE("validate: --model-dir, --use-measured-kv and the overloaded mark", "[
   REQUIRE(f.size() == 1);
   CHECK(f[0].overloaded);
   CHECK(f[0].predicted.ttft_mean > 1000);
-  const auto r =
-      servesim::test::cli({"validate", fixture("gt_flood2.csv", std::string(kHeader) + flood)});
+  const auto r = servesim::test::call_cli(
+      {"validate", fixture("gt_flood2.csv", std::string(kHeader) + flood)});
   CHECK_THAT(r.out,
              Catch::Contains("OVERLOADED") && Catch::Contains("predicted overloaded: 1 (flood)"));
 }
@@ -335,25 +335,25 @@ TEST_CASE("validate: bad flags fail the command, names with commas stay one CSV 
   const std::string path = fixture("gt_flags.csv", std::string(kHeader) + row("ok", "0", "2", "5"));
   // Item 11: a missing --calibration, or --profiles without --cost-model table, marked every
   // experiment skipped and exited 0 with "nan%".
-  auto r = servesim::test::cli({"validate", path, "--calibration", "/nonexistent/cal.ini"});
+  auto r = servesim::test::call_cli({"validate", path, "--calibration", "/nonexistent/cal.ini"});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("/nonexistent/cal.ini"));
-  r = servesim::test::cli({"validate", path, "--profiles", "/tmp"});
+  r = servesim::test::call_cli({"validate", path, "--profiles", "/tmp"});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("field 'profiles': is read only by --cost-model table"));
-  r = servesim::test::cli({"validate", path, "--cost-model", "tabel"});
+  r = servesim::test::call_cli({"validate", path, "--cost-model", "tabel"});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("field 'cost-model'"));
   const std::string none = fixture(
       "gt_none.csv", std::string(kHeader) + row("unknown", "0", "2", "5", "acme/not-a-model"));
-  r = servesim::test::cli({"validate", none, "--jobs", "1"});
+  r = servesim::test::call_cli({"validate", none, "--jobs", "1"});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("no experiment could be replayed"));
   // Item 16: the CSV wrote experiment names unquoted: a comma shifted every column.
   const std::string comma =
       fixture("gt_comma.csv", std::string(kHeader) + "\"a, b\"" + row("", "0", "2", "5").substr(0));
   const std::string csv = servesim::test::scratch("validate_comma").string() + "/v.csv";
-  r = servesim::test::cli({"validate", comma, "--jobs", "1", "--csv", csv});
+  r = servesim::test::call_cli({"validate", comma, "--jobs", "1", "--csv", csv});
   INFO(r.err);
   REQUIRE(r.code == 0);
   const std::string text = servesim::test::slurp(csv);

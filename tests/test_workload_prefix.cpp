@@ -438,7 +438,7 @@ TEST_CASE("dataset flags that would do nothing, or are out of range, are errors 
   CHECK(field(think) == "think-time-s");
   CHECK(field(dataset_spec("multi_turn", {"num-turns", "think-time-s"})) == "");
 
-  const auto r = servesim::test::cli({"run", "--num-turns", "3"});
+  const auto r = servesim::test::call_cli({"run", "--num-turns", "3"});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("num-turns") && Catch::Contains("multi_turn"));
 }
