@@ -267,7 +267,7 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
   }
   keep(s, t);
   // "cap the number at request.num_tokens": only tokens that exist are cached.
-  cache_full_blocks(id, s, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
+  cache_tokens(id, s, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
   hits_.clear();
   return true;
 }

@@ -79,7 +79,7 @@ class KvCacheManager {
       // num_new_tokens > 0, so a request that holds no block never passes.
       const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
       if (std::min(end, max_model_len_) <= int64_t(s.blocks) * block_size_) {
-        cache_full_blocks(id, s, std::min<int64_t>(end, s.num_tokens()));
+        cache_tokens(id, s, std::min<int64_t>(end, s.num_tokens()));
         return true;
       }
     }
@@ -92,7 +92,11 @@ class KvCacheManager {
   // caching is off or ID holds no blocks.
   // Inline: it runs for every sampled token, and a new block fills once in block_size tokens.
   void cache_tokens(uint32_t id, SeqState& s, int64_t num_tokens) {
-    cache_full_blocks(id, s, num_tokens);
+    if (num_tokens >= s.next_cached_block_end && caching_) {
+      Table& t = tables_[size_t(table_of_[id])];
+      cache_blocks(id, t, num_tokens);
+      keep(s, t);
+    }
   }
 
   // Frees request ID's blocks (state S), tail first (vLLM free(): reversed order). PREEMPTED: it
@@ -174,15 +178,6 @@ class KvCacheManager {
   void uncache(int32_t b);
   Table& table(uint32_t id);
   void release_table(uint32_t id);
-  // cache_full_blocks: registers the full blocks among the first NUM_TOKENS tokens of ID (S);
-  // inline for the case of no new full block, once in block_size tokens the only one.
-  void cache_full_blocks(uint32_t id, SeqState& s, int64_t num_tokens) {
-    if (num_tokens >= s.next_cached_block_end && caching_) {
-      Table& t = tables_[size_t(table_of_[id])];
-      cache_blocks(id, t, num_tokens);
-      keep(s, t);
-    }
-  }
   // S's copy of its table T's size and next block to cache.
   void keep(SeqState& s, const Table& t) const {
     s.blocks = int32_t(t.blocks.size());
