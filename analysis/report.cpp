@@ -61,6 +61,20 @@ ordered_json requests_json(const RunSummary& s) {
           {"output_tokens", s.output_tokens}};
 }
 
+ordered_json spec_decode_json(const SpecDecodeSummary& d) {
+  ordered_json per_position = ordered_json::array();
+  for (int i = 0; i < d.num_speculative_tokens; ++i)
+    per_position.push_back(number(d.position_rate(i)));
+  return {{"method", spec_method_name(d.method)},
+          {"num_speculative_tokens", d.num_speculative_tokens},
+          {"num_drafts", d.counts.num_drafts},
+          {"num_draft_tokens", d.counts.num_draft_tokens},
+          {"num_accepted_tokens", d.counts.num_accepted_tokens},
+          {"mean_acceptance_length", number(d.mean_acceptance_length())},
+          {"acceptance_rate", number(d.acceptance_rate())},
+          {"acceptance_per_position", per_position}};
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s) {
@@ -106,6 +120,8 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
                      {"arrival_rate_req_s", o.arrival_rate_req_s},
                      {"drain_s", o.drain_s}});
   m.emplace_back("prefix_cache_hit_rate", s.prefix_cache.hit_rate());
+  m.emplace_back("spec_mean_acceptance_length", s.spec_decode.mean_acceptance_length());
+  m.emplace_back("spec_acceptance_rate", s.spec_decode.acceptance_rate());
   return m;
 }
 
@@ -155,6 +171,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                        {"preempted_hits_tokens", p.preempted_hits},
                        {"cached_prompt_tokens", p.cached_prompt_tokens},
                        {"evictions", p.evictions}};
+  if (s.spec_decode.enabled) j["spec_decode"] = spec_decode_json(s.spec_decode);
   j["steps"] = s.steps;
   j["steps_by_kind"] = {{"prefill_only", s.prefill_only_steps},
                         {"decode_only", s.decode_only_steps},

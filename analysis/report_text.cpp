@@ -137,6 +137,19 @@ void print_use(std::ostream& out, const RunSummary& s) {
         << format(" of the completed prompts) found cached at first scheduling; %lld evictions\n",
                   static_cast<long long>(p.evictions));
   }
+  const SpecDecodeSummary& d = s.spec_decode;
+  if (d.enabled) {
+    out << format(
+        "speculative decoding (%s, k=%d): mean acceptance length %s (1 + accepted / "
+        "verifications), acceptance rate %s (%lld of %lld drafts), per position",
+        spec_method_name(d.method), d.num_speculative_tokens,
+        cell(d.mean_acceptance_length(), 0, 2).c_str(), pct(d.acceptance_rate()).c_str(),
+        static_cast<long long>(d.counts.num_accepted_tokens),
+        static_cast<long long>(d.counts.num_draft_tokens));
+    for (int i = 0; i < d.num_speculative_tokens; ++i)
+      out << " " << pct(d.position_rate(i));
+    out << "; effective TPOT p50 " << cell(s.tpot_ms.p50, 0, 2) << " ms\n";
+  }
 }
 
 }  // namespace

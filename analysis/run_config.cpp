@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <sstream>
+#include "analysis/engine_options.hpp"
 #include "analysis/workload_report.hpp"
 #include "models/calibration.hpp"
 #include "scheduler/policy.hpp"
@@ -73,6 +74,24 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
   if (!counted) f.num_replicas = a.min_replicas;
   if (!scheduled && (f.num_replicas < a.min_replicas || f.num_replicas > a.max_replicas)) {
     throw Error("num-replicas", "must be in [--min-replicas, --max-replicas] with --autoscale");
+  }
+}
+
+// --speculative-config: the drafter and the drafts' acceptance, onto C.
+void speculative_decoding(const RunSpec& s, Inputs& inputs, SimConfig& c) {
+  const SpeculativeOptions o =
+      parse_speculative_config(s.speculative_config, s.spec_acceptance_rate);
+  if (!o.enabled()) return;
+  SpecDecodeConfig& spec = c.scheduler.spec;
+  spec.method = o.method;
+  spec.num_speculative_tokens = o.num_speculative_tokens;
+  std::copy(o.acceptance_rates.begin(), o.acceptance_rates.end(), spec.acceptance_rates.begin());
+  spec.seed = uint64_t(*s.seed);
+  if (o.method == SpecMethod::kDraftModel) {
+    const ModelSpec draft = inputs.model(o.model, "");
+    c.drafter = make_drafter(o.method, c.model, &draft);
+  } else {
+    c.drafter = make_drafter(o.method, c.model);
   }
 }
 
@@ -231,6 +250,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
     if (s.cost_model != "table") throw Error("profiles", "only --cost-model table reads profiles");
     c.profiles = inputs.profiles(s.profiles, c.gpu.name);
   }
+  speculative_decoding(s, inputs, c);
   return c;
 }
 
@@ -279,6 +299,17 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
     throw Error("no-async-scheduling", "contradicts --async-scheduling");
   }
   c.async_scheduling = engine == Engine::kV1 && s.async_scheduling && !s.no_async_scheduling;
+  // VllmConfig: a drafter that cannot run under async scheduling turns it off by default: the
+  // CPU n-gram proposer always, a draft model unless async scheduling is asked for.
+  const bool asked = s.async_scheduling.given() && *s.async_scheduling;
+  if (c.spec.method == SpecMethod::kNgram && asked) {
+    throw Error("async-scheduling",
+                "vLLM's CPU n-gram proposer does not run under async "
+                "scheduling");
+  }
+  if (c.spec.method == SpecMethod::kNgram || (c.spec.method == SpecMethod::kDraftModel && !asked)) {
+    c.async_scheduling = false;
+  }
   c.reserve_full_isl = s.scheduler_reserve_full_isl;
 }
 

@@ -168,6 +168,9 @@ struct RunSpec {
   Given<bool> async_scheduling{true};  // --async-scheduling [true|false]
   Given<bool> no_async_scheduling{false};
   Given<bool> scheduler_reserve_full_isl{true};
+  // vLLM V1's speculative decoding: --speculative-config (vLLM's JSON) and the acceptance
+  // servesim draws (analysis/engine_options.hpp).
+  std::string speculative_config, spec_acceptance_rate;
   // Workload: a trace file, or the synthetic generator.
   std::string trace;
   Given<int64_t> num_requests{kDefaultNumRequests};

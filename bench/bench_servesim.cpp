@@ -93,7 +93,7 @@ void BM_PolicyStep(benchmark::State& state) {
   }
   auto step = [&s] {
     const size_t n = s.schedule().size();
-    s.update_from_output([](uint32_t, bool, bool) {});
+    s.update_from_output([](uint32_t, int32_t, bool, bool) {});
     return n;
   };
   while (s.seq(n - 1).generated == 0)

@@ -214,6 +214,15 @@ const std::vector<RunFlag>& run_flags() {
        kNoDefault,
        "vllm-v1: admit a request only if its whole prompt fits in free KV blocks [true|false] "
        "(default: true, as vLLM)"},
+      {"speculative-config", G::kScheduler, Plain<std::string>{FIELD(speculative_config)},
+       kNoDefault,
+       "vllm-v1: speculative decoding as vLLM's JSON, e.g. '{\"method\": \"eagle3\", "
+       "\"num_speculative_tokens\": 3}' (methods ngram | eagle | eagle3 | mtp | draft_model "
+       "with \"model\": a catalogue model)"},
+      {"spec-acceptance-rate", G::kScheduler, Plain<std::string>{FIELD(spec_acceptance_rate)},
+       kNoDefault,
+       "with --speculative-config: A (each draft accepted with probability A after the ones "
+       "before it) or per-position rates A1,A2,... as vLLM logs them"},
       {"enable-chunked-prefill", G::kScheduler, OptionalBool{FIELD(enable_chunked_prefill)},
        kNoDefault,
        "vLLM's switch [true|false]: the chunked policy (true) or vllm-v0 (false), like "

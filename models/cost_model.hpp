@@ -16,6 +16,9 @@ struct SeqShape {
   int32_t context_tokens = 0;  // tokens already in the KV cache that those tokens attend to
   bool prefill = false;        // still in its prefill stage (prompt or recompute); else a decode
   bool emits_token = false;    // the step ends its pending tokens, so the sampler emits one
+  // Speculative decoding: of the new tokens, the drafts this step verifies (new_tokens - 1 of a
+  // decode's). The LM head scores each of them and the token before them.
+  uint16_t draft_tokens = 0;
 };
 
 // Seconds of each part of a step, in the order they run; seconds is their sum.
@@ -26,6 +29,7 @@ struct StepCost {
   double linear_s = 0, attention_s = 0, elementwise_s = 0, lm_head_s = 0, allreduce_s = 0,
          cpu_overhead_s = 0;
   double engine_s = 0;  // the engine's GPU-side step work outside the model
+  double draft_s = 0;   // a speculative drafter's passes after sampling (models/spec_decode_cost)
 };
 
 class CostModel {

@@ -46,7 +46,9 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
                        const ServerShape& shape) {
   MemoryPlan p;
   p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
-  p.weight_bytes = double(model.weight_bytes()) / shape.tp;
+  p.drafter_weight_bytes = shape.drafter_weight_bytes;
+  p.lora_bytes = shape.lora_bytes;
+  p.weight_bytes = double(model.weight_bytes()) / shape.tp + p.drafter_weight_bytes + p.lora_bytes;
   if (shape.v1_engine) {
     // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU.
     p.usable_bytes = std::ceil(p.usable_bytes);
@@ -59,7 +61,8 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
   }
   p.reserve_bytes = runtime_reserve_gib(opt, shape) * 1024.0 * 1024.0 * 1024.0;
   p.kv_cache_bytes = p.usable_bytes - p.weight_bytes - p.activation_bytes - p.reserve_bytes;
-  p.kv_bytes_per_block = int64_t(shape.block_size) * model.kv_bytes_per_token_per_gpu(shape.tp);
+  p.kv_bytes_per_block = int64_t(shape.block_size) * (model.kv_bytes_per_token_per_gpu(shape.tp) +
+                                                      shape.drafter_kv_bytes_per_token);
   if (opt.num_gpu_blocks_override > 0) {
     p.num_gpu_blocks = opt.num_gpu_blocks_override;
     p.overridden = true;

@@ -46,12 +46,18 @@ struct ServerShape {
   int64_t max_num_batched_tokens = 2048;
   int64_t max_num_seqs = 256;
   bool v1_engine = false;  // vLLM V1's profile run (vllm-v1), else V0's
+  // Weights and KV beyond the target model's, per GPU: a speculative drafter's (models/drafter.hpp:
+  // its attention layers share the KV cache's blocks) and LoRA adapters' buffers.
+  double drafter_weight_bytes = 0;
+  int64_t drafter_kv_bytes_per_token = 0;
+  double lora_bytes = 0;
 };
 
 struct MemoryPlan {
-  double usable_bytes = 0;      // total x gpu_memory_utilization
-  double weight_bytes = 0;      // per GPU
-  double activation_bytes = 0;  // per GPU, profiling-run peak
+  double usable_bytes = 0;  // total x gpu_memory_utilization
+  double weight_bytes = 0;  // per GPU, the drafter's and the LoRA buffers included
+  double drafter_weight_bytes = 0, lora_bytes = 0;  // per GPU, of weight_bytes
+  double activation_bytes = 0;                      // per GPU, profiling-run peak
   double reserve_bytes = 0;
   double kv_cache_bytes = 0;  // per GPU, what is left for blocks
   int64_t kv_bytes_per_block = 0;

@@ -84,7 +84,8 @@ BatchSums sum_batch(std::span<const SeqShape> batch) {
   for (const SeqShape& s : batch) {
     const double n = s.new_tokens, c = s.context_tokens;
     b.tokens += n;
-    b.emitting += s.emits_token ? 1 : 0;
+    // The LM head scores the sampled position and, in a speculative verification, every draft.
+    b.emitting += s.emits_token ? 1 + s.draft_tokens : 0;
     b.max_context = std::max(b.max_context, s.context_tokens + s.new_tokens);
     // Token i of the chunk attends to the c cached tokens and to tokens 0..i of the chunk.
     const double pairs = n * c + n * (n + 1) / 2;

@@ -223,7 +223,8 @@ int64_t KvCacheManager::num_evictable_hits() const {
 
 bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
                                          int64_t num_new_computed_tokens,
-                                         bool full_sequence_must_fit) {
+                                         bool full_sequence_must_fit,
+                                         int64_t num_lookahead_tokens) {
   assert(num_new_tokens > 0);
   const bool with_hits = num_new_computed_tokens > 0;
   assert(!with_hits || num_new_computed_tokens == int64_t(hits_.size()) * block_size_);
@@ -237,7 +238,8 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
     const int64_t need = std::max<int64_t>(blocks_for(full) - held - hit_blocks, 0) + evictable;
     if (need > num_free_) return false;
   }
-  const int64_t need_slot = std::min(total_computed + num_new_tokens, max_model_len_);
+  const int64_t need_slot =
+      std::min(total_computed + num_new_tokens + num_lookahead_tokens, max_model_len_);
   const int64_t num_new_blocks = std::max<int64_t>(blocks_for(need_slot) - held - hit_blocks, 0);
   if (num_new_blocks + evictable > num_free_) return false;
 

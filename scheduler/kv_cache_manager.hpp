@@ -64,8 +64,9 @@ class KvCacheManager {
   // request retried while waiting counting again; a preempted request's apart).
   int64_t get_computed_blocks(uint32_t id, const SeqState& s);
 
-  // allocate_slots: blocks for S's computed tokens plus NUM_NEW_TOKENS, the cache hit of the last
-  // get_computed_blocks included when NUM_NEW_COMPUTED_TOKENS > 0 (a new request). With
+  // allocate_slots: blocks for S's computed tokens plus NUM_NEW_TOKENS and NUM_LOOKAHEAD_TOKENS
+  // (slots for a speculative drafter's proposals), the cache hit of the last get_computed_blocks
+  // included when NUM_NEW_COMPUTED_TOKENS > 0 (a new request). With
   // FULL_SEQUENCE_MUST_FIT, also refuses unless every known token of S would fit now (vLLM's
   // scheduler_reserve_full_isl admission gate). False, changing nothing, when the free blocks do
   // not suffice. Keeps S.blocks and S.next_cached_block_end (S: ID's state, the one given for ID
@@ -74,17 +75,18 @@ class KvCacheManager {
   // decode inside its last block), allocates nothing and at most caches a block that filled; it
   // reads only S.
   bool allocate_slots(uint32_t id, SeqState& s, int64_t num_new_tokens,
-                      int64_t num_new_computed_tokens, bool full_sequence_must_fit) {
+                      int64_t num_new_computed_tokens, bool full_sequence_must_fit,
+                      int64_t num_lookahead_tokens = 0) {
     if (num_new_computed_tokens == 0 && !full_sequence_must_fit) {
       // num_new_tokens > 0, so a request that holds no block never passes.
       const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
-      if (std::min(end, max_model_len_) <= int64_t(s.blocks) * block_size_) {
+      if (std::min(end + num_lookahead_tokens, max_model_len_) <= int64_t(s.blocks) * block_size_) {
         cache_tokens(id, s, std::min<int64_t>(end, s.num_tokens()));
         return true;
       }
     }
     return allocate_new_blocks(id, s, num_new_tokens, num_new_computed_tokens,
-                               full_sequence_must_fit);
+                               full_sequence_must_fit, num_lookahead_tokens);
   }
 
   // cache_blocks(request, NUM_TOKENS): registers the full blocks among request ID's (state S)
@@ -193,7 +195,8 @@ class KvCacheManager {
   void for_each_shared_hash(F f) const;
   // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate.
   bool allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
-                           int64_t num_new_computed_tokens, bool full_sequence_must_fit);
+                           int64_t num_new_computed_tokens, bool full_sequence_must_fit,
+                           int64_t num_lookahead_tokens);
   int64_t num_evictable_hits() const;
 
   int block_size_;

@@ -27,6 +27,7 @@
 #include "scheduler/policy.hpp"
 #include "scheduler/request_queue.hpp"
 #include "scheduler/sequence.hpp"
+#include "scheduler/spec_decode.hpp"
 
 namespace servesim {
 
@@ -52,6 +53,15 @@ struct SchedulerConfig {
   // V1Scheduler counts the tokens in flight as AsyncScheduler does (SeqState::placeholders).
   bool async_scheduling = true;
   bool reserve_full_isl = true;  // vLLM scheduler_reserve_full_isl
+  // vLLM V1's speculative decoding (--speculative-config; scheduler/spec_decode.hpp).
+  SpecDecodeConfig spec;
+  // The tokens one step may schedule: vLLM's max_num_scheduled_tokens, max_num_batched_tokens
+  // less the slots a draft model drafts in (VllmConfig: max_num_batched_tokens -
+  // max_num_new_slots_for_drafting x max_num_seqs). 0: max_num_batched_tokens.
+  int64_t max_num_scheduled_tokens = 0;
+  int64_t token_budget() const {
+    return max_num_scheduled_tokens > 0 ? max_num_scheduled_tokens : max_num_batched_tokens;
+  }
 };
 
 class Scheduler {
@@ -82,8 +92,9 @@ class Scheduler {
   virtual bool schedules_ahead() const { return false; }
 
   // Applies the oldest batch in flight once it has run: its entries' tokens are computed; an
-  // entry that completes its known tokens samples one token, calling
-  // ON_TOKEN(id, first_token, finished); finished requests free their blocks and leave `running`
+  // entry that completes its known tokens samples one token (with speculative decoding, 1 to k +
+  // 1: the accepted drafts and one), calling ON_TOKEN(id, tokens, first_token, finished) once
+  // for them; finished requests free their blocks and leave `running`
   // (vLLM free_finished_seq_groups). The one way a finished batch is applied (vLLM V0's
   // LLMEngine._process_model_outputs, V1's Scheduler.update_from_output). Nothing in flight (the
   // last schedule() was empty): nothing to apply.
@@ -112,6 +123,8 @@ class Scheduler {
   virtual const KvCacheManager* kv_cache_manager() const { return nullptr; }
   // Where V1's prefix cache reports its KV events; nothing on V0 (no prefix cache).
   virtual void set_kv_event_sink(KvEventSink* /*sink*/) {}
+  // Speculative decoding's counters (vLLM V1's SpecDecodingStats); null without it.
+  virtual const SpecDecodeStats* spec_decode_stats() const { return nullptr; }
   // Tokens this step found in the prefix cache (new requests' hits).
   int64_t step_cached_tokens() const { return step_cached_tokens_; }
   const SchedulerConfig& config() const { return config_; }
@@ -136,9 +149,9 @@ class Scheduler {
 
   // The engine's step rules: fills building() (vLLM Scheduler.schedule()).
   virtual void schedule_step() = 0;
-  // Applies one entry of a batch that has run (its shape as scheduled); true when it sampled a
-  // token. A request that finishes sets kFinished and calls finished().
-  virtual bool apply(uint32_t id, const SeqShape& shape) = 0;
+  // Applies one entry of a batch that has run (its shape as scheduled); returns the tokens it
+  // sampled (0: none). A request that finishes sets kFinished and calls finished().
+  virtual int32_t apply(uint32_t id, const SeqShape& shape) = 0;
 
   // The engine's own admission rule beyond the context length, applied to the request's worst
   // case, LIFETIME tokens (kNone: admitted).
@@ -154,9 +167,9 @@ class Scheduler {
   Batch& building() { return bufs_[cur_]; }
   // The start of a step: an empty batch and outputs.
   void begin_step();
-  // Request ID enters the batch with NEW_TOKENS to compute; returns whether it then samples a
-  // token (its shape's emits_token).
-  bool add_to_batch(uint32_t id, int64_t new_tokens);
+  // Request ID enters the batch with NEW_TOKENS to compute, DRAFTS of them speculative; returns
+  // whether it then samples a token (its shape's emits_token).
+  bool add_to_batch(uint32_t id, int64_t new_tokens, int drafts = 0);
   // Preemption by recompute, the engine's blocks already freed: its computed tokens are thrown
   // away, it is waiting again and recorded as preempted this step.
   void mark_preempted(uint32_t id);
@@ -196,9 +209,10 @@ void Scheduler::update_from_output(OnToken&& on_token) {
   const auto shapes = b.shapes();
   for (size_t i = 0; i < ids.size(); ++i) {
     const uint32_t id = ids[i];
-    if (!apply(id, shapes[i])) continue;
+    const int32_t tokens = apply(id, shapes[i]);
+    if (tokens == 0) continue;
     const SeqState& s = seqs_[id];
-    on_token(id, s.generated == 1, s.status == SeqStatus::kFinished);
+    on_token(id, tokens, s.generated == tokens, s.status == SeqStatus::kFinished);
   }
   free_finished_seq_groups();
   --in_flight_;

@@ -83,13 +83,18 @@ struct SeqState {
   SeqStatus status = SeqStatus::kPending;
   RejectReason reject = RejectReason::kNone;
   bool prefill_stage = true;  // vLLM SequenceStage.PREFILL until every known token is computed
+  // vLLM V1 speculative decoding (scheduler/spec_decode.hpp): the drafts proposed for the
+  // request's next step, len(request.spec_token_ids).
+  uint8_t spec_tokens = 0;
 
   // Tokens known: the prompt and what has been generated (vLLM seq.get_len()).
   int32_t num_tokens() const { return input_tokens + generated; }
   // Tokens still to compute before the next token can be sampled: V0's
   // get_num_uncomputed_tokens(), V1's num_tokens_with_spec + num_output_placeholders -
-  // num_computed_tokens (no placeholders on V0).
-  int32_t num_new_tokens() const { return num_tokens() + placeholders - num_computed_tokens; }
+  // num_computed_tokens (no placeholders or drafts on V0).
+  int32_t num_new_tokens() const {
+    return num_tokens() + spec_tokens + placeholders - num_computed_tokens;
+  }
 };
 // One cache line: Scheduler keeps the states line-aligned, so that a step's pass over its running
 // requests touches one line per request (with malloc's 16-byte alignment every state had its

@@ -139,21 +139,21 @@ void V0Scheduler::schedule_prefills(SchedulingBudget& budget, bool enable_chunki
   }
 }
 
-bool V0Scheduler::apply(uint32_t id, const SeqShape& shape) {
+int32_t V0Scheduler::apply(uint32_t id, const SeqShape& shape) {
   SeqState& s = seqs_[id];
   assert(s.status == SeqStatus::kRunning &&
          s.num_computed_tokens + shape.new_tokens <= s.num_tokens());
   // vLLM update_num_computed_tokens(token_chunk_size).
   s.num_computed_tokens += shape.new_tokens;
-  if (s.num_computed_tokens < s.num_tokens()) return false;  // a partial prefill: no sampling
+  if (s.num_computed_tokens < s.num_tokens()) return 0;  // a partial prefill: no sampling
   // Every known token is computed: the sampler emits the next token.
   s.prefill_stage = false;
   ++s.generated;
-  if (s.generated < s.output_tokens) return true;
+  if (s.generated < s.output_tokens) return 1;
   // StopChecker: max_tokens reached; free_seq frees the blocks as the sequence finishes.
   free_request(id);
   finished(id);
-  return true;
+  return 1;
 }
 
 void V0Scheduler::preempt(uint32_t id) {

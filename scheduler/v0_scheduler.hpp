@@ -40,7 +40,7 @@ class V0Scheduler final : public Scheduler {
   void free_request(uint32_t id) override { blocks_.free(seqs_[id]); }
   // The step's tokens are computed now (update_num_computed_tokens); one that completes the
   // known tokens samples, and at max_tokens the request finishes and frees its blocks (free_seq).
-  bool apply(uint32_t id, const SeqShape& shape) override;
+  int32_t apply(uint32_t id, const SeqShape& shape) override;
 
   void schedule_default(SchedulingBudget& budget);
   void schedule_chunked_prefill(SchedulingBudget& budget);

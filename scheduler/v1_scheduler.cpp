@@ -73,9 +73,16 @@ void V1Scheduler::reserve(size_t num_requests) {
 }
 
 RejectReason V1Scheduler::engine_reject(const SeqState&, int64_t lifetime) const {
-  // No watermark: a request alone in the cache needs blocks for what it computes.
-  return kv_.blocks_for(lifetime) > kv_.usable_blocks() ? RejectReason::kKvCapacity
-                                                        : RejectReason::kNone;
+  // No watermark: a request alone in the cache needs blocks for what it computes, and with
+  // speculative decoding for its last step's drafts and the drafter's lookahead slots (capped at
+  // max_model_len, as allocate_slots caps them).
+  const SpecDecodeConfig& spec = config_.spec;
+  const int64_t slots =
+      spec.enabled() ? std::min<int64_t>(lifetime + spec.num_speculative_tokens + spec.lookahead(),
+                                         config_.max_model_len)
+                     : lifetime;
+  return kv_.blocks_for(slots) > kv_.usable_blocks() ? RejectReason::kKvCapacity
+                                                     : RejectReason::kNone;
 }
 
 void V1Scheduler::enqueue(uint32_t id) {
@@ -95,7 +102,7 @@ void V1Scheduler::release(uint32_t id, bool preempted) {
 }
 
 void V1Scheduler::schedule_step() {
-  int64_t token_budget = config_.max_num_batched_tokens;
+  int64_t token_budget = config_.token_budget();
   schedule_running(token_budget);
   // "Next, schedule the WAITING requests" only if nothing was preempted in this step.
   if (out_.preempted.empty()) schedule_waiting(token_budget);
@@ -104,32 +111,62 @@ void V1Scheduler::schedule_step() {
 }
 
 void V1Scheduler::schedule_tokens(uint32_t id, int64_t new_tokens) {
-  const bool emits_token = add_to_batch(id, new_tokens);
+  SeqState& s = seqs_[id];
+  // "Speculative decode related": the drafts among the scheduled tokens (the budget or
+  // max_model_len may cut them); "New spec tokens will be set in update_draft_token_ids".
+  int drafts = 0;
+  if (s.spec_tokens > 0) {
+    const int64_t scheduled = new_tokens + s.num_computed_tokens - s.num_tokens() - s.placeholders;
+    drafts = int(std::clamp<int64_t>(scheduled, 0, s.spec_tokens));
+    s.spec_tokens = 0;
+  }
+  const bool emits_token = add_to_batch(id, new_tokens, drafts);
   // _update_after_schedule, done as each request is scheduled (nothing in the step reads these
   // before the step ends but a priority preemption, which unschedule() undoes first).
-  SeqState& s = seqs_[id];
   s.num_computed_tokens += static_cast<int32_t>(new_tokens);
   if (!emits_token) return;
   s.prefill_stage = false;
-  // AsyncScheduler: "The request will generate a new token ... in this scheduling step."
-  if (config_.async_scheduling) ++s.placeholders;
+  if (config_.async_scheduling) {
+    // AsyncScheduler: "The request will generate a new token plus num_spec_tokens in this
+    // scheduling step", and the drafter's proposals are placeholders until the worker fills them.
+    s.placeholders += 1 + drafts;
+    s.spec_tokens = uint8_t(config_.spec.enabled() ? config_.spec.num_speculative_tokens : 0);
+  }
 }
 
 int64_t V1Scheduler::unschedule(uint32_t id) {
   const SeqShape shape = building().remove(id);
   SeqState& s = seqs_[id];
   s.num_computed_tokens -= shape.new_tokens;
-  if (shape.emits_token && config_.async_scheduling) --s.placeholders;
+  // Its drafts go with it: it is preempted next, which clears spec_token_ids.
+  if (shape.emits_token && config_.async_scheduling) s.placeholders -= 1 + shape.draft_tokens;
   return shape.new_tokens;
 }
 
-bool V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
+int32_t V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
   SeqState& s = seqs_[id];
   // "The request is already finished" (aborted while the model ran it), or a partial prefill.
-  if (s.status == SeqStatus::kFinished || !shape.emits_token) return false;
+  if (s.status == SeqStatus::kFinished || !shape.emits_token) return 0;
   const bool was_running = s.status == SeqStatus::kRunning;
-  ++s.generated;
-  if (s.placeholders > 0) --s.placeholders;
+  int32_t tokens = 1;
+  if (shape.draft_tokens > 0) {
+    // update_from_output: num_accepted = len(generated_token_ids) - 1; the rejected drafts'
+    // tokens were counted as computed when scheduled (and as placeholders, async).
+    const int accepted = config_.spec.accepted(id, s.generated, shape.draft_tokens);
+    const int rejected = shape.draft_tokens - accepted;
+    if (s.num_computed_tokens > 0) s.num_computed_tokens -= rejected;
+    if (s.placeholders > 0) s.placeholders -= rejected;
+    ++spec_stats_.num_drafts;
+    spec_stats_.num_draft_tokens += shape.draft_tokens;
+    spec_stats_.num_accepted_tokens += accepted;
+    for (int i = 0; i < accepted; ++i)
+      ++spec_stats_.accepted_per_pos[size_t(i)];
+    tokens += accepted;
+  }
+  // _update_request_with_output: check_stop after each token truncates at max_tokens.
+  tokens = std::min(tokens, s.output_tokens - s.generated);
+  s.generated += tokens;
+  s.placeholders = std::max(0, s.placeholders - tokens);
   if (s.generated == s.output_tokens) {
     // check_stop at max_tokens; _free_request frees the blocks now, before the next schedule. A
     // preempted request stops where it waits (stopped_preempted_reqs).
@@ -139,13 +176,16 @@ bool V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
       waiting_remove(id);
     }
     finished(id);
-    return true;
+    return tokens;
   }
-  // AsyncScheduler: cache_blocks(request, num_computed_tokens - num_output_placeholders).
-  if (was_running && config_.async_scheduling) {
-    kv_.cache_tokens(id, s, s.num_computed_tokens - s.placeholders);
+  if (config_.async_scheduling) {
+    // AsyncScheduler: cache_blocks(request, num_computed_tokens - num_output_placeholders).
+    if (was_running) kv_.cache_tokens(id, s, s.num_computed_tokens - s.placeholders);
+  } else if (was_running && config_.spec.enabled()) {
+    // EngineCore: update_draft_token_ids with the drafter's k proposals for the next step.
+    s.spec_tokens = uint8_t(config_.spec.num_speculative_tokens);
   }
-  return true;
+  return tokens;
 }
 
 uint32_t V1Scheduler::victim() const {
@@ -165,6 +205,7 @@ uint32_t V1Scheduler::victim() const {
 void V1Scheduler::preempt(uint32_t id) {
   release(id, /*preempted=*/true);
   mark_preempted(id);
+  seqs_[id].spec_tokens = 0;  // _preempt_request: request.spec_token_ids = []
   waiting_push_front(id);
 }
 
@@ -196,7 +237,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
       continue;
     }
     bool scheduled = true;
-    while (!kv_.allocate_slots(id, s, n, 0, false)) {
+    while (!kv_.allocate_slots(id, s, n, 0, false, config_.spec.lookahead())) {
       // "The request cannot be scheduled. Preempt the lowest-priority request."
       const uint32_t victim = this->victim();
       if (config_.scheduling_policy == WaitingOrder::kFcfs) {

@@ -1,8 +1,9 @@
 // V1Scheduler: vLLM V1's Scheduler.schedule() (vllm/v1/core/sched/scheduler.py at the revision of
-// scheduler/vllm_revision.hpp), policy vllm-v1, over V1's KV cache manager and its prefix cache;
-// without speculative decoding, encoders, LoRA or KV connectors beyond a disaggregated prefill's
-// external tokens. "There's no decoding phase nor prefill phase": each request just has tokens
-// not yet computed, and each step gives them budget:
+// scheduler/vllm_revision.hpp), policy vllm-v1, over V1's KV cache manager and its prefix cache,
+// with speculative decoding (scheduler/spec_decode.hpp); without encoders, LoRA or KV connectors
+// beyond a disaggregated prefill's external tokens. "There's no decoding phase nor prefill
+// phase": each request just has tokens not yet computed (its drafts among them), and each step
+// gives them budget:
 //  - `running` first, in order: each its new tokens (capped by long_prefill_token_threshold and
 //    the budget); allocate_slots, and when it fails preempt the lowest-priority request (the
 //    tail of `running`, or under the priority policy the largest (priority, arrival)), itself
@@ -38,6 +39,9 @@ class V1Scheduler final : public Scheduler {
   bool reset_prefix_cache() override { return kv_.reset_prefix_cache(); }
   const KvCacheManager* kv_cache_manager() const override { return &kv_; }
   void set_kv_event_sink(KvEventSink* sink) override { kv_.set_event_sink(sink); }
+  const SpecDecodeStats* spec_decode_stats() const override {
+    return config_.spec.enabled() ? &spec_stats_ : nullptr;
+  }
 
   // FCFS: `waiting`, in order (under the priority policy it is a heap: use num_waiting()).
   const RequestQueue& waiting() const { return waiting_; }
@@ -51,13 +55,16 @@ class V1Scheduler final : public Scheduler {
   void release(uint32_t id, bool preempted);
   void schedule_step() override;
   // update_from_output for one request: its sampled token (a request preempted since it was
-  // scheduled gets it too), the stop at max_tokens, and under async scheduling the blocks its
-  // tokens now fill are cached (AsyncScheduler._update_request_with_output).
-  bool apply(uint32_t id, const SeqShape& shape) override;
+  // scheduled gets it too) and the drafts accepted before it (the rejected ones' computed tokens
+  // rolled back), the stop at max_tokens, under async scheduling the blocks its tokens now fill
+  // cached (AsyncScheduler._update_request_with_output), and without it the drafter's next
+  // proposals (update_draft_token_ids).
+  int32_t apply(uint32_t id, const SeqShape& shape) override;
 
   void schedule_running(int64_t& token_budget);
   // Request ID enters the batch with NEW_TOKENS, which count as computed at once
-  // (_update_after_schedule); one that will sample holds a placeholder under async scheduling.
+  // (_update_after_schedule), its drafts among them; one that will sample holds placeholders
+  // for its token and drafts under async scheduling, and its next drafts.
   void schedule_tokens(uint32_t id, int64_t new_tokens);
   // Takes ID, scheduled earlier in this step, out of the batch again; returns its tokens.
   int64_t unschedule(uint32_t id);
@@ -79,6 +86,7 @@ class V1Scheduler final : public Scheduler {
   // The priority policy: `waiting` is this heap of (priority, arrival) instead (vLLM's
   // PriorityRequestQueue).
   std::vector<uint32_t> waiting_heap_;
+  SpecDecodeStats spec_stats_;
 };
 
 }  // namespace servesim

@@ -291,6 +291,8 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
                           r.scheduler->usable_blocks());
     s.prefix_cache = prefix_cache_summary(*r.scheduler, mine);
     add_prefix_cache(s.prefix_cache, result.summary.prefix_cache);
+    s.spec_decode = spec_decode_summary(*r.scheduler);
+    add_spec_decode(s.spec_decode, result.summary.spec_decode);
     result.discarded_tokens += r.scheduler->discarded_tokens();
     busy[i] = s.busy_s;
     queue[i] = s.queue_len.mean;

@@ -150,7 +150,9 @@ void Host::start_steps(bool back_to_back) {
 
 void Host::finish_step() {
   const double now = loop_.now();
-  scheduler_.update_from_output([&](uint32_t id, bool first, bool finished) {
+  // One call per request and step: its tokens arrive as one streamed chunk (speculative decoding
+  // sends the accepted drafts with the sampled token), one inter-token gap as vLLM bench counts.
+  scheduler_.update_from_output([&](uint32_t id, int32_t, bool first, bool finished) {
     metrics_.on_token(id, now, first);
     if (role_ == ReplicaRole::kPrefill) {
       if (finished && listener_ != nullptr) listener_->on_prefill_done(global(id));

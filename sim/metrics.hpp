@@ -2,7 +2,9 @@
 // Bedrock/CloudWatch decomposition of latency.
 //  - TTFT = first token - arrival; E2E (InvocationLatency) = last token - arrival;
 //    queueing delay = first scheduled - arrival (vLLM's time_in_queue);
-//  - ITL: every gap between consecutive tokens of a request, pooled over requests;
+//  - ITL: every gap between consecutive tokens of a request, pooled over requests; tokens that
+//    arrive together (speculative decoding's accepted drafts) are one chunk, one gap, as vLLM
+//    bench measures ITL per streamed chunk;
 //  - TPOT = (E2E - TTFT) / (output - 1), for requests with more than one output token;
 //  - OTPS = output / (E2E - TTFT) in tokens per second, so that for every request
 //    E2E_ms = TTFT_ms + output / OTPS x 1000 (Bedrock's identity). A one-token request has no
@@ -28,6 +30,7 @@
 #include "models/cost_model.hpp"
 #include "scheduler/batch.hpp"
 #include "scheduler/sequence.hpp"
+#include "scheduler/spec_decode.hpp"
 #include "traces/request.hpp"
 #include "util/histogram.hpp"
 #include "util/stats.hpp"
@@ -75,6 +78,35 @@ struct PrefixCacheSummary {
   int64_t cached_prompt_tokens = 0;  // sum over requests of their hit at first scheduling
   // vLLM's prefix cache hit rate: hits / queries (requests not preempted); NaN when none.
   double hit_rate() const { return queries > 0 ? double(hits) / double(queries) : NAN; }
+};
+
+// Speculative decoding as vLLM's SpecDecodingLogging reports it (vllm/v1/spec_decode/
+// metrics.py): verifications (num_drafts), drafts verified and accepted, accepted per position.
+// Disabled without a drafter.
+struct SpecDecodeSummary {
+  bool enabled = false;
+  SpecMethod method = SpecMethod::kNone;
+  int num_speculative_tokens = 0;
+  SpecDecodeStats counts;
+  // "Mean acceptance length": 1 + accepted / verifications (the 1 is the sampled token); NaN
+  // when nothing was verified.
+  double mean_acceptance_length() const {
+    return counts.num_drafts > 0
+               ? 1.0 + double(counts.num_accepted_tokens) / double(counts.num_drafts)
+               : NAN;
+  }
+  // "Avg Draft acceptance rate": accepted / drafted.
+  double acceptance_rate() const {
+    return counts.num_draft_tokens > 0
+               ? double(counts.num_accepted_tokens) / double(counts.num_draft_tokens)
+               : NAN;
+  }
+  // "Per-position acceptance rate" of position I (0-based): accepted there / verifications.
+  double position_rate(int i) const {
+    return counts.num_drafts > 0
+               ? double(counts.accepted_per_pos[size_t(i)]) / double(counts.num_drafts)
+               : NAN;
+  }
 };
 
 // Whether a replica kept up with its arrivals. A replica that keeps up has a waiting queue
@@ -130,6 +162,7 @@ struct RunSummary {
   Overload overload;
   uint64_t preemptions = 0;
   PrefixCacheSummary prefix_cache;
+  SpecDecodeSummary spec_decode;
   uint64_t steps = 0, prefill_only_steps = 0, decode_only_steps = 0, mixed_steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // computed by steps (recomputation included)
   double makespan_s = 0, busy_s = 0, flops = 0, bytes = 0;

@@ -1,6 +1,7 @@
 #include "sim/replica_config.hpp"
 
 #include "models/roofline.hpp"
+#include "models/spec_decode_cost.hpp"
 #include "models/table_model.hpp"
 #include "scheduler/policy.hpp"
 #include "util/error.hpp"
@@ -8,11 +9,28 @@
 
 namespace servesim {
 
-std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
+namespace {
+
+// The target's own cost model.
+std::unique_ptr<CostModel> target_cost_model(const SimConfig& c) {
   if (c.cost_model == "table") {
     return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
   }
   return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params);
+}
+
+}  // namespace
+
+std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
+  std::unique_ptr<CostModel> target = target_cost_model(c);
+  if (!c.drafter.on_gpu()) return target;
+  // The drafter's passes on the roofline of the same hardware fit (a table's profiles measure
+  // the target only), without the engine's per-step work, which the target's step pays.
+  EngineParams passes{c.engine, 0, 0, 0, 0, c.engine_params->floor_fraction};
+  auto draft =
+      std::make_unique<RooflineCostModel>(c.gpu, c.drafter.model, c.tp, *c.hardware, passes);
+  return std::make_unique<SpeculativeCostModel>(std::move(target), std::move(draft),
+                                                c.scheduler.spec.num_speculative_tokens);
 }
 
 ServerShape server_shape(const SimConfig& c) {
@@ -22,6 +40,8 @@ ServerShape server_shape(const SimConfig& c) {
   s.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   s.max_num_seqs = c.scheduler.max_num_seqs;
   s.v1_engine = c.engine == Engine::kV1;
+  s.drafter_weight_bytes = double(c.drafter.weight_bytes) / c.tp;
+  s.drafter_kv_bytes_per_token = c.drafter.kv_bytes_per_token_per_gpu(c.tp);
   return s;
 }
 

@@ -28,4 +28,23 @@ PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
   return p;
 }
 
+SpecDecodeSummary spec_decode_summary(const Scheduler& scheduler) {
+  SpecDecodeSummary d;
+  const SpecDecodeStats* stats = scheduler.spec_decode_stats();
+  if (stats == nullptr) return d;
+  d.enabled = true;
+  d.method = scheduler.config().spec.method;
+  d.num_speculative_tokens = scheduler.config().spec.num_speculative_tokens;
+  d.counts = *stats;
+  return d;
+}
+
+void add_spec_decode(const SpecDecodeSummary& replica, SpecDecodeSummary& into) {
+  if (!replica.enabled) return;
+  into.enabled = true;
+  into.method = replica.method;
+  into.num_speculative_tokens = replica.num_speculative_tokens;
+  into.counts.add(replica.counts);
+}
+
 }  // namespace servesim

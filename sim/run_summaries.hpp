@@ -18,4 +18,9 @@ void keep_histogram(const MetricsCollector& metrics, RunResult& result);
 PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
                                         const std::vector<RequestRecord>& requests);
 
+// SCHEDULER's speculative-decoding counters (disabled without them).
+SpecDecodeSummary spec_decode_summary(const Scheduler& scheduler);
+// A fleet's: every replica's counters summed into INTO.
+void add_spec_decode(const SpecDecodeSummary& replica, SpecDecodeSummary& into);
+
 }  // namespace servesim

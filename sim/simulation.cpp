@@ -41,6 +41,36 @@ void resolve_model(SimConfig& c) {
   }
 }
 
+// Speculative decoding: vLLM V1's, with its drafter; a draft model's own slots come out of the
+// token budget (VllmConfig: max_num_scheduled_tokens = max_num_batched_tokens -
+// max_num_new_slots_for_drafting x max_num_seqs, one slot per request for a draft model).
+void resolve_speculative(SimConfig& c) {
+  SchedulerConfig& s = c.scheduler;
+  if (!s.spec.enabled()) {
+    s.max_num_scheduled_tokens = 0;
+    return;
+  }
+  if (!v1_scheduler(s.policy)) {
+    throw Error("speculative-config", std::string("is modelled for vllm-v1 (vLLM V1's "
+                                                  "scheduler), not ") +
+                                          policy_name(s.policy));
+  }
+  if (s.spec.num_speculative_tokens > kMaxSpecTokens) {
+    throw Error("speculative-config.num_speculative_tokens",
+                "must be in [1, " + std::to_string(kMaxSpecTokens) + "]");
+  }
+  if (c.drafter.method != s.spec.method) throw Error("speculative-config", "has no drafter");
+  s.max_num_scheduled_tokens = s.max_num_batched_tokens;
+  if (s.spec.method == SpecMethod::kDraftModel) {
+    s.max_num_scheduled_tokens -= s.max_num_seqs;
+    if (s.max_num_scheduled_tokens <= 0) {
+      throw Error("max-num-batched-tokens",
+                  "a draft model drafts in one slot per sequence: max_num_batched_tokens must "
+                  "exceed max_num_seqs (vLLM refuses it)");
+    }
+  }
+}
+
 // The token budget's default and the budgets' ranges. vLLM also refuses max_num_batched_tokens
 // below max_model_len without chunking, or below max_num_seqs (vllm/config.py SchedulerConfig.
 // _verify_args); servesim runs both, for sweeps (docs/manual/schedulers.md).
@@ -56,6 +86,7 @@ void resolve_scheduler(SimConfig& c) {
   }
   if (s.max_num_seqs == 0) s.max_num_seqs = default_max_num_seqs(c.engine, large);
   check_scheduler_values(s);
+  resolve_speculative(c);
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
@@ -169,6 +200,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.tp,
                                    c.gpu.hbm_bytes_per_s() * c.tp, scheduler->usable_blocks());
   result.summary.prefix_cache = prefix_cache_summary(*scheduler, result.requests);
+  result.summary.spec_decode = spec_decode_summary(*scheduler);
   if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);

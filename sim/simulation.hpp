@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "models/calibration.hpp"
+#include "models/drafter.hpp"
 #include "models/engine.hpp"
 #include "models/gpu.hpp"
 #include "models/hardware.hpp"
@@ -36,6 +37,8 @@ struct SimConfig {
   ModelSpec model;
   int tp = 1;
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
+  // Speculative decoding's drafter (scheduler.spec says how many drafts and their acceptance).
+  Drafter drafter;
   // The engine runtime the policy runs on: the policy's own (default_engine) unless ENGINE_GIVEN.
   Engine engine = Engine::kV0;
   bool engine_given = false;

@@ -39,7 +39,7 @@ inline SchedulerConfig config(const std::string& policy, int64_t budget, int64_t
 
 // Applies the scheduler's current batch as the host does, once its step has run.
 inline void complete_step(Scheduler& s) {
-  s.update_from_output([](uint32_t, bool, bool) {});
+  s.update_from_output([](uint32_t, int32_t, bool, bool) {});
 }
 
 // (id, new tokens) pairs of the current batch, in batch order.

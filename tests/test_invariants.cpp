@@ -89,7 +89,7 @@ std::string drive(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed,
       check(bm.blocks_for(q.num_computed_tokens + sh.new_tokens) <= q.blocks,
             "computes without a slot");
     }
-    s.update_from_output([&](uint32_t id, bool first, bool done) {
+    s.update_from_output([&](uint32_t id, int32_t, bool first, bool done) {
       check(first == (s.seq(id).generated == 1), "first token flag");
       if (!done) return;
       ++finished;

@@ -99,7 +99,7 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
     }
     // Scheduling ahead, the output waits until two batches are in flight.
     if (ahead && !b.empty() && s.batches_in_flight() < 2) continue;
-    s.update_from_output([&](uint32_t id, bool first, bool done) {
+    s.update_from_output([&](uint32_t id, int32_t, bool first, bool done) {
       check(first == (s.seq(id).generated == 1), "first token flag");
       if (!done) return;
       ++finished;

@@ -133,7 +133,7 @@ class V0Replay {
 
   void update(json& rec) {
     std::vector<uint32_t> finished;
-    sched_.update_from_output([&](uint32_t id, bool, bool done) {
+    sched_.update_from_output([&](uint32_t id, int32_t, bool, bool done) {
       if (done) finished.push_back(id);
     });
     rec["finished"] = finished_json(finished, sched_, reqs_);

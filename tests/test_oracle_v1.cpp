@@ -195,7 +195,7 @@ class Replay {
     const bool nonempty = queue_.front();
     queue_.erase(queue_.begin());
     if (nonempty) {
-      sched_.update_from_output([&](uint32_t id, bool, bool done) {
+      sched_.update_from_output([&](uint32_t id, int32_t, bool, bool done) {
         if (done) finished.push_back(id);
       });
     }

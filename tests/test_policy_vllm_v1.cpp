@@ -372,7 +372,7 @@ TEST_CASE("vllm-v1: scheduled ahead, a sampling request holds a placeholder for 
   CHECK(s.batches_in_flight() == 2);
   CHECK(s.used_blocks() == 3);  // 0: 5 tokens in 2 blocks; 1: 1 block, held until X is applied
   std::vector<std::pair<uint32_t, bool>> tokens;
-  auto record = [&](uint32_t id, bool, bool done) { tokens.emplace_back(id, done); };
+  auto record = [&](uint32_t id, int32_t, bool, bool done) { tokens.emplace_back(id, done); };
   s.update_from_output(record);  // X: a token each; 1 finishes and frees its block
   CHECK(tokens == std::vector<std::pair<uint32_t, bool>>{{0, false}, {1, true}});
   CHECK(s.seq(0).generated == 1);

@@ -1,0 +1,223 @@
+#include "analysis/engine_options.hpp"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+
+#include "scheduler/spec_decode.hpp"
+#include "util/error.hpp"
+#include "util/format.hpp"
+#include "util/lookup.hpp"
+#include "util/text_input.hpp"
+
+namespace servesim {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kSpec = "speculative-config";
+
+std::string key_field(const std::string& key) {
+  return std::string(kSpec) + "." + key;
+}
+
+// TEXT as a JSON object (Error naming FLAG otherwise).
+json parse_object(const std::string& text, const std::string& flag) {
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) throw Error(flag, "is not valid JSON: " + text.substr(0, 200));
+  if (!j.is_object()) throw Error(flag, "must be a JSON object {\"key\": value, ...}");
+  return j;
+}
+
+// The integer at KEY of J, in [LO, HI] (Error naming FLAG.KEY otherwise).
+int64_t integer_at(const json& j, const std::string& key, int64_t lo, int64_t hi,
+                   const std::string& flag) {
+  const json& v = j.at(key);
+  if (!v.is_number_integer() && !v.is_number_unsigned()) {
+    throw Error(flag + "." + key, "must be an integer");
+  }
+  const int64_t x = v.is_number_unsigned() && v.get<uint64_t>() > uint64_t(INT64_MAX)
+                        ? INT64_MAX
+                        : v.get<int64_t>();
+  if (x < lo || x > hi) {
+    throw Error(flag + "." + key, format("must be in [%lld, %lld]", (long long)lo, (long long)hi));
+  }
+  return x;
+}
+
+double number_at(const json& v, const std::string& field) {
+  if (!v.is_number()) throw Error(field, "must be a number");
+  return v.get<double>();
+}
+
+std::string string_at(const json& j, const std::string& key, const std::string& flag) {
+  const json& v = j.at(key);
+  if (!v.is_string()) throw Error(flag + "." + key, "must be a string");
+  return v.get<std::string>();
+}
+
+// vLLM's SpeculativeConfig without a method: the draft's name says it (an EAGLE head's
+// checkpoint names itself), else a draft model.
+SpecMethod method_from_model(const std::string& model) {
+  const std::string m = lowercase(model);
+  if (m.find("eagle3") != std::string::npos) return SpecMethod::kEagle3;
+  if (m.find("eagle") != std::string::npos) return SpecMethod::kEagle;
+  if (m.find("mtp") != std::string::npos) return SpecMethod::kMtp;
+  return SpecMethod::kDraftModel;
+}
+
+// Per-position rates from vLLM's synthetic_acceptance_length L (in [1, k + 1]): positions
+// accepted in full up to L - 1, one fractional position, then none (_acceptance_length_to_rates).
+std::vector<double> rates_from_length(double length, int k) {
+  if (!(length >= 1 && length <= k + 1)) {
+    throw Error(key_field("synthetic_acceptance_length"),
+                format("must be in [1, num_speculative_tokens + 1 = %d]", k + 1));
+  }
+  std::vector<double> rates(size_t(k), 0.0);
+  double left = length - 1;
+  for (int i = 0; i < k && left > 0; ++i) {
+    rates[size_t(i)] = std::min(1.0, left);
+    left -= rates[size_t(i)];
+  }
+  return rates;
+}
+
+// RATES checked: K of them, each in [0, 1], non-increasing (an unconditional rate cannot grow
+// with the position).
+void check_rates(const std::vector<double>& rates, int k, const std::string& field) {
+  if (int(rates.size()) != k) {
+    throw Error(field, format("needs one rate per draft position: %d, got %zu", k, rates.size()));
+  }
+  for (size_t i = 0; i < rates.size(); ++i) {
+    if (!(rates[i] >= 0 && rates[i] <= 1)) throw Error(field, "rates must be in [0, 1]");
+    if (i > 0 && rates[i] > rates[i - 1]) {
+      throw Error(field,
+                  "per-position rates must not increase: position i is accepted only if every "
+                  "position before it is");
+    }
+  }
+}
+
+// --spec-acceptance-rate: one conditional rate A (position i: A^i) or per-position rates.
+std::vector<double> rates_from_flag(const std::string& text, int k) {
+  const std::string field = "spec-acceptance-rate";
+  std::vector<double> values;
+  std::string_view rest = text;
+  while (true) {
+    const size_t comma = rest.find(',');
+    double v = 0;
+    if (!parse_double(trim(rest.substr(0, comma)), v)) {
+      throw Error(field, "expected a rate A, or per-position rates A1,A2,..., got '" +
+                             text.substr(0, 80) + "'");
+    }
+    values.push_back(v);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (values.size() == 1 && k > 1) {
+    if (!(values[0] >= 0 && values[0] <= 1)) throw Error(field, "must be in [0, 1]");
+    std::vector<double> rates;
+    double r = 1;
+    for (int i = 0; i < k; ++i)
+      rates.push_back(r *= values[0]);
+    return rates;
+  }
+  check_rates(values, k, field);
+  return values;
+}
+
+}  // namespace
+
+SpeculativeOptions parse_speculative_config(const std::string& text,
+                                            const std::string& acceptance) {
+  SpeculativeOptions o;
+  if (trim(text).empty()) {
+    if (!trim(acceptance).empty()) {
+      throw Error("spec-acceptance-rate", "needs --speculative-config");
+    }
+    return o;
+  }
+  const json j = parse_object(text, kSpec);
+  static const std::set<std::string> known = {
+      "method", "num_speculative_tokens", "model", "draft_tensor_parallel_size",
+      "rejection_sample_method", "synthetic_acceptance_rates", "synthetic_acceptance_length",
+      // Taken and changing nothing servesim models.
+      "prompt_lookup_min", "prompt_lookup_max", "draft_sample_method",
+      "disable_padded_drafter_batch", "quantization", "revision", "max_model_len", "enforce_eager",
+      "attention_backend"};
+  for (const auto& [key, value] : j.items()) {
+    if (key == "parallel_drafting") {
+      throw Error(key_field(key), "parallel drafting (PARD, DFlash) is not modelled");
+    }
+    if (key == "tensor_parallel_size") {
+      throw Error(key_field(key), "vLLM's key is draft_tensor_parallel_size");
+    }
+    if (!known.count(key)) throw Error(key_field(key), "is not a key servesim knows");
+  }
+  if (j.contains("model")) o.model = string_at(j, "model", kSpec);
+  if (j.contains("method")) {
+    o.method = parse_spec_method(string_at(j, "method", kSpec), key_field("method"));
+  } else if (!o.model.empty()) {
+    o.method = method_from_model(o.model);
+  } else {
+    throw Error(key_field("method"), "is needed without a model (ngram, eagle, eagle3, mtp)");
+  }
+  if (o.method == SpecMethod::kDraftModel && o.model.empty()) {
+    throw Error(key_field("model"), "method draft_model needs the draft model (a catalogue name)");
+  }
+  if (!j.contains("num_speculative_tokens")) {
+    throw Error(key_field("num_speculative_tokens"), "is needed (the drafts per step, k)");
+  }
+  o.num_speculative_tokens = int(integer_at(j, "num_speculative_tokens", 1, kMaxSpecTokens, kSpec));
+  const int k = o.num_speculative_tokens;
+  if (j.contains("draft_tensor_parallel_size")) {
+    integer_at(j, "draft_tensor_parallel_size", 1, 64, kSpec);
+  }
+  const bool synthetic =
+      j.contains("synthetic_acceptance_rates") || j.contains("synthetic_acceptance_length");
+  if (j.contains("rejection_sample_method")) {
+    const std::string m = string_at(j, "rejection_sample_method", kSpec);
+    if (m != "synthetic" && m != "standard") {
+      throw Error(key_field("rejection_sample_method"), "expected synthetic or standard");
+    }
+    if (m == "synthetic" && !synthetic) {
+      throw Error(key_field("rejection_sample_method"),
+                  "synthetic needs synthetic_acceptance_rates or synthetic_acceptance_length");
+    }
+  }
+  if (j.contains("synthetic_acceptance_rates") && j.contains("synthetic_acceptance_length")) {
+    throw Error(key_field("synthetic_acceptance_length"),
+                "give synthetic_acceptance_rates or synthetic_acceptance_length, not both");
+  }
+  const bool flag = !trim(acceptance).empty();
+  if (synthetic && flag) {
+    throw Error("spec-acceptance-rate",
+                "contradicts the synthetic acceptance of "
+                "--speculative-config");
+  }
+  if (j.contains("synthetic_acceptance_rates")) {
+    const json& v = j.at("synthetic_acceptance_rates");
+    const std::string field = key_field("synthetic_acceptance_rates");
+    if (!v.is_array()) throw Error(field, "must be a list of rates");
+    for (const json& r : v)
+      o.acceptance_rates.push_back(number_at(r, field));
+    check_rates(o.acceptance_rates, k, field);
+  } else if (j.contains("synthetic_acceptance_length")) {
+    o.acceptance_rates = rates_from_length(
+        number_at(j.at("synthetic_acceptance_length"), key_field("synthetic_acceptance_length")),
+        k);
+  } else if (flag) {
+    o.acceptance_rates = rates_from_flag(acceptance, k);
+  } else {
+    throw Error("spec-acceptance-rate",
+                "servesim draws how many drafts are accepted: give --spec-acceptance-rate A (each "
+                "draft accepted with probability A after the ones before it) or per-position "
+                "rates, or synthetic_acceptance_rates / synthetic_acceptance_length in "
+                "--speculative-config");
+  }
+  return o;
+}
+
+}  // namespace servesim
