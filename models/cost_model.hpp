@@ -30,6 +30,7 @@ struct StepCost {
          cpu_overhead_s = 0;
   double engine_s = 0;  // the engine's GPU-side step work outside the model
   double draft_s = 0;   // a speculative drafter's passes after sampling (models/spec_decode_cost)
+  double kv_transfer_s = 0;  // KV copies to and from the CPU tier the step waits for (LMCache)
 };
 
 class CostModel {

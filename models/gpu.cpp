@@ -41,29 +41,30 @@ const std::vector<GpuSpec>& gpu_catalogue() {
   // From the vendors' datasheets: dense BF16 TFLOP/s, memory, HBM GB/s, GPU-to-GPU GB/s in one
   // direction (half the datasheet's bidirectional figure), dense FP8 TFLOP/s (0: no FP8 tensor
   // cores), network GB/s per GPU in one direction (the NIC of the vendor's reference system:
-  // ConnectX-6 HDR 200 Gb/s per A100, ConnectX-7 NDR 400 Gb/s per H100/H200/B200).
+  // ConnectX-6 HDR 200 Gb/s per A100, ConnectX-7 NDR 400 Gb/s per H100/H200/B200), the host
+  // link in one direction (PCIe Gen4 x16: 32 GB/s; Gen5 x16: 64 GB/s; B200 hosts are Gen5).
   using A = GpuArch;
   static const std::vector<GpuSpec> gpus = {
-      {"a100-40g", "NVIDIA A100 SXM4 40GB", A::kAmpere, 312, 40, 1555, 300, 0, 25},
-      {"a100-80g", "NVIDIA A100 SXM4 80GB", A::kAmpere, 312, 80, 2039, 300, 0, 25},
+      {"a100-40g", "NVIDIA A100 SXM4 40GB", A::kAmpere, 312, 40, 1555, 300, 0, 25, 32},
+      {"a100-80g", "NVIDIA A100 SXM4 80GB", A::kAmpere, 312, 80, 2039, 300, 0, 25, 32},
       // PCIe cards without an NVLink bridge talk over PCIe Gen4 x16: 32 GB/s each way.
-      {"a100-80g-pcie", "NVIDIA A100 80GB PCIe", A::kAmpere, 312, 80, 1935, 32, 0, 25},
+      {"a100-80g-pcie", "NVIDIA A100 80GB PCIe", A::kAmpere, 312, 80, 1935, 32, 0, 25, 32},
       // CUDA reports 79.22 GiB of the 80 GiB of HBM3 (vLLM 0.15.1 logs on H100 SXM).
-      {"h100-sxm", "NVIDIA H100 SXM5 80GB", A::kHopper, 989.4, 79.22, 3350, 450, 1978.9, 50},
+      {"h100-sxm", "NVIDIA H100 SXM5 80GB", A::kHopper, 989.4, 79.22, 3350, 450, 1978.9, 50, 64},
       // An NVLink bridge joins two cards at most; a TP group beyond a pair crosses PCIe Gen5 x16
       // (64 GB/s each way), which is what the catalogue assumes.
-      {"h100-pcie", "NVIDIA H100 PCIe 80GB", A::kHopper, 756, 80, 2000, 64, 1513, 50},
+      {"h100-pcie", "NVIDIA H100 PCIe 80GB", A::kHopper, 756, 80, 2000, 64, 1513, 50, 64},
       // The NVL card: 94 GB of HBM3 at 3.9 TB/s, lower clocks than the SXM part, bridged pairs.
-      {"h100-nvl", "NVIDIA H100 NVL 94GB", A::kHopper, 835, 94, 3900, 300, 1670, 50},
-      {"h200-sxm", "NVIDIA H200 SXM 141GB", A::kHopper, 989.4, 141, 4800, 450, 1978.9, 50},
-      {"h200-nvl", "NVIDIA H200 NVL 141GB", A::kHopper, 835, 141, 4800, 450, 1670, 50},
+      {"h100-nvl", "NVIDIA H100 NVL 94GB", A::kHopper, 835, 94, 3900, 300, 1670, 50, 64},
+      {"h200-sxm", "NVIDIA H200 SXM 141GB", A::kHopper, 989.4, 141, 4800, 450, 1978.9, 50, 64},
+      {"h200-nvl", "NVIDIA H200 NVL 141GB", A::kHopper, 835, 141, 4800, 450, 1670, 50, 64},
       // GDDR6 is sized in decimal GB: 48 GB and 24 GB are 45 and 22.5 GiB (nvidia-smi shows
       // 46068 and 23034 MiB). No NVLink: PCIe Gen4 x16, 32 GB/s each way.
-      {"l40s", "NVIDIA L40S 48GB (PCIe)", A::kAda, 362, 45, 864, 32, 733, 25},
-      {"l4", "NVIDIA L4 24GB (PCIe)", A::kAda, 121, 22.5, 300, 32, 242.5, 25},
+      {"l40s", "NVIDIA L40S 48GB (PCIe)", A::kAda, 362, 45, 864, 32, 733, 25, 32},
+      {"l4", "NVIDIA L4 24GB (PCIe)", A::kAda, 121, 22.5, 300, 32, 242.5, 25, 32},
       // Infinity Fabric: 7 links of 64 GB/s each way to the other 7 GPUs of the platform.
-      {"mi300x", "AMD Instinct MI300X 192GB", A::kCdna3, 1307.4, 192, 5300, 448, 2614.9, 50},
-      {"b200", "NVIDIA B200 180GB", A::kBlackwell, 2250, 180, 8000, 900, 4500, 50},
+      {"mi300x", "AMD Instinct MI300X 192GB", A::kCdna3, 1307.4, 192, 5300, 448, 2614.9, 50, 64},
+      {"b200", "NVIDIA B200 180GB", A::kBlackwell, 2250, 180, 8000, 900, 4500, 50, 64},
   };
   return gpus;
 }
@@ -138,6 +139,7 @@ GpuSpec load_gpu_file(const std::string& path) {
                              {"interconnect_gb_per_s", &g.interconnect_gb_per_s, true},
                              {"fp8_tflops", &g.fp8_tflops},
                              {"network_gb_per_s", &g.network_gb_per_s},
+                             {"host_link_gb_per_s", &g.host_link_gb_per_s},
                              {"cost_per_hour", &g.cost_per_hour}});
   try {
     g.arch = parse_arch(arch);
@@ -145,11 +147,9 @@ GpuSpec load_gpu_file(const std::string& path) {
     throw Error(path, ini_line_of(path, "arch"), "arch", e.reason());
   }
   const std::pair<const char*, double> fields[] = {
-      {"bf16_tflops", g.bf16_tflops},
-      {"hbm_gib", g.hbm_gib},
-      {"hbm_gb_per_s", g.hbm_gb_per_s},
-      {"interconnect_gb_per_s", g.interconnect_gb_per_s},
-      {"network_gb_per_s", g.network_gb_per_s}};
+      {"bf16_tflops", g.bf16_tflops},           {"hbm_gib", g.hbm_gib},
+      {"hbm_gb_per_s", g.hbm_gb_per_s},         {"interconnect_gb_per_s", g.interconnect_gb_per_s},
+      {"network_gb_per_s", g.network_gb_per_s}, {"host_link_gb_per_s", g.host_link_gb_per_s}};
   for (const auto& [field, v] : fields) {
     // 1e-3 (a thousandth of a GFLOP/s, a MB of memory) is far below any accelerator and keeps
     // step times finite; 1e7 is far above any and keeps byte counts exact in int64.

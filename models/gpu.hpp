@@ -42,6 +42,9 @@ struct GpuSpec {
   // The network to other nodes, per GPU, one direction, GB/s: a ConnectX-7 (400 Gb/s) per GPU is
   // 50. Disaggregated prefill sends KV over it when the pools are on different nodes.
   double network_gb_per_s = 25;
+  // The link to host memory (PCIe x16), per GPU, one direction, GB/s: Gen4's 32, Gen5's 64. KV
+  // offload to CPU memory copies over it (at host_dma_efficiency of it).
+  double host_link_gb_per_s = 32;
   // Dollars per GPU-hour, for `servesim capacity`'s cost columns: optional in a GPU file, NaN
   // when unknown (the catalogue has no prices: they differ between clouds and contracts).
   double cost_per_hour = NAN;
@@ -52,6 +55,12 @@ struct GpuSpec {
   double hbm_bytes() const { return hbm_gib * 1024.0 * 1024.0 * 1024.0; }
   double hbm_bytes_per_s() const { return hbm_gb_per_s * 1e9; }
   double interconnect_bytes_per_s() const { return interconnect_gb_per_s * 1e9; }
+  // What a DMA copy between pinned host memory and the GPU reaches on the host link.
+  double host_dma_bytes_per_s() const { return host_link_gb_per_s * 1e9 * kHostDmaEfficiency; }
+  // CUDA's bandwidthTest with pinned memory reaches 24-26 GB/s each way on PCIe Gen4 x16 (A100)
+  // and 52-55 GB/s on Gen5 x16 (H100): about 0.82 of the link rate, after PCIe's packet
+  // overheads.
+  static constexpr double kHostDmaEfficiency = 0.82;
 };
 
 // The built-in catalogue, in the order `servesim list gpus` prints it.

@@ -186,6 +186,7 @@ int64_t KvCacheManager::get_computed_blocks(uint32_t id, const SeqState& s) {
     hits_.push_back(b);
     parent = h;
   }
+  if (drop_last_hit_ && !hits_.empty()) hits_.pop_back();
   const int64_t hit_tokens = int64_t(hits_.size()) * block_size_;
   // PrefixCacheStats.record(num_tokens, num_hits, preempted).
   if (s.preemptions > 0) {
@@ -223,8 +224,8 @@ int64_t KvCacheManager::num_evictable_hits() const {
 
 bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
                                          int64_t num_new_computed_tokens,
-                                         bool full_sequence_must_fit,
-                                         int64_t num_lookahead_tokens) {
+                                         bool full_sequence_must_fit, int64_t num_lookahead_tokens,
+                                         bool delay_cache) {
   assert(num_new_tokens > 0);
   const bool with_hits = num_new_computed_tokens > 0;
   assert(!with_hits || num_new_computed_tokens == int64_t(hits_.size()) * block_size_);
@@ -268,9 +269,12 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
     t.blocks.push_back(b);
   }
   keep(s, t);
-  // "cap the number at request.num_tokens": only tokens that exist are cached.
-  cache_tokens(id, s, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
   hits_.clear();
+  // "P/D: delay caching blocks if we have to recv from remote"; else "cap the number at
+  // request.num_tokens": only tokens that exist are cached.
+  if (!delay_cache) {
+    cache_tokens(id, s, std::min<int64_t>(total_computed + num_new_tokens, s.num_tokens()));
+  }
   return true;
 }
 

@@ -58,15 +58,22 @@ class KvCacheManager {
 
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
 
+  // An EAGLE-family drafter (eagle, eagle3, mtp) runs with the KV: a hit loses its last block
+  // (FullAttentionManager.find_longest_cache_hit with use_eagle: "computed.pop()"), whose
+  // hidden states the drafter needs recomputed.
+  void set_drop_last_hit_block(bool drop) { drop_last_hit_ = drop; }
+
   // get_computed_blocks: the tokens of request ID (state S, computing nothing yet) found in the
-  // cache, block-aligned and at most num_tokens - 1; remembers the blocks for the next
+  // cache, block-aligned and at most num_tokens - 1 (less a block for EAGLE); remembers the
+  // blocks for the next
   // allocate_slots. Records the query and hits as vLLM's PrefixCacheStats does (every call, a
   // request retried while waiting counting again; a preempted request's apart).
   int64_t get_computed_blocks(uint32_t id, const SeqState& s);
 
   // allocate_slots: blocks for S's computed tokens plus NUM_NEW_TOKENS and NUM_LOOKAHEAD_TOKENS
   // (slots for a speculative drafter's proposals), the cache hit of the last get_computed_blocks
-  // included when NUM_NEW_COMPUTED_TOKENS > 0 (a new request). With
+  // included when NUM_NEW_COMPUTED_TOKENS > 0 (a new request). DELAY_CACHE: the new blocks are
+  // not cached yet (their KV is still loading: delay_cache_blocks). With
   // FULL_SEQUENCE_MUST_FIT, also refuses unless every known token of S would fit now (vLLM's
   // scheduler_reserve_full_isl admission gate). False, changing nothing, when the free blocks do
   // not suffice. Keeps S.blocks and S.next_cached_block_end (S: ID's state, the one given for ID
@@ -76,7 +83,7 @@ class KvCacheManager {
   // reads only S.
   bool allocate_slots(uint32_t id, SeqState& s, int64_t num_new_tokens,
                       int64_t num_new_computed_tokens, bool full_sequence_must_fit,
-                      int64_t num_lookahead_tokens = 0) {
+                      int64_t num_lookahead_tokens = 0, bool delay_cache = false) {
     if (num_new_computed_tokens == 0 && !full_sequence_must_fit) {
       // num_new_tokens > 0, so a request that holds no block never passes.
       const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
@@ -86,7 +93,7 @@ class KvCacheManager {
       }
     }
     return allocate_new_blocks(id, s, num_new_tokens, num_new_computed_tokens,
-                               full_sequence_must_fit, num_lookahead_tokens);
+                               full_sequence_must_fit, num_lookahead_tokens, delay_cache);
   }
 
   // cache_blocks(request, NUM_TOKENS): registers the full blocks among request ID's (state S)
@@ -196,11 +203,12 @@ class KvCacheManager {
   // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate.
   bool allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
                            int64_t num_new_computed_tokens, bool full_sequence_must_fit,
-                           int64_t num_lookahead_tokens);
+                           int64_t num_lookahead_tokens, bool delay_cache);
   int64_t num_evictable_hits() const;
 
   int block_size_;
   bool caching_;
+  bool drop_last_hit_ = false;
   int64_t max_model_len_;
   const BlockHasher* hasher_;
   KvEventSink* sink_ = nullptr;

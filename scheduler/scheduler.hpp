@@ -24,6 +24,7 @@
 
 #include "scheduler/batch.hpp"
 #include "scheduler/block_hasher.hpp"
+#include "scheduler/kv_offload.hpp"
 #include "scheduler/policy.hpp"
 #include "scheduler/request_queue.hpp"
 #include "scheduler/sequence.hpp"
@@ -55,6 +56,8 @@ struct SchedulerConfig {
   bool reserve_full_isl = true;  // vLLM scheduler_reserve_full_isl
   // vLLM V1's speculative decoding (--speculative-config; scheduler/spec_decode.hpp).
   SpecDecodeConfig spec;
+  // vLLM V1's KV offload to CPU memory (--kv-offloading-size; scheduler/kv_offload.hpp).
+  KvOffloadConfig offload;
   // The tokens one step may schedule: vLLM's max_num_scheduled_tokens, max_num_batched_tokens
   // less the slots a draft model drafts in (VllmConfig: max_num_batched_tokens -
   // max_num_new_slots_for_drafting x max_num_seqs). 0: max_num_batched_tokens.
@@ -123,6 +126,12 @@ class Scheduler {
   virtual const KvCacheManager* kv_cache_manager() const { return nullptr; }
   // Where V1's prefix cache reports its KV events; nothing on V0 (no prefix cache).
   virtual void set_kv_event_sink(KvEventSink* /*sink*/) {}
+  // KV offload to the CPU tier (vLLM V1's OffloadingConnector, scheduler/kv_offload.hpp; null
+  // without it): the connector, the copies the last schedule() asked for (to run from the start
+  // of its step), and their completion, oldest first in each direction.
+  virtual const KvOffloadConnector* kv_offload() const { return nullptr; }
+  virtual std::span<const KvTransfer> kv_transfers() const { return {}; }
+  virtual void kv_transfers_done(size_t /*loads*/, size_t /*stores*/) {}
   // Speculative decoding's counters (vLLM V1's SpecDecodingStats); null without it.
   virtual const SpecDecodeStats* spec_decode_stats() const { return nullptr; }
   // Tokens this step found in the prefix cache (new requests' hits).

@@ -3,7 +3,7 @@
 // computed, its KV block table size and its status. It is the one owner of a request's state: the
 // run's per-request records (sim/metrics.hpp) extend it with timestamps.
 // Promises: 0 <= num_computed_tokens <= num_tokens() + placeholders; generated <= output_tokens; a
-// request holds blocks only while running.
+// request holds blocks only while running or while its KV loads from the CPU tier.
 #pragma once
 
 #include <climits>
@@ -12,9 +12,12 @@
 namespace servesim {
 
 enum class SeqStatus : uint8_t {
-  kPending,   // not arrived yet
-  kWaiting,   // in `waiting` (new, or preempted and waiting to recompute)
-  kRunning,   // in `running`: holds KV blocks
+  kPending,  // not arrived yet
+  kWaiting,  // in `waiting` (new, or preempted and waiting to recompute)
+  kRunning,  // in `running`: holds KV blocks
+  // vLLM V1's WAITING_FOR_REMOTE_KVS: in `skipped_waiting`, holding the KV blocks a transfer
+  // from the CPU tier is filling (scheduler/kv_offload.hpp).
+  kWaitingForRemoteKvs,
   kFinished,  // all output tokens emitted
   kRejected,  // will never run; see RejectReason
 };

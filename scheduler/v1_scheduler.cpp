@@ -4,54 +4,12 @@
 
 namespace servesim {
 
-namespace {
-
-// vLLM's PriorityRequestQueue order, Request.__lt__: (priority, arrival_time,
-// request_id), ids standing for request ids. A heap with this comparison keeps the smallest on
-// top.
-struct LaterOrLowerPriority {
-  std::span<const SeqState> seqs;
-  bool operator()(uint32_t a, uint32_t b) const {
-    const SeqState &sa = seqs[a], &sb = seqs[b];
-    if (sa.priority != sb.priority) return sa.priority > sb.priority;
-    if (sa.workload_arrival_s != sb.workload_arrival_s)
-      return sa.workload_arrival_s > sb.workload_arrival_s;
-    return a > b;
-  }
-};
-
-}  // namespace
-
-uint32_t V1Scheduler::waiting_front() const {
-  return waiting_heap_.empty() ? waiting_.front() : waiting_heap_.front();
-}
-
-void V1Scheduler::waiting_pop_front() {
-  if (config_.scheduling_policy == WaitingOrder::kPriority) {
-    std::pop_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
-    waiting_heap_.pop_back();
-  } else {
-    waiting_.pop_front();
-  }
-}
-
-void V1Scheduler::waiting_push_front(uint32_t id) {
-  // _preempt_request: self.waiting.prepend_request(request); under the priority policy the queue
-  // is a heap and "prepend" is a push.
-  if (config_.scheduling_policy == WaitingOrder::kPriority) {
-    waiting_heap_.push_back(id);
-    std::push_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
-  } else {
-    waiting_.push_front(id);
-  }
-}
-
 void V1Scheduler::waiting_remove(uint32_t id) {
-  if (config_.scheduling_policy == WaitingOrder::kPriority) {
-    waiting_heap_.erase(std::find(waiting_heap_.begin(), waiting_heap_.end(), id));
-    std::make_heap(waiting_heap_.begin(), waiting_heap_.end(), LaterOrLowerPriority{seqs_});
-  } else {
-    waiting_.remove_if([id](uint32_t r) { return r == id; });
+  for (WaitingQueue* q : {&waiting_, &skipped_}) {
+    if (q->contains(id)) {
+      q->remove(id, seqs_);
+      return;
+    }
   }
 }
 
@@ -60,16 +18,26 @@ V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, 
     : Scheduler(config, num_requests),
       kv_(num_gpu_blocks, config.block_size, config.enable_prefix_caching, config.max_model_len,
           hasher, num_requests),
-      waiting_(64) {
+      waiting_(config.scheduling_policy == WaitingOrder::kPriority),
+      skipped_(config.scheduling_policy == WaitingOrder::kPriority) {
   assert(v1_scheduler(config.policy));
-  if (config_.scheduling_policy == WaitingOrder::kPriority) {
-    waiting_heap_.reserve(std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16));
+  const SpecMethod m = config.spec.enabled() ? config.spec.method : SpecMethod::kNone;
+  kv_.set_drop_last_hit_block(m == SpecMethod::kEagle || m == SpecMethod::kEagle3 ||
+                              m == SpecMethod::kMtp);
+  const size_t most = std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16);
+  waiting_.reserve(most);
+  skipped_.reserve(most);
+  step_skipped_.reserve(most);
+  if (config_.offload.enabled()) {
+    offload_ = std::make_unique<KvOffloadConnector>(config_.offload, config.block_size, hasher,
+                                                    config.enable_prefix_caching, num_requests);
   }
 }
 
 void V1Scheduler::reserve(size_t num_requests) {
   Scheduler::reserve(num_requests);
   kv_.reserve(num_requests);
+  if (offload_) offload_->reserve(num_requests);
 }
 
 RejectReason V1Scheduler::engine_reject(const SeqState&, int64_t lifetime) const {
@@ -86,11 +54,7 @@ RejectReason V1Scheduler::engine_reject(const SeqState&, int64_t lifetime) const
 }
 
 void V1Scheduler::enqueue(uint32_t id) {
-  if (config_.scheduling_policy == WaitingOrder::kPriority) {
-    waiting_push_front(id);  // a heap: the position is the priority's
-  } else {
-    waiting_.push_back(id);
-  }
+  waiting_.push_back(id, seqs_);
 }
 
 void V1Scheduler::free_request(uint32_t id) {
@@ -99,15 +63,22 @@ void V1Scheduler::free_request(uint32_t id) {
 
 void V1Scheduler::release(uint32_t id, bool preempted) {
   kv_.free(id, seqs_[id], preempted);
+  if (offload_) offload_->release(id, preempted);
 }
 
 void V1Scheduler::schedule_step() {
+  if (offload_) offload_->begin_step();
   int64_t token_budget = config_.token_budget();
   schedule_running(token_budget);
   // "Next, schedule the WAITING requests" only if nothing was preempted in this step.
   if (out_.preempted.empty()) schedule_waiting(token_budget);
   assert(token_budget >= 0);
   assert(int64_t(running_.size()) <= config_.max_num_seqs);
+  // build_connector_meta: the scheduled requests' new full blocks go to the CPU tier.
+  if (offload_) {
+    for (uint32_t id : building().ids())
+      offload_->store(id, seqs_[id]);
+  }
 }
 
 void V1Scheduler::schedule_tokens(uint32_t id, int64_t new_tokens) {
@@ -206,7 +177,7 @@ void V1Scheduler::preempt(uint32_t id) {
   release(id, /*preempted=*/true);
   mark_preempted(id);
   seqs_[id].spec_tokens = 0;  // _preempt_request: request.spec_token_ids = []
-  waiting_push_front(id);
+  waiting_.push_front(id, seqs_);
 }
 
 void V1Scheduler::schedule_running(int64_t& token_budget) {
@@ -266,36 +237,95 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
   }
 }
 
+WaitingQueue& V1Scheduler::next_waiting_queue() {
+  if (skipped_.empty()) return waiting_;
+  if (waiting_.empty() || !skipped_.priority()) return skipped_;
+  // PRIORITY: the better of the two heads.
+  return WaitingQueue::before(waiting_.front(), skipped_.front(), seqs_) ? waiting_ : skipped_;
+}
+
+void V1Scheduler::promote(uint32_t id) {
+  SeqState& s = seqs_[id];
+  kv_.cache_tokens(id, s, s.num_computed_tokens);
+  if (s.num_computed_tokens == s.num_tokens()) --s.num_computed_tokens;
+  s.status = SeqStatus::kWaiting;
+}
+
 void V1Scheduler::schedule_waiting(int64_t& token_budget) {
+  step_skipped_.clear();
   while (num_waiting() > 0 && token_budget > 0) {
     if (int64_t(running_.size()) == config_.max_num_seqs) break;
-    const uint32_t id = waiting_front();
+    WaitingQueue& queue = next_waiting_queue();
+    const uint32_t id = queue.front();
     SeqState& s = seqs_[id];
-    // A waiting request has computed nothing (a preempted one restarts from 0): look up the
-    // prefix cache.
-    const int64_t hit = kv_.get_computed_blocks(id, s);
-    // A KV connector's tokens beyond the local hit: allocated now, never computed here
-    // (Scheduler.schedule: num_computed_tokens = local + external).
-    const int64_t external = std::max<int64_t>(0, int64_t(s.external_tokens) - hit);
-    int64_t n = s.num_tokens() - hit - external;
-    const int64_t threshold = config_.long_prefill_token_threshold;
-    if (0 < threshold && threshold < n) n = threshold;
-    n = std::min(n, token_budget);
-    assert(n > 0);
-    if (!kv_.allocate_slots(id, s, external + n, hit, config_.reserve_full_isl)) break;
-    waiting_pop_front();
+    if (s.status == SeqStatus::kWaitingForRemoteKvs) {
+      if (!offload_->load_done(id)) {  // "still in WAITING_FOR_REMOTE_KVS state"
+        queue.pop_front(seqs_);
+        step_skipped_.push_back(id);
+        continue;
+      }
+      promote(id);
+    }
+    int64_t hit = 0, external = 0;
+    bool load_async = false;
+    if (s.num_computed_tokens == 0) {
+      // A waiting request has computed nothing (a preempted one restarts from 0): look up the
+      // prefix cache, then the CPU tier beyond its hit.
+      hit = kv_.get_computed_blocks(id, s);
+      if (offload_) {
+        external = offload_->matched_tokens(id, s, hit);
+        if (external < 0) {  // the connector cannot say yet: try again next step
+          queue.pop_front(seqs_);
+          step_skipped_.push_back(id);
+          continue;
+        }
+        load_async = external > 0 && config_.offload.async_load();
+      } else {
+        // A disaggregated prefill's KV beyond the local hit: allocated now, never computed here
+        // (Scheduler.schedule: num_computed_tokens = local + external).
+        external = std::max<int64_t>(0, int64_t(s.external_tokens) - hit);
+      }
+    }
+    // "KVTransfer: loading remote KV, do not allocate for new work"; else the tokens not computed.
+    int64_t n = 0;
+    if (!load_async) {
+      n = s.num_tokens() - s.num_computed_tokens - hit - external;
+      const int64_t threshold = config_.long_prefill_token_threshold;
+      if (0 < threshold && threshold < n) n = threshold;
+      n = std::min(n, token_budget);
+      assert(n > 0);
+    }
+    // A request resumed with KV already loaded drafts ahead like a running one.
+    const int64_t lookahead = s.num_computed_tokens == 0 ? 0 : config_.spec.lookahead();
+    if (!kv_.allocate_slots(id, s, external + n, hit, config_.reserve_full_isl, lookahead,
+                            /*delay_cache=*/load_async)) {
+      break;
+    }
+    if (offload_ && s.num_computed_tokens == 0) offload_->admitted(id, s, hit, external);
+    queue.pop_front(seqs_);
+    if (s.num_computed_tokens == 0) {
+      s.num_computed_tokens = static_cast<int32_t>(hit + external);
+      // vLLM's num_cached_tokens is set once, at the first scheduling.
+      if (s.cached_tokens < 0) s.cached_tokens = static_cast<int32_t>(hit);
+      step_cached_tokens_ += hit;
+    }
+    s.external_tokens = 0;  // once: after a preemption the request recomputes here
+    if (load_async) {
+      // WAITING_FOR_REMOTE_KVS: its blocks held, nothing computed until the load is done.
+      s.status = SeqStatus::kWaitingForRemoteKvs;
+      step_skipped_.push_back(id);
+      continue;
+    }
     running_.push_back(id);
     s.status = SeqStatus::kRunning;
     s.prefill_stage = true;
-    s.num_computed_tokens = static_cast<int32_t>(hit + external);
-    s.external_tokens = 0;  // once: after a preemption the request recomputes here
-    // vLLM's num_cached_tokens is set once, at the first scheduling.
-    if (s.cached_tokens < 0) s.cached_tokens = static_cast<int32_t>(hit);
-    step_cached_tokens_ += hit;
     out_.new_prefills.push_back(id);
     schedule_tokens(id, n);
     token_budget -= n;
   }
+  // "re-queue requests skipped in this pass ahead of older skipped items", in their order.
+  for (auto it = step_skipped_.rbegin(); it != step_skipped_.rend(); ++it)
+    skipped_.push_front(*it, seqs_);
 }
 
 }  // namespace servesim

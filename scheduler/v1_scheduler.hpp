@@ -1,15 +1,17 @@
 // V1Scheduler: vLLM V1's Scheduler.schedule() (vllm/v1/core/sched/scheduler.py at the revision of
 // scheduler/vllm_revision.hpp), policy vllm-v1, over V1's KV cache manager and its prefix cache,
-// with speculative decoding (scheduler/spec_decode.hpp); without encoders, LoRA or KV connectors
-// beyond a disaggregated prefill's external tokens. "There's no decoding phase nor prefill
+// with speculative decoding (scheduler/spec_decode.hpp) and KV offload to the CPU
+// (scheduler/kv_offload.hpp); without encoders or LoRA. "There's no decoding phase nor prefill
 // phase": each request just has tokens not yet computed (its drafts among them), and each step
 // gives them budget:
 //  - `running` first, in order: each its new tokens (capped by long_prefill_token_threshold and
 //    the budget); allocate_slots, and when it fails preempt the lowest-priority request (the
 //    tail of `running`, or under the priority policy the largest (priority, arrival)), itself
 //    last;
-//  - then, only if nothing was preempted, `waiting` (FCFS, or vLLM's PriorityRequestQueue): the
-//    prefix cache's hit, then allocate_slots, until the budget, max_num_seqs or the cache stops.
+//  - then, only if nothing was preempted, `skipped_waiting` and `waiting` (FCFS: the skipped
+//    first; priority: the better head): the prefix cache's hit, the CPU tier's (a request whose
+//    KV loads, or that must wait for it, is skipped to the next step), then allocate_slots,
+//    until the budget, max_num_seqs or the cache stops.
 // A scheduled request's tokens count as computed at once (_update_after_schedule), and one that
 // samples, under async scheduling (vllm/v1/core/sched/async_scheduler.py AsyncScheduler), holds a
 // placeholder for its token until the step's output is applied: the next step is scheduled
@@ -17,10 +19,13 @@
 // flight is not scheduled again.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "scheduler/kv_cache_manager.hpp"
+#include "scheduler/kv_offload.hpp"
 #include "scheduler/scheduler.hpp"
+#include "scheduler/waiting_queue.hpp"
 
 namespace servesim {
 
@@ -33,7 +38,7 @@ class V1Scheduler final : public Scheduler {
 
   void reserve(size_t num_requests) override;
   bool schedules_ahead() const override { return config_.async_scheduling; }
-  size_t num_waiting() const override { return waiting_.size() + waiting_heap_.size(); }
+  size_t num_waiting() const override { return waiting_.size() + skipped_.size(); }
   int64_t used_blocks() const override { return kv_.used_blocks(); }
   int64_t usable_blocks() const override { return kv_.usable_blocks(); }
   bool reset_prefix_cache() override { return kv_.reset_prefix_cache(); }
@@ -42,14 +47,26 @@ class V1Scheduler final : public Scheduler {
   const SpecDecodeStats* spec_decode_stats() const override {
     return config_.spec.enabled() ? &spec_stats_ : nullptr;
   }
+  const KvOffloadConnector* kv_offload() const override { return offload_.get(); }
+  std::span<const KvTransfer> kv_transfers() const override {
+    return offload_ ? offload_->transfers() : std::span<const KvTransfer>{};
+  }
+  void kv_transfers_done(size_t loads, size_t stores) override {
+    if (offload_) offload_->transfers_done(loads, stores);
+  }
 
   // FCFS: `waiting`, in order (under the priority policy it is a heap: use num_waiting()).
-  const RequestQueue& waiting() const { return waiting_; }
+  const RequestQueue& waiting() const { return waiting_.fifo(); }
+  // `skipped_waiting`: requests skipped by earlier steps (a KV load in flight), served first.
+  const WaitingQueue& skipped_waiting() const { return skipped_; }
 
  private:
   RejectReason engine_reject(const SeqState& s, int64_t lifetime) const override;
   void enqueue(uint32_t id) override;
-  void add_request_slot() override { kv_.add_request_slot(); }
+  void add_request_slot() override {
+    kv_.add_request_slot();
+    if (offload_) offload_->add_request_slot();
+  }
   void free_request(uint32_t id) override;
   // Frees ID's blocks; PREEMPTED: it waits to run again (KvCacheManager::free).
   void release(uint32_t id, bool preempted);
@@ -69,23 +86,25 @@ class V1Scheduler final : public Scheduler {
   // Takes ID, scheduled earlier in this step, out of the batch again; returns its tokens.
   int64_t unschedule(uint32_t id);
   void schedule_waiting(int64_t& token_budget);
+  // The waiting queue the policy serves next (_select_waiting_queue_for_scheduling).
+  WaitingQueue& next_waiting_queue();
+  // _try_promote_blocked_waiting_request: ID's KV load is done: cache its blocks; on a full
+  // prompt hit the last token is computed again (_update_waiting_for_remote_kv).
+  void promote(uint32_t id);
   // The preemption victim: the tail of `running`, or under the priority policy the request with
   // the largest (priority, arrival_s), the first in `running` among equals.
   uint32_t victim() const;
   // _preempt_request: free its blocks (they stay cached, to be hit on re-admission), recompute
   // from 0, back to the front of `waiting`.
   void preempt(uint32_t id);
-  uint32_t waiting_front() const;
-  void waiting_pop_front();
-  void waiting_push_front(uint32_t id);
-  // Takes ID out of `waiting` wherever it is (a preempted request whose last token came back).
+  // Takes ID out of whichever waiting queue holds it (a preempted request whose last token came
+  // back).
   void waiting_remove(uint32_t id);
 
   KvCacheManager kv_;
-  RequestQueue waiting_;
-  // The priority policy: `waiting` is this heap of (priority, arrival) instead (vLLM's
-  // PriorityRequestQueue).
-  std::vector<uint32_t> waiting_heap_;
+  WaitingQueue waiting_, skipped_;
+  std::vector<uint32_t> step_skipped_;  // skipped in this step, in order
+  std::unique_ptr<KvOffloadConnector> offload_;
   SpecDecodeStats spec_stats_;
 };
 

@@ -2,7 +2,7 @@
 """Randomized differential runs of servesim's vllm-v1 scheduler against vLLM's real V1 scheduler.
 
     scripts/oracle-v1-random.py [-n 50] [--seed 1] [--out DIR] [--tests BIN] [--oracle DIR]
-                                [--tied-arrivals] [--shrink]
+                                [--tied-arrivals] [--spec] [--shrink]
 
 Generates N small random workloads and configs (small KV caches that force preemption, shared
 prefixes and prefix blocks for the prefix cache, sometimes a long_prefill_token_threshold, the
@@ -18,6 +18,12 @@ lifetime fits the KV cache), so servesim rejects nothing vLLM would run. Request
 same step get distinct arrival times unless --tied-arrivals, which exercises the priority
 policy's ties (vLLM's waiting heap then orders by request id, its preemption victim is the first
 in `running`).
+
+--spec adds speculative decoding to every case (vLLM's --speculative-config): method eagle or
+ngram, 1 to 5 draft tokens, non-increasing acceptance rates (0 and 1 among them), a random seed
+for servesim's acceptance draws, sometimes a max_model_len the longest request reaches; those
+cases run through scripts/oracle-v1-features.py, the project's driver that feeds vLLM's scheduler
+the drafts and the verifications' tokens (run_v1.py emulates no drafter).
 
 --shrink greedily reduces each mismatching case (drop requests, shorten prompts and outputs) while
 the first difference stays on the same fields, and writes the result to DIR/case_NNN.min.
@@ -116,6 +122,39 @@ def random_case(rng, tied_arrivals):
     return {"requests": reqs}, cfg
 
 
+def add_speculative(rng, workload, cfg):
+    """Speculative decoding for the case (WORKLOAD, CFG) of random_case: a random drafter, rates
+    and seed; the KV cache grown by the blocks the drafts and the drafter's lookahead slots add
+    to each request's lifetime, so that servesim still rejects nothing vLLM would run."""
+    reqs, bs = workload["requests"], cfg["block_size"]
+    k = rng.randint(1, 5)
+    method = rng.choice(["eagle", "ngram"])
+    shape = rng.random()
+    if shape < 0.1:
+        rates = [1.0] * k
+    elif shape < 0.2:
+        rates = [0.0] * k
+    else:
+        rates = sorted((round(rng.random(), 2) for _ in range(k)), reverse=True)
+        if rng.random() < 0.3:  # certain first positions
+            for i in range(rng.randint(1, k)):
+                rates[i] = 1.0
+        if rng.random() < 0.3:  # impossible last positions
+            for i in range(rng.randint(0, k - 1), k):
+                rates[i] = 0.0
+    cfg["speculative"] = {"method": method, "num_speculative_tokens": k,
+                          "acceptance_rates": rates, "seed": rng.randint(0, 2**32 - 1)}
+    if rng.random() < 0.3:  # the longest request reaches max_model_len: drafts cut at its end
+        cfg["max_model_len"] = max(r["prompt_len"] + r["max_tokens"] for r in reqs) \
+            + rng.choice([0, 0, 1, 3])
+    lookahead = 0 if method == "ngram" else k
+    mml = cfg["max_model_len"]
+    need = max(cdiv(r["prompt_len"] + r["max_tokens"] - 1, bs) for r in reqs)
+    need_spec = max(cdiv(min(r["prompt_len"] + r["max_tokens"] - 1 + k + lookahead, mml), bs)
+                    for r in reqs)
+    cfg["num_gpu_blocks"] += need_spec - need
+
+
 def write_case(d, workload, cfg):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "workload.json"), "w") as f:
@@ -124,9 +163,30 @@ def write_case(d, workload, cfg):
         json.dump(cfg, f)
 
 
+_FEATURES = {}  # scripts/oracle-v1-features.py and its Oracle, once loaded
+
+
+def run_features(oracle, d):
+    """scripts/oracle-v1-features.py on case D, in this process (vLLM's modules imported once)."""
+    if "driver" not in _FEATURES:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "oracle_v1_features", os.path.join(HERE, "oracle-v1-features.py"))
+        driver = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(driver)
+        _FEATURES["driver"], _FEATURES["oracle"] = driver, driver.Oracle(oracle)
+    _FEATURES["driver"].run(_FEATURES["oracle"], os.path.join(d, "workload.json"),
+                            os.path.join(d, "config.json"), os.path.join(d, "steps.jsonl"))
+
+
 def run_oracle(oracle, d):
     """run_v1.py on case D, in this process: vLLM's modules are imported once for every case
-    (ten times faster than a process per case; the steps written are the same bytes)."""
+    (ten times faster than a process per case; the steps written are the same bytes). A case
+    with features run_v1.py does not emulate (speculative decoding) runs through
+    scripts/oracle-v1-features.py instead."""
+    with open(os.path.join(d, "config.json")) as f:
+        if "speculative" in json.load(f):
+            return run_features(oracle, d)
     script = os.path.join(oracle, "run_v1.py")
     argv, path = sys.argv, list(sys.path)
     sys.argv = [script, os.path.join(d, "workload.json"), os.path.join(d, "config.json"),
@@ -203,7 +263,7 @@ def shrink(oracle, tests, workload, cfg, sig):
                         if same(cand):
                             w, changed = cand, True
                             break
-                    except subprocess.CalledProcessError:
+                    except (subprocess.CalledProcessError, ValueError):
                         pass  # e.g. shared part longer than the prompt
     return w
 
@@ -217,6 +277,8 @@ def main():
     ap.add_argument("--oracle", default=DEFAULT_ORACLE, help="the vllm-oracle folder")
     ap.add_argument("--tied-arrivals", action="store_true",
                     help="same-step requests share one arrival_time")
+    ap.add_argument("--spec", action="store_true",
+                    help="speculative decoding in every case (scripts/oracle-v1-features.py)")
     ap.add_argument("--shrink", action="store_true", help="reduce each mismatching case")
     args = ap.parse_args()
 
@@ -232,6 +294,8 @@ def main():
     rng = random.Random(args.seed)
     for k in range(args.n):
         workload, cfg = random_case(rng, args.tied_arrivals)
+        if args.spec:
+            add_speculative(rng, workload, cfg)
         d = os.path.join(out, "case_%03d" % k)
         if os.path.exists(d):
             shutil.rmtree(d)

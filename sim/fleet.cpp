@@ -50,13 +50,14 @@ struct Replica {
           EventLoop& loop, Host::Listener& listener, MetricsCollector& fleet, uint32_t index)
       : parts(g),
         local_hasher(hasher, global_of),
-        scheduler(
-            make_scheduler(g.group->config.scheduler, g.memory.num_gpu_blocks, 0, &local_hasher)),
+        scheduler(make_scheduler(replica_scheduler_config(g.group->config, g.memory),
+                                 g.memory.num_gpu_blocks, 0, &local_hasher)),
         metrics(w.empty() ? 0.0 : w.front().arrival_s, expected),
         host(loop, *scheduler, *g.cost, metrics, &listener, &fleet, &global_of, g.group->role,
              index) {
     global_of.reserve(expected);
     scheduler->reserve(expected);
+    set_host_link(host, g.group->config);
   }
   const GroupParts& parts;
   std::vector<uint32_t> global_of;  // the workload id of each of its requests

@@ -1,6 +1,7 @@
 #include "sim/host.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -56,8 +57,8 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
 }
 
 void Host::handle(EventLoop&, uint32_t tag) {
-  if (tag == kWake) {
-    wake_pending_ = false;
+  if (tag == kWake || tag == kTransferDone) {
+    (tag == kWake ? wake_pending_ : transfer_wake_pending_) = false;
     if (!busy_) start_steps(/*back_to_back=*/false);
     return;
   }
@@ -83,13 +84,27 @@ double Host::step_seconds(const StepCost& cost, bool overlapped) const {
 
 bool Host::plan(Planned& p, bool overlapped) {
   const Batch& batch = scheduler_.schedule();
-  if (batch.empty()) return false;
+  const std::span<const KvTransfer> transfers = scheduler_.kv_transfers();
+  p.transfers.assign(transfers.begin(), transfers.end());
+  if (batch.empty()) {
+    // A step without a forward pass (kv_connector_no_forward) still starts its copies.
+    start_transfers(p.transfers);
+    return false;
+  }
   const double now = loop_.now();
   for (uint32_t id : scheduler_.new_prefills()) {  // a request is first scheduled as one
     metrics_.on_scheduled(id, now);
     if (fleet_ != nullptr) fleet_->on_scheduled(global(id), now);
   }
   p.run = cost_.cost(batch.shapes());
+  const KvOffloadConnector* offload = scheduler_.kv_offload();
+  if (offload != nullptr && !offload->config().async_load()) {
+    // LMCache: the step waits for its copies (retrieved before the forward pass, saved before the
+    // step ends), one after the other on the link.
+    for (const KvTransfer& t : p.transfers)
+      p.run.kv_transfer_s += link_latency_s_ + t.bytes / link_bytes_per_s_;
+    p.run.seconds += p.run.kv_transfer_s;
+  }
   p.run.seconds = step_seconds(p.run, overlapped);
   p.used_blocks = scheduler_.used_blocks();
   p.waiting = scheduler_.num_waiting();
@@ -112,6 +127,7 @@ void Host::launch(const Planned& p, const Batch& batch) {
                            kMaxSimTime_s, now));
   }
   busy_ = true;
+  start_transfers(p.transfers);
   metrics_.on_step(now, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens);
   if (fleet_ != nullptr) {
     fleet_->on_step(now, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens, index_);
@@ -129,14 +145,19 @@ void Host::start_steps(bool back_to_back) {
       admit_deferred(arrived_before_step_);
     }
   }
+  poll_transfers();
   // Scheduling ahead, this step's CPU work overlapped nothing: the GPU was idle or its previous
   // step had nothing queued behind it. Otherwise a back-to-back step is taken to overlap.
-  Planned next;
+  Planned& next = next_;
   if (!plan(next, /*overlapped=*/lag_ && back_to_back)) {
     busy_ = false;
+    if (!loads_.empty() || !stores_.empty()) {
+      wake_for_transfers();  // requests wait for KV copies to or from the CPU tier
+      return;
+    }
     // With every request that could never finish rejected up front, the head of `running` (or
-    // of `waiting`, when nothing runs) can always be scheduled when no step is in flight: an
-    // empty batch means no work.
+    // of `waiting`, when nothing runs) can always be scheduled when no step is in flight and no
+    // KV copy is: an empty batch means no work.
     if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
       throw std::logic_error("scheduler stalled at t=" + std::to_string(loop_.now()) + " s with " +
                              std::to_string(scheduler_.num_waiting()) + " waiting and " +
@@ -148,8 +169,46 @@ void Host::start_steps(bool back_to_back) {
   if (ahead_) plan(queued_, /*overlapped=*/true);
 }
 
+void Host::start_transfers(const std::vector<KvTransfer>& transfers) {
+  const double now = loop_.now();
+  for (const KvTransfer& t : transfers) {
+    std::deque<InFlight>& link = t.load ? loads_ : stores_;
+    const double start = link.empty() ? now : std::max(now, link.back().done_s);
+    const double seconds = link_latency_s_ + t.bytes / link_bytes_per_s_;
+    link.push_back({now, start + seconds, t.request, t.tokens});
+    link_busy_s_ += seconds;
+  }
+}
+
+void Host::poll_transfers() {
+  const double now = loop_.now();
+  size_t loads = 0, stores = 0;
+  while (!loads_.empty() && loads_.front().done_s <= now) {
+    const InFlight& f = loads_.front();
+    metrics_.on_kv_load(f.request, f.done_s - f.start_s, f.tokens);
+    if (fleet_ != nullptr) fleet_->on_kv_load(global(f.request), f.done_s - f.start_s, f.tokens);
+    loads_.pop_front();
+    ++loads;
+  }
+  while (!stores_.empty() && stores_.front().done_s <= now) {
+    stores_.pop_front();
+    ++stores;
+  }
+  if (loads + stores > 0) scheduler_.kv_transfers_done(loads, stores);
+}
+
+void Host::wake_for_transfers() {
+  if (transfer_wake_pending_) return;
+  double first = INFINITY;
+  if (!loads_.empty()) first = loads_.front().done_s;
+  if (!stores_.empty()) first = std::min(first, stores_.front().done_s);
+  loop_.schedule(first, EventLoop::kWake, this, kTransferDone);
+  transfer_wake_pending_ = true;
+}
+
 void Host::finish_step() {
   const double now = loop_.now();
+  poll_transfers();
   // One call per request and step: its tokens arrive as one streamed chunk (speculative decoding
   // sends the accepted drafts with the sampled token), one inter-token gap as vLLM bench counts.
   scheduler_.update_from_output([&](uint32_t id, int32_t, bool first, bool finished) {

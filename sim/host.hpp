@@ -7,6 +7,7 @@
 // is reported (std::logic_error), never looped on.
 #pragma once
 
+#include <deque>
 #include <utility>
 #include <vector>
 
@@ -72,15 +73,32 @@ class Host final : public EventLoop::Process {
   const Scheduler& scheduler() const { return scheduler_; }
   Scheduler& scheduler() { return scheduler_; }
   void handle(EventLoop& loop, uint32_t tag) override;
+  // KV offload (the scheduler's OffloadingConnector): the GPU's link to host memory, per GPU of
+  // the TP group and direction, BYTES_PER_S and LATENCY_S per copy (each copy is one DMA job on
+  // its direction's stream: vLLM's SingleDirectionOffloadingHandler, FIFO per direction).
+  void set_host_link(double bytes_per_s, double latency_s) {
+    link_bytes_per_s_ = bytes_per_s;
+    link_latency_s_ = latency_s;
+  }
+  // Bytes copied to and from host memory, per GPU, and the seconds the links were busy.
+  double host_link_busy_s() const { return link_busy_s_; }
 
  private:
-  enum Tag : uint32_t { kWake, kStepDone };
-  // A batch scheduled and costed, and the state it was scheduled in (for the step's record).
+  enum Tag : uint32_t { kWake, kStepDone, kTransferDone };
+  // A batch scheduled and costed, and the state it was scheduled in (for the step's record), with
+  // the KV copies its schedule() asked for (started with its step).
   struct Planned {
     StepCost run;
     int64_t used_blocks = 0;
     size_t waiting = 0;
     int64_t cached_tokens = 0;
+    std::vector<KvTransfer> transfers;
+  };
+  // A KV copy on a host link: when it started and will be done.
+  struct InFlight {
+    double start_s = 0, done_s = 0;
+    uint32_t request = 0;
+    int32_t tokens = 0;
   };
   // Schedules a batch into P: false when it is empty. OVERLAPPED: its CPU work is done while
   // another step runs on the GPU (async scheduling), so it costs the longer of the two.
@@ -93,6 +111,14 @@ class Host final : public EventLoop::Process {
   void start_steps(bool back_to_back);
   double step_seconds(const StepCost& cost, bool overlapped) const;
   void finish_step();
+  // Starts TRANSFERS now on the host links, each after the copies before it in its direction.
+  void start_transfers(const std::vector<KvTransfer>& transfers);
+  // The copies done by now: the scheduler is told (the worker's get_finished after a forward
+  // pass, or a step without one), and each load's time is recorded.
+  void poll_transfers();
+  // Idle with copies in flight: wake when the first is done (vLLM keeps stepping without a
+  // forward pass to poll them).
+  void wake_for_transfers();
   // Adds R to the scheduler (or rejects it) and wakes an idle host. Returns false when rejected.
   bool admit(const RequestSpec& r, double sent_s);
   void admit_deferred(std::vector<std::pair<const RequestSpec*, double>>& requests);
@@ -121,6 +147,10 @@ class Host final : public EventLoop::Process {
   // client sent them), and during the one before it, joining a step later.
   bool lag_ = false;
   std::vector<std::pair<const RequestSpec*, double>> arrived_during_step_, arrived_before_step_;
+  Planned next_;  // start_steps' step (its buffers reused)
+  double link_bytes_per_s_ = 0, link_latency_s_ = 0, link_busy_s_ = 0;
+  std::deque<InFlight> loads_, stores_;
+  bool transfer_wake_pending_ = false;
 };
 
 }  // namespace servesim

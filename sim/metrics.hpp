@@ -46,6 +46,10 @@ struct RequestTimes {
   double first_token_s = -1;
   double last_token_s = -1;
   double max_itl_s = 0;
+  // KV offload: the seconds its KV took to load from the CPU tier (each load, from the start of
+  // the step that carried it to done), and the tokens loaded.
+  double kv_load_s = 0;
+  int32_t kv_loaded_tokens = 0;
 };
 
 // One request at the end of a run: its scheduler state (lengths, status, preemptions; the one
@@ -215,6 +219,12 @@ class MetricsCollector {
     }
     r.last_token_s = t;
   }
+  // Request ID's KV, TOKENS tokens of it, took SECONDS to load from the CPU tier.
+  void on_kv_load(uint32_t id, double seconds, int32_t tokens) {
+    OnceTimes& o = times_[id];
+    o.kv_load_s += seconds;
+    o.kv_loaded_tokens += tokens;
+  }
   // A fleet of replicas with KV caches of different sizes (a mixed fleet): each replica's used
   // blocks count as SCALE[replica] blocks of the fleet's reference replica, so that the KV usage
   // mean, percentiles and max (over the reference's blocks) are of each replica's own fraction,
@@ -232,7 +242,7 @@ class MetricsCollector {
     const OnceTimes& o = times_[id];
     const TokenTimes& k = tokens_[id];
     return {seq, RequestTimes{o.arrival_s, o.first_scheduled_s, o.first_token_s, k.last_token_s,
-                              k.max_itl_s}};
+                              k.max_itl_s, o.kv_load_s, o.kv_loaded_tokens}};
   }
 
   // Summarises the finished run of REQUESTS (records()) on a replica with TP_PEAK_FLOPS and
@@ -267,6 +277,8 @@ class MetricsCollector {
   // touches a quarter of a cache line each).
   struct OnceTimes {
     double arrival_s = 0, first_scheduled_s = -1, first_token_s = -1;
+    double kv_load_s = 0;
+    int32_t kv_loaded_tokens = 0;
   };
   struct TokenTimes {
     double last_token_s = -1, max_itl_s = 0;

@@ -1,5 +1,7 @@
 #include "sim/replica_config.hpp"
 
+#include <cmath>
+
 #include "models/roofline.hpp"
 #include "models/spec_decode_cost.hpp"
 #include "models/table_model.hpp"
@@ -43,6 +45,34 @@ ServerShape server_shape(const SimConfig& c) {
   s.drafter_weight_bytes = double(c.drafter.weight_bytes) / c.tp;
   s.drafter_kv_bytes_per_token = c.drafter.kv_bytes_per_token_per_gpu(c.tp);
   return s;
+}
+
+SchedulerConfig replica_scheduler_config(const SimConfig& c, const MemoryPlan& m) {
+  SchedulerConfig s = c.scheduler;
+  const KvOffloadOptions& o = c.offload;
+  if (!o.enabled()) return s;
+  KvOffloadConfig& k = s.offload;
+  k.backend = o.backend;
+  const int block_size = o.block_size > 0 ? o.block_size : s.block_size;
+  k.block_size_factor = block_size / s.block_size;
+  // Every KV layer of one offloaded block on one GPU (the drafter's included): one DMA copy.
+  k.bytes_per_block = double(m.kv_bytes_per_block) * k.block_size_factor;
+  // CPUOffloadingSpec: num_blocks = cpu_bytes_to_use // (bytes per block x world_size).
+  const double ranks = o.per_rank ? 1.0 : double(c.tp);
+  k.num_cpu_blocks = int64_t(std::floor(o.cpu_bytes / (k.bytes_per_block * ranks)));
+  if (k.num_cpu_blocks < 1) {
+    throw Error(o.backend == OffloadBackend::kLmcache ? "kv-transfer-config" : "kv-offloading-size",
+                format("%.3g GiB of CPU memory holds no offloaded block of %.3g MiB on each of %d "
+                       "GPUs",
+                       o.cpu_bytes / 1073741824.0, k.bytes_per_block / 1048576.0, c.tp));
+  }
+  return s;
+}
+
+void set_host_link(Host& host, const SimConfig& c) {
+  const double bytes_per_s =
+      c.offload.link_gb_per_s > 0 ? c.offload.link_gb_per_s * 1e9 : c.gpu.host_dma_bytes_per_s();
+  host.set_host_link(bytes_per_s, c.offload.link_latency_s);
 }
 
 MemoryPlan checked_memory_plan(const SimConfig& c) {

@@ -185,14 +185,15 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   if (cost_override == nullptr) own = make_cost_model(c);
   const CostModel& cost = cost_override ? *cost_override : *own;
   const WorkloadBlockHasher hasher(w, c.scheduler.block_size);
-  const std::unique_ptr<Scheduler> scheduler =
-      make_scheduler(c.scheduler, result.memory.num_gpu_blocks, w.size(), &hasher);
+  const std::unique_ptr<Scheduler> scheduler = make_scheduler(
+      replica_scheduler_config(c, result.memory), result.memory.num_gpu_blocks, w.size(), &hasher);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
   EventLoop loop;
   Gateway arrivals(w, options, metrics, c.frontend_latency_s, nullptr, c.scheduler.block_size,
                    &hasher);
   const bool listen = options.max_concurrency > 0 || bool(options.progress);
   Host host(loop, *scheduler, cost, metrics, listen ? &arrivals : nullptr);
+  set_host_link(host, c);
   arrivals.start(loop, {ReplicaLink{&host}});
   loop.run();
 

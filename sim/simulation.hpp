@@ -32,6 +32,22 @@
 
 namespace servesim {
 
+// KV offload to CPU memory (scheduler/kv_offload.hpp) as the flags ask for it: the CPU tier's
+// size in blocks comes from the memory plan's bytes per block (replica_config.cpp).
+struct KvOffloadOptions {
+  OffloadBackend backend = OffloadBackend::kNone;
+  // Host memory for the tier: vLLM's --kv-offloading-size (cpu_bytes_to_use), the total over the
+  // TP group's ranks; LMCache's max_local_cpu_size is each rank's (PER_RANK).
+  double cpu_bytes = 0;
+  bool per_rank = false;
+  int block_size = 0;  // tokens per offloaded block (0: the GPU's; LMCache: its chunk_size)
+  // The host link per GPU and direction (0: the GPU's, at host DMA efficiency), and a copy's
+  // fixed latency (launching the batched DMA and polling its event).
+  double link_gb_per_s = 0;
+  double link_latency_s = 10e-6;
+  bool enabled() const { return backend != OffloadBackend::kNone; }
+};
+
 struct SimConfig {
   GpuSpec gpu;
   ModelSpec model;
@@ -39,6 +55,7 @@ struct SimConfig {
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
   // Speculative decoding's drafter (scheduler.spec says how many drafts and their acceptance).
   Drafter drafter;
+  KvOffloadOptions offload;  // CPU KV offload (scheduler.offload is derived from it per replica)
   // The engine runtime the policy runs on: the policy's own (default_engine) unless ENGINE_GIVEN.
   Engine engine = Engine::kV0;
   bool engine_given = false;

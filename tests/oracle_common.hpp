@@ -193,11 +193,16 @@ inline std::vector<fs::path> case_dirs(const fs::path& root) {
   return dirs;
 }
 
-inline json sorted_finished(json fin) {
-  std::sort(fin.begin(), fin.end(), [](const json& a, const json& b) {
+// A step's per-request entries (finished requests, outputs) sorted by request name.
+inline json sorted_by_id(json entries) {
+  std::sort(entries.begin(), entries.end(), [](const json& a, const json& b) {
     return a["id"].get<std::string>() < b["id"].get<std::string>();
   });
-  return fin;
+  return entries;
+}
+
+inline json sorted_finished(json fin) {
+  return sorted_by_id(std::move(fin));
 }
 
 // The first difference between the oracle's steps and servesim's, or "" when they agree.

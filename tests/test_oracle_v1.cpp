@@ -13,6 +13,12 @@
 // scheduled. Not modelled step by step: disabled chunked prefill, explicit prompt token ids; a
 // scenario that needs them fails. V0 scenarios: tests/test_oracle_v0.cpp.
 //
+// Speculative decoding (a config's "speculative" object) comes from the project's driver,
+// scripts/oracle-v1-features.py, which feeds vLLM's scheduler the drafter's proposals and the
+// verifications' tokens with servesim's acceptance draws: its records also carry each scheduled
+// item's drafts ("spec", servesim's SeqShape::draft_tokens) and each applied batch's "outputs"
+// (the tokens each request received, the drafts accepted), compared when present.
+//
 // A hidden test ([.oracle-random]) runs the same comparison on every case folder under
 // $SERVESIM_ORACLE_DIR (scripts/oracle-v1-random.py writes them) and prints one line per case.
 #include <algorithm>
@@ -49,7 +55,27 @@ struct OracleConfig : DriverConfig {
   bool async_scheduling = false;
   bool priority = false;
   bool reserve_full_isl = true;
+  // oracle-v1-features.py's keys: "speculative", "max_num_scheduled_tokens", "max_loras".
+  SpecDecodeConfig spec;
+  int64_t max_num_scheduled_tokens = 0;  // 0: max_num_batched_tokens
+  bool lora = false;
 };
+
+// oracle-v1-features.py's "speculative" object: {method, num_speculative_tokens,
+// acceptance_rates, seed}.
+SpecDecodeConfig parse_speculative(const json& j) {
+  SpecDecodeConfig spec;
+  spec.method = parse_spec_method(j.at("method").get<std::string>(), "speculative.method");
+  spec.num_speculative_tokens = j.at("num_speculative_tokens").get<int>();
+  const json rates = j.value("acceptance_rates", json::array());
+  if (spec.num_speculative_tokens > kMaxSpecTokens || rates.size() > size_t(kMaxSpecTokens)) {
+    throw std::runtime_error("speculative: more than kMaxSpecTokens drafts");
+  }
+  for (size_t i = 0; i < rates.size(); ++i)
+    spec.acceptance_rates[i] = rates[i].get<double>();
+  spec.seed = j.value("seed", uint64_t(0));
+  return spec;
+}
 
 OracleConfig parse_config(const json& j) {
   OracleConfig c;  // DriverConfig's defaults are run_v1.py's
@@ -57,14 +83,23 @@ OracleConfig parse_config(const json& j) {
   c.async_scheduling = j.value("async_scheduling", c.async_scheduling);
   c.priority = c.policy == "priority";
   c.reserve_full_isl = j.value("scheduler_reserve_full_isl", c.reserve_full_isl);
+  if (j.contains("speculative") && !j["speculative"].is_null()) {
+    c.spec = parse_speculative(j["speculative"]);
+  }
+  if (j.contains("max_num_scheduled_tokens") && !j["max_num_scheduled_tokens"].is_null()) {
+    c.max_num_scheduled_tokens = j["max_num_scheduled_tokens"].get<int64_t>();
+  }
+  c.lora = j.contains("max_loras") && !j["max_loras"].is_null();
   return c;
 }
 
 // Why servesim cannot replay this scenario step by step, or "" when it can.
 std::string unsupported(const OracleConfig& c, const json& workload) {
   if (!c.enable_chunked_prefill) return "enable_chunked_prefill false is not modelled in vllm-v1";
+  if (c.lora) return "LoRA adapters (max_loras) are not modelled";
   for (const json& r : workload["requests"]) {
     if (r.contains("prompt_token_ids")) return "explicit prompt_token_ids are not modelled";
+    if (r.contains("lora")) return "LoRA adapters are not modelled";
   }
   return "";
 }
@@ -117,15 +152,30 @@ SchedulerConfig scheduler_config(const OracleConfig& c) {
   s.long_prefill_token_threshold = c.long_prefill_token_threshold;
   s.async_scheduling = c.async_scheduling;  // AsyncScheduler, or the sync EngineCore.step()
   s.reserve_full_isl = c.reserve_full_isl;
+  s.spec = c.spec;
+  s.max_num_scheduled_tokens = c.max_num_scheduled_tokens;
   return s;
 }
 
+// Whether the oracle's records carry oracle-v1-features.py's fields (drafts scheduled, tokens
+// received): Replay then writes them too.
+bool has_feature_fields(const std::vector<json>& steps) {
+  for (const json& rec : steps) {
+    if (rec.contains("outputs")) return true;
+    for (const json& it : rec.value("scheduled", json::array())) {
+      if (it.contains("spec")) return true;
+    }
+  }
+  return false;
+}
+
 // Drives servesim's Scheduler as run_v1.py drives vLLM's, recording each step in the oracle's
-// format (the fields compared).
+// format (the fields compared); with FEATURES, also oracle-v1-features.py's fields.
 class Replay {
  public:
-  Replay(const OracleConfig& c, std::vector<OracleRequest> reqs)
+  Replay(const OracleConfig& c, std::vector<OracleRequest> reqs, bool features)
       : cfg_(c),
+        features_(features),
         reqs_(std::move(reqs)),
         workload_(build_workload(reqs_, c.block_size)),
         hasher_(workload_, c.block_size),
@@ -181,6 +231,7 @@ class Replay {
                                                        : "new"},
                  {"samples", shape.emits_token}};
       if (is_new) it["cached"] = shape.context_tokens;
+      if (features_) it["spec"] = shape.draft_tokens;
       items.push_back(std::move(it));
     }
     rec["scheduled"] = std::move(items);
@@ -194,13 +245,27 @@ class Replay {
     std::vector<uint32_t> finished;
     const bool nonempty = queue_.front();
     queue_.erase(queue_.begin());
+    json outputs = json::array();
     if (nonempty) {
-      sched_.update_from_output([&](uint32_t id, int32_t, bool, bool done) {
+      // The verifications' accepted drafts, as servesim counted them (SpecDecodeStats: each
+      // entry's apply() adds its verification just before its token callback).
+      const SpecDecodeStats* stats = sched_.spec_decode_stats();
+      int64_t drafts = stats ? stats->num_drafts : 0,
+              accepted = stats ? stats->num_accepted_tokens : 0;
+      sched_.update_from_output([&](uint32_t id, int32_t tokens, bool, bool done) {
         if (done) finished.push_back(id);
+        json out = {{"id", reqs_[id].name}, {"tokens", tokens}};
+        if (stats != nullptr && stats->num_drafts > drafts) {
+          out["accepted"] = stats->num_accepted_tokens - accepted;
+          drafts = stats->num_drafts;
+          accepted = stats->num_accepted_tokens;
+        }
+        outputs.push_back(std::move(out));
       });
     }
     if (!finished.empty()) finished_since_schedule_ = true;
     rec["finished"] = finished_json(finished, sched_, reqs_);
+    if (features_) rec["outputs"] = sorted_by_id(std::move(outputs));
   }
 
   void snapshot(json& rec) {
@@ -234,6 +299,7 @@ class Replay {
   }
 
   OracleConfig cfg_;
+  bool features_;
   std::vector<OracleRequest> reqs_;
   Workload workload_;
   WorkloadBlockHasher hasher_;
@@ -261,6 +327,7 @@ json comparable(const json& rec) {
               {"kind", it["kind"]},
               {"samples", it["samples"]}};
     if (it.contains("cached")) x["cached"] = it["cached"];
+    if (it.contains("spec")) x["spec"] = it["spec"];
     items.push_back(std::move(x));
   }
   if (rec.contains("scheduled")) c["scheduled"] = std::move(items);
@@ -269,6 +336,7 @@ json comparable(const json& rec) {
     if (rec.contains(k)) c[k] = rec[k];
   }
   c["finished"] = comparable_finished(rec);
+  if (rec.contains("outputs")) c["outputs"] = rec["outputs"];
   if (rec.contains("kv")) c["kv"] = {{"free", rec["kv"]["free"]}, {"used", rec["kv"]["used"]}};
   return c;
 }
@@ -288,7 +356,7 @@ Outcome compare_case(const fs::path& dir, bool dump = false) {
     return {Outcome::kSkipped, why};
   }
   const std::vector<json> expected = read_steps(dir / "steps.jsonl");
-  Replay replay(cfg, load_requests(workload, cfg.step_duration_s));
+  Replay replay(cfg, load_requests(workload, cfg.step_duration_s), has_feature_fields(expected));
   const std::vector<json> got = replay.run();
   if (dump) {
     std::ofstream out(dir / "servesim_steps.jsonl");

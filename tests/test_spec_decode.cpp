@@ -334,3 +334,24 @@ TEST_CASE("spec decode: whole runs emit every token, faster per token, the same 
   c.scheduler.policy = Policy::kChunked;
   CHECK(error_field([&] { resolve(c); }) == "speculative-config");
 }
+
+TEST_CASE("spec decode: an EAGLE drafter's prefix-cache hit loses its last block",
+          "[spec][vllm-v1]") {
+  // FullAttentionManager.find_longest_cache_hit with use_eagle pops the last hit block: its
+  // tokens' hidden states feed the drafter. n-gram keeps the whole hit.
+  for (const SpecMethod m : {SpecMethod::kNgram, SpecMethod::kEagle, SpecMethod::kMtp}) {
+    SchedulerConfig c = spec_config(64, m, 2, {0.5, 0.2});
+    c.enable_prefix_caching = true;
+    GroupHasher h;
+    h.shared = {{0, {7, 3}}, {1, {7, 3}}};  // the first 3 blocks (12 tokens) are the same
+    V1Scheduler s(c, 100, 2, &h);
+    s.add_request(0, 13, 2);
+    CHECK(entries(s.schedule()) == Entries{{0, 13}});
+    apply(s);
+    s.add_request(1, 13, 2);
+    s.schedule();
+    const int32_t hit = m == SpecMethod::kNgram ? 12 : 8;
+    CHECK(s.seq(1).cached_tokens == hit);
+    CHECK(s.batch().shapes()[1].new_tokens == 13 - hit);
+  }
+}
