@@ -220,4 +220,162 @@ SpeculativeOptions parse_speculative_config(const std::string& text,
   return o;
 }
 
+namespace {
+
+constexpr const char* kTransfer = "kv-transfer-config";
+constexpr const char* kExtra = "kv-transfer-config.kv_connector_extra_config";
+
+std::string extra_field(const std::string& key) {
+  return std::string(kExtra) + "." + key;
+}
+
+// kv_connector_extra_config of J (an empty object when absent).
+json extra_config(const json& j) {
+  if (!j.contains("kv_connector_extra_config")) return json::object();
+  const json& e = j.at("kv_connector_extra_config");
+  if (!e.is_object()) throw Error(kExtra, "must be a JSON object");
+  return e;
+}
+
+// A byte count at KEY of E times SCALE: positive, at most a petabyte.
+double bytes_at(const json& e, const std::string& key, double scale) {
+  const double v = number_at(e.at(key), extra_field(key)) * scale;
+  if (!(v > 0 && v <= 1e15)) throw Error(extra_field(key), "must be a size > 0 (at most 1 PB)");
+  return v;
+}
+
+KvOffloadOptions offloading_connector(const json& e) {
+  static const std::set<std::string> known = {"cpu_bytes_to_use", "block_size",
+                                              "eviction_policy",  "store_threshold",
+                                              "max_tracker_size", "spec_name"};
+  for (const auto& [key, value] : e.items()) {
+    if (key == "num_cpu_blocks") {
+      throw Error(extra_field(key),
+                  "is vLLM's key before v0.15 (PR #24498): give cpu_bytes_to_use");
+    }
+    if (!known.count(key)) throw Error(extra_field(key), "is not a key servesim knows");
+  }
+  KvOffloadOptions o;
+  o.backend = OffloadBackend::kNative;
+  if (!e.contains("cpu_bytes_to_use")) {
+    throw Error(extra_field("cpu_bytes_to_use"), "is needed (the CPU tier's bytes, all ranks)");
+  }
+  o.cpu_bytes = bytes_at(e, "cpu_bytes_to_use", 1.0);
+  if (e.contains("block_size")) o.block_size = int(integer_at(e, "block_size", 1, 1 << 20, kExtra));
+  if (e.contains("eviction_policy")) {
+    const std::string p = string_at(e, "eviction_policy", kExtra);
+    if (p == "arc") throw Error(extra_field("eviction_policy"), "arc is not modelled (lru is)");
+    if (p != "lru") throw Error(extra_field("eviction_policy"), "expected lru or arc");
+  }
+  if (e.contains("store_threshold") && integer_at(e, "store_threshold", 0, 1 << 20, kExtra) >= 2) {
+    throw Error(extra_field("store_threshold"),
+                "storing a block only after repeated lookups is not modelled (0 or 1: at once)");
+  }
+  if (e.contains("spec_name") && string_at(e, "spec_name", kExtra) != "CPUOffloadingSpec") {
+    throw Error(extra_field("spec_name"), "only the CPU tier (CPUOffloadingSpec) is modelled");
+  }
+  return o;
+}
+
+KvOffloadOptions lmcache_connector(const json& e) {
+  KvOffloadOptions o;
+  o.backend = OffloadBackend::kLmcache;
+  o.per_rank = true;
+  o.cpu_bytes = 5.0 * 1073741824.0;  // LMCache's max_local_cpu_size default: 5 GB per rank
+  o.block_size = 256;                // its chunk_size default
+  for (const auto& [key, value] : e.items()) {
+    if (key == "lmcache.max_local_cpu_size") {
+      o.cpu_bytes = bytes_at(e, key, 1073741824.0);
+    } else if (key == "lmcache.chunk_size") {
+      o.block_size = int(integer_at(e, key, 1, 1 << 20, kExtra));
+    } else if (key == "lmcache.local_cpu") {
+      if (!value.is_boolean() || !value.get<bool>()) {
+        throw Error(extra_field(key), "must be true: the CPU tier is what servesim models");
+      }
+    } else if (key == "lmcache.save_decode_cache" || key == "lmcache.save_unfull_chunk" ||
+               key == "lmcache.use_layerwise" || key == "lmcache.enable_async_loading") {
+      if (!value.is_boolean() || value.get<bool>()) {
+        throw Error(extra_field(key), "only LMCache's default (false) is modelled");
+      }
+    } else {
+      throw Error(extra_field(key), "is not a key servesim knows");
+    }
+  }
+  return o;
+}
+
+// --kv-transfer-config JSON TEXT.
+KvOffloadOptions transfer_config(const std::string& text) {
+  const json j = parse_object(text, kTransfer);
+  static const std::set<std::string> known = {"kv_connector",
+                                              "kv_role",
+                                              "kv_connector_extra_config",
+                                              "kv_load_failure_policy",
+                                              "kv_buffer_size",
+                                              "kv_buffer_device",
+                                              "engine_id"};
+  for (const auto& [key, value] : j.items()) {
+    if (!known.count(key)) {
+      throw Error(std::string(kTransfer) + "." + key, "is not a key servesim knows");
+    }
+  }
+  if (!j.contains("kv_connector"))
+    throw Error(std::string(kTransfer) + ".kv_connector", "is needed");
+  // KVTransferConfig: kv_role must be set whenever a connector is.
+  if (!j.contains("kv_role")) throw Error(std::string(kTransfer) + ".kv_role", "is needed");
+  const std::string role = string_at(j, "kv_role", kTransfer);
+  if (role != "kv_both" && role != "kv_producer" && role != "kv_consumer") {
+    throw Error(std::string(kTransfer) + ".kv_role",
+                "expected kv_both, kv_producer or kv_consumer");
+  }
+  if (j.contains("kv_load_failure_policy")) {
+    const std::string p = string_at(j, "kv_load_failure_policy", kTransfer);
+    if (p != "fail" && p != "recompute") {
+      throw Error(std::string(kTransfer) + ".kv_load_failure_policy", "expected fail or recompute");
+    }
+  }
+  const std::string connector = string_at(j, "kv_connector", kTransfer);
+  if (connector == "OffloadingConnector") return offloading_connector(extra_config(j));
+  if (connector == "LMCacheConnectorV1") return lmcache_connector(extra_config(j));
+  throw Error(std::string(kTransfer) + ".kv_connector",
+              "'" + connector.substr(0, 60) +
+                  "': servesim models OffloadingConnector and LMCacheConnectorV1 (CPU offload); "
+                  "disaggregated prefill is --prefill-replicas and --decode-replicas");
+}
+
+}  // namespace
+
+KvOffloadOptions parse_kv_offload(double size_gib, const std::string& backend,
+                                  const std::string& transfer) {
+  const bool sized = size_gib != 0;
+  if (!trim(transfer).empty()) {
+    if (sized) {
+      throw Error("kv-offloading-size",
+                  "contradicts --kv-transfer-config: vLLM builds one from the other");
+    }
+    if (!backend.empty()) throw Error("kv-offloading-backend", "needs --kv-offloading-size");
+    return transfer_config(transfer);
+  }
+  KvOffloadOptions o;
+  if (!sized) {
+    if (!backend.empty()) throw Error("kv-offloading-backend", "needs --kv-offloading-size");
+    return o;
+  }
+  if (!(size_gib > 0 && size_gib <= 1e6)) {
+    throw Error("kv-offloading-size", "must be a size in GiB in (0, 1e6]");
+  }
+  o.cpu_bytes = size_gib * 1073741824.0;
+  if (backend.empty() || backend == "native") {
+    o.backend = OffloadBackend::kNative;
+  } else if (backend == "lmcache") {
+    // lmcache.max_local_cpu_size = size / (TP x PP): the same total, split over the ranks.
+    o.backend = OffloadBackend::kLmcache;
+    o.block_size = 256;
+  } else {
+    throw Error("kv-offloading-backend",
+                "expected native or lmcache, got '" + backend.substr(0, 40) + "'");
+  }
+  return o;
+}
+
 }  // namespace servesim

@@ -61,6 +61,30 @@ ordered_json requests_json(const RunSummary& s) {
           {"output_tokens", s.output_tokens}};
 }
 
+ordered_json kv_offload_json(const KvOffloadSummary& k) {
+  const KvOffloadConnector::Stats& c = k.counts;
+  return {{"backend", offload_backend_name(k.backend)},
+          {"cpu_bytes", k.cpu_bytes},
+          {"cpu_blocks", k.cpu_blocks},
+          {"block_tokens", k.block_tokens},
+          {"hit_rate", number(k.hit_rate())},
+          {"queries_tokens", c.queries},
+          {"hits_tokens", c.hits},
+          {"preempted_queries_tokens", c.preempted_queries},
+          {"preempted_hits_tokens", c.preempted_hits},
+          {"loads", c.loads},
+          {"loaded_tokens", c.loaded_tokens},
+          {"loaded_bytes_per_gpu", c.loaded_bytes},
+          {"load_ms", stats_json(k.load_ms)},
+          {"stores", c.stores},
+          {"stored_blocks", c.stored_blocks},
+          {"stored_bytes_per_gpu", c.stored_bytes},
+          {"host_link_busy_s", k.link_busy_s},
+          {"cpu_evictions", k.evictions},
+          {"deferred_lookups", c.deferrals},
+          {"refused_stores", c.store_failures}};
+}
+
 ordered_json spec_decode_json(const SpecDecodeSummary& d) {
   ordered_json per_position = ordered_json::array();
   for (int i = 0; i < d.num_speculative_tokens; ++i)
@@ -120,6 +144,8 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
                      {"arrival_rate_req_s", o.arrival_rate_req_s},
                      {"drain_s", o.drain_s}});
   m.emplace_back("prefix_cache_hit_rate", s.prefix_cache.hit_rate());
+  m.emplace_back("kv_offload_hit_rate", s.kv_offload.hit_rate());
+  m.emplace_back("kv_load_ms_mean", s.kv_offload.load_ms.mean);
   m.emplace_back("spec_mean_acceptance_length", s.spec_decode.mean_acceptance_length());
   m.emplace_back("spec_acceptance_rate", s.spec_decode.acceptance_rate());
   return m;
@@ -172,6 +198,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                        {"cached_prompt_tokens", p.cached_prompt_tokens},
                        {"evictions", p.evictions}};
   if (s.spec_decode.enabled) j["spec_decode"] = spec_decode_json(s.spec_decode);
+  if (s.kv_offload.enabled) j["kv_offload"] = kv_offload_json(s.kv_offload);
   j["steps"] = s.steps;
   j["steps_by_kind"] = {{"prefill_only", s.prefill_only_steps},
                         {"decode_only", s.decode_only_steps},
@@ -297,6 +324,9 @@ void write_requests_csv(std::ostream& out, const RunResult& r, const InputParts*
   }
   out << "id,arrival_s,input_tokens,output_tokens,first_token_s,finish_s,ttft_ms,e2e_ms,tpot_ms,"
          "otps,max_itl_ms,queue_ms,preemptions,cached_tokens,status";
+  // KV offload: each request's tokens loaded from the CPU tier and the loads' time.
+  const bool offload = r.summary.kv_offload.enabled;
+  if (offload) out << ",kv_loaded_tokens,kv_load_ms";
   if (parts != nullptr) {
     for (const std::string& name : parts->names)
       out << ",input_" << name;
@@ -317,13 +347,18 @@ void write_requests_csv(std::ostream& out, const RunResult& r, const InputParts*
       std::snprintf(line, sizeof line, "%zu,%.6f,%d,%d,,,,,,,,,%d,,rejected:%s\n", id, q.arrival_s,
                     q.input_tokens, q.output_tokens, q.preemptions, reason_code(q.reject));
     }
-    if (parts == nullptr) {
+    if (parts == nullptr && !offload) {
       out << line;
       continue;
     }
     std::string_view row(line);
     row.remove_suffix(1);  // the newline
     out << row;
+    if (offload) out << fmt(",%.0f", q.kv_loaded_tokens) << fmt(",%.3f", q.kv_load_s * 1e3);
+    if (parts == nullptr) {
+      out << '\n';
+      continue;
+    }
     for (size_t k = 0; k < parts->names.size(); ++k)
       out << ',' << parts->at(id, k);
     out << '\n';

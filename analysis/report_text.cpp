@@ -137,6 +137,29 @@ void print_use(std::ostream& out, const RunSummary& s) {
         << format(" of the completed prompts) found cached at first scheduling; %lld evictions\n",
                   static_cast<long long>(p.evictions));
   }
+  const KvOffloadSummary& k = s.kv_offload;
+  if (k.enabled) {
+    const double gb = 1e9;
+    const double any_hit = p.queries > 0 ? double(p.hits + k.counts.hits) / double(p.queries) : NAN;
+    out << format("KV offload (%s, %.1f GiB: %lld CPU blocks of %lld tokens): CPU hit rate ",
+                  offload_backend_name(k.backend), k.cpu_bytes / 1073741824.0,
+                  static_cast<long long>(k.cpu_blocks), static_cast<long long>(k.block_tokens))
+        << pct(k.hit_rate())
+        << format(" (%lld of the %lld prompt tokens the GPU cache missed), GPU or CPU ",
+                  static_cast<long long>(k.counts.hits), static_cast<long long>(k.counts.queries))
+        << pct(any_hit)
+        << format(
+               "; %lld loads (%lld tokens, %.2f GB per GPU, ms per request mean %s p99 %s), "
+               "%lld blocks stored (%.2f GB per GPU); host link busy %.1f s; %lld CPU "
+               "evictions, %lld lookups deferred, %lld stores refused for room\n",
+               static_cast<long long>(k.counts.loads),
+               static_cast<long long>(k.counts.loaded_tokens), k.counts.loaded_bytes / gb,
+               cell(k.load_ms.mean, 0, 2).c_str(), cell(k.load_ms.p99, 0, 2).c_str(),
+               static_cast<long long>(k.counts.stored_blocks), k.counts.stored_bytes / gb,
+               k.link_busy_s, static_cast<long long>(k.evictions),
+               static_cast<long long>(k.counts.deferrals),
+               static_cast<long long>(k.counts.store_failures));
+  }
   const SpecDecodeSummary& d = s.spec_decode;
   if (d.enabled) {
     out << format(

@@ -72,6 +72,16 @@ void write_requests(H5::Group& g, const RunResult& r, const InputParts* parts) {
   write_column(g, "cached_tokens", cached);
   write_column(g, "status", status);
   write_attr(g, "status_codes", status_codes());
+  if (r.summary.kv_offload.enabled) {  // KV offload: tokens loaded from the CPU tier, load time
+    std::vector<int64_t> loaded(n);
+    std::vector<double> load_ms(n);
+    for (size_t i = 0; i < n; ++i) {
+      loaded[i] = r.requests[i].kv_loaded_tokens;
+      load_ms[i] = r.requests[i].kv_load_s * 1e3;
+    }
+    write_column(g, "kv_loaded_tokens", loaded);
+    write_column(g, "kv_load_ms", load_ms);
+  }
   if (parts == nullptr || parts->empty() || parts->tokens.size() != n * parts->names.size()) {
     return;
   }

@@ -77,6 +77,25 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
   }
 }
 
+// The CPU KV tier and its link, onto C.
+void kv_offload(const RunSpec& s, SimConfig& c) {
+  c.offload = parse_kv_offload(s.kv_offloading_size, s.kv_offloading_backend, s.kv_transfer_config);
+  if (!c.offload.enabled()) {
+    refuse_given({{"kv-offload-gb-per-s", s.kv_offload_gb_per_s.given()},
+                  {"kv-offload-latency-s", s.kv_offload_latency_s.given()}},
+                 "needs --kv-offloading-size or --kv-transfer-config");
+    return;
+  }
+  if (!(s.kv_offload_gb_per_s >= 0 && s.kv_offload_gb_per_s <= 1e5)) {
+    throw Error("kv-offload-gb-per-s", "must be in [0, 1e5] GB/s (0: the GPU's host link)");
+  }
+  if (!(s.kv_offload_latency_s >= 0 && s.kv_offload_latency_s <= 10)) {
+    throw Error("kv-offload-latency-s", "must be in [0, 10] seconds");
+  }
+  c.offload.link_gb_per_s = s.kv_offload_gb_per_s;
+  c.offload.link_latency_s = s.kv_offload_latency_s;
+}
+
 // --speculative-config: the drafter and the drafts' acceptance, onto C.
 void speculative_decoding(const RunSpec& s, Inputs& inputs, SimConfig& c) {
   const SpeculativeOptions o =
@@ -251,6 +270,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
     c.profiles = inputs.profiles(s.profiles, c.gpu.name);
   }
   speculative_decoding(s, inputs, c);
+  kv_offload(s, c);
   return c;
 }
 

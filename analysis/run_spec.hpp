@@ -171,6 +171,12 @@ struct RunSpec {
   // vLLM V1's speculative decoding: --speculative-config (vLLM's JSON) and the acceptance
   // servesim draws (analysis/engine_options.hpp).
   std::string speculative_config, spec_acceptance_rate;
+  // vLLM V1's CPU KV offload (analysis/engine_options.hpp): --kv-offloading-size GiB (0 = off),
+  // --kv-offloading-backend, --kv-transfer-config; the host link per GPU and direction (GB/s, 0:
+  // the GPU's) and a copy's latency.
+  double kv_offloading_size = 0;
+  std::string kv_offloading_backend, kv_transfer_config;
+  Given<double> kv_offload_gb_per_s{0}, kv_offload_latency_s{10e-6};
   // Workload: a trace file, or the synthetic generator.
   std::string trace;
   Given<int64_t> num_requests{kDefaultNumRequests};

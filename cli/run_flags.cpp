@@ -223,6 +223,23 @@ const std::vector<RunFlag>& run_flags() {
        kNoDefault,
        "with --speculative-config: A (each draft accepted with probability A after the ones "
        "before it) or per-position rates A1,A2,... as vLLM logs them"},
+      {"kv-offloading-size", G::kHardware, Plain<double>{FIELD(kv_offloading_size)}, kNoDefault,
+       "vllm-v1: GiB of CPU memory for offloaded KV blocks, all GPUs of a replica together (vLLM's "
+       "OffloadingConnector: every full block stored as it is computed, loaded back instead of "
+       "recomputed)"},
+      {"kv-offloading-backend", G::kHardware, Plain<std::string>{FIELD(kv_offloading_backend)},
+       kNoDefault, "with --kv-offloading-size: native (default) | lmcache"},
+      {"kv-transfer-config", G::kHardware, Plain<std::string>{FIELD(kv_transfer_config)},
+       kNoDefault,
+       "vLLM's JSON for the connector instead: {\"kv_connector\": \"OffloadingConnector\", "
+       "\"kv_role\": \"kv_both\", \"kv_connector_extra_config\": {\"cpu_bytes_to_use\": "
+       "N}} or LMCacheConnectorV1"},
+      {"kv-offload-gb-per-s", G::kHardware, Plain<Given<double>>{FIELD(kv_offload_gb_per_s)},
+       kNoDefault,
+       "KV offload: GB/s each GPU copies to or from host memory, each way (default: the GPU's "
+       "PCIe link at 0.82, e.g. 52 for an H100)"},
+      {"kv-offload-latency-s", G::kHardware, Plain<Given<double>>{FIELD(kv_offload_latency_s)},
+       kShowDefault, "KV offload: a copy's fixed latency, seconds"},
       {"enable-chunked-prefill", G::kScheduler, OptionalBool{FIELD(enable_chunked_prefill)},
        kNoDefault,
        "vLLM's switch [true|false]: the chunked policy (true) or vllm-v0 (false), like "

@@ -69,6 +69,7 @@ struct KvTransfer {
   bool load = false;
   int32_t tokens = 0;  // tokens whose KV it moves
   double bytes = 0;
+  bool operator==(const KvTransfer&) const = default;
 };
 
 // The CPU tier: offloaded blocks by content hash, least recently used first.

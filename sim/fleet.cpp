@@ -106,6 +106,11 @@ std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o
     (g.role == ReplicaRole::kPrefill  ? prefill
      : g.role == ReplicaRole::kDecode ? decode
                                       : colocated) += g.count;
+    if (g.role != ReplicaRole::kColocated && g.config.offload.enabled()) {
+      throw Error("kv-offloading-size",
+                  "CPU KV offload with disaggregated prefill is not modelled (vLLM would chain "
+                  "two connectors: MultiConnector)");
+    }
     if (g.role != ReplicaRole::kColocated && !v1_scheduler(g.config.scheduler.policy)) {
       throw Error("scheduler",
                   "disaggregated prefill is modelled for vllm-v1 (vLLM's KV "
@@ -294,6 +299,10 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
     add_prefix_cache(s.prefix_cache, result.summary.prefix_cache);
     s.spec_decode = spec_decode_summary(*r.scheduler);
     add_spec_decode(s.spec_decode, result.summary.spec_decode);
+    s.kv_offload = kv_offload_summary(*r.scheduler, r.host.host_link_busy_s(), mine);
+    const KvOffloadOptions& o = rc.offload;
+    s.kv_offload.cpu_bytes = o.cpu_bytes * (o.per_rank ? rc.tp : 1);
+    add_kv_offload(s.kv_offload, result.summary.kv_offload);
     result.discarded_tokens += r.scheduler->discarded_tokens();
     busy[i] = s.busy_s;
     queue[i] = s.queue_len.mean;
@@ -302,6 +311,9 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
   if (!uniform) out.pools = pool_summaries(replicas, records, out);
   for (const RequestRecord& r : result.requests)
     result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
+  if (result.summary.kv_offload.enabled) {
+    result.summary.kv_offload.load_ms = kv_load_ms(result.requests);
+  }
   if (autoscaled) {
     std::vector<double> b, q;
     for (size_t i = 0; i < n; ++i) {

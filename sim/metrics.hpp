@@ -29,6 +29,7 @@
 
 #include "models/cost_model.hpp"
 #include "scheduler/batch.hpp"
+#include "scheduler/kv_offload.hpp"
 #include "scheduler/sequence.hpp"
 #include "scheduler/spec_decode.hpp"
 #include "traces/request.hpp"
@@ -113,6 +114,26 @@ struct SpecDecodeSummary {
   }
 };
 
+// KV offload to the CPU tier (scheduler/kv_offload.hpp) as vLLM counts it: tokens looked up in the
+// tier after the GPU's prefix cache missed them and found there (connector_prefix_cache_stats,
+// "External prefix cache hit rate"), loads and stores with their bytes per GPU, and the tier's
+// evictions; each load's time (from the start of the step that carried it to done) over the
+// requests that loaded. Disabled without a tier.
+struct KvOffloadSummary {
+  bool enabled = false;
+  OffloadBackend backend = OffloadBackend::kNone;
+  int64_t cpu_blocks = 0, block_tokens = 0;
+  double cpu_bytes = 0;  // the tier, all GPUs of a replica
+  KvOffloadConnector::Stats counts;
+  int64_t evictions = 0;
+  double link_busy_s = 0;  // the host links' copy time (both directions)
+  Stats load_ms;           // per request that loaded, its loads' time summed
+  // The CPU tier's hit rate: tokens found / looked up (requests not preempted); NaN when none.
+  double hit_rate() const {
+    return counts.queries > 0 ? double(counts.hits) / double(counts.queries) : NAN;
+  }
+};
+
 // Whether a replica kept up with its arrivals. A replica that keeps up has a waiting queue
 // (requests arrived and not yet started, at the replica or held by a closed-loop client) that
 // stays near zero; one that does not has a queue that grows for as long as requests arrive. So
@@ -167,6 +188,7 @@ struct RunSummary {
   uint64_t preemptions = 0;
   PrefixCacheSummary prefix_cache;
   SpecDecodeSummary spec_decode;
+  KvOffloadSummary kv_offload;
   uint64_t steps = 0, prefill_only_steps = 0, decode_only_steps = 0, mixed_steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // computed by steps (recomputation included)
   double makespan_s = 0, busy_s = 0, flops = 0, bytes = 0;

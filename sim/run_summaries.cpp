@@ -47,4 +47,54 @@ void add_spec_decode(const SpecDecodeSummary& replica, SpecDecodeSummary& into) 
   into.counts.add(replica.counts);
 }
 
+Stats kv_load_ms(const std::vector<RequestRecord>& requests) {
+  std::vector<double> ms;
+  for (const RequestRecord& r : requests) {
+    if (r.kv_loaded_tokens > 0) ms.push_back(r.kv_load_s * 1e3);
+  }
+  return summarize(ms);
+}
+
+KvOffloadSummary kv_offload_summary(const Scheduler& scheduler, double link_busy_s,
+                                    const std::vector<RequestRecord>& requests) {
+  KvOffloadSummary k;
+  const KvOffloadConnector* c = scheduler.kv_offload();
+  if (c == nullptr) return k;
+  k.enabled = true;
+  const KvOffloadConfig& cfg = c->config();
+  k.backend = cfg.backend;
+  k.cpu_blocks = c->tier().capacity();
+  k.block_tokens = int64_t(scheduler.config().block_size) * cfg.block_size_factor;
+  k.counts = c->stats();
+  k.evictions = c->tier().evictions();
+  k.link_busy_s = link_busy_s;
+  k.load_ms = kv_load_ms(requests);
+  return k;
+}
+
+void add_kv_offload(const KvOffloadSummary& r, KvOffloadSummary& into) {
+  if (!r.enabled) return;
+  into.enabled = true;
+  into.backend = r.backend;
+  into.block_tokens = r.block_tokens;
+  into.cpu_blocks += r.cpu_blocks;
+  into.cpu_bytes += r.cpu_bytes;
+  KvOffloadConnector::Stats& a = into.counts;
+  const KvOffloadConnector::Stats& b = r.counts;
+  a.queries += b.queries;
+  a.hits += b.hits;
+  a.preempted_queries += b.preempted_queries;
+  a.preempted_hits += b.preempted_hits;
+  a.loads += b.loads;
+  a.loaded_tokens += b.loaded_tokens;
+  a.stores += b.stores;
+  a.stored_blocks += b.stored_blocks;
+  a.loaded_bytes += b.loaded_bytes;
+  a.stored_bytes += b.stored_bytes;
+  a.deferrals += b.deferrals;
+  a.store_failures += b.store_failures;
+  into.evictions += r.evictions;
+  into.link_busy_s += r.link_busy_s;
+}
+
 }  // namespace servesim

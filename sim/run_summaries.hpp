@@ -18,6 +18,15 @@ void keep_histogram(const MetricsCollector& metrics, RunResult& result);
 PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
                                         const std::vector<RequestRecord>& requests);
 
+// SCHEDULER's CPU KV tier (disabled without one), its host links' busy time LINK_BUSY_S and the
+// load times of REQUESTS.
+KvOffloadSummary kv_offload_summary(const Scheduler& scheduler, double link_busy_s,
+                                    const std::vector<RequestRecord>& requests);
+// A fleet's: every replica's counters summed into INTO (the load times are the fleet's records').
+// The requests' KV load times, ms, over those that loaded.
+Stats kv_load_ms(const std::vector<RequestRecord>& requests);
+void add_kv_offload(const KvOffloadSummary& replica, KvOffloadSummary& into);
+
 // SCHEDULER's speculative-decoding counters (disabled without them).
 SpecDecodeSummary spec_decode_summary(const Scheduler& scheduler);
 // A fleet's: every replica's counters summed into INTO.

@@ -71,6 +71,26 @@ void resolve_speculative(SimConfig& c) {
   }
 }
 
+// CPU KV offload: vLLM V1's connectors; an offloaded block is whole GPU blocks.
+void resolve_offload(SimConfig& c) {
+  const KvOffloadOptions& o = c.offload;
+  if (!o.enabled()) return;
+  const char* flag = o.backend == OffloadBackend::kLmcache && o.per_rank ? "kv-transfer-config"
+                                                                         : "kv-offloading-size";
+  if (!v1_scheduler(c.scheduler.policy)) {
+    throw Error(flag, std::string("vLLM's KV connectors are V1's: use --scheduler vllm-v1, not ") +
+                          policy_name(c.scheduler.policy));
+  }
+  if (o.block_size % c.scheduler.block_size != 0) {
+    throw Error(flag, "an offloaded block of " + std::to_string(o.block_size) +
+                          " tokens is not a whole number of GPU blocks of " +
+                          std::to_string(c.scheduler.block_size));
+  }
+  if (!(o.cpu_bytes > 0) || !(o.link_gb_per_s >= 0) || !(o.link_latency_s >= 0)) {
+    throw Error(flag, "needs a size > 0, a link of >= 0 GB/s and a latency >= 0");
+  }
+}
+
 // The token budget's default and the budgets' ranges. vLLM also refuses max_num_batched_tokens
 // below max_model_len without chunking, or below max_num_seqs (vllm/config.py SchedulerConfig.
 // _verify_args); servesim runs both, for sweeps (docs/manual/schedulers.md).
@@ -87,6 +107,7 @@ void resolve_scheduler(SimConfig& c) {
   if (s.max_num_seqs == 0) s.max_num_seqs = default_max_num_seqs(c.engine, large);
   check_scheduler_values(s);
   resolve_speculative(c);
+  resolve_offload(c);
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
@@ -202,6 +223,9 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
                                    c.gpu.hbm_bytes_per_s() * c.tp, scheduler->usable_blocks());
   result.summary.prefix_cache = prefix_cache_summary(*scheduler, result.requests);
   result.summary.spec_decode = spec_decode_summary(*scheduler);
+  result.summary.kv_offload =
+      kv_offload_summary(*scheduler, host.host_link_busy_s(), result.requests);
+  result.summary.kv_offload.cpu_bytes = c.offload.cpu_bytes * (c.offload.per_rank ? c.tp : 1);
   if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);
