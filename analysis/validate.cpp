@@ -47,13 +47,13 @@ bool on_off(const CsvFile& f, int c, bool missing) {
 
 // The configuration every row of one experiment must share.
 std::string configuration(const GroundTruthRow& r) {
-  return format("%s|%s|%d|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%d|%d|%.6g", r.gpu.c_str(),
-                r.model.c_str(), r.tp, (long long)r.system_prompt_tokens,
-                (long long)r.question_tokens, (long long)r.output_tokens,
-                (long long)r.prompt_groups, (long long)r.users_per_group,
-                (long long)r.max_num_batched_tokens, (long long)r.max_num_seqs,
-                (long long)r.max_model_len, (long long)r.vllm_kv_blocks, int(r.prefix_caching),
-                int(r.chunked_prefill), r.gpu_memory_utilization);
+  return format(
+      "%s|%s|%d|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%lld|%d|%d|%.6g|%d|%.6g", r.gpu.c_str(),
+      r.model.c_str(), r.tp, (long long)r.system_prompt_tokens, (long long)r.question_tokens,
+      (long long)r.output_tokens, (long long)r.prompt_groups, (long long)r.users_per_group,
+      (long long)r.max_num_batched_tokens, (long long)r.max_num_seqs, (long long)r.max_model_len,
+      (long long)r.vllm_kv_blocks, int(r.prefix_caching), int(r.chunked_prefill),
+      r.gpu_memory_utilization, int(r.cpu_kv_offload), r.kv_offloading_size_gib);
 }
 
 }  // namespace
@@ -69,6 +69,7 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
             c_seqs = f.col("max_num_seqs"), c_len = f.col("max_model_len"),
             c_blocks = f.col("vllm_kv_blocks", false), c_prefix = f.col("prefix_caching", false),
             c_chunked = f.col("chunked_prefill", false), c_offload = f.col("cpu_kv_offload", false),
+            c_offload_gib = f.col("kv_offloading_size_gib", false),
             c_util = f.col("gpu_memory_utilization", false);
   std::vector<int> c_metrics;
   for (const LatencyField& m : kLatencyFields)
@@ -111,6 +112,14 @@ std::vector<GroundTruthRow> read_ground_truth(const std::string& path) {
     r.prefix_caching = on_off(f, c_prefix, true);
     r.chunked_prefill = on_off(f, c_chunked, true);
     r.cpu_kv_offload = on_off(f, c_offload, false);
+    r.kv_offloading_size_gib = optional_number(f, c_offload_gib);
+    if (!std::isnan(r.kv_offloading_size_gib) &&
+        !(r.kv_offloading_size_gib > 0 && r.kv_offloading_size_gib <= 1e6)) {
+      throw Error(path, f.line(), "kv_offloading_size_gib", "must be empty or in (0, 1e6] GiB");
+    }
+    if (!std::isnan(r.kv_offloading_size_gib) && !r.cpu_kv_offload) {
+      throw Error(path, f.line(), "kv_offloading_size_gib", "sizes a CPU tier: cpu_kv_offload off");
+    }
     if (c_util >= 0 && !trim(f.text(c_util)).empty()) {
       r.gpu_memory_utilization = f.number(c_util);
       if (!(r.gpu_memory_utilization > 0 && r.gpu_memory_utilization <= 1)) {
@@ -256,7 +265,6 @@ int64_t replayed_output_tokens(const std::vector<GroundTruthRow>& rows, const Ex
 
 // Why servesim cannot model row R's server ("" when it can).
 std::string unsupported(const GroundTruthRow& r) {
-  if (r.cpu_kv_offload) return "CPU KV offload is not modelled";
   if (!r.chunked_prefill)
     return "chunked prefill off is not a vLLM V1 configuration servesim models";
   return "";
@@ -305,7 +313,8 @@ std::string calibrations_for(const std::string& files, const GpuSpec& gpu, Input
 }
 
 // The RunSpec of experiment row R: the base's cost model and seed, the row's server.
-RunSpec experiment_spec(const GroundTruthRow& r, const RunSpec& base, const std::string& gpu) {
+RunSpec experiment_spec(const GroundTruthRow& r, const ValidateOptions& o, const std::string& gpu) {
+  const RunSpec& base = o.base;
   RunSpec s = base;
   s.model = r.model;
   s.gpu = gpu;
@@ -317,6 +326,10 @@ RunSpec experiment_spec(const GroundTruthRow& r, const RunSpec& base, const std:
   s.scheduler = "vllm-v1:" + std::to_string(r.max_num_batched_tokens);
   s.enable_prefix_caching = r.prefix_caching;
   s.no_enable_prefix_caching.forget();
+  if (r.cpu_kv_offload) {
+    s.kv_offloading_size =
+        std::isnan(r.kv_offloading_size_gib) ? o.kv_offloading_size_gib : r.kv_offloading_size_gib;
+  }
   return s;
 }
 
@@ -332,7 +345,7 @@ void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experime
     return;
   }
   try {
-    RunSpec spec = experiment_spec(first, options.base, gpu);
+    RunSpec spec = experiment_spec(first, options, gpu);
     Inputs inputs;
     spec.model_file = model_file_for(models, first.model);
     if (!spec.model_file.empty()) spec.model.forget();  // the row's model, read from its file

@@ -11,7 +11,7 @@
 // queue and prefix cache), and each row is compared on the requests that arrived in its stage
 // (all of them for the summary row).
 // Promises: bad input is an Error naming the file, line and field; rows servesim cannot model
-// (a model or GPU it does not know, CPU KV offload, chunked prefill off) are kept, with the reason,
+// (a model or GPU it does not know, chunked prefill off) are kept, with the reason,
 // and predict nothing; a prediction whose waiting queue grew through its stage is marked
 // overloaded.
 #pragma once
@@ -43,6 +43,9 @@ struct GroundTruthRow {
   int64_t max_num_batched_tokens = 0, max_num_seqs = 0, max_model_len = 0;
   int64_t vllm_kv_blocks = 0;  // 0 when not given
   bool prefix_caching = true, chunked_prefill = true, cpu_kv_offload = false;
+  // The CPU tier's size, GiB, all GPUs (optional column kv_offloading_size_gib; NaN: not given,
+  // ValidateOptions' size then).
+  double kv_offloading_size_gib = NAN;
   double gpu_memory_utilization = 0.9;
   LatencyFigures measured;
 };
@@ -65,6 +68,10 @@ struct ValidateOptions {
   // catalogue maps them), else the catalogue's.
   std::string model_dir;
   bool use_measured_kv = false;  // the KV blocks vLLM logged as the cache, where the row has them
+  // The CPU KV tier of rows with cpu_kv_offload on that do not say its size, GiB: 8, as the
+  // servers of the public BLIS sim-to-real study ran (--kv-offloading-size 8: vLLM's
+  // OffloadingConnector with cpu_bytes_to_use 8589934592).
+  double kv_offloading_size_gib = 8;
 };
 
 struct ValidateRow {

@@ -29,8 +29,11 @@ int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
       "file whose hf_id it names, else the catalogue's")(
       "use-measured-kv", po::bool_switch(&o.use_measured_kv),
       "replay with the KV blocks vLLM logged (vllm_kv_blocks) where a row has them, instead of "
-      "the memory plan's")("profiles", po::value(&b.profiles),
-                           "Vidur profiles for --cost-model table")(
+      "the memory plan's")(
+      "kv-offloading-size", po::value(&o.kv_offloading_size_gib)->default_value(8),
+      "GiB of CPU KV tier (vLLM's OffloadingConnector) for rows with cpu_kv_offload on and no "
+      "kv_offloading_size_gib column")("profiles", po::value(&b.profiles),
+                                       "Vidur profiles for --cost-model table")(
       "seed", po::value(&b.seed.value())->default_value(*b.seed),
       "seed of the generated workloads")("jobs,j",
                                          po::value(&o.jobs)->default_value(hardware_threads()),
@@ -46,6 +49,9 @@ int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
   }
   if (o.jobs < 1 || o.jobs > 1024) throw Error("jobs", "must be in [1, 1024]");
   if (b.seed < 0) throw Error("seed", "must be >= 0");
+  if (!(o.kv_offloading_size_gib > 0 && o.kv_offloading_size_gib <= 1e6)) {
+    throw Error("kv-offloading-size", "must be in (0, 1e6] GiB");
+  }
   // Flags that would make every experiment fail fail the command instead, before any replay.
   if (b.cost_model != "roofline" && b.cost_model != "table") {
     throw Error("cost-model", "expected roofline or table, got '" + b.cost_model + "'");

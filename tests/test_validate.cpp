@@ -206,7 +206,8 @@ TEST_CASE("validate: each stage is measured on its own requests, unknown models 
 
 TEST_CASE("validate: rows it cannot model are skipped with their reason, the file goes on",
           "[validate]") {
-  std::string offload = row("off", "0", "2", "5");
+  // CPU KV offload is modelled: the row is predicted, with an 8 GiB tier by default.
+  std::string offload = row("offload", "0", "2", "5");
   offload.replace(offload.find("on,on,,"), 7, "on,on,on,");
   std::string unchunked = row("unchunked", "0", "2", "5");
   unchunked.replace(unchunked.find("on,on,,"), 7, "on,off,,");
@@ -221,7 +222,8 @@ TEST_CASE("validate: rows it cannot model are skipped with their reason, the fil
   ValidateOptions o;
   const std::vector<ValidateRow> v = validate_ground_truth(read_ground_truth(path), o);
   REQUIRE(v.size() == 6);
-  CHECK_THAT(v[0].skipped, Catch::Contains("CPU KV offload"));
+  CHECK(v[0].skipped.empty());
+  CHECK(v[0].predicted.e2e_mean > 0);
   CHECK_THAT(v[1].skipped, Catch::Contains("chunked prefill off"));
   CHECK(v[2].skipped.empty());  // an H100 NVL is in the catalogue as itself, not as the SXM part
   CHECK_THAT(v[3].skipped, Catch::Contains("'TPU v5e' is not in the catalogue"));
@@ -239,8 +241,8 @@ TEST_CASE("validate: rows it cannot model are skipped with their reason, the fil
   // The command prints the reasons and exits 0.
   const auto r = servesim::test::call_cli({"validate", path, "--jobs", "1"});
   CHECK(r.code == 0);
-  CHECK_THAT(r.out, Catch::Contains("skipped: CPU KV offload"));
-  CHECK_THAT(r.out, Catch::Contains("2 experiments predicted, 4 skipped"));
+  CHECK_THAT(r.out, Catch::Contains("skipped: chunked prefill off"));
+  CHECK_THAT(r.out, Catch::Contains("3 experiments predicted, 3 skipped"));
 }
 
 TEST_CASE("validate: --model-dir, --use-measured-kv and the overloaded mark", "[validate]") {
@@ -369,4 +371,48 @@ TEST_CASE("validate: bad flags fail the command, names with commas stay one CSV 
     in_line += c == ',' && !quoted;
   }
   CHECK(in_line == fields);
+}
+
+TEST_CASE("validate: rows with CPU KV offload replay with the tier their column sizes",
+          "[validate][offload]") {
+  // An optional kv_offloading_size_gib column sizes each row's tier (else --kv-offloading-size,
+  // 8 GiB). A size that holds no 2 MiB block is the row's reason to be skipped, naming the flag.
+  const std::string header =
+      std::string(kHeader).insert(std::string(kHeader).find("\n"), ",kv_offloading_size_gib");
+  auto offload_row = [](const std::string& x, const std::string& size) {
+    std::string r = row(x, "0", "2", "5");
+    r.replace(r.find("on,on,,"), 7, "on,on,on,");
+    return r.insert(r.size() - 1, "," + size);
+  };
+  const std::string path =
+      fixture("gt_offload_size.csv", header + offload_row("tiny", "0.001") +
+                                         offload_row("big", "16") + offload_row("default", ""));
+  const std::vector<GroundTruthRow> rows = read_ground_truth(path);
+  CHECK(rows[0].kv_offloading_size_gib == 0.001);
+  CHECK(std::isnan(rows[2].kv_offloading_size_gib));
+  ValidateOptions o;
+  const std::vector<ValidateRow> v = validate_ground_truth(rows, o);
+  CHECK_THAT(v[0].skipped, Catch::Contains("kv-offloading-size"));
+  CHECK(v[1].skipped.empty());
+  CHECK(v[2].skipped.empty());
+  o.kv_offloading_size_gib = 0.001;  // the rows without a size take the option's
+  CHECK_THAT(validate_ground_truth(rows, o)[2].skipped, Catch::Contains("kv-offloading-size"));
+  // Hostile values name the line and the column.
+  auto error_in = [&](const std::string& name, const std::string& body) {
+    try {
+      read_ground_truth(fixture(name, header + body));
+    } catch (const Error& e) {
+      return std::to_string(e.line()) + ":" + e.field();
+    }
+    return std::string();
+  };
+  CHECK(error_in("gt_size_neg.csv", offload_row("x", "-1")) == "2:kv_offloading_size_gib");
+  CHECK(error_in("gt_size_nan.csv", offload_row("x", "lots")) == "2:kv_offloading_size_gib");
+  std::string off = row("x", "0", "2", "5");
+  CHECK(error_in("gt_size_off.csv", off.insert(off.size() - 1, ",8")) ==
+        "2:kv_offloading_size_gib");
+  // Rows of one experiment must agree on the tier.
+  std::string other = offload_row("x", "16");
+  other.replace(0, 3, "x,1");
+  CHECK(error_in("gt_size_disagree.csv", offload_row("x", "8") + other) == "3:experiment");
 }
