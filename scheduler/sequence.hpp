@@ -3,7 +3,8 @@
 // computed, its KV block table size and its status. It is the one owner of a request's state: the
 // run's per-request records (sim/metrics.hpp) extend it with timestamps.
 // Promises: 0 <= num_computed_tokens <= num_tokens() + placeholders; generated <= output_tokens; a
-// request holds blocks only while running or while its KV loads from the CPU tier.
+// request holds blocks only while running, or once its KV loads from the CPU tier (until it
+// finishes or is preempted).
 #pragma once
 
 #include <climits>

@@ -59,6 +59,8 @@ class V1Scheduler final : public Scheduler {
   const RequestQueue& waiting() const { return waiting_.fifo(); }
   // `skipped_waiting`: requests skipped by earlier steps (a KV load in flight), served first.
   const WaitingQueue& skipped_waiting() const { return skipped_; }
+  // `waiting` whatever the policy.
+  const WaitingQueue& waiting_queue() const { return waiting_; }
 
  private:
   RejectReason engine_reject(const SeqState& s, int64_t lifetime) const override;

@@ -1,6 +1,7 @@
 // Invariants of vllm-v1 and its prefix cache on large random workloads with shared prefixes,
 // checked after every scheduling decision: no block leaked or double-held, the cache never over
-// capacity, hits never more than the prompt, nothing lost, the same seed the same steps.
+// capacity, hits never more than the prompt, nothing lost, the same seed the same steps; with
+// speculative decoding and a CPU KV tier too (that tier never over its blocks either).
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <catch2/catch.hpp>
@@ -24,7 +25,8 @@ struct DriveResult {
 
 // AHEAD: driven as vLLM's async engine loop drives AsyncScheduler (c.async_scheduling), each
 // schedule() before the previous step's output, which is applied once two batches are in flight or
-// nothing was scheduled; otherwise schedule and apply alternate.
+// nothing was scheduled; otherwise schedule and apply alternate. KV copies to and from a CPU tier
+// (c.offload) are done when the step that asked for them is applied, or at once when nothing runs.
 DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed, bool ahead) {
   const size_t n = 1500;
   boost::random::mt19937_64 rng(seed);
@@ -35,6 +37,17 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
   const KvCacheManager& kv = *s.kv_cache_manager();
   size_t next = 0;
   int64_t rejected = 0, finished = 0, idle = 0, step = 0;
+  std::vector<std::pair<size_t, size_t>> copies;  // per schedule() not yet applied: loads, stores
+  auto copies_done = [&](size_t n) {
+    size_t loads = 0, stores = 0;
+    for (size_t i = 0; i < n && i < copies.size(); ++i) {
+      loads += copies[i].first;
+      stores += copies[i].second;
+    }
+    copies.erase(copies.begin(), copies.begin() + std::ptrdiff_t(std::min(n, copies.size())));
+    s.kv_transfers_done(loads, stores);
+  };
+  const int k = c.spec.enabled() ? c.spec.num_speculative_tokens : 0;
   std::vector<int32_t> lengths_out(n);
   DriveResult out;
   std::string& failure = out.failure;
@@ -53,12 +66,23 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
       }
     }
     const Batch& b = s.schedule();
+    std::pair<size_t, size_t> asked{0, 0};
+    for (const KvTransfer& t : s.kv_transfers())
+      ++(t.load ? asked.first : asked.second);
+    copies.push_back(asked);
     out.fingerprint = hash_combine(out.fingerprint, b.size());
     for (size_t i = 0; i < b.size(); ++i) {
       out.fingerprint = hash_combine(hash_combine(out.fingerprint, b.ids()[i]),
                                      uint64_t(b.shapes()[i].new_tokens));
     }
+    if (const KvOffloadConnector* o = s.kv_offload()) {
+      check(o->tier().used() <= o->tier().capacity(), "CPU tier over capacity");
+    }
     if (b.empty() && s.batches_in_flight() == 0) {
+      if (s.kv_offload() != nullptr && s.kv_offload()->transfers_in_flight() > 0) {
+        copies_done(copies.size());  // nothing runs: the copies finish
+        continue;
+      }
       check(s.num_waiting() == 0 && s.running().empty(), "empty batch with work queued");
       check(++idle < 100000, "no progress: requests lost");
       continue;
@@ -71,6 +95,17 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
       check(s.seq(id).status == SeqStatus::kRunning, "a request in running is not running");
       held += kv.blocks_held(id);
     }
+    // Requests whose KV loads from the CPU tier hold blocks too, and keep them once loaded
+    // until they are admitted.
+    for (const WaitingQueue* q : {&s.skipped_waiting(), &s.waiting_queue()}) {
+      q->for_each([&](uint32_t id) {
+        const SeqState& w = s.seq(id);
+        check(kv.blocks_held(id) == 0 || w.num_computed_tokens > 0,
+              "a waiting request holds "
+              "blocks it did not load");
+        held += kv.blocks_held(id);
+      });
+    }
     for (int32_t blk = 1; blk <= kv.usable_blocks(); ++blk) {
       refs += kv.ref_count(blk);
       in_use += kv.ref_count(blk) > 0;
@@ -81,7 +116,7 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
       check(int64_t(kv.free_queue().size()) == kv.free_blocks(), "free queue size");
     }
     check(int64_t(s.running().size()) <= c.max_num_seqs, "running > max_num_seqs");
-    check(b.num_tokens() <= c.max_num_batched_tokens, "batch over the token budget");
+    check(b.num_tokens() <= c.token_budget(), "batch over the token budget");
     for (size_t i = 0; i < b.size(); ++i) {
       const uint32_t id = b.ids()[i];
       const SeqState& q = s.seq(id);
@@ -89,8 +124,10 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
       check(sh.new_tokens >= 1, "empty entry");
       // V1 counts the scheduled tokens as computed at once (_update_after_schedule).
       check(sh.context_tokens + sh.new_tokens == q.num_computed_tokens, "context != computed");
-      check(q.num_computed_tokens <= q.num_tokens() + q.placeholders, "computes unknown tokens");
-      check(q.placeholders >= 0 && q.placeholders <= (ahead ? 2 : 1), "placeholders");
+      check(q.num_computed_tokens <= q.num_tokens() + q.placeholders + k,
+            "computes unknown tokens");
+      check(sh.draft_tokens <= k && sh.draft_tokens < sh.new_tokens + (k == 0), "drafts");
+      check(q.placeholders >= 0 && q.placeholders <= (ahead ? 2 : 1) * (1 + k), "placeholders");
       check(kv.blocks_for(q.num_computed_tokens) <= kv.blocks_held(id), "computes without a slot");
       check(q.cached_tokens <= q.input_tokens - 1, "hit more than the prompt less one token");
       if (c.long_prefill_token_threshold > 0) {
@@ -99,13 +136,15 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
     }
     // Scheduling ahead, the output waits until two batches are in flight.
     if (ahead && !b.empty() && s.batches_in_flight() < 2) continue;
-    s.update_from_output([&](uint32_t id, int32_t, bool first, bool done) {
-      check(first == (s.seq(id).generated == 1), "first token flag");
+    s.update_from_output([&](uint32_t id, int32_t tokens, bool first, bool done) {
+      check(tokens >= 1 && tokens <= 1 + k, "tokens per step");
+      check(first == (s.seq(id).generated == tokens), "first token flag");
       if (!done) return;
       ++finished;
       check(s.seq(id).generated == lengths_out[id], "output length");
       check(kv.blocks_held(id) == 0, "a finished request holds blocks");
     });
+    copies_done(1);
   }
   check(kv.free_blocks() == kv.usable_blocks(), "blocks not returned");
   check(s.num_waiting() == 0 && s.running().empty(), "requests left behind");
@@ -144,6 +183,34 @@ TEST_CASE("vllm-v1 invariants hold at every step of random shared-prefix workloa
           // The same seed gives the same steps.
           CHECK(drive_v1(c, blocks, seed, ahead).fingerprint == r.fingerprint);
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("vllm-v1 invariants hold with speculative decoding and a CPU KV tier",
+          "[invariants][vllm-v1][spec][offload][slow]") {
+  for (const bool ahead : {false, true}) {
+    for (const OffloadBackend backend : {OffloadBackend::kNative, OffloadBackend::kLmcache}) {
+      for (const SpecMethod method : {SpecMethod::kNone, SpecMethod::kEagle, SpecMethod::kNgram}) {
+        INFO("ahead " << ahead << ", " << offload_backend_name(backend) << ", "
+                      << spec_method_name(method));
+        SchedulerConfig c = config("vllm-v1", 512, /*max_num_seqs=*/64, /*max_model_len=*/2048);
+        c.enable_prefix_caching = true;
+        c.async_scheduling = ahead;
+        c.offload.backend = backend;
+        c.offload.num_cpu_blocks = 300;
+        c.offload.block_size_factor = backend == OffloadBackend::kLmcache ? 16 : 1;
+        c.offload.bytes_per_block = 1000;
+        if (method != SpecMethod::kNone) {
+          c.spec.method = method;
+          c.spec.num_speculative_tokens = 3;
+          c.spec.acceptance_rates = {0.8, 0.5, 0.3};
+        }
+        const DriveResult r = drive_v1(c, 160, 3, ahead);
+        CHECK(r.failure == "");
+        CHECK(r.preemptions > 0);
+        CHECK(drive_v1(c, 160, 3, ahead).fingerprint == r.fingerprint);
       }
     }
   }

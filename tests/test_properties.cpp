@@ -144,6 +144,19 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
     f.emplace_back("scheduling-policy", "priority");
     if (workload > 25) f.emplace_back("num-priorities", std::to_string(d.in(1, 4)));
   }
+  if (v1 && d.chance(15)) {  // speculative decoding (issue 28)
+    const std::string method =
+        d.pick<std::string>({"eagle", "eagle3", "mtp", "ngram", "draft_model"});
+    std::string json = "{\"method\": \"" + method +
+                       "\", \"num_speculative_tokens\": " + std::to_string(d.in(1, 4));
+    if (method == "draft_model") json += ", \"model\": \"llama-3.2-1b\"";
+    f.emplace_back("speculative-config", json + "}");
+    f.emplace_back("spec-acceptance-rate", d.pick<std::string>({"0", "0.5", "0.8", "1"}));
+  }
+  if (v1 && d.chance(15)) {  // a CPU KV tier (issue 28)
+    f.emplace_back("kv-offloading-size", d.pick<std::string>({"0.05", "0.5", "4"}));
+    if (d.chance(30)) f.emplace_back("kv-offloading-backend", "lmcache");
+  }
   const int fleet = int(d.in(1, 100));
   if (fleet > 94) {  // a fleet of one replica of a named GPU, or of two GPUs
     const std::string gpu = d.pick<std::string>({"a100-80g", "h100-sxm", "l40s", "h200-sxm"});
@@ -310,6 +323,8 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       if (name == "scheduler") ++policies[value.substr(0, value.find(':'))];
       if (name == "dataset-name" && value == "mixture") ++policies["mixture"];
       if (name == "replica-gpus") ++policies[value.find(',') == std::string::npos ? "one" : "two"];
+      if (name == "speculative-config") ++policies["spec"];
+      if (name == "kv-offloading-size") ++policies["offload"];
     }
     INFO("configuration:" << describe(flags));
     const std::string broken = broken_property(first.run, flags);
@@ -331,4 +346,7 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
   CHECK(policies["mixture"] >= 20);
   CHECK(policies["one"] >= 5);
   CHECK(policies["two"] >= 5);
+  // And issue 28's: speculative decoding and CPU KV offload.
+  CHECK(policies["spec"] >= 10);
+  CHECK(policies["offload"] >= 10);
 }
