@@ -146,6 +146,8 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
   m.emplace_back("prefix_cache_hit_rate", s.prefix_cache.hit_rate());
   m.emplace_back("kv_offload_hit_rate", s.kv_offload.hit_rate());
   m.emplace_back("kv_load_ms_mean", s.kv_offload.load_ms.mean);
+  m.emplace_back("lora_load_s", s.lora.enabled ? s.lora.load_s : NAN);
+  m.emplace_back("lora_skipped_admissions", s.lora.enabled ? double(s.lora.skips) : NAN);
   m.emplace_back("spec_mean_acceptance_length", s.spec_decode.mean_acceptance_length());
   m.emplace_back("spec_acceptance_rate", s.spec_decode.acceptance_rate());
   return m;
@@ -199,6 +201,19 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                        {"evictions", p.evictions}};
   if (s.spec_decode.enabled) j["spec_decode"] = spec_decode_json(s.spec_decode);
   if (s.kv_offload.enabled) j["kv_offload"] = kv_offload_json(s.kv_offload);
+  if (s.lora.enabled) {
+    const LoraSummary& l = s.lora;
+    j["lora"] = {{"max_loras", l.max_loras},
+                 {"max_cpu_loras", l.max_cpu_loras},
+                 {"rank", l.rank},
+                 {"requests", l.requests},
+                 {"adapters", l.adapters},
+                 {"skipped_admissions", l.skips},
+                 {"disk_loads", l.disk_loads},
+                 {"gpu_activations", l.activations},
+                 {"load_s", l.load_s},
+                 {"kernel_s", l.kernel_s}};
+  }
   j["steps"] = s.steps;
   j["steps_by_kind"] = {{"prefill_only", s.prefill_only_steps},
                         {"decode_only", s.decode_only_steps},

@@ -160,6 +160,18 @@ void print_use(std::ostream& out, const RunSummary& s) {
                static_cast<long long>(k.counts.deferrals),
                static_cast<long long>(k.counts.store_failures));
   }
+  const LoraSummary& l = s.lora;
+  if (l.enabled) {
+    out << format(
+        "LoRA (max_loras %d, max_cpu_loras %d, rank %d): %lld requests asked for %lld "
+        "adapters; %lld admissions passed over for an adapter slot; %lld adapters "
+        "read from disk, %lld copied to the GPU, the steps waited %.2f s for them; "
+        "adapter kernels %.2f s\n",
+        l.max_loras, l.max_cpu_loras, l.rank, static_cast<long long>(l.requests),
+        static_cast<long long>(l.adapters), static_cast<long long>(l.skips),
+        static_cast<long long>(l.disk_loads), static_cast<long long>(l.activations), l.load_s,
+        l.kernel_s);
+  }
   const SpecDecodeSummary& d = s.spec_decode;
   if (d.enabled) {
     out << format(

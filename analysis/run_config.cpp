@@ -12,6 +12,7 @@
 #include "analysis/engine_options.hpp"
 #include "analysis/workload_report.hpp"
 #include "models/calibration.hpp"
+#include "models/lora.hpp"
 #include "scheduler/policy.hpp"
 #include "traces/datasets.hpp"
 #include "traces/rate_pattern.hpp"
@@ -75,6 +76,46 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
   if (!scheduled && (f.num_replicas < a.min_replicas || f.num_replicas > a.max_replicas)) {
     throw Error("num-replicas", "must be in [--min-replicas, --max-replicas] with --autoscale");
   }
+}
+
+// --enable-lora and its flags, onto C (vLLM's LoRAConfig checks).
+void lora(const RunSpec& s, SimConfig& c) {
+  if (!s.enable_lora) {
+    refuse_given({{"max-loras", s.max_loras.given()},
+                  {"max-lora-rank", s.max_lora_rank.given()},
+                  {"max-cpu-loras", s.max_cpu_loras.given()},
+                  {"lora-rank", s.lora_rank.given()},
+                  {"lora-load-gb-per-s", s.lora_load_gb_per_s.given()},
+                  {"lora-load-latency-s", s.lora_load_latency_s.given()}},
+                 "needs --enable-lora");
+    return;
+  }
+  LoraOptions& l = c.lora;
+  l.enabled = true;
+  if (s.max_loras < 1 || s.max_loras > 4096) throw Error("max-loras", "must be in [1, 4096]");
+  l.max_loras = int(*s.max_loras);
+  if (!valid_max_lora_rank(int(std::clamp<int64_t>(s.max_lora_rank, 0, 1 << 20)))) {
+    throw Error("max-lora-rank", "must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512");
+  }
+  l.max_lora_rank = int(*s.max_lora_rank);
+  if (s.max_cpu_loras.given() && (s.max_cpu_loras < s.max_loras || s.max_cpu_loras > 65535)) {
+    throw Error("max-cpu-loras", "must be >= --max-loras (vLLM's LoRAConfig) and <= 65535");
+  }
+  l.max_cpu_loras = int(*s.max_cpu_loras);
+  if (s.lora_rank.given() && (s.lora_rank < 1 || s.lora_rank > s.max_lora_rank)) {
+    throw Error("lora-rank",
+                "must be in [1, --max-lora-rank]: vLLM refuses an adapter of a "
+                "larger rank");
+  }
+  l.rank = int(*s.lora_rank);
+  if (!(s.lora_load_gb_per_s > 0 && s.lora_load_gb_per_s <= 1e5)) {
+    throw Error("lora-load-gb-per-s", "must be in (0, 1e5] GB/s");
+  }
+  if (!(s.lora_load_latency_s >= 0 && s.lora_load_latency_s <= 3600)) {
+    throw Error("lora-load-latency-s", "must be in [0, 3600] seconds");
+  }
+  l.load_gb_per_s = s.lora_load_gb_per_s;
+  l.load_latency_s = s.lora_load_latency_s;
 }
 
 // The CPU KV tier and its link, onto C.
@@ -271,6 +312,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   }
   speculative_decoding(s, inputs, c);
   kv_offload(s, c);
+  lora(s, c);
   return c;
 }
 

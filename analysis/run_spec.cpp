@@ -118,7 +118,8 @@ const TraceImportSetting kTraceImportSettings[] = {
     {"model-filter", "burstgpt", IMPORT_SET(model_filter)},
     {"log-type", "burstgpt", IMPORT_SET(log_type)},
     {"hash-block-size", "mooncake", IMPORT_SET(hash_block_size)},
-    {"col-priority", "csv", IMPORT_SET(col_priority)}};
+    {"col-priority", "csv", IMPORT_SET(col_priority)},
+    {"col-lora", "csv", IMPORT_SET(col_lora)}};
 }  // namespace
 #undef IMPORT_SET
 

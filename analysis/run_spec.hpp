@@ -177,6 +177,15 @@ struct RunSpec {
   double kv_offloading_size = 0;
   std::string kv_offloading_backend, kv_transfer_config;
   Given<double> kv_offload_gb_per_s{0}, kv_offload_latency_s{10e-6};
+  // LoRA adapters (vLLM --enable-lora, --max-loras, --max-lora-rank, --max-cpu-loras; servesim:
+  // the adapters' own rank and how fast one loads from disk).
+  Given<bool> enable_lora{false};
+  Given<int64_t> max_loras{1}, max_lora_rank{16}, max_cpu_loras{0}, lora_rank{0};
+  Given<double> lora_load_gb_per_s{2}, lora_load_latency_s{0.01};
+  // The adapters requests ask for: N drawn by Zipf's law of exponent S (0: uniform), for a
+  // generated workload or a trace without --col-lora.
+  Given<int64_t> lora_adapters{0};
+  Given<double> lora_zipf{1};
   // Workload: a trace file, or the synthetic generator.
   std::string trace;
   Given<int64_t> num_requests{kDefaultNumRequests};

@@ -247,9 +247,30 @@ LoadedWorkload generate_dataset(const RunSpec& s) {
 
 }  // namespace
 
+// --lora-adapters: the adapters requests ask for, onto OUT (a trace's --col-lora says them).
+void draw_adapters(const RunSpec& s, LoadedWorkload& out) {
+  if (!s.lora_adapters.given()) {
+    if (s.lora_zipf.given()) throw Error("lora-zipf", "needs --lora-adapters");
+    return;
+  }
+  if (!s.import.col_lora.empty()) {
+    throw Error("lora-adapters", "contradicts --col-lora: the trace says each request's adapter");
+  }
+  draw_loras(out.requests, s.lora_adapters, s.lora_zipf, uint64_t(s.seed));
+  out.json["lora_adapters"] = s.lora_adapters;
+  out.json["lora_zipf"] = s.lora_zipf;
+  out.text += format(", %lld LoRA adapters (Zipf %.2g)", (long long)(*s.lora_adapters),
+                     double(s.lora_zipf));
+}
+
 LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
-  if (!s.trace.empty()) return load_trace_workload(s, inputs);
+  if (!s.trace.empty()) {
+    LoadedWorkload t = load_trace_workload(s, inputs);
+    draw_adapters(s, t);
+    return t;
+  }
   LoadedWorkload out = generate_dataset(s);
+  draw_adapters(s, out);
   if (!s.rate_pattern.empty()) {
     if (s.dataset_name == "servegen") {
       throw Error("rate-pattern", "servegen clients have their own rate over time");

@@ -240,6 +240,22 @@ const std::vector<RunFlag>& run_flags() {
        "PCIe link at 0.82, e.g. 52 for an H100)"},
       {"kv-offload-latency-s", G::kHardware, Plain<Given<double>>{FIELD(kv_offload_latency_s)},
        kShowDefault, "KV offload: a copy's fixed latency, seconds"},
+      {"enable-lora", G::kHardware, Plain<Given<bool>>{FIELD(enable_lora)}, kNoDefault,
+       "vllm-v1: serve LoRA adapters (each step holds at most --max-loras distinct ones; a "
+       "waiting request with one more is passed over)"},
+      {"max-loras", G::kHardware, Plain<Given<int64_t>>{FIELD(max_loras)}, kShowDefault,
+       "--enable-lora: adapters per step, and adapter slots on the GPU"},
+      {"max-lora-rank", G::kHardware, Plain<Given<int64_t>>{FIELD(max_lora_rank)}, kShowDefault,
+       "--enable-lora: the slots' rank (1, 8, 16, 32, 64, 128, 256, 320, 512): sizes the GPU "
+       "memory they take from the KV cache"},
+      {"max-cpu-loras", G::kHardware, Plain<Given<int64_t>>{FIELD(max_cpu_loras)}, kNoDefault,
+       "--enable-lora: adapters kept in host memory (default --max-loras)"},
+      {"lora-rank", G::kHardware, Plain<Given<int64_t>>{FIELD(lora_rank)}, kNoDefault,
+       "--enable-lora: the adapters' own rank (default --max-lora-rank)"},
+      {"lora-load-gb-per-s", G::kHardware, Plain<Given<double>>{FIELD(lora_load_gb_per_s)},
+       kShowDefault, "--enable-lora: GB/s an adapter is read from disk at"},
+      {"lora-load-latency-s", G::kHardware, Plain<Given<double>>{FIELD(lora_load_latency_s)},
+       kShowDefault, "--enable-lora: seconds per adapter read besides its bytes"},
       {"enable-chunked-prefill", G::kScheduler, OptionalBool{FIELD(enable_chunked_prefill)},
        kNoDefault,
        "vLLM's switch [true|false]: the chunked policy (true) or vllm-v0 (false), like "
@@ -314,6 +330,14 @@ const std::vector<RunFlag>& run_flags() {
        "csv: prompt-token column"},
       {"col-output", G::kTraceInput, Plain<std::string>{FIELD(import.col_output)}, kNoDefault,
        "csv: output-token column"},
+      {"lora-adapters", G::kWorkload, Plain<Given<int64_t>>{FIELD(lora_adapters)}, kNoDefault,
+       "requests ask for one of N LoRA adapters (a conversation keeps its own), drawn by "
+       "--lora-zipf"},
+      {"lora-zipf", G::kWorkload, Plain<Given<double>>{FIELD(lora_zipf)}, kShowDefault,
+       "--lora-adapters: adapter k is drawn with weight 1 / k^S (0: uniform, as vLLM bench's "
+       "--lora-modules)"},
+      {"col-lora", G::kTraceInput, Plain<std::string>{FIELD(import.col_lora)}, kNoDefault,
+       "csv: the column naming each request's LoRA adapter (empty, 0 or base: none)"},
       {"col-priority", G::kTraceInput, Plain<std::string>{FIELD(import.col_priority)}, kNoDefault,
        "csv: request-priority column (integers; lower runs first with --scheduling-policy "
        "priority)"},

@@ -31,6 +31,8 @@ struct StepCost {
   double engine_s = 0;  // the engine's GPU-side step work outside the model
   double draft_s = 0;   // a speculative drafter's passes after sampling (models/spec_decode_cost)
   double kv_transfer_s = 0;  // KV copies to and from the CPU tier the step waits for (LMCache)
+  double lora_s = 0;         // LoRA adapters' kernels (models/lora.hpp)
+  double lora_load_s = 0;    // LoRA adapters loaded from disk and copied to the GPU for the step
 };
 
 class CostModel {

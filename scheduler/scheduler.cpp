@@ -34,7 +34,8 @@ void Scheduler::reserve(size_t num_requests) {
 }
 
 RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
-                                    int32_t priority, double arrival_s, int32_t external_tokens) {
+                                    int32_t priority, double arrival_s, int32_t external_tokens,
+                                    uint16_t lora) {
   if (id == seqs_.size()) {  // a replica's next request: grow (amortised, once per request)
     seqs_.emplace_back();
     add_request_slot();
@@ -47,6 +48,7 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
   s.priority = priority;
   s.workload_arrival_s = arrival_s < 0 ? double(id) : arrival_s;
   s.external_tokens = external_tokens;
+  s.lora = lora;
   // vLLM OpenAI server (serving_engine._validate_input): prompt + max_tokens > max_model_len is a
   // 400 error before the request reaches the engine.
   RejectReason why = RejectReason::kNone;
@@ -66,6 +68,10 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
     return why;
   }
   s.status = SeqStatus::kWaiting;
+  if (lora > 0) {
+    if (lora >= lora_requests_.size()) lora_requests_.resize(size_t(lora) + 1, 0);
+    if (lora_requests_[lora]++ == 0) ++num_loras_;
+  }
   enqueue(id);
   return RejectReason::kNone;
 }
@@ -117,8 +123,10 @@ void Scheduler::mark_preempted(uint32_t id) {
 }
 
 void Scheduler::finished(uint32_t id) {
-  seqs_[id].status = SeqStatus::kFinished;
+  SeqState& s = seqs_[id];
+  s.status = SeqStatus::kFinished;
   any_finished_ = true;
+  if (s.lora > 0 && --lora_requests_[s.lora] == 0) --num_loras_;
 }
 
 void Scheduler::free_finished_seq_groups() {

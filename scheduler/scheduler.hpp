@@ -58,6 +58,8 @@ struct SchedulerConfig {
   SpecDecodeConfig spec;
   // vLLM V1's KV offload to CPU memory (--kv-offloading-size; scheduler/kv_offload.hpp).
   KvOffloadConfig offload;
+  // vLLM --enable-lora's --max-loras: distinct LoRA adapters one step may hold (0: LoRA off).
+  int max_loras = 0;
   // The tokens one step may schedule: vLLM's max_num_scheduled_tokens, max_num_batched_tokens
   // less the slots a draft model drafts in (VllmConfig: max_num_batched_tokens -
   // max_num_new_slots_for_drafting x max_num_seqs). 0: max_num_batched_tokens.
@@ -84,9 +86,10 @@ class Scheduler {
   // EXTERNAL_TOKENS (V1 only, < input_tokens): leading prompt tokens whose KV arrived from a
   // prefill instance: allocated at the first scheduling but not computed, as vLLM V1 does with a
   // KV connector's matched tokens (the first hit of the local prefix cache counts first).
+  // LORA: its LoRA adapter (0: the base model).
   RejectReason add_request(uint32_t id, int32_t input_tokens, int32_t output_tokens,
-                           int32_t priority = 0, double arrival_s = -1,
-                           int32_t external_tokens = 0);
+                           int32_t priority = 0, double arrival_s = -1, int32_t external_tokens = 0,
+                           uint16_t lora = 0);
 
   // Decides the next step (vLLM Scheduler.schedule()). An empty batch is not in flight.
   // REQUIRES: no batch in flight, or one and schedules_ahead().
@@ -132,6 +135,14 @@ class Scheduler {
   virtual const KvOffloadConnector* kv_offload() const { return nullptr; }
   virtual std::span<const KvTransfer> kv_transfers() const { return {}; }
   virtual void kv_transfers_done(size_t /*loads*/, size_t /*stores*/) {}
+  // Waiting requests V1 passed over in a step because their LoRA adapter would have been one more
+  // than max_loras.
+  virtual int64_t lora_skips() const { return 0; }
+  // The LoRA adapters of the requests added and not yet finished (running or waiting: vLLM's
+  // lora_requests_info running_lora_adapters and waiting_lora_adapters): whether ID is among
+  // them, and how many there are.
+  bool has_lora(uint16_t id) const { return id < lora_requests_.size() && lora_requests_[id] > 0; }
+  int num_loras() const { return num_loras_; }
   // Speculative decoding's counters (vLLM V1's SpecDecodingStats); null without it.
   virtual const SpecDecodeStats* spec_decode_stats() const { return nullptr; }
   // Tokens this step found in the prefix cache (new requests' hits).
@@ -200,6 +211,8 @@ class Scheduler {
   int cur_ = 0, oldest_ = 0, in_flight_ = 0;
 
   bool any_finished_ = false;
+  std::vector<int32_t> lora_requests_;  // by adapter id: requests added, not finished
+  int num_loras_ = 0;                   // adapters with such requests
   int64_t num_preemptions_ = 0;
   int64_t discarded_tokens_ = 0;
 };

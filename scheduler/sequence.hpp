@@ -90,6 +90,7 @@ struct SeqState {
   // vLLM V1 speculative decoding (scheduler/spec_decode.hpp): the drafts proposed for the
   // request's next step, len(request.spec_token_ids).
   uint8_t spec_tokens = 0;
+  uint16_t lora = 0;  // its LoRA adapter (vLLM's lora_int_id), 0 for none
 
   // Tokens known: the prompt and what has been generated (vLLM seq.get_len()).
   int32_t num_tokens() const { return input_tokens + generated; }

@@ -25,6 +25,7 @@ V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, 
   kv_.set_drop_last_hit_block(m == SpecMethod::kEagle || m == SpecMethod::kEagle3 ||
                               m == SpecMethod::kMtp);
   const size_t most = std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16);
+  scheduled_loras_.reserve(size_t(std::max(config.max_loras, 0)) + 1);
   waiting_.reserve(most);
   skipped_.reserve(most);
   step_skipped_.reserve(most);
@@ -253,6 +254,17 @@ void V1Scheduler::promote(uint32_t id) {
 
 void V1Scheduler::schedule_waiting(int64_t& token_budget) {
   step_skipped_.clear();
+  // "Record the LoRAs in scheduled_running_reqs".
+  scheduled_loras_.clear();
+  if (config_.max_loras > 0) {
+    for (const uint32_t id : building().ids()) {
+      const uint16_t l = seqs_[id].lora;
+      if (l > 0 && std::find(scheduled_loras_.begin(), scheduled_loras_.end(), l) ==
+                       scheduled_loras_.end()) {
+        scheduled_loras_.push_back(l);
+      }
+    }
+  }
   while (num_waiting() > 0 && token_budget > 0) {
     if (int64_t(running_.size()) == config_.max_num_seqs) break;
     WaitingQueue& queue = next_waiting_queue();
@@ -265,6 +277,17 @@ void V1Scheduler::schedule_waiting(int64_t& token_budget) {
         continue;
       }
       promote(id);
+    }
+    // "Check that adding the request still respects the max_loras constraint": skip it, not
+    // stop (requests behind it with no adapter or a scheduled one may still be admitted).
+    if (config_.max_loras > 0 && s.lora > 0 &&
+        int64_t(scheduled_loras_.size()) >= config_.max_loras &&
+        std::find(scheduled_loras_.begin(), scheduled_loras_.end(), s.lora) ==
+            scheduled_loras_.end()) {
+      queue.pop_front(seqs_);
+      step_skipped_.push_back(id);
+      ++lora_skips_;
+      continue;
     }
     int64_t hit = 0, external = 0;
     bool load_async = false;
@@ -320,6 +343,11 @@ void V1Scheduler::schedule_waiting(int64_t& token_budget) {
     s.status = SeqStatus::kRunning;
     s.prefill_stage = true;
     out_.new_prefills.push_back(id);
+    if (config_.max_loras > 0 && s.lora > 0 &&
+        std::find(scheduled_loras_.begin(), scheduled_loras_.end(), s.lora) ==
+            scheduled_loras_.end()) {
+      scheduled_loras_.push_back(s.lora);
+    }
     schedule_tokens(id, n);
     token_budget -= n;
   }

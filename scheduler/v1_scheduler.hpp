@@ -1,7 +1,8 @@
 // V1Scheduler: vLLM V1's Scheduler.schedule() (vllm/v1/core/sched/scheduler.py at the revision of
 // scheduler/vllm_revision.hpp), policy vllm-v1, over V1's KV cache manager and its prefix cache,
 // with speculative decoding (scheduler/spec_decode.hpp) and KV offload to the CPU
-// (scheduler/kv_offload.hpp); without encoders or LoRA. "There's no decoding phase nor prefill
+// (scheduler/kv_offload.hpp) and LoRA adapters' limit per step; without encoders. "There's no
+// decoding phase nor prefill
 // phase": each request just has tokens not yet computed (its drafts among them), and each step
 // gives them budget:
 //  - `running` first, in order: each its new tokens (capped by long_prefill_token_threshold and
@@ -9,9 +10,10 @@
 //    tail of `running`, or under the priority policy the largest (priority, arrival)), itself
 //    last;
 //  - then, only if nothing was preempted, `skipped_waiting` and `waiting` (FCFS: the skipped
-//    first; priority: the better head): the prefix cache's hit, the CPU tier's (a request whose
-//    KV loads, or that must wait for it, is skipped to the next step), then allocate_slots,
-//    until the budget, max_num_seqs or the cache stops.
+//    first; priority: the better head): a request whose LoRA adapter would be one more than
+//    max_loras in the step is skipped, not waited for; the prefix cache's hit, the CPU tier's (a
+//    request whose KV loads, or that must wait for it, is skipped to the next step), then
+//    allocate_slots, until the budget, max_num_seqs or the cache stops.
 // A scheduled request's tokens count as computed at once (_update_after_schedule), and one that
 // samples, under async scheduling (vllm/v1/core/sched/async_scheduler.py AsyncScheduler), holds a
 // placeholder for its token until the step's output is applied: the next step is scheduled
@@ -48,6 +50,7 @@ class V1Scheduler final : public Scheduler {
     return config_.spec.enabled() ? &spec_stats_ : nullptr;
   }
   const KvOffloadConnector* kv_offload() const override { return offload_.get(); }
+  int64_t lora_skips() const override { return lora_skips_; }
   std::span<const KvTransfer> kv_transfers() const override {
     return offload_ ? offload_->transfers() : std::span<const KvTransfer>{};
   }
@@ -108,6 +111,10 @@ class V1Scheduler final : public Scheduler {
   std::vector<uint32_t> step_skipped_;  // skipped in this step, in order
   std::unique_ptr<KvOffloadConnector> offload_;
   SpecDecodeStats spec_stats_;
+  // The LoRA adapters of this step's batch so far (scheduled_loras), and the requests passed
+  // over for want of an adapter slot.
+  std::vector<uint16_t> scheduled_loras_;
+  int64_t lora_skips_ = 0;
 };
 
 }  // namespace servesim

@@ -240,6 +240,12 @@ std::vector<std::string> router_warnings(RouterKind kind, const std::vector<Repl
       }
     }
   }
+  if (kind == RouterKind::kLoraAffinity &&
+      std::none_of(w.begin(), w.end(), [](const RequestSpec& r) { return r.lora != 0; })) {
+    out.push_back(
+        "lora-affinity has no adapter to route by: no request asks for a LoRA adapter, so it "
+        "routes by queue and KV usage alone");
+  }
   if (kind == RouterKind::kSession && !w.has_content()) {
     out.push_back(
         "session has no sessions to keep together: the workload has no conversations (no "
@@ -303,6 +309,8 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
     const KvOffloadOptions& o = rc.offload;
     s.kv_offload.cpu_bytes = o.cpu_bytes * (o.per_rank ? rc.tp : 1);
     add_kv_offload(s.kv_offload, result.summary.kv_offload);
+    s.lora = lora_summary(rc, r.host, mine);
+    add_lora(s.lora, result.summary.lora);
     result.discarded_tokens += r.scheduler->discarded_tokens();
     busy[i] = s.busy_s;
     queue[i] = s.queue_len.mean;
@@ -314,6 +322,7 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
   if (result.summary.kv_offload.enabled) {
     result.summary.kv_offload.load_ms = kv_load_ms(result.requests);
   }
+  if (result.summary.lora.enabled) count_lora_requests(result.requests, result.summary.lora);
   if (autoscaled) {
     std::vector<double> b, q;
     for (size_t i = 0; i < n; ++i) {

@@ -59,6 +59,11 @@ class Gateway::Pool final : public Router::Fleet {
     }
   }
   int block_size() const override { return a_.block_size_; }
+  double lora_affinity(size_t i, const RequestSpec& r) const override {
+    const Scheduler& s = a_.replicas_[members_[i]].host->scheduler();
+    if (s.has_lora(r.lora)) return 1.0;
+    return s.num_loras() < s.config().max_loras ? 0.8 : 0.0;
+  }
 
  private:
   Gateway& a_;

@@ -39,7 +39,7 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
   const int32_t output = role_ == ReplicaRole::kPrefill ? 1 : r.output_tokens;
   const int32_t external = role_ == ReplicaRole::kDecode ? r.input_tokens - 1 : 0;
   const RejectReason why =
-      scheduler_.add_request(id, r.input_tokens, output, r.priority, r.arrival_s, external);
+      scheduler_.add_request(id, r.input_tokens, output, r.priority, r.arrival_s, external, r.lora);
   const bool admitted = why == RejectReason::kNone;
   metrics_.on_arrival(id, sent_s, admitted);
   if (fleet_ != nullptr && role_ != ReplicaRole::kDecode)
@@ -97,6 +97,7 @@ bool Host::plan(Planned& p, bool overlapped) {
     if (fleet_ != nullptr) fleet_->on_scheduled(global(id), now);
   }
   p.run = cost_.cost(batch.shapes());
+  if (lora_) add_lora(batch, p.run);
   const KvOffloadConnector* offload = scheduler_.kv_offload();
   if (offload != nullptr && !offload->config().async_load()) {
     // LMCache: the step waits for its copies (retrieved before the forward pass, saved before the
@@ -167,6 +168,31 @@ void Host::start_steps(bool back_to_back) {
   }
   launch(next, scheduler_.batch());
   if (ahead_) plan(queued_, /*overlapped=*/true);
+}
+
+void Host::add_lora(const Batch& batch, StepCost& run) {
+  step_loras_.clear();
+  double tokens = 0;
+  const auto ids = batch.ids();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const uint16_t l = scheduler_.seq(ids[i]).lora;
+    if (l == 0) continue;
+    tokens += batch.shapes()[i].new_tokens;
+    if (std::find(step_loras_.begin(), step_loras_.end(), l) == step_loras_.end()) {
+      step_loras_.push_back(l);
+    }
+  }
+  if (lora_kernels_) {
+    const StepCost k = lora_kernels_->cost(tokens, int(step_loras_.size()));
+    run.lora_s = k.lora_s;
+    run.flops += k.flops;
+    run.bytes += k.bytes;
+    run.seconds += k.seconds;
+    lora_kernel_s_ += k.seconds;
+  }
+  // set_active_adapters before the forward pass: the step waits for the loads.
+  run.lora_load_s = lora_->activate(step_loras_);
+  run.seconds += run.lora_load_s;
 }
 
 void Host::start_transfers(const std::vector<KvTransfer>& transfers) {

@@ -8,12 +8,15 @@
 #pragma once
 
 #include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "models/cost_model.hpp"
+#include "models/lora.hpp"
 #include "scheduler/scheduler.hpp"
 #include "sim/event_loop.hpp"
+#include "sim/lora_manager.hpp"
 #include "sim/metrics.hpp"
 #include "traces/request.hpp"
 
@@ -82,6 +85,14 @@ class Host final : public EventLoop::Process {
   }
   // Bytes copied to and from host memory, per GPU, and the seconds the links were busy.
   double host_link_busy_s() const { return link_busy_s_; }
+  // LoRA adapters (vLLM --enable-lora): each step's batch makes its adapters active (LoraManager,
+  // with O) and, with KERNELS (null: none, a table model), pays their kernels.
+  void enable_lora(std::unique_ptr<LoraKernels> kernels, const LoraManagerOptions& o) {
+    lora_kernels_ = std::move(kernels);
+    lora_ = std::make_unique<LoraManager>(o);
+  }
+  const LoraManager* lora() const { return lora_.get(); }
+  double lora_kernel_s() const { return lora_kernel_s_; }
 
  private:
   enum Tag : uint32_t { kWake, kStepDone, kTransferDone };
@@ -119,6 +130,8 @@ class Host final : public EventLoop::Process {
   // Idle with copies in flight: wake when the first is done (vLLM keeps stepping without a
   // forward pass to poll them).
   void wake_for_transfers();
+  // The LoRA adapters of BATCH: their kernels and loads, added to RUN.
+  void add_lora(const Batch& batch, StepCost& run);
   // Adds R to the scheduler (or rejects it) and wakes an idle host. Returns false when rejected.
   bool admit(const RequestSpec& r, double sent_s);
   void admit_deferred(std::vector<std::pair<const RequestSpec*, double>>& requests);
@@ -151,6 +164,10 @@ class Host final : public EventLoop::Process {
   double link_bytes_per_s_ = 0, link_latency_s_ = 0, link_busy_s_ = 0;
   std::deque<InFlight> loads_, stores_;
   bool transfer_wake_pending_ = false;
+  std::unique_ptr<LoraKernels> lora_kernels_;
+  std::unique_ptr<LoraManager> lora_;
+  std::vector<uint16_t> step_loras_;  // the distinct adapters of the step being planned
+  double lora_kernel_s_ = 0;
 };
 
 }  // namespace servesim

@@ -134,6 +134,18 @@ struct KvOffloadSummary {
   }
 };
 
+// LoRA adapters (vLLM --enable-lora): the requests that asked for one and how many distinct ones,
+// the waiting requests passed over because their adapter would have exceeded max_loras in a step
+// (counted at each pass), the adapters read from disk and copied into GPU slots with the time the
+// steps waited for them, and the adapters' kernels' time. Disabled without --enable-lora.
+struct LoraSummary {
+  bool enabled = false;
+  int max_loras = 0, max_cpu_loras = 0, rank = 0;
+  int64_t requests = 0, adapters = 0;
+  int64_t skips = 0, disk_loads = 0, activations = 0;
+  double load_s = 0, kernel_s = 0;
+};
+
 // Whether a replica kept up with its arrivals. A replica that keeps up has a waiting queue
 // (requests arrived and not yet started, at the replica or held by a closed-loop client) that
 // stays near zero; one that does not has a queue that grows for as long as requests arrive. So
@@ -189,6 +201,7 @@ struct RunSummary {
   PrefixCacheSummary prefix_cache;
   SpecDecodeSummary spec_decode;
   KvOffloadSummary kv_offload;
+  LoraSummary lora;
   uint64_t steps = 0, prefill_only_steps = 0, decode_only_steps = 0, mixed_steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // computed by steps (recomputation included)
   double makespan_s = 0, busy_s = 0, flops = 0, bytes = 0;

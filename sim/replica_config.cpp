@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/lora.hpp"
 #include "models/roofline.hpp"
 #include "models/spec_decode_cost.hpp"
 #include "models/table_model.hpp"
@@ -43,12 +44,16 @@ ServerShape server_shape(const SimConfig& c) {
   s.max_num_seqs = c.scheduler.max_num_seqs;
   s.v1_engine = c.engine == Engine::kV1;
   s.drafter_weight_bytes = double(c.drafter.weight_bytes) / c.tp;
+  if (c.lora.enabled) {
+    s.lora_bytes = lora_buffer_bytes_per_gpu(c.model, c.tp, c.lora.max_loras, c.lora.max_lora_rank);
+  }
   s.drafter_kv_bytes_per_token = c.drafter.kv_bytes_per_token_per_gpu(c.tp);
   return s;
 }
 
 SchedulerConfig replica_scheduler_config(const SimConfig& c, const MemoryPlan& m) {
   SchedulerConfig s = c.scheduler;
+  s.max_loras = c.lora.enabled ? c.lora.max_loras : 0;
   const KvOffloadOptions& o = c.offload;
   if (!o.enabled()) return s;
   KvOffloadConfig& k = s.offload;
@@ -73,6 +78,30 @@ void set_host_link(Host& host, const SimConfig& c) {
   const double bytes_per_s =
       c.offload.link_gb_per_s > 0 ? c.offload.link_gb_per_s * 1e9 : c.gpu.host_dma_bytes_per_s();
   host.set_host_link(bytes_per_s, c.offload.link_latency_s);
+  if (!c.lora.enabled || c.cost_model != "roofline") {
+    if (c.lora.enabled) {
+      // A table model's profiles have no LoRA kernels: the adapters' loads only.
+      LoraManagerOptions o;
+      o.max_loras = c.lora.max_loras;
+      o.max_cpu_loras = c.lora.cpu_loras();
+      o.adapter_bytes = lora_adapter_bytes(c.model, c.lora.adapter_rank());
+      o.disk_bytes_per_s = c.lora.load_gb_per_s * 1e9;
+      o.disk_latency_s = c.lora.load_latency_s;
+      o.h2d_bytes_per_s = c.gpu.host_dma_bytes_per_s();
+      host.enable_lora(nullptr, o);
+    }
+    return;
+  }
+  auto kernels = std::make_unique<LoraKernels>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params,
+                                               c.lora.adapter_rank());
+  LoraManagerOptions o;
+  o.max_loras = c.lora.max_loras;
+  o.max_cpu_loras = c.lora.cpu_loras();
+  o.adapter_bytes = kernels->adapter_bytes();
+  o.disk_bytes_per_s = c.lora.load_gb_per_s * 1e9;
+  o.disk_latency_s = c.lora.load_latency_s;
+  o.h2d_bytes_per_s = c.gpu.host_dma_bytes_per_s();
+  host.enable_lora(std::move(kernels), o);
 }
 
 MemoryPlan checked_memory_plan(const SimConfig& c) {

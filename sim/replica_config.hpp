@@ -21,7 +21,7 @@ ServerShape server_shape(const SimConfig& c);
 // C's scheduler configuration for a replica with memory plan M: its CPU KV tier sized (Error
 // naming the flag when the memory given holds no offloaded block).
 SchedulerConfig replica_scheduler_config(const SimConfig& c, const MemoryPlan& m);
-// The link HOST copies KV to and from the CPU tier over, as C says.
+// The link HOST copies KV to and from the CPU tier over, as C says, and its LoRA adapters.
 void set_host_link(Host& host, const SimConfig& c);
 
 // C's memory plan; Error where vLLM would not start (fewer than V1's 2 blocks, or a cache that

@@ -12,15 +12,14 @@ struct Named {
   RouterKind kind;
   const char* name;
 };
-constexpr Named kRouters[] = {{RouterKind::kRoundRobin, "round-robin"},
-                              {RouterKind::kLeastRequests, "least-requests"},
-                              {RouterKind::kLeastKv, "least-kv"},
-                              {RouterKind::kPrefixAware, "prefix-aware"},
-                              {RouterKind::kSession, "session"}};
+constexpr Named kRouters[] = {
+    {RouterKind::kRoundRobin, "round-robin"}, {RouterKind::kLeastRequests, "least-requests"},
+    {RouterKind::kLeastKv, "least-kv"},       {RouterKind::kPrefixAware, "prefix-aware"},
+    {RouterKind::kSession, "session"},        {RouterKind::kLoraAffinity, "lora-affinity"}};
 }  // namespace
 
 const char* router_names() {
-  return "round-robin | least-requests | least-kv | prefix-aware | session";
+  return "round-robin | least-requests | least-kv | prefix-aware | session | lora-affinity";
 }
 
 RouterKind parse_router(std::string_view name) {
@@ -108,6 +107,23 @@ size_t Router::prefix_aware(const RequestSpec& r) {
   return best_score();
 }
 
+size_t Router::lora_affinity(const RequestSpec& r) {
+  int64_t qmin = INT64_MAX, qmax = INT64_MIN;
+  for (size_t i = 0; i < seen_.size(); ++i) {
+    if (off_[i]) continue;
+    qmin = std::min(qmin, seen_[i].waiting);
+    qmax = std::max(qmax, seen_[i].waiting);
+  }
+  for (size_t i = 0; i < seen_.size(); ++i) {
+    if (off_[i]) continue;
+    const double queue = qmax > qmin ? double(qmax - seen_[i].waiting) / double(qmax - qmin) : 1.0;
+    const double lora = r.lora > 0 ? fleet_.lora_affinity(i, r) : 0.0;
+    scores_[i] = options_.lora_weight * lora + options_.queue_weight * queue +
+                 options_.kv_weight * (1.0 - seen_[i].kv_usage);
+  }
+  return best_score();
+}
+
 size_t Router::session(const RequestSpec& r) {
   auto fewest = [](const ReplicaLoad& l) { return double(l.outstanding); };
   if (r.num_spans == 0 || !r.output_continues) return least(fewest);
@@ -137,6 +153,9 @@ size_t Router::route(const RequestSpec& r, double now) {
         break;
       case RouterKind::kPrefixAware:
         chosen = prefix_aware(r);
+        break;
+      case RouterKind::kLoraAffinity:
+        chosen = lora_affinity(r);
         break;
       default:
         chosen = session(r);

@@ -8,6 +8,11 @@
 //    the replica's prefix cache holds (precise prefix-cache scorer), the queue scorer (1 for the
 //    shortest waiting queue, 0 for the longest, linear between) and the KV-utilisation scorer
 //    (1 - usage), with llm-d's inference-scheduling weights 3, 2 and 2 by default;
+//  - lora-affinity: the Gateway API inference extension's LoRA-affinity scorer (1 when the
+//    request's adapter is among the replica's running or waiting requests' adapters, vLLM's
+//    lora_requests_info; 0.8 when the replica has fewer adapters than max_loras and so room for
+//    one more; 0 otherwise) with the queue and KV-utilisation scorers, weighted 2:2:2 (requests
+//    without an adapter: queue and KV only);
 //  - session: sticky by session: a turn of a conversation (a request whose answer continues its
 //    prompt's last stream: multi_turn, or a trace's session ids) goes where the conversation's
 //    first turn went; that first turn, and any request of no session (a Mooncake row names
@@ -33,7 +38,14 @@
 
 namespace servesim {
 
-enum class RouterKind { kRoundRobin, kLeastRequests, kLeastKv, kPrefixAware, kSession };
+enum class RouterKind {
+  kRoundRobin,
+  kLeastRequests,
+  kLeastKv,
+  kPrefixAware,
+  kSession,
+  kLoraAffinity
+};
 
 // Throws Error naming --router and the routers when NAME is none of them.
 RouterKind parse_router(std::string_view name);
@@ -43,8 +55,8 @@ const char* router_names();  // "round-robin | least-requests | ..."
 struct RouterOptions {
   RouterKind kind = RouterKind::kRoundRobin;
   double signal_delay_s = 0;  // staleness of the load signals, seconds
-  // prefix-aware's scorer weights (llm-d inference-scheduling defaults).
-  double prefix_weight = 3, queue_weight = 2, kv_weight = 2;
+  // prefix-aware's scorer weights (llm-d inference-scheduling defaults); lora-affinity's.
+  double prefix_weight = 3, queue_weight = 2, kv_weight = 2, lora_weight = 2;
   // prefix-aware: how it learns what each replica caches (the same answers either way). By
   // asking every replica's cache for the prompt's blocks, each block's hash computed once (the
   // default), or from an index of block hash -> replicas fed by their KV events (llm-d's precise
@@ -72,6 +84,9 @@ class Router {
     // holds now, in OUT[i].
     virtual void cached_prompt_blocks(const RequestSpec& r, std::span<int64_t> out) const = 0;
     virtual int block_size() const = 0;
+    // Request R's LoRA adapter on a replica: 1 when its running or waiting requests use it, 0.8
+    // when it has room for one more adapter, 0 otherwise.
+    virtual double lora_affinity(size_t /*replica*/, const RequestSpec& /*r*/) const { return 0; }
 
    protected:
     ~Fleet() = default;
@@ -90,6 +105,7 @@ class Router {
   void refresh(double now);
   size_t least(double (*key)(const ReplicaLoad&));
   size_t prefix_aware(const RequestSpec& r);
+  size_t lora_affinity(const RequestSpec& r);
   size_t session(const RequestSpec& r);
   // The best of SCORES_ (highest), ties to the first after the last pick.
   size_t best_score();

@@ -97,4 +97,47 @@ void add_kv_offload(const KvOffloadSummary& r, KvOffloadSummary& into) {
   into.link_busy_s += r.link_busy_s;
 }
 
+void count_lora_requests(const std::vector<RequestRecord>& requests, LoraSummary& l) {
+  std::vector<uint16_t> seen;
+  for (const RequestRecord& r : requests) {
+    if (r.lora == 0) continue;
+    seen.push_back(r.lora);
+  }
+  l.requests = int64_t(seen.size());
+  std::sort(seen.begin(), seen.end());
+  l.adapters = std::unique(seen.begin(), seen.end()) - seen.begin();
+}
+
+LoraSummary lora_summary(const SimConfig& c, const Host& host,
+                         const std::vector<RequestRecord>& requests) {
+  LoraSummary l;
+  if (!c.lora.enabled) return l;
+  l.enabled = true;
+  l.max_loras = c.lora.max_loras;
+  l.max_cpu_loras = c.lora.cpu_loras();
+  l.rank = c.lora.adapter_rank();
+  count_lora_requests(requests, l);
+  l.skips = host.scheduler().lora_skips();
+  if (const LoraManager* m = host.lora()) {
+    l.disk_loads = m->stats().disk_loads;
+    l.activations = m->stats().activations;
+    l.load_s = m->stats().load_s;
+  }
+  l.kernel_s = host.lora_kernel_s();
+  return l;
+}
+
+void add_lora(const LoraSummary& r, LoraSummary& into) {
+  if (!r.enabled) return;
+  into.enabled = true;
+  into.max_loras = r.max_loras;
+  into.max_cpu_loras = r.max_cpu_loras;
+  into.rank = r.rank;
+  into.skips += r.skips;
+  into.disk_loads += r.disk_loads;
+  into.activations += r.activations;
+  into.load_s += r.load_s;
+  into.kernel_s += r.kernel_s;
+}
+
 }  // namespace servesim

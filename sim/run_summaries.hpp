@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "scheduler/scheduler.hpp"
+#include "sim/host.hpp"
 #include "sim/metrics.hpp"
 #include "sim/simulation.hpp"
 
@@ -26,6 +27,14 @@ KvOffloadSummary kv_offload_summary(const Scheduler& scheduler, double link_busy
 // The requests' KV load times, ms, over those that loaded.
 Stats kv_load_ms(const std::vector<RequestRecord>& requests);
 void add_kv_offload(const KvOffloadSummary& replica, KvOffloadSummary& into);
+
+// The LoRA adapters of REQUESTS served by HOST (disabled without --enable-lora in C).
+LoraSummary lora_summary(const SimConfig& c, const Host& host,
+                         const std::vector<RequestRecord>& requests);
+// The requests of REQUESTS with an adapter, and their distinct adapters, into L.
+void count_lora_requests(const std::vector<RequestRecord>& requests, LoraSummary& l);
+// A fleet's: every replica's counters summed into INTO (the requests' counts are the fleet's).
+void add_lora(const LoraSummary& replica, LoraSummary& into);
 
 // SCHEDULER's speculative-decoding counters (disabled without them).
 SpecDecodeSummary spec_decode_summary(const Scheduler& scheduler);

@@ -108,6 +108,10 @@ void resolve_scheduler(SimConfig& c) {
   check_scheduler_values(s);
   resolve_speculative(c);
   resolve_offload(c);
+  if (c.lora.enabled && !v1_scheduler(s.policy)) {
+    throw Error("enable-lora",
+                std::string("LoRA is modelled for vllm-v1, not ") + policy_name(s.policy));
+  }
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
@@ -192,8 +196,20 @@ SimConfig resolve(SimConfig c) {
   return c;
 }
 
+void check_loras(const SimConfig& c, const Workload& w) {
+  if (c.lora.enabled) return;
+  for (const RequestSpec& r : w) {
+    if (r.lora != 0) {
+      throw Error("enable-lora",
+                  "the workload's requests ask for LoRA adapters: serve them with "
+                  "--enable-lora");
+    }
+  }
+}
+
 RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override,
                    const SimulateOptions& options) {
+  check_loras(c, w);
   if (options.fleet.num_replicas != 1 || !options.fleet.groups.empty() ||
       options.fleet.autoscale.enabled) {
     if (cost_override != nullptr) throw Error("num-replicas", "a fleet takes its own cost model");
@@ -226,6 +242,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   result.summary.kv_offload =
       kv_offload_summary(*scheduler, host.host_link_busy_s(), result.requests);
   result.summary.kv_offload.cpu_bytes = c.offload.cpu_bytes * (c.offload.per_rank ? c.tp : 1);
+  result.summary.lora = lora_summary(c, host, result.requests);
   if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);

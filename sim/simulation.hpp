@@ -48,6 +48,19 @@ struct KvOffloadOptions {
   bool enabled() const { return backend != OffloadBackend::kNone; }
 };
 
+// LoRA adapters (vLLM --enable-lora; models/lora.hpp, sim/lora_manager.hpp), as the flags ask.
+struct LoraOptions {
+  bool enabled = false;
+  int max_loras = 1;             // adapters one step may hold, and GPU slots
+  int max_lora_rank = 16;        // the slots' rank (sizes the GPU buffers)
+  int max_cpu_loras = 0;         // adapters kept in host memory (0: max_loras)
+  int rank = 0;                  // the adapters' own rank (0: max_lora_rank)
+  double load_gb_per_s = 2;      // reading an adapter from disk
+  double load_latency_s = 0.01;  // per adapter read
+  int cpu_loras() const { return max_cpu_loras > 0 ? max_cpu_loras : max_loras; }
+  int adapter_rank() const { return rank > 0 ? rank : max_lora_rank; }
+};
+
 struct SimConfig {
   GpuSpec gpu;
   ModelSpec model;
@@ -56,6 +69,7 @@ struct SimConfig {
   // Speculative decoding's drafter (scheduler.spec says how many drafts and their acceptance).
   Drafter drafter;
   KvOffloadOptions offload;  // CPU KV offload (scheduler.offload is derived from it per replica)
+  LoraOptions lora;          // LoRA adapters (scheduler.max_loras is lora.max_loras when on)
   // The engine runtime the policy runs on: the policy's own (default_engine) unless ENGINE_GIVEN.
   Engine engine = Engine::kV0;
   bool engine_given = false;
@@ -175,6 +189,9 @@ struct SimulateOptions {
   // their records are as the run left them.
   bool stop_when_overloaded = false;
 };
+
+// Error naming --enable-lora when W's requests ask for LoRA adapters and C serves none.
+void check_loras(const SimConfig& c, const Workload& w);
 
 // Runs a resolved configuration over W (sorted by arrival, ids 0..N-1) with its cost model
 // (config.cost_model), or with COST when given (one replica only).

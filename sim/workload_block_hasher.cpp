@@ -43,6 +43,9 @@ uint64_t WorkloadBlockHasher::block_hash(uint32_t id, int64_t index, uint64_t pa
   const RequestSpec& r = w_[id];
   const int64_t end = (index + 1) * block_size_;
   uint64_t h = hash_combine(parent, uint64_t(block_size_));
+  // The adapter is an extra key of every block (_gen_lora_extra_hash_keys): the same tokens under
+  // another adapter are other KV. Without one the hashes are as before.
+  if (r.lora != 0) h = hash_combine(h, 0x4c6f524100000000ULL | r.lora);
   Run cur{0, 0, 0};
   for (int64_t pos = index * block_size_; pos < end;) {
     const Run next = run_at(r, pos, end);

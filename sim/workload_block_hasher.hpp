@@ -1,7 +1,8 @@
 // WorkloadBlockHasher: the prefix cache's block hashes from a workload's token names
 // (traces/request.hpp): block k of a request hashes its parent's hash and the (stream, position)
 // names of its tokens, as maximal runs of consecutive positions of one stream, so that the same
-// tokens give the same hash however the requests' spans cut them.
+// tokens give the same hash however the requests' spans cut them; a request's LoRA adapter is an
+// extra key of each of its blocks, as vLLM's (kv_cache_utils._gen_lora_extra_hash_keys).
 // Promises: equal hashes for blocks whose tokens, and all tokens before them, have equal names
 // (up to 64-bit collisions); no allocation.
 #pragma once

@@ -42,6 +42,7 @@ std::string ImportOptions::describe() const {
   add("col-input", col_input);
   add("col-output", col_output);
   add("col-priority", col_priority);
+  add("col-lora", col_lora);
   if (time_unit != "s") add("time-unit", time_unit);
   if (skip_bad_rows) s.append(s.empty() ? "" : " ").append("--skip-bad-rows");
   if (keep_failed) s.append(s.empty() ? "" : " ").append("--keep-failed");

@@ -9,7 +9,8 @@
 //  - vidur: arrived_at,num_prefill_tokens,num_decode_tokens, or the length-only form without
 //    arrived_at.
 //  - csv: any CSV, columns named by --col-arrival/--col-input/--col-output, --time-unit, and
-//    optionally --col-priority (vLLM request priorities: integers, lower runs first).
+//    optionally --col-priority (vLLM request priorities: integers, lower runs first) and
+//    --col-lora (the LoRA adapter each request asks for, by name; empty, "0" or "base": none).
 //  - servesim: the HDF5 trace of `servesim trace import` (traces/trace_store.hpp).
 // Promises: a malformed row stops the import with FILE:LINE: field 'X': reason, or with
 // skip_bad_rows is skipped and counted; rows_read always equals the rows kept plus every
@@ -27,6 +28,7 @@ struct ImportOptions {
   std::string format;                              // "" = detect from the header or extension
   std::string col_arrival, col_input, col_output;  // csv
   std::string col_priority;                        // csv: optional
+  std::string col_lora;                            // csv: optional, adapter names or ids
   std::string time_unit = "s";                     // csv: s | ms | us
   bool skip_bad_rows = false;
   bool keep_failed = false;     // burstgpt

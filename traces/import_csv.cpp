@@ -2,6 +2,7 @@
 // flags (csv), read into a Trace (traces/import_formats.hpp).
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 
 #include "traces/import_formats.hpp"
@@ -85,6 +86,7 @@ void sort_by_arrival(Trace& t) {
   gather(t.input_tokens);
   gather(t.output_tokens);
   if (!t.priority.empty()) gather(t.priority);
+  if (!t.lora.empty()) gather(t.lora);
 }
 
 // A priority: a whole number that fits int32 (vLLM's priority is any int; lower runs first).
@@ -117,8 +119,10 @@ void import_csv(const std::string& path, const ImportOptions& opt, LineReader& i
   const int c_in = require(h, path, opt.col_input);
   const int c_out = require(h, path, opt.col_output);
   const int c_prio = opt.col_priority.empty() ? -1 : require(h, path, opt.col_priority);
+  const int c_lora = opt.col_lora.empty() ? -1 : require(h, path, opt.col_lora);
   t.timed = c_time >= 0;
-  const size_t needed = size_t(std::max({c_time, c_in, c_out, c_prio})) + 1;
+  const size_t needed = size_t(std::max({c_time, c_in, c_out, c_prio, c_lora})) + 1;
+  std::map<std::string, int32_t, std::less<>> lora_ids;
   std::string reason;
   for_each_row(in, rows, t, needed, h, [&](int64_t line, const std::vector<std::string_view>& f) {
     double time = 0;
@@ -132,8 +136,25 @@ void import_csv(const std::string& path, const ImportOptions& opt, LineReader& i
       return rows.bad(line, opt.col_priority,
                       quoted(f[size_t(c_prio)]) + " is not a whole number that fits int32");
     }
+    int32_t lora = 0;
+    if (c_lora >= 0) {
+      // An adapter by name, numbered 1, 2, ... as they first appear; none for the base model.
+      const std::string_view name = trim(f[size_t(c_lora)]);
+      if (!name.empty() && name != "0" && name != "base") {
+        auto it = lora_ids.find(name);
+        if (it == lora_ids.end()) {
+          if (int64_t(lora_ids.size()) >= kMaxLoras) {
+            return rows.bad(line, opt.col_lora, "more than 65535 adapters");
+          }
+          it = lora_ids.emplace(std::string(name), int32_t(lora_ids.size()) + 1).first;
+          t.lora_names.emplace_back(name);
+        }
+        lora = it->second;
+      }
+    }
     t.push(time * unit, input, output);
     if (c_prio >= 0) t.priority.push_back(prio);
+    if (c_lora >= 0) t.lora.push_back(lora);
   });
   if (!t.timed || t.size() == 0) return;
   // A generic CSV promises no order: sort, and start at the first arrival.

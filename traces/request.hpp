@@ -41,7 +41,12 @@ struct RequestSpec {
   uint32_t first_span = 0;
   uint32_t num_spans = 0;
   bool output_continues = false;  // output tokens continue the last span's stream
+  // The LoRA adapter it asks for (vLLM's lora_int_id): 0 for the base model, 1..N.
+  uint16_t lora = 0;
 };
+
+// The most LoRA adapters a workload names (ids 1..kMaxLoras).
+inline constexpr int64_t kMaxLoras = 65535;
 
 // A request's input by modality (ServeGen's multimodal clients: text_tokens, image_tokens, ...):
 // the names, and for request I its counts at tokens[I * names.size() + k], which sum to its

@@ -25,6 +25,7 @@ void append_row(const Trace& t, size_t row, uint64_t copy, double arrival, Trace
   }
   if (!t.request_class.empty()) out.request_class.push_back(t.request_class[row]);
   if (!t.priority.empty()) out.priority.push_back(t.priority[row]);
+  if (!t.lora.empty()) out.lora.push_back(t.lora[row]);
   if (t.has_hash_ids()) {
     for (uint64_t k = t.hash_offsets[row]; k < t.hash_offsets[row + 1]; ++k)
       out.hash_ids.push_back(rename(t.hash_ids[k]));

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "util/error.hpp"
+#include "util/hash.hpp"
 
 namespace servesim {
 namespace {
@@ -166,6 +167,30 @@ void draw_priorities(Workload& w, int64_t levels, uint64_t seed) {
   boost::random::uniform_int_distribution<int32_t> draw(0, int32_t(levels - 1));
   for (RequestSpec& r : w)
     r.priority = draw(rng);
+}
+
+void draw_loras(Workload& w, int64_t adapters, double zipf, uint64_t seed) {
+  if (adapters < 0 || adapters > kMaxLoras) {
+    throw Error("lora-adapters", "must be in [0, " + std::to_string(kMaxLoras) + "]");
+  }
+  if (!(zipf >= 0 && zipf <= 10)) throw Error("lora-zipf", "must be in [0, 10]");
+  if (adapters == 0) return;
+  std::vector<double> cdf(static_cast<size_t>(adapters));
+  double sum = 0;
+  for (int64_t k = 0; k < adapters; ++k)
+    cdf[size_t(k)] = sum += std::pow(double(k + 1), -zipf);
+  for (double& c : cdf)
+    c /= sum;
+  const uint64_t base = hash_combine(seed, 0x4c6f5241ULL);  // "LoRA": a stream of its own
+  for (RequestSpec& r : w) {
+    // A turn of a conversation draws with its conversation's stream, so all its turns agree.
+    const uint64_t key = r.output_continues && r.num_spans > 0
+                             ? w.spans[r.first_span + r.num_spans - 1].stream
+                             : uint64_t(r.id) | (uint64_t(1) << 63);
+    const double u = double(hash_combine(base, key) >> 11) * 0x1.0p-53;
+    const auto it = std::upper_bound(cdf.begin(), cdf.end(), u);
+    r.lora = uint16_t(std::min<int64_t>(it - cdf.begin(), adapters - 1) + 1);
+  }
 }
 
 Workload generate_synthetic(const SyntheticOptions& opt) {

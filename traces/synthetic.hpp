@@ -50,6 +50,13 @@ std::vector<int32_t> draw_lengths(const LengthDist& d, size_t n, uint64_t seed);
 // when LEVELS is outside [1, 1000000].
 void draw_priorities(Workload& w, int64_t levels, uint64_t seed);
 
+// Gives each request of W one of ADAPTERS LoRA adapters (ids 1..ADAPTERS; 0 is the base model),
+// drawn with probability proportional to 1 / rank^ZIPF (0: uniform, as vLLM bench chooses among
+// --lora-modules), from a hash of SEED and the request (or, for a conversation's turn, the
+// conversation: its turns share an adapter). ADAPTERS 0 leaves W as it is. Error naming
+// --lora-adapters or --lora-zipf when out of range.
+void draw_loras(Workload& w, int64_t adapters, double zipf, uint64_t seed);
+
 // More requests than this is a bad flag, not a workload (ids are 32-bit; memory is ~100 B each).
 inline constexpr int64_t kMaxSyntheticRequests = 100'000'000;
 

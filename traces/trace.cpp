@@ -67,6 +67,7 @@ Workload to_workload(const Trace& t) {
     r.input_tokens = t.input_tokens[i];
     r.output_tokens = t.output_tokens[i];
     if (!t.priority.empty()) r.priority = t.priority[i];
+    if (!t.lora.empty()) r.lora = uint16_t(t.lora[i]);
     r.first_span = static_cast<uint32_t>(w.spans.size());
     r.output_continues = row_content(t, i, w.spans);
     r.num_spans = static_cast<uint32_t>(w.spans.size() - r.first_span);
@@ -79,6 +80,8 @@ Trace from_workload(const Workload& w) {
   t.reserve(w.size());
   const bool priorities =
       std::any_of(w.begin(), w.end(), [](const RequestSpec& r) { return r.priority != 0; });
+  const bool loras =
+      std::any_of(w.begin(), w.end(), [](const RequestSpec& r) { return r.lora != 0; });
   if (w.has_content()) {
     t.span_offsets.reserve(w.size() + 1);
     t.span_offsets.push_back(0);
@@ -88,6 +91,7 @@ Trace from_workload(const Workload& w) {
   for (const RequestSpec& r : w) {
     t.push(r.arrival_s, r.input_tokens, r.output_tokens);
     if (priorities) t.priority.push_back(r.priority);
+    if (loras) t.lora.push_back(r.lora);
     if (!w.has_content()) continue;
     const auto first = w.spans.begin() + std::ptrdiff_t(r.first_span);
     t.spans.insert(t.spans.end(), first, first + std::ptrdiff_t(r.num_spans));
@@ -138,6 +142,10 @@ std::string row_span_problem(const Trace& t, size_t i) {
 std::pair<std::string, std::string> content_problem(const Trace& t) {
   const size_t n = t.size();
   if (!t.priority.empty() && t.priority.size() != n) return {"priority", "has a different length"};
+  if (!t.lora.empty() && t.lora.size() != n) return {"lora", "has a different length"};
+  for (const int32_t l : t.lora) {
+    if (l < 0 || l > kMaxLoras) return {"lora", "adapter ids must be in [0, 65535]"};
+  }
   if (!t.has_spans()) {
     if (!t.spans.empty() || !t.output_continues.empty()) return {"spans", "without span_offsets"};
     return {"", ""};

@@ -54,7 +54,11 @@ struct Trace {
   std::vector<uint64_t> span_offsets;
   std::vector<TokenSpan> spans;
   std::vector<uint8_t> output_continues;
-  std::vector<int32_t> priority;         // vLLM request priority (csv --col-priority); empty = 0
+  std::vector<int32_t> priority;  // vLLM request priority (csv --col-priority); empty = 0
+  // LoRA adapter ids (csv --col-lora): 0 the base model, k the adapter named lora_names[k - 1];
+  // empty = 0.
+  std::vector<int32_t> lora;
+  std::vector<std::string> lora_names;
   std::vector<uint8_t> request_class;    // index into class_names; empty when absent
   std::vector<std::string> class_names;  // e.g. "ChatGPT / Conversation log"
 

@@ -152,6 +152,7 @@ void write_trace_h5(const std::string& path, const Trace& t) {
     if (!t.session_id.empty()) write_column(f, "session_id", t.session_id);
     if (t.has_spans()) write_spans(f, t);
     if (!t.priority.empty()) write_column(f, "priority", t.priority);
+    if (!t.lora.empty()) write_column(f, "lora", t.lora);
     if (!t.request_class.empty()) write_column(f, "request_class", t.request_class);
     write_attr(f, "magic", std::string(kMagic));
     write_attr(f, "version", int64_t(kVersion));
@@ -161,6 +162,7 @@ void write_trace_h5(const std::string& path, const Trace& t) {
     write_attr(f, "timed", int64_t(t.timed));
     write_attr(f, "hash_block_size", int64_t(t.hash_block_size));
     write_attr(f, "class_names", join_lines(t.class_names));
+    if (!t.lora_names.empty()) write_attr(f, "lora_names", join_lines(t.lora_names));
     write_attr(f, "first_errors", join_lines(t.first_errors));
     for (const CountField& c : kCounts)
       write_attr(f, c.name, t.counts.*c.member);
@@ -192,6 +194,7 @@ Trace read_trace_h5(const std::string& path) {
     if (f.nameExists("priority")) {
       expect("priority", column_length<int32_t>(f, path, "priority", kMaxRows), n);
     }
+    if (f.nameExists("lora")) expect("lora", column_length<int32_t>(f, path, "lora", kMaxRows), n);
     const bool classes = f.nameExists("request_class");
     if (classes) {
       expect("request_class", column_length<uint8_t>(f, path, "request_class", kMaxRows), n);
@@ -206,6 +209,7 @@ Trace read_trace_h5(const std::string& path) {
     if (sessions) t.session_id = read_column<int64_t>(f, "session_id", n);
     if (f.nameExists("span_offsets")) read_spans(f, path, n, t);
     if (f.nameExists("priority")) t.priority = read_column<int32_t>(f, "priority", n);
+    if (f.nameExists("lora")) t.lora = read_column<int32_t>(f, "lora", n);
     if (classes) t.request_class = read_column<uint8_t>(f, "request_class", n);
     t.source = read_string_attr(f, "source_file");
     t.format = read_string_attr(f, "source_format");
@@ -215,6 +219,9 @@ Trace read_trace_h5(const std::string& path) {
     if (block < 0 || block > INT32_MAX) throw Error(path, 0, "hash_block_size", "out of range");
     t.hash_block_size = int32_t(block);
     t.class_names = h5::split_lines(read_string_attr(f, "class_names"), true);
+    if (f.attrExists("lora_names")) {
+      t.lora_names = h5::split_lines(read_string_attr(f, "lora_names"), true);
+    }
     t.first_errors = h5::split_lines(read_string_attr(f, "first_errors"), true);
     for (const CountField& c : kCounts)
       t.counts.*c.member = read_int_attr(f, path, c.name);

@@ -93,6 +93,7 @@ void keep_rows(Trace& t, Keep keep) {
     if (t.has_sessions()) t.session_id[out] = t.session_id[i];
     if (!t.request_class.empty()) t.request_class[out] = t.request_class[i];
     if (!t.priority.empty()) t.priority[out] = t.priority[i];
+    if (!t.lora.empty()) t.lora[out] = t.lora[i];
     if (hashes) keep_ragged(t.hash_offsets, t.hash_ids, i, hash_out, hash_offsets);
     if (spans) {
       keep_ragged(t.span_offsets, t.spans, i, span_out, span_offsets);
@@ -106,6 +107,7 @@ void keep_rows(Trace& t, Keep keep) {
   if (t.has_sessions()) t.session_id.resize(out);
   if (!t.request_class.empty()) t.request_class.resize(out);
   if (!t.priority.empty()) t.priority.resize(out);
+  if (!t.lora.empty()) t.lora.resize(out);
   if (hashes) {
     t.hash_ids.resize(hash_out);
     t.hash_offsets.swap(hash_offsets);
