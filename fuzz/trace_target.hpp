@@ -20,6 +20,9 @@ inline void check_trace(const Trace& t) {
                 "arrivals are finite and >= 0");
     fuzz_assert(t.input_tokens[i] >= 1 && t.output_tokens[i] >= 1, "lengths are >= 1");
   }
+  fuzz_assert(t.lora.empty() || t.lora.size() == t.size(), "an adapter per row");
+  for (const int32_t l : t.lora)
+    fuzz_assert(l >= 0 && l <= kMaxLoras, "adapter ids in [0, 65535]");
 }
 
 inline void import_one(const uint8_t* data, size_t size, const char* format, const char* suffix,

@@ -2,7 +2,7 @@
 """Randomized differential runs of servesim's vllm-v1 scheduler against vLLM's real V1 scheduler.
 
     scripts/oracle-v1-random.py [-n 50] [--seed 1] [--out DIR] [--tests BIN] [--oracle DIR]
-                                [--tied-arrivals] [--spec] [--shrink]
+                                [--tied-arrivals] [--spec] [--lora] [--shrink]
 
 Generates N small random workloads and configs (small KV caches that force preemption, shared
 prefixes and prefix blocks for the prefix cache, sometimes a long_prefill_token_threshold, the
@@ -24,6 +24,13 @@ ngram, 1 to 5 draft tokens, non-increasing acceptance rates (0 and 1 among them)
 for servesim's acceptance draws, sometimes a max_model_len the longest request reaches; those
 cases run through scripts/oracle-v1-features.py, the project's driver that feeds vLLM's scheduler
 the drafts and the verifications' tokens (run_v1.py emulates no drafter).
+
+--lora adds LoRA adapters to every case (vLLM's --enable-lora --max-loras): a random max_loras
+(1 to 4) and each request's adapter id in 0..6 (0: the base model), in some cases most requests
+on one or two adapters, so that the step's adapter limit skips requests into vLLM's
+skipped_waiting queue and the adapter, an extra key of every block hash, splits the prefix
+cache's hits; a third of the cases tie same-step arrivals and a third add speculative decoding.
+Those cases also run through scripts/oracle-v1-features.py (run_v1.py passes no LoRA request).
 
 --shrink greedily reduces each mismatching case (drop requests, shorten prompts and outputs) while
 the first difference stays on the same fields, and writes the result to DIR/case_NNN.min.
@@ -155,6 +162,22 @@ def add_speculative(rng, workload, cfg):
     cfg["num_gpu_blocks"] += need_spec - need
 
 
+def add_lora(rng, workload, cfg):
+    """LoRA adapters for the case (WORKLOAD, CFG) of random_case: max_loras and each request's
+    adapter ("lora": 0 is the base model, vLLM's lora_request None)."""
+    cfg["max_loras"] = rng.choice([1, 1, 2, 2, 3, 4])  # the limit binds more often at 1 or 2
+    shape = rng.random()
+    if shape < 0.4:  # most requests on one or two adapters, a few on others or the base model
+        hot = rng.sample(range(1, 7), rng.randint(1, 2))
+        pick = lambda: rng.choice(hot) if rng.random() < 0.8 else rng.randint(0, 6)
+    elif shape < 0.6:  # many adapters, no base model: the limit binds most
+        pick = lambda: rng.randint(1, 6)
+    else:
+        pick = lambda: rng.randint(0, 6)
+    for r in workload["requests"]:
+        r["lora"] = pick()
+
+
 def write_case(d, workload, cfg):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "workload.json"), "w") as f:
@@ -183,10 +206,11 @@ def run_oracle(oracle, d):
     """run_v1.py on case D, in this process: vLLM's modules are imported once for every case
     (ten times faster than a process per case; the steps written are the same bytes). A case
     with features run_v1.py does not emulate (speculative decoding) runs through
-    scripts/oracle-v1-features.py instead."""
+    scripts/oracle-v1-features.py instead (speculative decoding, LoRA)."""
     with open(os.path.join(d, "config.json")) as f:
-        if "speculative" in json.load(f):
-            return run_features(oracle, d)
+        cfg = json.load(f)
+    if "speculative" in cfg or "max_loras" in cfg:
+        return run_features(oracle, d)
     script = os.path.join(oracle, "run_v1.py")
     argv, path = sys.argv, list(sys.path)
     sys.argv = [script, os.path.join(d, "workload.json"), os.path.join(d, "config.json"),
@@ -279,6 +303,8 @@ def main():
                     help="same-step requests share one arrival_time")
     ap.add_argument("--spec", action="store_true",
                     help="speculative decoding in every case (scripts/oracle-v1-features.py)")
+    ap.add_argument("--lora", action="store_true",
+                    help="LoRA adapters and max_loras in every case (oracle-v1-features.py)")
     ap.add_argument("--shrink", action="store_true", help="reduce each mismatching case")
     args = ap.parse_args()
 
@@ -293,9 +319,12 @@ def main():
     os.makedirs(out, exist_ok=True)
     rng = random.Random(args.seed)
     for k in range(args.n):
-        workload, cfg = random_case(rng, args.tied_arrivals)
-        if args.spec:
+        tied = args.tied_arrivals or (args.lora and rng.random() < 0.3)
+        workload, cfg = random_case(rng, tied)
+        if args.spec or (args.lora and rng.random() < 0.3):
             add_speculative(rng, workload, cfg)
+        if args.lora:
+            add_lora(rng, workload, cfg)
         d = os.path.join(out, "case_%03d" % k)
         if os.path.exists(d):
             shutil.rmtree(d)

@@ -46,6 +46,7 @@ struct OracleRequest {
   int64_t arrival_step = 0;
   double arrival_time = 0;
   int32_t prompt_len = 0, max_tokens = 0, priority = 0;
+  uint16_t lora = 0;   // oracle-v1-features.py's "lora": its adapter, 0 for the base model
   size_t listing = 0;  // index in workload.json (common.py's req_idx)
   json spec;
 };
@@ -73,6 +74,7 @@ inline std::vector<OracleRequest> load_requests(const json& workload, double dt)
     r.prompt_len = j["prompt_len"].get<int32_t>();
     r.max_tokens = j["max_tokens"].get<int32_t>();
     r.priority = j.value("priority", 0);
+    r.lora = j.value("lora", uint16_t(0));
     r.listing = reqs.size();
     r.spec = j;
     set_arrival(r, dt);
@@ -158,15 +160,16 @@ inline json finished_json(const std::vector<uint32_t>& ids, const Scheduler& s,
 }
 
 // The driver's arrivals before step STEP's schedule(): every request from NEXT on whose arrival
-// step has come is added to S (vLLM's add_request, with its priority and arrival time); returns
+// step has come is added to S (vLLM's add_request, with its priority, arrival time and LoRA
+// adapter); returns
 // their names, and records those servesim rejects in REJECTED.
 inline json arrive(Scheduler& s, const std::vector<OracleRequest>& reqs, size_t& next, int step,
                    std::vector<std::string>& rejected) {
   json arrived = json::array();
   for (; next < reqs.size() && reqs[next].arrival_step <= step; ++next) {
     const OracleRequest& r = reqs[next];
-    const RejectReason why =
-        s.add_request(uint32_t(next), r.prompt_len, r.max_tokens, r.priority, r.arrival_time);
+    const RejectReason why = s.add_request(uint32_t(next), r.prompt_len, r.max_tokens, r.priority,
+                                           r.arrival_time, /*external_tokens=*/0, r.lora);
     arrived.push_back(r.name);
     if (why != RejectReason::kNone) {
       rejected.push_back(r.name + " (servesim rejects it: " + reason_code(why) + ")");

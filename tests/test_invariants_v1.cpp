@@ -1,7 +1,9 @@
 // Invariants of vllm-v1 and its prefix cache on large random workloads with shared prefixes,
 // checked after every scheduling decision: no block leaked or double-held, the cache never over
 // capacity, hits never more than the prompt, nothing lost, the same seed the same steps; with
-// speculative decoding and a CPU KV tier too (that tier never over its blocks either).
+// speculative decoding, a CPU KV tier (never over its blocks either) and LoRA adapters (no
+// admission past max_loras) too.
+#include <algorithm>
 #include <boost/random/mersenne_twister.hpp>
 #include <boost/random/uniform_int_distribution.hpp>
 #include <catch2/catch.hpp>
@@ -60,7 +62,8 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
       const int32_t in = input(rng);
       lengths_out[next] = output(rng);
       h.shared[uint32_t(next)] = {uint64_t(group(rng)), shared_blocks(rng)};
-      if (s.add_request(uint32_t(next), in, lengths_out[next], priority(rng)) !=
+      const uint16_t lora = c.max_loras > 0 ? uint16_t(group(rng) % 6) : 0;
+      if (s.add_request(uint32_t(next), in, lengths_out[next], priority(rng), -1, 0, lora) !=
           RejectReason::kNone) {
         ++rejected;
       }
@@ -116,6 +119,21 @@ DriveResult drive_v1(const SchedulerConfig& c, int64_t num_blocks, uint64_t seed
       check(int64_t(kv.free_queue().size()) == kv.free_blocks(), "free queue size");
     }
     check(int64_t(s.running().size()) <= c.max_num_seqs, "running > max_num_seqs");
+    if (c.max_loras > 0) {
+      // vLLM's max_loras: admissions add adapters only while the step holds fewer than max_loras.
+      std::vector<uint16_t> all, running;
+      const auto fresh = s.new_prefills();
+      for (const uint32_t id : b.ids()) {
+        const uint16_t l = s.seq(id).lora;
+        if (l == 0) continue;
+        if (std::find(all.begin(), all.end(), l) == all.end()) all.push_back(l);
+        const bool admitted = std::find(fresh.begin(), fresh.end(), id) != fresh.end();
+        if (!admitted && std::find(running.begin(), running.end(), l) == running.end()) {
+          running.push_back(l);
+        }
+      }
+      check(all.size() <= std::max(running.size(), size_t(c.max_loras)), "max_loras");
+    }
     check(b.num_tokens() <= c.token_budget(), "batch over the token budget");
     for (size_t i = 0; i < b.size(); ++i) {
       const uint32_t id = b.ids()[i];
@@ -188,7 +206,7 @@ TEST_CASE("vllm-v1 invariants hold at every step of random shared-prefix workloa
   }
 }
 
-TEST_CASE("vllm-v1 invariants hold with speculative decoding and a CPU KV tier",
+TEST_CASE("vllm-v1 invariants hold with speculative decoding, a CPU KV tier and LoRA",
           "[invariants][vllm-v1][spec][offload][slow]") {
   for (const bool ahead : {false, true}) {
     for (const OffloadBackend backend : {OffloadBackend::kNative, OffloadBackend::kLmcache}) {
@@ -202,6 +220,7 @@ TEST_CASE("vllm-v1 invariants hold with speculative decoding and a CPU KV tier",
         c.offload.num_cpu_blocks = 300;
         c.offload.block_size_factor = backend == OffloadBackend::kLmcache ? 16 : 1;
         c.offload.bytes_per_block = 1000;
+        c.max_loras = method == SpecMethod::kNgram ? 2 : 0;  // LoRA adapters with n-gram drafts
         if (method != SpecMethod::kNone) {
           c.spec.method = method;
           c.spec.num_speculative_tokens = 3;

@@ -17,7 +17,12 @@
 // scripts/oracle-v1-features.py, which feeds vLLM's scheduler the drafter's proposals and the
 // verifications' tokens with servesim's acceptance draws: its records also carry each scheduled
 // item's drafts ("spec", servesim's SeqShape::draft_tokens) and each applied batch's "outputs"
-// (the tokens each request received, the drafts accepted), compared when present.
+// (the tokens each request received, the drafts accepted), compared when present. LoRA (a
+// config's "max_loras", a request's "lora" adapter) comes from the same driver: each scheduled
+// item's adapter is compared, the replay's block hasher (sim/workload_block_hasher) keys each
+// block by its request's adapter as vLLM's does (_gen_lora_extra_hash_keys), and the waiting
+// queue compared is vLLM's `waiting` then `skipped_waiting`, where the adapter limit skips
+// requests to.
 //
 // A hidden test ([.oracle-random]) runs the same comparison on every case folder under
 // $SERVESIM_ORACLE_DIR (scripts/oracle-v1-random.py writes them) and prints one line per case.
@@ -58,7 +63,7 @@ struct OracleConfig : DriverConfig {
   // oracle-v1-features.py's keys: "speculative", "max_num_scheduled_tokens", "max_loras".
   SpecDecodeConfig spec;
   int64_t max_num_scheduled_tokens = 0;  // 0: max_num_batched_tokens
-  bool lora = false;
+  int max_loras = 0;                     // 0: no LoRA config
 };
 
 // oracle-v1-features.py's "speculative" object: {method, num_speculative_tokens,
@@ -89,17 +94,18 @@ OracleConfig parse_config(const json& j) {
   if (j.contains("max_num_scheduled_tokens") && !j["max_num_scheduled_tokens"].is_null()) {
     c.max_num_scheduled_tokens = j["max_num_scheduled_tokens"].get<int64_t>();
   }
-  c.lora = j.contains("max_loras") && !j["max_loras"].is_null();
+  if (j.contains("max_loras") && !j["max_loras"].is_null()) {
+    c.max_loras = j["max_loras"].get<int>();
+    if (c.max_loras < 1) throw std::runtime_error("max_loras: at least 1");
+  }
   return c;
 }
 
 // Why servesim cannot replay this scenario step by step, or "" when it can.
 std::string unsupported(const OracleConfig& c, const json& workload) {
   if (!c.enable_chunked_prefill) return "enable_chunked_prefill false is not modelled in vllm-v1";
-  if (c.lora) return "LoRA adapters (max_loras) are not modelled";
   for (const json& r : workload["requests"]) {
     if (r.contains("prompt_token_ids")) return "explicit prompt_token_ids are not modelled";
-    if (r.contains("lora")) return "LoRA adapters are not modelled";
   }
   return "";
 }
@@ -117,6 +123,7 @@ Workload build_workload(const std::vector<OracleRequest>& reqs, int block_size) 
     s.input_tokens = r.prompt_len;
     s.output_tokens = r.max_tokens;
     s.priority = r.priority;
+    s.lora = r.lora;  // an extra key of each of its block hashes, as vLLM's lora_name
     s.first_span = uint32_t(w.spans.size());
     int32_t pos = 0;
     if (r.spec.contains("shared_prefix")) {
@@ -154,6 +161,7 @@ SchedulerConfig scheduler_config(const OracleConfig& c) {
   s.reserve_full_isl = c.reserve_full_isl;
   s.spec = c.spec;
   s.max_num_scheduled_tokens = c.max_num_scheduled_tokens;
+  s.max_loras = c.max_loras;
   return s;
 }
 
@@ -232,6 +240,7 @@ class Replay {
                  {"samples", shape.emits_token}};
       if (is_new) it["cached"] = shape.context_tokens;
       if (features_) it["spec"] = shape.draft_tokens;
+      if (const uint16_t lora = sched_.seq(id).lora; lora > 0) it["lora"] = lora;
       items.push_back(std::move(it));
     }
     rec["scheduled"] = std::move(items);
@@ -277,24 +286,22 @@ class Replay {
     if (!rejected_.empty()) rec["rejected"] = rejected_;
   }
 
-  // FCFS: `waiting` in order. Priority: vLLM iterates its heap in pop order, (priority, arrival);
-  // servesim's ids are in arrival order.
+  // vLLM's `waiting` then `skipped_waiting` (oracle-v1-features.py; run_v1.py's has only the
+  // first), each as Python iterates it: FCFS, the deque in order; priority, the heap in pop order,
+  // (priority, arrival time, request id), servesim's ids being in arrival order.
   json waiting_names() const {
-    std::vector<uint32_t> ids;
-    if (cfg_.priority) {
-      for (size_t id = 0; id < reqs_.size(); ++id) {
-        if (sched_.seq(uint32_t(id)).status == SeqStatus::kWaiting) ids.push_back(uint32_t(id));
-      }
-      std::sort(ids.begin(), ids.end(), [this](uint32_t a, uint32_t b) {
-        const int32_t pa = sched_.seq(a).priority, pb = sched_.seq(b).priority;
-        return pa != pb ? pa < pb : a < b;
-      });
-    } else {
-      return queue_names(sched_.waiting(), reqs_);
-    }
     json names = json::array();
-    for (uint32_t id : ids)
-      names.push_back(reqs_[id].name);
+    for (const WaitingQueue* q : {&sched_.waiting_queue(), &sched_.skipped_waiting()}) {
+      std::vector<uint32_t> ids;
+      q->for_each([&ids](uint32_t id) { ids.push_back(id); });
+      if (q->priority()) {
+        std::sort(ids.begin(), ids.end(), [this](uint32_t a, uint32_t b) {
+          return WaitingQueue::before(a, b, sched_.seqs());
+        });
+      }
+      for (uint32_t id : ids)
+        names.push_back(reqs_[id].name);
+    }
     return names;
   }
 
@@ -328,6 +335,7 @@ json comparable(const json& rec) {
               {"samples", it["samples"]}};
     if (it.contains("cached")) x["cached"] = it["cached"];
     if (it.contains("spec")) x["spec"] = it["spec"];
+    if (it.contains("lora")) x["lora"] = it["lora"];
     items.push_back(std::move(x));
   }
   if (rec.contains("scheduled")) c["scheduled"] = std::move(items);

@@ -153,6 +153,14 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
     f.emplace_back("speculative-config", json + "}");
     f.emplace_back("spec-acceptance-rate", d.pick<std::string>({"0", "0.5", "0.8", "1"}));
   }
+  if (v1 && d.chance(15)) {  // LoRA adapters (issue 28)
+    f.emplace_back("enable-lora", "");
+    f.emplace_back("max-loras", std::to_string(d.in(1, 4)));
+    if (d.chance(50)) f.emplace_back("max-cpu-loras", std::to_string(d.in(1, 8)));
+    f.emplace_back("max-lora-rank", d.pick<std::string>({"8", "16", "64"}));
+    if (workload > 25) f.emplace_back("lora-adapters", std::to_string(d.in(1, 12)));
+    if (d.chance(30)) f.emplace_back("lora-zipf", d.pick<std::string>({"0", "1", "2.5"}));
+  }
   if (v1 && d.chance(15)) {  // a CPU KV tier (issue 28)
     f.emplace_back("kv-offloading-size", d.pick<std::string>({"0.05", "0.5", "4"}));
     if (d.chance(30)) f.emplace_back("kv-offloading-backend", "lmcache");
@@ -325,6 +333,7 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       if (name == "replica-gpus") ++policies[value.find(',') == std::string::npos ? "one" : "two"];
       if (name == "speculative-config") ++policies["spec"];
       if (name == "kv-offloading-size") ++policies["offload"];
+      if (name == "enable-lora") ++policies["lora"];
     }
     INFO("configuration:" << describe(flags));
     const std::string broken = broken_property(first.run, flags);
@@ -349,4 +358,5 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
   // And issue 28's: speculative decoding and CPU KV offload.
   CHECK(policies["spec"] >= 10);
   CHECK(policies["offload"] >= 10);
+  CHECK(policies["lora"] >= 10);
 }
