@@ -201,6 +201,8 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                        {"evictions", p.evictions}};
   if (s.spec_decode.enabled) j["spec_decode"] = spec_decode_json(s.spec_decode);
   if (s.kv_offload.enabled) j["kv_offload"] = kv_offload_json(s.kv_offload);
+  const std::vector<std::string> unmodelled = unmodelled_interactions(c);
+  if (!unmodelled.empty()) j["not_modelled"] = unmodelled;
   if (s.lora.enabled) {
     const LoraSummary& l = s.lora;
     j["lora"] = {{"max_loras", l.max_loras},

@@ -40,9 +40,13 @@ std::string json_text(const nlohmann::ordered_json& j, int indent = -1);
 void write_requests_csv(std::ostream& out, const RunResult& r, const InputParts* parts = nullptr);
 
 // Why a run's numbers are not what they seem, one line each (empty when they are): overload (the
-// queue grew instead of draining: latencies then grow with the run's length) and rejections (the
-// rejected requests are not in the statistics).
+// queue grew instead of draining: latencies then grow with the run's length), rejections (the
+// rejected requests are not in the statistics) and features on together whose interaction is
+// not modelled (unmodelled_interactions).
 std::vector<std::string> run_warnings(const RunResult& r);
+// What C switches on together that servesim does not model together (one sentence each), for the
+// warnings and the JSON.
+std::vector<std::string> unmodelled_interactions(const SimConfig& c);
 
 // Whether a run may be called the best of a comparison: it kept up with its arrivals and
 // rejected no more than 1% of its requests.

@@ -212,6 +212,40 @@ std::vector<std::string> run_warnings(const RunResult& r) {
         static_cast<unsigned long long>(s.rejected), static_cast<unsigned long long>(s.total),
         s.rejected_share() * 100, reasons_text(s).c_str()));
   }
+  for (const std::string& m : unmodelled_interactions(r.config))
+    w.push_back("not modelled: " + m);
+  return w;
+}
+
+std::vector<std::string> unmodelled_interactions(const SimConfig& c) {
+  std::vector<std::string> w;
+  const SpecMethod m = c.scheduler.spec.enabled() ? c.scheduler.spec.method : SpecMethod::kNone;
+  if (m == SpecMethod::kNgram) {
+    w.push_back(
+        "n-gram speculation proposes k drafts at every step here; vLLM's finds none when the "
+        "request's tokens hold no match, and then verifies nothing (lower the acceptance rate to "
+        "fold such steps in)");
+  }
+  if (m != SpecMethod::kNone && c.lora.enabled) {
+    w.push_back(
+        "the drafter runs without the requests' LoRA adapters (their kernels are costed "
+        "for the target's tokens only)");
+  }
+  if (m != SpecMethod::kNone && c.cost_model == "table") {
+    w.push_back(
+        "the drafter's passes are costed on the roofline: the table's profiles measure "
+        "the target model only");
+  }
+  if (c.lora.enabled && c.cost_model == "table") {
+    w.push_back(
+        "the LoRA kernels are not costed (the table's profiles have none); only the "
+        "adapters' loads are");
+  }
+  if (c.offload.enabled() && c.lora.enabled) {
+    w.push_back(
+        "the CPU KV tier keys blocks by content and adapter, as the prefix cache does; "
+        "LMCache's own per-adapter keys are not modelled");
+  }
   return w;
 }
 
