@@ -70,22 +70,22 @@ void CpuKvTier::erase_key(uint64_t hash) {
 bool CpuKvTier::make_room(int64_t n, std::span<const int32_t> protect) {
   const int64_t need = n - int64_t(free_.size());
   if (need <= 0) return true;
+  for (const int32_t s : protect)
+    entries_[size_t(s)].kept = true;
   // LRUCachePolicy.evict: the first N evictable from the LRU end, or none at all.
   int64_t found = 0;
-  for (int32_t s = head_; s >= 0 && found < need; s = entries_[size_t(s)].next) {
-    const Entry& e = entries_[size_t(s)];
-    if (e.ready && e.readers == 0 &&
-        std::find(protect.begin(), protect.end(), s) == protect.end()) {
-      ++found;
-    }
+  for (int32_t s = head_; s >= 0 && found < need; s = entries_[size_t(s)].next)
+    found += evictable(entries_[size_t(s)]);
+  if (found < need) {
+    for (const int32_t s : protect)
+      entries_[size_t(s)].kept = false;
+    return false;
   }
-  if (found < need) return false;
   int32_t s = head_;
   for (int64_t evicted = 0; evicted < need;) {
     const int32_t next = entries_[size_t(s)].next;
     Entry& e = entries_[size_t(s)];
-    if (e.ready && e.readers == 0 &&
-        std::find(protect.begin(), protect.end(), s) == protect.end()) {
+    if (evictable(e)) {
       unlink(s);
       erase_key(e.hash);
       e = Entry{};
@@ -96,6 +96,8 @@ bool CpuKvTier::make_room(int64_t n, std::span<const int32_t> protect) {
     }
     s = next;
   }
+  for (const int32_t p : protect)
+    entries_[size_t(p)].kept = false;
   return true;
 }
 

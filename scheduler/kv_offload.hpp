@@ -106,7 +106,9 @@ class CpuKvTier {
     int32_t readers = 0;
     int32_t prev = -1, next = -1;  // LRU list: head evicted first
     bool ready = false;
+    bool kept = false;  // protected from the eviction under way
   };
+  bool evictable(const Entry& e) const { return e.ready && e.readers == 0 && !e.kept; }
   void unlink(int32_t s);
   void append(int32_t s);
   void erase_key(uint64_t hash);

@@ -219,9 +219,16 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
         while (running_[at] != victim)
           ++at;
         running_.remove_if([victim](uint32_t r) { return r == victim; });
-        if (at < idx) {  // already scheduled in this step: its tokens go back to the budget
-          token_budget += unschedule(victim);
-          --idx;
+        // "if preempted_req in scheduled_running_reqs": its tokens go back to the budget and
+        // req_index steps back. One ahead of the request but not scheduled in this step (its
+        // last token in flight, or nothing to compute) leaves req_index where it is, so the list
+        // shifting left passes over the request after this one, as vLLM's loop does.
+        if (at < idx) {
+          const int64_t back = unschedule(victim);
+          if (back > 0) {
+            token_budget += back;
+            --idx;
+          }
         }
       }
       preempt(victim);
