@@ -78,29 +78,20 @@ void set_host_link(Host& host, const SimConfig& c) {
   const double bytes_per_s =
       c.offload.link_gb_per_s > 0 ? c.offload.link_gb_per_s * 1e9 : c.gpu.host_dma_bytes_per_s();
   host.set_host_link(bytes_per_s, c.offload.link_latency_s);
-  if (!c.lora.enabled || c.cost_model != "roofline") {
-    if (c.lora.enabled) {
-      // A table model's profiles have no LoRA kernels: the adapters' loads only.
-      LoraManagerOptions o;
-      o.max_loras = c.lora.max_loras;
-      o.max_cpu_loras = c.lora.cpu_loras();
-      o.adapter_bytes = lora_adapter_bytes(c.model, c.lora.adapter_rank());
-      o.disk_bytes_per_s = c.lora.load_gb_per_s * 1e9;
-      o.disk_latency_s = c.lora.load_latency_s;
-      o.h2d_bytes_per_s = c.gpu.host_dma_bytes_per_s();
-      host.enable_lora(nullptr, o);
-    }
-    return;
-  }
-  auto kernels = std::make_unique<LoraKernels>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params,
-                                               c.lora.adapter_rank());
+  if (!c.lora.enabled) return;
   LoraManagerOptions o;
   o.max_loras = c.lora.max_loras;
   o.max_cpu_loras = c.lora.cpu_loras();
-  o.adapter_bytes = kernels->adapter_bytes();
+  o.adapter_bytes = lora_adapter_bytes(c.model, c.lora.adapter_rank());
   o.disk_bytes_per_s = c.lora.load_gb_per_s * 1e9;
   o.disk_latency_s = c.lora.load_latency_s;
   o.h2d_bytes_per_s = c.gpu.host_dma_bytes_per_s();
+  // A table model's profiles have no LoRA kernels: the adapters' loads only.
+  std::unique_ptr<LoraKernels> kernels;
+  if (c.cost_model == "roofline") {
+    kernels = std::make_unique<LoraKernels>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params,
+                                            c.lora.adapter_rank());
+  }
   host.enable_lora(std::move(kernels), o);
 }
 
