@@ -22,6 +22,8 @@ V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, 
       skipped_(config.scheduling_policy == WaitingOrder::kPriority) {
   assert(v1_scheduler(config.policy));
   const SpecMethod m = config.spec.enabled() ? config.spec.method : SpecMethod::kNone;
+  spec_tokens_ = uint8_t(m == SpecMethod::kNone ? 0 : config.spec.num_speculative_tokens);
+  lookahead_ = m == SpecMethod::kNone ? 0 : config.spec.lookahead();
   kv_.set_drop_last_hit_block(m == SpecMethod::kEagle || m == SpecMethod::kEagle3 ||
                               m == SpecMethod::kMtp);
   const size_t most = std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16);
@@ -102,7 +104,7 @@ void V1Scheduler::schedule_tokens(uint32_t id, int64_t new_tokens) {
     // AsyncScheduler: "The request will generate a new token plus num_spec_tokens in this
     // scheduling step", and the drafter's proposals are placeholders until the worker fills them.
     s.placeholders += 1 + drafts;
-    s.spec_tokens = uint8_t(config_.spec.enabled() ? config_.spec.num_speculative_tokens : 0);
+    s.spec_tokens = spec_tokens_;
   }
 }
 
@@ -153,9 +155,9 @@ int32_t V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
   if (config_.async_scheduling) {
     // AsyncScheduler: cache_blocks(request, num_computed_tokens - num_output_placeholders).
     if (was_running) kv_.cache_tokens(id, s, s.num_computed_tokens - s.placeholders);
-  } else if (was_running && config_.spec.enabled()) {
+  } else if (was_running) {
     // EngineCore: update_draft_token_ids with the drafter's k proposals for the next step.
-    s.spec_tokens = uint8_t(config_.spec.num_speculative_tokens);
+    s.spec_tokens = spec_tokens_;
   }
   return tokens;
 }
@@ -209,7 +211,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
       continue;
     }
     bool scheduled = true;
-    while (!kv_.allocate_slots(id, s, n, 0, false, config_.spec.lookahead())) {
+    while (!kv_.allocate_slots(id, s, n, 0, false, lookahead_)) {
       // "The request cannot be scheduled. Preempt the lowest-priority request."
       const uint32_t victim = this->victim();
       if (config_.scheduling_policy == WaitingOrder::kFcfs) {
@@ -326,7 +328,7 @@ void V1Scheduler::schedule_waiting(int64_t& token_budget) {
       assert(n > 0);
     }
     // A request resumed with KV already loaded drafts ahead like a running one.
-    const int64_t lookahead = s.num_computed_tokens == 0 ? 0 : config_.spec.lookahead();
+    const int64_t lookahead = s.num_computed_tokens == 0 ? 0 : lookahead_;
     if (!kv_.allocate_slots(id, s, external + n, hit, config_.reserve_full_isl, lookahead,
                             /*delay_cache=*/load_async)) {
       break;

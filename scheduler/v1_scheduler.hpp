@@ -111,6 +111,10 @@ class V1Scheduler final : public Scheduler {
   std::vector<uint32_t> step_skipped_;  // skipped in this step, in order
   std::unique_ptr<KvOffloadConnector> offload_;
   SpecDecodeStats spec_stats_;
+  // The drafts a sampling request holds for its next step (0 without speculative decoding), and
+  // the drafter's lookahead KV slots, read once per scheduled request.
+  uint8_t spec_tokens_ = 0;
+  int64_t lookahead_ = 0;
   // The LoRA adapters of this step's batch so far (scheduled_loras), and the requests passed
   // over for want of an adapter slot.
   std::vector<uint16_t> scheduled_loras_;
