@@ -180,6 +180,7 @@ SimulateOptions simulate_options(const RunSpec& s) {
     throw Error("prefix-index", "only --router prefix-aware asks the replicas' prefix caches");
   }
   o.fleet.router.prefix_kv_index = *s.prefix_index == "kv-events";
+  o.fleet.router.hook = s.router_hook;
   if (!(s.router_signal_delay_s >= 0) || !std::isfinite(s.router_signal_delay_s)) {
     throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
   }
@@ -313,6 +314,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   speculative_decoding(s, inputs, c);
   kv_offload(s, c);
   lora(s, c);
+  c.scheduler.hooks = s.scheduling_hooks;
   return c;
 }
 

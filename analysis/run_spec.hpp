@@ -182,6 +182,10 @@ struct RunSpec {
   Given<bool> enable_lora{false};
   Given<int64_t> max_loras{1}, max_lora_rank{16}, max_cpu_loras{0}, lora_rank{0};
   Given<double> lora_load_gb_per_s{2}, lora_load_latency_s{0.01};
+  // A policy's choices made outside servesim (its Python module's policies; never a flag): the
+  // admission order and preemption victim of vllm-v1, a router's scores. They outlive the run.
+  const SchedulingHooks* scheduling_hooks = nullptr;
+  RouterHook* router_hook = nullptr;
   // The adapters requests ask for: N drawn by Zipf's law of exponent S (0: uniform), for a
   // generated workload or a trace without --col-lora.
   Given<int64_t> lora_adapters{0};

@@ -27,6 +27,7 @@
 #include "scheduler/kv_offload.hpp"
 #include "scheduler/policy.hpp"
 #include "scheduler/request_queue.hpp"
+#include "scheduler/scheduling_hooks.hpp"
 #include "scheduler/sequence.hpp"
 #include "scheduler/spec_decode.hpp"
 
@@ -60,6 +61,9 @@ struct SchedulerConfig {
   KvOffloadConfig offload;
   // vLLM --enable-lora's --max-loras: distinct LoRA adapters one step may hold (0: LoRA off).
   int max_loras = 0;
+  // vllm-v1: a policy's admission order and preemption victim chosen outside (null: vLLM's);
+  // it outlives the scheduler.
+  const SchedulingHooks* hooks = nullptr;
   // The tokens one step may schedule: vLLM's max_num_scheduled_tokens, max_num_batched_tokens
   // less the slots a draft model drafts in (VllmConfig: max_num_batched_tokens -
   // max_num_new_slots_for_drafting x max_num_seqs). 0: max_num_batched_tokens.

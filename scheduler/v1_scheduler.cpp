@@ -18,8 +18,8 @@ V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, 
     : Scheduler(config, num_requests),
       kv_(num_gpu_blocks, config.block_size, config.enable_prefix_caching, config.max_model_len,
           hasher, num_requests),
-      waiting_(config.scheduling_policy == WaitingOrder::kPriority),
-      skipped_(config.scheduling_policy == WaitingOrder::kPriority) {
+      waiting_(ordered(config), keyed(config) ? &keys_ : nullptr),
+      skipped_(ordered(config), keyed(config) ? &keys_ : nullptr) {
   assert(v1_scheduler(config.policy));
   const SpecMethod m = config.spec.enabled() ? config.spec.method : SpecMethod::kNone;
   spec_tokens_ = uint8_t(m == SpecMethod::kNone ? 0 : config.spec.num_speculative_tokens);
@@ -57,6 +57,10 @@ RejectReason V1Scheduler::engine_reject(const SeqState&, int64_t lifetime) const
 }
 
 void V1Scheduler::enqueue(uint32_t id) {
+  if (keyed(config_)) {
+    if (id >= keys_.size()) keys_.resize(size_t(id) + 1, 0.0);
+    keys_[id] = config_.hooks->admission_key(id, seqs_[id]);
+  }
   waiting_.push_back(id, seqs_);
 }
 
@@ -162,7 +166,24 @@ int32_t V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
   return tokens;
 }
 
-uint32_t V1Scheduler::victim() const {
+uint32_t V1Scheduler::victim() {
+  if (config_.hooks != nullptr && config_.hooks->chooses_victim()) {
+    const uint32_t v = config_.hooks->preemption_victim(running_.linear(), seqs_);
+    assert(std::find(running_.linear().begin(), running_.linear().end(), v) !=
+           running_.linear().end());
+    return v;
+  }
+  if (keyed(config_)) {  // the largest (key, arrival), the first among equals
+    uint32_t v = running_[0];
+    for (size_t i = 1; i < running_.size(); ++i) {
+      const uint32_t r = running_[i];
+      if (keys_[r] > keys_[v] ||
+          (keys_[r] == keys_[v] && seqs_[r].workload_arrival_s > seqs_[v].workload_arrival_s)) {
+        v = r;
+      }
+    }
+    return v;
+  }
   if (config_.scheduling_policy == WaitingOrder::kFcfs) return running_.back();
   // max(self.running, key=lambda r: (r.priority, r.arrival_time)): Python's max keeps the first
   // of equal keys, so the request id does not enter.
@@ -214,7 +235,7 @@ void V1Scheduler::schedule_running(int64_t& token_budget) {
     while (!kv_.allocate_slots(id, s, n, 0, false, lookahead_)) {
       // "The request cannot be scheduled. Preempt the lowest-priority request."
       const uint32_t victim = this->victim();
-      if (config_.scheduling_policy == WaitingOrder::kFcfs) {
+      if (victim == running_.back()) {
         running_.pop_back();
       } else {
         size_t at = 0;
@@ -251,7 +272,7 @@ WaitingQueue& V1Scheduler::next_waiting_queue() {
   if (skipped_.empty()) return waiting_;
   if (waiting_.empty() || !skipped_.priority()) return skipped_;
   // PRIORITY: the better of the two heads.
-  return WaitingQueue::before(waiting_.front(), skipped_.front(), seqs_) ? waiting_ : skipped_;
+  return waiting_.before(waiting_.front(), skipped_.front(), seqs_) ? waiting_ : skipped_;
 }
 
 void V1Scheduler::promote(uint32_t id) {

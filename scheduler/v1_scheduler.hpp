@@ -98,7 +98,15 @@ class V1Scheduler final : public Scheduler {
   void promote(uint32_t id);
   // The preemption victim: the tail of `running`, or under the priority policy the request with
   // the largest (priority, arrival_s), the first in `running` among equals.
-  uint32_t victim() const;
+  uint32_t victim();
+  // Whether waiting requests are a heap (the priority policy, or a hook's admission key), and
+  // ordered by a hook's key.
+  static bool keyed(const SchedulerConfig& c) {
+    return c.hooks != nullptr && c.hooks->orders_admission();
+  }
+  static bool ordered(const SchedulerConfig& c) {
+    return c.scheduling_policy == WaitingOrder::kPriority || keyed(c);
+  }
   // _preempt_request: free its blocks (they stay cached, to be hit on re-admission), recompute
   // from 0, back to the front of `waiting`.
   void preempt(uint32_t id);
@@ -107,6 +115,7 @@ class V1Scheduler final : public Scheduler {
   void waiting_remove(uint32_t id);
 
   KvCacheManager kv_;
+  std::vector<double> keys_;  // a hook's admission key, by request id
   WaitingQueue waiting_, skipped_;
   std::vector<uint32_t> step_skipped_;  // skipped in this step, in order
   std::unique_ptr<KvOffloadConnector> offload_;

@@ -17,7 +17,9 @@ namespace servesim {
 
 class WaitingQueue {
  public:
-  explicit WaitingQueue(bool priority) : priority_(priority), fifo_(64) {}
+  // KEYS (by request id; null: none): ordered by key before priority, scheduling_hooks.hpp.
+  explicit WaitingQueue(bool priority, const std::vector<double>* keys = nullptr)
+      : priority_(priority), keys_(keys), fifo_(64) {}
 
   bool priority() const { return priority_; }
   size_t size() const { return priority_ ? heap_.size() : fifo_.size(); }
@@ -28,7 +30,7 @@ class WaitingQueue {
   // SEQS below: the requests' states by id.
   void pop_front(std::span<const SeqState> seqs) {
     if (priority_) {
-      std::pop_heap(heap_.begin(), heap_.end(), Later{seqs});
+      std::pop_heap(heap_.begin(), heap_.end(), Later{seqs, keys_});
       heap_.pop_back();
     } else {
       fifo_.pop_front();
@@ -54,7 +56,7 @@ class WaitingQueue {
   void remove(uint32_t id, std::span<const SeqState> seqs) {
     if (priority_) {
       heap_.erase(std::find(heap_.begin(), heap_.end(), id));
-      std::make_heap(heap_.begin(), heap_.end(), Later{seqs});
+      std::make_heap(heap_.begin(), heap_.end(), Later{seqs, keys_});
     } else {
       fifo_.remove_if([id](uint32_t r) { return r == id; });
     }
@@ -67,8 +69,8 @@ class WaitingQueue {
     return false;
   }
   // Whether A is served before B (Request.__lt__: (priority, arrival_time), then the id).
-  static bool before(uint32_t a, uint32_t b, std::span<const SeqState> seqs) {
-    return Later{seqs}(b, a);
+  bool before(uint32_t a, uint32_t b, std::span<const SeqState> seqs) const {
+    return Later{seqs, keys_}(b, a);
   }
   // The FCFS deque (empty under the priority policy).
   const RequestQueue& fifo() const { return fifo_; }
@@ -85,10 +87,12 @@ class WaitingQueue {
   }
 
  private:
-  // The heap's order: the smallest (priority, arrival, id) on top.
+  // The heap's order: the smallest ([key,] priority, arrival, id) on top.
   struct Later {
     std::span<const SeqState> seqs;
+    const std::vector<double>* keys;
     bool operator()(uint32_t a, uint32_t b) const {
+      if (keys != nullptr && (*keys)[a] != (*keys)[b]) return (*keys)[a] > (*keys)[b];
       const SeqState &sa = seqs[a], &sb = seqs[b];
       if (sa.priority != sb.priority) return sa.priority > sb.priority;
       if (sa.workload_arrival_s != sb.workload_arrival_s)
@@ -98,10 +102,11 @@ class WaitingQueue {
   };
   void push_heap(uint32_t id, std::span<const SeqState> seqs) {
     heap_.push_back(id);
-    std::push_heap(heap_.begin(), heap_.end(), Later{seqs});
+    std::push_heap(heap_.begin(), heap_.end(), Later{seqs, keys_});
   }
 
   bool priority_;
+  const std::vector<double>* keys_;
   RequestQueue fifo_;
   std::vector<uint32_t> heap_;
 };

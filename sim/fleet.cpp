@@ -362,7 +362,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   RunResult result;
   FleetSummary& out = result.fleet;
   out.num_replicas = int(n);
-  out.router = router_name(fleet.router.kind);
+  out.router = fleet.router.hook != nullptr ? "custom" : router_name(fleet.router.kind);
   out.router_warnings = router_warnings(fleet.router.kind, groups, w);
   result.config = groups[0].config;
   result.memory = parts[0].memory;

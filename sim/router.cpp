@@ -138,10 +138,14 @@ size_t Router::session(const RequestSpec& r) {
 size_t Router::route(const RequestSpec& r, double now) {
   const size_t n = seen_.size();
   size_t chosen = 0;
-  if (options_.kind == RouterKind::kRoundRobin) {
+  if (options_.kind == RouterKind::kRoundRobin && options_.hook == nullptr) {
     chosen = (last_ + 1) % n;
     for (size_t k = 0; num_off_ > 0 && off_[chosen] && k < n; ++k)
       chosen = (chosen + 1) % n;
+  } else if (options_.hook != nullptr) {
+    refresh(now);
+    options_.hook->score(r, seen_, scores_);
+    chosen = best_score();
   } else {
     refresh(now);
     switch (options_.kind) {

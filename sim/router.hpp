@@ -52,6 +52,8 @@ RouterKind parse_router(std::string_view name);
 const char* router_name(RouterKind kind);
 const char* router_names();  // "round-robin | least-requests | ..."
 
+class RouterHook;
+
 struct RouterOptions {
   RouterKind kind = RouterKind::kRoundRobin;
   double signal_delay_s = 0;  // staleness of the load signals, seconds
@@ -64,6 +66,8 @@ struct RouterOptions {
   // block, but every cached block of shared content updates the index, which at 64 and 256
   // replicas cost more than the probes it saved (issue 27's figures).
   bool prefix_kv_index = false;
+  // A scoring function chosen outside (null: the kind's); it outlives the router.
+  RouterHook* hook = nullptr;
 };
 
 // What a replica's gateway-visible state is.
@@ -71,6 +75,20 @@ struct ReplicaLoad {
   int64_t outstanding = 0;  // routed and not yet finished or rejected
   int64_t waiting = 0;      // waiting to start at the replica
   double kv_usage = 0;      // KV blocks in use over usable blocks
+};
+
+// A router's scoring function chosen outside (servesim's Python module: a router written in
+// Python): it scores every replica for a request from their loads as the router sees them
+// (stale with a signal delay); the router picks the highest score, ties to the first after its
+// last pick, replicas an autoscaler took out never.
+class RouterHook {
+ public:
+  // SCORES[i]: replica i's score for request R, whose loads are LOADS.
+  virtual void score(const RequestSpec& r, std::span<const ReplicaLoad> loads,
+                     std::span<double> scores) = 0;
+
+ protected:
+  ~RouterHook() = default;
 };
 
 class Router {

@@ -108,6 +108,18 @@ void resolve_scheduler(SimConfig& c) {
   check_scheduler_values(s);
   resolve_speculative(c);
   resolve_offload(c);
+  if (s.hooks != nullptr) {
+    if (!v1_scheduler(s.policy)) {
+      throw Error("scheduler", std::string("policies written outside servesim hook vllm-v1's "
+                                           "scheduler, not ") +
+                                   policy_name(s.policy));
+    }
+    if (s.hooks->orders_admission() && s.scheduling_policy == WaitingOrder::kPriority) {
+      throw Error("scheduling-policy",
+                  "an admission key orders waiting requests itself: drop "
+                  "--scheduling-policy priority");
+    }
+  }
   if (c.lora.enabled && !v1_scheduler(s.policy)) {
     throw Error("enable-lora",
                 std::string("LoRA is modelled for vllm-v1, not ") + policy_name(s.policy));

@@ -295,9 +295,8 @@ class Replay {
       std::vector<uint32_t> ids;
       q->for_each([&ids](uint32_t id) { ids.push_back(id); });
       if (q->priority()) {
-        std::sort(ids.begin(), ids.end(), [this](uint32_t a, uint32_t b) {
-          return WaitingQueue::before(a, b, sched_.seqs());
-        });
+        std::sort(ids.begin(), ids.end(),
+                  [this, q](uint32_t a, uint32_t b) { return q->before(a, b, sched_.seqs()); });
       }
       for (uint32_t id : ids)
         names.push_back(reqs_[id].name);
