@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "scheduler/policy.hpp"
 
@@ -151,6 +152,18 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
   m.emplace_back("spec_mean_acceptance_length", s.spec_decode.mean_acceptance_length());
   m.emplace_back("spec_acceptance_rate", s.spec_decode.acceptance_rate());
   return m;
+}
+
+bool summary_metric_is_count(const std::string& name) {
+  static const std::set<std::string> counts = {"completed",
+                                               "rejected",
+                                               "preemptions",
+                                               "steps",
+                                               "total_input_tokens",
+                                               "total_output_tokens",
+                                               "waiting_at_last_arrival",
+                                               "lora_skipped_admissions"};
+  return counts.count(name) > 0;
 }
 
 std::string run_label(const RunResult& r) {

@@ -23,6 +23,9 @@ std::string run_label(const RunResult& r);
 // otps, then otps_p50_ratio, throughput, GPU use and makespan_s. Sweep and capacity tables use
 // these names as columns.
 std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s);
+// Whether summary metric NAME counts things (requests, tokens, steps): a whole number, though
+// tables store every metric as a real.
+bool summary_metric_is_count(const std::string& name);
 
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
 // An autoscaled fleet's summary and timeline (TP: GPUs per replica, for the GPU-hours).

@@ -35,9 +35,27 @@ const char* kUsage =
     "\n"
     "`servesim <command> --help` describes a command's options.\n";
 
-}  // namespace
-
-namespace {
+// The command ARGV[0] with its arguments, as run_cli runs it; -1 where there is no such command.
+// HOOKS: policies chosen outside servesim, for run and compare only.
+int run_named(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks) {
+  const std::string c = argv[0];
+  if (c == "run") return cmd_run(argc, argv, out, hooks);
+  if (c == "compare") return cmd_compare(argc, argv, out, hooks);
+  if (hooks != nullptr) {
+    throw Error("policies",
+                "policies written outside servesim run in run and compare, not in " + c);
+  }
+  if (c == "list") return cmd_list(argc, argv, out);
+  if (c == "diagnose") return cmd_diagnose(argc, argv, out);
+  if (c == "sweep") return cmd_sweep(argc, argv, out);
+  if (c == "capacity") return cmd_capacity(argc, argv, out);
+  if (c == "check") return cmd_check(argc, argv, out);
+  if (c == "trace") return cmd_trace(argc, argv, out);
+  if (c == "calibrate") return cmd_calibrate(argc, argv, out);
+  if (c == "fidelity") return cmd_fidelity(argc, argv, out);
+  if (c == "validate") return cmd_validate(argc, argv, out);
+  return -1;
+}
 
 int dispatch(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   if (argc < 2) {
@@ -50,17 +68,8 @@ int dispatch(int argc, const char* const* argv, std::ostream& out, std::ostream&
       throw Error("mpirun", "only sweep and capacity spread their points over MPI ranks; run " +
                                 command + " as one process");
     }
-    if (command == "run") return cmd_run(argc - 1, argv + 1, out);
-    if (command == "compare") return cmd_compare(argc - 1, argv + 1, out);
-    if (command == "list") return cmd_list(argc - 1, argv + 1, out);
-    if (command == "diagnose") return cmd_diagnose(argc - 1, argv + 1, out);
-    if (command == "sweep") return cmd_sweep(argc - 1, argv + 1, out);
-    if (command == "capacity") return cmd_capacity(argc - 1, argv + 1, out);
-    if (command == "check") return cmd_check(argc - 1, argv + 1, out);
-    if (command == "trace") return cmd_trace(argc - 1, argv + 1, out);
-    if (command == "calibrate") return cmd_calibrate(argc - 1, argv + 1, out);
-    if (command == "fidelity") return cmd_fidelity(argc - 1, argv + 1, out);
-    if (command == "validate") return cmd_validate(argc - 1, argv + 1, out);
+    const int status = run_named(argc - 1, argv + 1, out, nullptr);
+    if (status >= 0) return status;
     if (command == "--help" || command == "-h" || command == "help") {
       out << kUsage;
       return 0;
@@ -86,6 +95,25 @@ int dispatch(int argc, const char* const* argv, std::ostream& out, std::ostream&
 }
 
 }  // namespace
+
+int run_command(const std::vector<std::string>& args, std::ostream& out,
+                const cli::RunHooks* hooks) {
+  if (args.empty()) throw Error("command", "none given");
+  std::vector<const char*> argv;
+  for (const std::string& a : args)
+    argv.push_back(a.c_str());
+  try {
+    const int status = run_named(int(argv.size()), argv.data(), out, hooks);
+    if (status < 0) throw Error("command", "'" + args.front() + "' is not a servesim command");
+    return status;
+  } catch (const po::error& e) {
+    const auto* named = dynamic_cast<const po::error_with_option_name*>(&e);
+    std::string field = named != nullptr ? named->get_option_name() : "";
+    while (!field.empty() && field.front() == '-')
+      field.erase(0, 1);
+    throw Error(field, po_error_text(e));
+  }
+}
 
 int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   int status = dispatch(argc, argv, out, err);

@@ -342,11 +342,19 @@ void write_results(const RunArgs& a, const std::vector<RunResult>& runs, const L
   write_results_h5(a.out, named, w.json, o);
 }
 
+// HOOKS onto A's runs.
+void attach(RunArgs& a, const RunHooks* hooks) {
+  if (hooks == nullptr) return;
+  a.spec.scheduling_hooks = hooks->scheduling;
+  a.spec.router_hook = hooks->router;
+}
+
 }  // namespace
 
-int cmd_run(int argc, const char* const* argv, std::ostream& out) {
+int cmd_run(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks) {
   RunArgs a;
   if (!parse(argc, argv, a, false, out)) return 0;
+  attach(a, hooks);
   if (a.spec.num_seeds > 1) return run_replicates(a, out);
   Inputs inputs;
   const LoadedWorkload w = load_workload(a.spec, inputs);
@@ -370,9 +378,10 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out) {
   return 0;
 }
 
-int cmd_compare(int argc, const char* const* argv, std::ostream& out) {
+int cmd_compare(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks) {
   RunArgs a;
   if (!parse(argc, argv, a, true, out)) return 0;
+  attach(a, hooks);
   std::vector<std::string> names = split_list(a.schedulers);
   if (names.empty()) names = kDefaultCompare;
   std::vector<SchedulerChoice> specs;  // each NAME[:BUDGET] parsed once

@@ -6,11 +6,25 @@
 #include <ostream>
 #include <string>
 
+namespace servesim {
+class SchedulingHooks;
+class RouterHook;
+}  // namespace servesim
+
 namespace servesim::cli {
 
-int cmd_run(int argc, const char* const* argv, std::ostream& out);      // cmd_run.cpp
-int cmd_compare(int argc, const char* const* argv, std::ostream& out);  // cmd_run.cpp
-int cmd_list(int argc, const char* const* argv, std::ostream& out);     // cmd_list.cpp
+// A policy's choices made outside servesim (the Python module's policies), for run and compare:
+// null members are vLLM's own.
+struct RunHooks {
+  const SchedulingHooks* scheduling = nullptr;
+  RouterHook* router = nullptr;
+};
+
+int cmd_run(int argc, const char* const* argv, std::ostream& out,
+            const RunHooks* hooks = nullptr);  // cmd_run.cpp
+int cmd_compare(int argc, const char* const* argv, std::ostream& out,
+                const RunHooks* hooks = nullptr);                    // cmd_run.cpp
+int cmd_list(int argc, const char* const* argv, std::ostream& out);  // cmd_list.cpp
 // `servesim trace import | info | synth`.
 int cmd_trace(int argc, const char* const* argv, std::ostream& out);
 int cmd_calibrate(int argc, const char* const* argv, std::ostream& out);  // cmd_calibrate.cpp
