@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Checks that servesim's folders are layers (../shared/ARCHITECTURE.md):
 
-  cli -> analysis -> sim -> scheduler -> models -> util;  sim -> traces -> util
+  python -> cli -> analysis -> sim -> scheduler -> models -> util;  sim -> traces -> util
+  (python/ is the Python module's C++ half, _servesim: it runs the commands cli/ defines)
 
 - every project include in a source folder points to its own folder or to a folder below it
   (traces and models sit side by side: neither includes the other);
@@ -18,9 +19,11 @@ import re
 import sys
 import tempfile
 
-RANK = {"util": 0, "traces": 1, "models": 1, "scheduler": 2, "sim": 3, "analysis": 4, "cli": 5}
+RANK = {"util": 0, "traces": 1, "models": 1, "scheduler": 2, "sim": 3, "analysis": 4, "cli": 5,
+        "python": 6}
 INCLUDE = re.compile(r'^\s*#\s*include\s+([<"])([^>"]+)[>"]')
 LINK = re.compile(r"target_link_libraries\(\s*servesim_(\w+)\s+([^)]*)\)", re.S)
+MODULE_LINK = re.compile(r"target_link_libraries\(\s*_servesim\s+([^)]*)\)", re.S)
 
 
 def sources(root):
@@ -49,6 +52,8 @@ def link_closure(root):
     for lib, deps in LINK.findall(text):
         if lib in direct:
             direct[lib] |= {d for d in re.findall(r"servesim_(\w+)", deps) if d in RANK}
+    for deps in MODULE_LINK.findall(text):  # the Python module's library, _servesim
+        direct["python"] |= {d for d in re.findall(r"servesim_(\w+)", deps) if d in RANK}
     closure = {}
     for folder in RANK:
         seen, todo = set(), [folder]

@@ -1,0 +1,195 @@
+// _servesim: the C++ half of servesim's Python module (python/servesim/ is the rest). It runs any
+// servesim command exactly as the command line does (the same flags, checks, errors and output
+// bytes: the Python half builds the arguments from keyword arguments and reads the files the
+// command writes), with the GIL released while it runs, and hooks policies written in Python
+// into run and compare: a waiting request's admission key, the preemption victim, a router's
+// scores (scheduler/scheduling_hooks.hpp, sim/router.hpp RouterHook). A command's bad input
+// raises servesim.Error with its file, line, field and reason.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <exception>
+#include <new>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "analysis/report.hpp"
+#include "cli/cli.hpp"
+#include "cli/run_flags.hpp"
+#include "scheduler/scheduling_hooks.hpp"
+#include "sim/router.hpp"
+#include "util/error.hpp"
+
+namespace py = pybind11;
+using namespace servesim;
+
+namespace {
+
+// A request's fields as a policy sees them.
+py::dict request_fields(uint32_t id, const SeqState& s) {
+  py::dict d;
+  d["id"] = id;
+  d["arrival_s"] = s.workload_arrival_s;
+  d["input_tokens"] = s.input_tokens;
+  d["output_tokens"] = s.output_tokens;
+  d["generated"] = s.generated;
+  d["num_computed_tokens"] = s.num_computed_tokens;
+  d["priority"] = s.priority;
+  d["preemptions"] = s.preemptions;
+  d["lora"] = s.lora;
+  return d;
+}
+
+// Policies written in Python: each of KEY(request) -> number, VICTIM(running requests) -> the id
+// of one of them, SCORE(request, replicas) -> one number per replica, or None.
+class PyPolicies final : public SchedulingHooks, public RouterHook {
+ public:
+  PyPolicies(py::object key, py::object victim, py::object score)
+      : key_(std::move(key)), victim_(std::move(victim)), score_(std::move(score)) {}
+  ~PyPolicies() {
+    py::gil_scoped_acquire gil;
+    key_ = victim_ = score_ = py::object();
+  }
+
+  bool orders_admission() const override { return !key_.is_none(); }
+  double admission_key(uint32_t id, const SeqState& s) const override {
+    py::gil_scoped_acquire gil;
+    ++calls_;
+    return key_(request_fields(id, s)).cast<double>();
+  }
+  bool chooses_victim() const override { return !victim_.is_none(); }
+  uint32_t preemption_victim(std::span<const uint32_t> running,
+                             std::span<const SeqState> seqs) const override {
+    py::gil_scoped_acquire gil;
+    ++calls_;
+    py::list requests;
+    for (const uint32_t id : running)
+      requests.append(request_fields(id, seqs[id]));
+    const uint32_t v = victim_(requests).cast<uint32_t>();
+    for (const uint32_t id : running) {
+      if (id == v) return v;
+    }
+    throw Error("preemption_victim", "returned " + std::to_string(v) +
+                                         ", which is not the id of a running request");
+  }
+  void score(const RequestSpec& r, std::span<const ReplicaLoad> loads,
+             std::span<double> scores) override {
+    py::gil_scoped_acquire gil;
+    ++calls_;
+    py::dict request;
+    request["id"] = r.id;
+    request["arrival_s"] = r.arrival_s;
+    request["input_tokens"] = r.input_tokens;
+    request["output_tokens"] = r.output_tokens;
+    request["priority"] = r.priority;
+    request["lora"] = r.lora;
+    py::list replicas;
+    for (const ReplicaLoad& l : loads) {
+      py::dict d;
+      d["outstanding"] = l.outstanding;
+      d["waiting"] = l.waiting;
+      d["kv_usage"] = l.kv_usage;
+      replicas.append(d);
+    }
+    const std::vector<double> s = score_(request, replicas).cast<std::vector<double>>();
+    if (s.size() != scores.size()) {
+      throw Error("router_score", "returned " + std::to_string(s.size()) + " scores for " +
+                                      std::to_string(scores.size()) + " replicas");
+    }
+    std::copy(s.begin(), s.end(), scores.begin());
+  }
+  bool routes() const { return !score_.is_none(); }
+  int64_t calls() const { return calls_; }
+
+ private:
+  py::object key_, victim_, score_;
+  mutable int64_t calls_ = 0;
+};
+
+// What a command left to raise once the GIL is held again.
+struct Failure {
+  std::string message, file, field, reason;
+  int line = 0;
+  bool internal = false;
+  std::exception_ptr python;  // a policy's own exception, raised as it was
+};
+
+// Runs servesim command ARGS (ARGS[0] the command, as after the program name) and returns what it
+// prints; KEY, VICTIM and SCORE are Python policies (None: vLLM's). The GIL is released while
+// it runs and taken back for each policy call.
+std::pair<int, std::string> command(const std::vector<std::string>& args, py::object key,
+                                    py::object victim, py::object score) {
+  if (args.empty()) throw py::value_error("no command");
+  std::optional<PyPolicies> policies;
+  cli::RunHooks hooks;
+  if (!key.is_none() || !victim.is_none() || !score.is_none()) {
+    policies.emplace(std::move(key), std::move(victim), std::move(score));
+    if (policies->orders_admission() || policies->chooses_victim()) hooks.scheduling = &*policies;
+    if (policies->routes()) hooks.router = &*policies;
+  }
+  std::ostringstream out;
+  int status = 0;
+  Failure failure;
+  bool failed = false;
+  {
+    py::gil_scoped_release release;
+    try {
+      status = run_command(args, out, policies ? &hooks : nullptr);
+    } catch (const Error& e) {
+      failed = true;
+      failure.message = e.what();
+      failure.file = e.file();
+      failure.field = e.field();
+      failure.reason = e.reason();
+      failure.line = e.line();
+    } catch (const py::error_already_set&) {
+      failed = true;
+      failure.python = std::current_exception();
+    } catch (const std::bad_alloc&) {
+      failed = true;
+      failure.message = "not enough memory for this input";
+    } catch (const std::exception& e) {
+      failed = true;
+      failure.message = e.what();
+      failure.internal = true;
+    }
+  }
+  if (!failed) return {status, out.str()};
+  if (failure.python) std::rethrow_exception(failure.python);
+  if (failure.internal) throw std::runtime_error("servesim internal error: " + failure.message);
+  py::object error = py::module_::import("servesim.errors").attr("Error");
+  PyErr_SetObject(error.ptr(), error(failure.message, failure.file, failure.line, failure.field,
+                                     failure.reason)
+                                   .ptr());
+  throw py::error_already_set();
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_servesim, m) {
+  m.doc() = "servesim's C++ core: every command as the command line runs it.";
+  m.def("command", &command, py::arg("args"), py::arg("admission_key") = py::none(),
+        py::arg("preemption_victim") = py::none(), py::arg("router_score") = py::none(),
+        "Runs a servesim command (args[0] is the command, as after the program name): returns "
+        "(exit status, what it printed). Raises servesim.Error on bad input.");
+  m.def(
+      "flag_kind",
+      [](const std::string& name) -> std::string {
+        if (cli::run_flag_is_switch(name)) return "switch";
+        return cli::run_flag_is_numeric(name) ? "number" : "text";
+      },
+      "A run flag's kind (switch, number or text); raises servesim.Error for no such flag.");
+  m.def(
+      "count_metrics",
+      []() {
+        std::vector<std::string> names;
+        for (const auto& [name, v] : summary_metrics(RunSummary{})) {
+          if (summary_metric_is_count(name)) names.push_back(name);
+        }
+        return names;
+      },
+      "The summary metrics that count things (requests, tokens, steps): integers, though the "
+      "sweep and capacity tables store every metric as a real number.");
+}

@@ -1,0 +1,350 @@
+"""servesim from Python: the simulator's commands as functions, their results as pandas frames.
+
+    import servesim
+    r = servesim.run(scheduler="vllm-v1", num_requests=2000, request_rate=9)
+    r.summary["ttft_ms"]["p99"], r.requests.ttft_ms.median(), r.steps, r.windows
+
+Keyword arguments are `servesim run`'s flags with underscores (vLLM's spellings:
+max_num_batched_tokens, enable_prefix_caching, speculative_config, ...): the same typed
+configuration the command line builds, the same checks, the same errors (servesim.Error, with the
+file, line and field), and the same numbers, byte for byte: each function runs the command line's
+own code, with the GIL released while it simulates. Policies written in Python (an admission key,
+a preemption victim, a router's scores) plug into run and compare.
+
+Functions: run, compare, sweep, capacity, validate, read; classes Result, Results, Comparison,
+Table (sweeps and capacity searches), Trace. Plots: servesim.plot.
+"""
+import json
+import os
+import tempfile
+
+import pandas as pd
+
+from . import _h5, _servesim
+from ._args import option_flags, run_flags
+from .errors import Error
+
+__all__ = ["run", "compare", "sweep", "capacity", "validate", "read", "command", "Result",
+           "Results", "Comparison", "Table", "Trace", "Error"]
+
+
+def command(*args, admission_key=None, preemption_victim=None, router_score=None):
+    """Runs `servesim ARGS...` in this process and returns what it prints; raises Error."""
+    status, out = _servesim.command([str(a) for a in args], admission_key, preemption_victim,
+                                    router_score)
+    if status != 0:
+        raise Error("servesim %s exited with status %d:\n%s" % (args[0], status, out))
+    return out
+
+
+class Result:
+    """One run: `summary` (the run's JSON summary, as `run --json` writes it), `requests`,
+    `steps`, `windows` and `itl` (pandas frames: the results file's tables, with status and
+    reason as categories), `config` (the resolved configuration), `label`, `workload`, and
+    `text` (what `servesim run` prints) when it was simulated here."""
+
+    def __init__(self, label, summary, requests, steps, windows, itl, workload, text="",
+                 json_text=""):
+        self.label = label
+        self.summary = summary
+        self.requests = requests
+        self.steps = steps
+        self.windows = windows
+        self.itl = itl
+        self.workload = workload
+        self.text = text
+        self.json_text = json_text
+
+    @property
+    def config(self):
+        return self.summary.get("config", {})
+
+    def __repr__(self):
+        s = self.summary
+        return "<servesim.Result %s: %d requests, TTFT p50 %s ms, TPOT p50 %s ms>" % (
+            self.label, s["requests"]["total"], s["ttft_ms"]["p50"], s["tpot_ms"]["p50"])
+
+
+class Results(dict):
+    """The runs of a results file, by name (their label, or a check scenario's name), in order;
+    `workload` and `period_s` as the file records them."""
+
+    def __init__(self, runs, workload, period_s, path=""):
+        super().__init__(runs)
+        self.workload = workload
+        self.period_s = period_s
+        self.path = path
+
+
+def summary_row(summary):
+    """A run's summary as one flat row: nested keys joined with '_' (ttft_ms_p99)."""
+    row = {}
+
+    def walk(prefix, v):
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if prefix == "" and k in ("config", "metrics_as"):
+                    continue
+                walk(prefix + "_" + k if prefix else k, x)
+        elif not isinstance(v, list):
+            row[prefix] = v
+    walk("", summary)
+    return row
+
+
+class Comparison:
+    """Several policies on the same requests: `runs` (label -> Result, in order), `table` (one
+    row per run: its summary flattened, ttft_ms_p99 and so on), `text` (what compare prints)."""
+
+    def __init__(self, runs, text=""):
+        self.runs = runs
+        self.text = text
+        self.table = pd.DataFrame([summary_row(r.summary) for r in runs.values()],
+                                  index=pd.Index(list(runs), name="label"))
+
+    def __getitem__(self, label):
+        return self.runs[label]
+
+    def __repr__(self):
+        return "<servesim.Comparison of %s>" % ", ".join(self.runs)
+
+
+class Table:
+    """A sweep's points or a capacity search's configurations: `table` (a frame, one row each:
+    the varied flags as text, the summary metrics, counts as integers), `kind` (sweep or
+    capacity), `attrs` (the file's attributes: the grid, its id, the shard, ...), `text`."""
+
+    def __init__(self, kind, table, attrs, text="", csv_text=""):
+        self.kind = kind
+        self.table = table
+        self.attrs = attrs
+        self.text = text
+        self.csv_text = csv_text
+
+    def __repr__(self):
+        return "<servesim.Table (%s), %d rows>" % (self.kind, len(self.table))
+
+
+class Trace:
+    """A workload's requests: `requests` (arrival_s, input_tokens, output_tokens, and priority,
+    lora, session_id, request_class when it has them) and `info` (its source and options)."""
+
+    def __init__(self, requests, info=None, path=""):
+        self.requests = requests
+        self.info = info or {}
+        self.path = path
+
+    @classmethod
+    def read(cls, path, **import_options):
+        """Any trace servesim reads (Azure, BurstGPT, Mooncake, Vidur, csv, servesim HDF5),
+        imported with `servesim trace import`'s options and what-if transforms
+        (trace_format, col_arrival, window, time_scale, max_requests, ...)."""
+        if not import_options and _is_h5(path) and _h5.kind_of(path) == "trace":
+            df, info = _h5.read_trace(path)
+            return cls(df, info, path)
+        with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+            out = os.path.join(d, "trace.h5")
+            command("trace", "import", str(path), "-o", out, *run_flags(import_options))
+            df, info = _h5.read_trace(out)
+        return cls(df, info, path)
+
+    @classmethod
+    def from_frame(cls, df):
+        """A DataFrame with arrival_s (seconds), input_tokens and output_tokens (and optionally
+        priority and lora: adapter names or ids)."""
+        for c in ("arrival_s", "input_tokens", "output_tokens"):
+            if c not in df.columns:
+                raise Error("field '%s': the frame needs arrival_s, input_tokens and "
+                            "output_tokens columns" % c, field=c, reason="missing column")
+        return cls(df.reset_index(drop=True), {"source_format": "frame"})
+
+    def write(self, path):
+        """A servesim HDF5 trace (`servesim trace import`'s format)."""
+        with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+            source, flags = self._source(d)
+            command("trace", "import", source, *flags, "-o", str(path))
+
+    def _source(self, d):
+        """The file the trace comes from and how to read it: its own file, or the frame written
+        as a csv (arrivals with repr: exact) and its columns named."""
+        if self.path and self.info.get("source_format") != "frame":
+            return str(self.path), []
+        csv = os.path.join(d, "workload.csv")
+        cols = [c for c in ("arrival_s", "input_tokens", "output_tokens", "priority", "lora")
+                if c in self.requests.columns]
+        frame = self.requests[cols].copy()
+        frame["arrival_s"] = [repr(float(x)) for x in frame["arrival_s"]]
+        frame.to_csv(csv, index=False)
+        flags = ["--trace-format=csv", "--col-arrival=arrival_s", "--col-input=input_tokens",
+                 "--col-output=output_tokens"]
+        if "priority" in cols:
+            flags.append("--col-priority=priority")
+        if "lora" in cols:
+            flags.append("--col-lora=lora")
+        return csv, flags
+
+    def __len__(self):
+        return len(self.requests)
+
+    def __repr__(self):
+        return "<servesim.Trace %d requests>" % len(self.requests)
+
+
+def _is_h5(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(8) == b"\x89HDF\r\n\x1a\n"
+    except OSError:
+        return False
+
+
+def _workload_flags(workload, d):
+    if workload is None:
+        return []
+    if isinstance(workload, pd.DataFrame):
+        workload = Trace.from_frame(workload)
+    if isinstance(workload, Trace):
+        source, flags = workload._source(d)
+        return ["--trace=" + source, *flags]
+    return ["--trace=" + str(workload)]
+
+
+def _results(path):
+    runs, workload, period_s = _h5.read_results(path)
+    out = {}
+    for name, p in runs.items():
+        out[name] = Result(p["label"], p["summary"], p["requests"], p["steps"], p["windows"],
+                           p["itl"], workload)
+    return Results(out, workload, period_s, path)
+
+
+def _policies(kwargs):
+    return {k: kwargs.pop(k, None) for k in ("admission_key", "preemption_victim", "router_score")}
+
+
+def run(workload=None, *, keep_steps=True, period_s=None, **config):
+    """Simulates one configuration: `servesim run` with CONFIG's flags. WORKLOAD: a DataFrame of
+    arrivals and lengths, a Trace, or a trace file (else config's generator flags). Policies in
+    Python: admission_key(request) -> number (waiting requests by ascending key), 
+    preemption_victim(running requests) -> id, router_score(request, replicas) -> scores."""
+    policies = _policies(config)
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        js, h5 = os.path.join(d, "run.json"), os.path.join(d, "run.h5")
+        args = ["run", *run_flags(config), *_workload_flags(workload, d), "--json=" + js,
+                "--out=" + h5]
+        if not keep_steps:
+            args.append("--no-steps")
+        if period_s is not None:
+            args.append("--period-s=%r" % float(period_s))
+        text = command(*args, **policies)
+        with open(js) as f:
+            json_text = f.read()
+        results = _results(h5)
+    r = next(iter(results.values()))
+    r.text = text
+    r.json_text = json_text
+    return r
+
+
+def compare(schedulers=None, workload=None, *, keep_steps=True, **config):
+    """Several policies on the same requests: `servesim compare` (default policies when
+    SCHEDULERS is None), as a Comparison."""
+    policies = _policies(config)
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        js, h5 = os.path.join(d, "compare.json"), os.path.join(d, "compare.h5")
+        sched = [] if schedulers is None else ["--scheduler=" + ",".join(
+            [schedulers] if isinstance(schedulers, str) else list(schedulers))]
+        args = ["compare", *sched, *run_flags(config), *_workload_flags(workload, d),
+                "--json=" + js, "--out=" + h5]
+        if not keep_steps:
+            args.append("--no-steps")
+        text = command(*args, **policies)
+        with open(js) as f:
+            json_text = f.read()
+        results = _results(h5)
+    rows = json.loads(json_text)["runs"]
+    if rows and "replicates" in rows[0]:  # --num-seeds: one run per policy and seed
+        c = Comparison({k: v for k, v in results.items()}, text)
+        c.intervals = _intervals(rows)
+    else:
+        c = Comparison(dict(results), text)
+    c.json_text = json_text
+    return c
+
+
+def _intervals(rows):
+    """compare --num-seeds: each policy's metrics over the seeds (mean, 95% interval, stddev,
+    n) and, against the first policy, the paired change and its interval, as servesim computes
+    them (analysis/replicates.hpp)."""
+    out = []
+    for row in rows:
+        paired = row.get("paired_change", {}).get("metrics", {})
+        for metric, m in row["replicates"]["metrics"].items():
+            p = paired.get(metric, {})
+            ci = m.get("ci95") or [None, None]
+            pci = p.get("ci95") or [None, None]
+            out.append({"label": row["label"], "metric": metric, "mean": m.get("mean"),
+                        "ci95_low": ci[0], "ci95_high": ci[1], "stddev": m.get("stddev"),
+                        "n": m.get("n"), "change": p.get("change"), "change_ci95_low": pci[0],
+                        "change_ci95_high": pci[1], "test": p.get("test")})
+    return pd.DataFrame(out)
+
+
+def _table(kind, argv, csv_flag=True):
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        h5, csv = os.path.join(d, kind + ".h5"), os.path.join(d, kind + ".csv")
+        text = command(*argv, "--out=" + h5, *(["--csv=" + csv] if csv_flag else []))
+        df, attrs = _h5.read_table(h5, "points" if kind == "sweep" else "capacity")
+        csv_text = open(csv).read() if csv_flag and os.path.exists(csv) else ""
+    return Table(kind, df, attrs, text, csv_text)
+
+
+def sweep(grid, *, jobs=None, workload=None, **config):
+    """A grid of runs: `servesim sweep` with GRID's axes ({flag: [values]}) and CONFIG's fixed
+    flags, JOBS threads (default: all cores). Returns a Table, one row per point."""
+    axes = []
+    for key, values in grid.items():
+        values = [values] if isinstance(values, (str, int, float)) else list(values)
+        axes.append("--%s=%s" % (key.replace("_", "-"), ",".join(
+            run_flags({key: v})[0].split("=", 1)[1] for v in values)))
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        argv = ["sweep", *axes, *run_flags(config), *_workload_flags(workload, d),
+                *option_flags({"jobs": jobs})]
+        return _table("sweep", argv)
+
+
+def capacity(slo=None, *, workload=None, jobs=None, options=None, **config):
+    """The highest request rate each configuration sustains under SLO ({metric: bound} or
+    "ttft_p99_ms=2000,..."): `servesim capacity`. OPTIONS: its own flags (attainment,
+    slo_ttft_ms, gpu_hour_cost, target_rate, ...). Returns a Table, one row per configuration."""
+    if isinstance(slo, dict):
+        slo = ",".join("%s=%s" % (k, v) for k, v in slo.items())
+    own = dict(options or {})
+    own.update({"slo": slo, "jobs": jobs})
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        argv = ["capacity", *option_flags(own), *run_flags(config), *_workload_flags(workload, d)]
+        return _table("capacity", argv)
+
+
+def validate(path, **options):
+    """Replays a ground-truth CSV of real vLLM runs: `servesim validate` (options: experiment,
+    calibration, model_dir, use_measured_kv, kv_offloading_size, jobs). A frame of every
+    measured and predicted figure."""
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        csv = os.path.join(d, "validate.csv")
+        text = command("validate", str(path), *option_flags(options), "--csv=" + csv)
+        df = pd.read_csv(csv)
+    df.attrs["text"] = text
+    return df
+
+
+def read(path):
+    """Any HDF5 file servesim writes: a results file (Results), a sweep or capacity table
+    (Table), a trace (Trace)."""
+    kind = _h5.kind_of(path)
+    if kind == "results":
+        return _results(path)
+    if kind == "trace":
+        return Trace.read(path)
+    df, attrs = _h5.read_table(path, "points" if kind == "sweep" else "capacity")
+    return Table(kind, df, attrs)
