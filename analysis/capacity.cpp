@@ -248,6 +248,7 @@ Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs,
   pr.budget = c.scheduler.max_num_batched_tokens;
   pr.gpu = c.gpu.name;
   pr.model = c.model.name;
+  pr.cost_source = cost_source(c);
   pr.tp = c.tp;
   pr.gpu_file_cost = c.gpu.cost_per_hour;
   pr.pools = p.pools;
@@ -330,6 +331,7 @@ class Searcher {
     c_.policy = p.policy;
     c_.gpu = p.gpu;
     c_.model = p.model;
+    c_.cost_source = p.cost_source;
     c_.tp = p.tp;
     c_.budget = p.budget;
     c_.gpu_hour_cost = spec_.cost.of(p.gpu, p.gpu_file_cost);
@@ -658,18 +660,17 @@ int64_t fleet_gpu_count(double target, const CapacityResult& c) {
 SweepTable capacity_table(const std::vector<CapacityResult>& results, double target,
                           const std::string& slo_text) {
   SweepTable t;
-  t.text_columns = {"label",   "gpu",         "model", "policy",      "note",
-                    "binding", "fleet_split", "fleet", "quantization"};
+  t.text_columns = {"label",   "gpu",         "model", "policy",       "note",
+                    "binding", "fleet_split", "fleet", "quantization", "cost_source"};
   t.int_columns = {
       "tp",         "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations", "gpus",
       "fleet_gpus", "probes_stopped"};
-  t.real_columns = {"capacity_req_s",
-                    "attainment",
-                    "gpu_hour_cost",
-                    "cost_per_million_output_tokens",
-                    "fleet_cost_per_hour",
-                    "cost_per_million_total_tokens",
-                    "usd_per_h"};
+  t.real_columns = {"capacity_req_s", "attainment", "gpu_hour_cost",
+                    "cost_per_million_output_tokens", "fleet_cost_per_hour",
+                    "cost_per_million_total_tokens", "usd_per_h",
+                    // 1 where the configuration rejects more than --max-rejected-share at
+                    // every rate (no capacity): what a figure must flag, never mark best.
+                    "rejection_heavy"};
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
     t.real_columns.push_back(name);
   t.points_total = results.size();
@@ -678,8 +679,8 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
     const CapacityResult& c = results[i];
     SweepRow row;
     row.point = int64_t(i);
-    row.text = {c.label,   c.gpu,         c.model, c.policy,      capacity_note(c),
-                c.binding, c.fleet_split, c.fleet, c.quantization};
+    row.text = {c.label,   c.gpu,         c.model, c.policy,       capacity_note(c),
+                c.binding, c.fleet_split, c.fleet, c.quantization, c.cost_source};
     row.ints = {c.tp,         c.budget, replicas_for(target, c),    c.fleet_replicas,
                 c.iterations, c.gpus,   fleet_gpu_count(target, c), c.probes_stopped};
     row.reals = {c.capacity,
@@ -688,7 +689,8 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
                  cost_per_million_output_tokens(c),
                  fleet_cost_per_hour(target, c),
                  cost_per_million_total_tokens(c),
-                 c.usd_per_h};
+                 c.usd_per_h,
+                 c.refused ? 1.0 : 0.0};
     for (const auto& [name, v] : summary_metrics(c.at.summary))
       row.reals.push_back(c.capacity > 0 ? v : NAN);
     t.rows.push_back(row);
@@ -715,14 +717,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejec
                                    flops, bytes)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
-                                   model, tp, budget, gpu_file_cost, pools, router_warnings,
-                                   stopped)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, tp, budget, capacity,
-                                   above_max, below_min, refused, rejected, requests, iterations,
-                                   probes_stopped, requests_unfinished, binding, gpu_hour_cost,
-                                   pools, fleet, quantization, gpus, usd_per_h, at, fleet_replicas,
-                                   router, fleet_split, router_warnings, fleet_gpus,
-                                   fleet_usd_per_h)
+                                   model, cost_source, tp, budget, gpu_file_cost, pools,
+                                   router_warnings, stopped)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, cost_source, tp,
+                                   budget, capacity, above_max, below_min, refused, rejected,
+                                   requests, iterations, probes_stopped, requests_unfinished,
+                                   binding, gpu_hour_cost, pools, fleet, quantization, gpus,
+                                   usd_per_h, at, fleet_replicas, router, fleet_split,
+                                   router_warnings, fleet_gpus, fleet_usd_per_h)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

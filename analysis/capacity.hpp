@@ -99,6 +99,7 @@ struct Probe {
   double rate = 0, attained = NAN;
   RunSummary summary;
   std::string label, policy, gpu, model;
+  std::string cost_source;  // report.hpp's cost_source
   int tp = 1;
   int64_t budget = 0;
   double gpu_file_cost = NAN;                // the GPU file's cost_per_hour
@@ -118,6 +119,7 @@ std::string slo_failure(const CapacitySpec& spec, const RunSummary& s, double at
 
 struct CapacityResult {
   std::string label, policy, gpu, model;
+  std::string cost_source;  // where the cost model's parameters came from (report.hpp)
   int tp = 1;
   int64_t budget = 0;
   double capacity = 0;

@@ -153,7 +153,7 @@ std::string mean_ci(const std::vector<Replicate>& r, const char* metric, int dec
 
 bool kept_up(const std::vector<RunResult>& runs) {
   for (const RunResult& r : runs) {
-    if (r.summary.overload.overloaded || r.summary.rejected_share() > 0.01) return false;
+    if (r.summary.overload.overloaded || rejection_heavy(r.summary)) return false;
   }
   return true;
 }

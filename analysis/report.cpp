@@ -166,6 +166,13 @@ bool summary_metric_is_count(const std::string& name) {
   return counts.count(name) > 0;
 }
 
+std::string cost_source(const SimConfig& c) {
+  const std::string hardware = c.cost_model == "roofline"
+                                   ? c.hardware_source
+                                   : "profile table " + (c.profiles ? c.profiles->dir : "");
+  return hardware + "; " + c.engine_source;
+}
+
 std::string run_label(const RunResult& r) {
   const SchedulerConfig& s = r.config.scheduler;
   return std::string(policy_name(s.policy)) + ":" + std::to_string(s.max_num_batched_tokens);

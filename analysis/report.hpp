@@ -26,6 +26,16 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
 // Whether summary metric NAME counts things (requests, tokens, steps): a whole number, though
 // tables store every metric as a real.
 bool summary_metric_is_count(const std::string& name);
+// A run that rejects more than this share of its requests is not comparable with the others: no
+// verdict names it best, sweep tables flag it (rejection_heavy) and figures mark it.
+inline constexpr double kComparableRejectedShare = 0.01;
+inline bool rejection_heavy(const RunSummary& s) {
+  return s.rejected_share() > kComparableRejectedShare;
+}
+// Where the cost model's parameters came from, in one line: the hardware's (a fit, a calibration
+// file, or the profile table's folder) and the engine's. Sweep and capacity tables carry it per
+// row (column cost_source), so that a figure says what its numbers rest on.
+std::string cost_source(const SimConfig& c);
 
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
 // An autoscaled fleet's summary and timeline (TP: GPUs per replica, for the GPU-hours).

@@ -13,8 +13,6 @@ namespace servesim {
 
 namespace {
 
-constexpr double kComparableRejectedShare = 0.01;
-
 // V with DECIMALS in WIDTH columns, or "-" when undefined.
 std::string cell(double v, int width, int decimals) {
   return std::isfinite(v) ? format("%*.*f", width, decimals, v) : format("%*s", width, "-");
@@ -250,8 +248,7 @@ std::vector<std::string> unmodelled_interactions(const SimConfig& c) {
 }
 
 bool comparable(const RunResult& r) {
-  return !r.summary.overload.overloaded && r.summary.rejected_share() <= kComparableRejectedShare &&
-         r.summary.completed > 0;
+  return !r.summary.overload.overloaded && !rejection_heavy(r.summary) && r.summary.completed > 0;
 }
 
 // A fleet's routing: imbalance, then one line per replica.

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <sstream>
 
+#include "analysis/diagnose.hpp"
+#include "analysis/diagnose_stats.hpp"
 #include "analysis/report.hpp"
 #include "util/error.hpp"
 #include "util/h5_columns.hpp"
@@ -184,10 +186,20 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
     write_attr(f, "runs", join_lines(names));
     write_attr(f, "period_s", options.period_s);
     write_attr(f, "workload", json_text(workload));
+    // The OTPS alarm (servesim diagnose) with the first run as its baseline: the threshold
+    // a figure draws, as diagnose would compute it from this file.
+    const double fraction = DiagnoseOptions{}.alarm_fraction;
+    const double first_otps = runs.empty() ? NAN : log_stats(request_log(*runs[0].run)).p50.otps;
+    write_attr(f, "alarm_fraction", fraction);
+    write_attr(f, "alarm_baseline_run", runs.empty() ? std::string() : runs[0].name);
+    write_attr(f, "alarm_threshold_otps", fraction * first_otps);
     H5::Group root = h5::create_group(f, "runs");
     for (const NamedRun& nr : runs) {
       const RunResult& r = *nr.run;
       H5::Group g = h5::create_group(root, nr.name);
+      // Its whole-log p50 OTPS as diagnose takes a baseline's (CloudWatch: p50 output tokens /
+      // (p50 E2E - p50 TTFT)); NaN when undefined.
+      write_attr(g, "baseline_otps", log_stats(request_log(r)).p50.otps);
       const nlohmann::ordered_json summary = summary_json(r, nr.workload ? *nr.workload : workload);
       write_attr(g, "label", run_label(r));
       write_attr(g, "policy", std::string(policy_name(r.config.scheduler.policy)));

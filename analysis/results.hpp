@@ -2,9 +2,12 @@
 // (docs/manual/run-and-compare.md, "Results files"). Written by `run`/`compare --out`, `check
 // --update`; read by `diagnose`, `check` and scripts/plot.py.
 //   /                      attrs magic "servesim-results", version, runs (names, one per line),
-//                          period_s, workload (JSON)
+//                          period_s, workload (JSON); alarm_fraction, alarm_baseline_run (the
+//                          first run) and alarm_threshold_otps (fraction x its baseline_otps):
+//                          servesim diagnose's OTPS alarm with the first run as the baseline
 //   /runs/NAME             attrs label, policy, max_num_batched_tokens, summary (JSON), config
-//                          (JSON); NAME is the run's label ("chunked:512") or a scenario name
+//                          (JSON), baseline_otps (the whole-log p50 OTPS diagnose takes from a
+//                          baseline); NAME is the run's label ("chunked:512") or a scenario name
 //   /runs/NAME/requests/   one 1-D column per field of the requests CSV (with the input's
 //                          modalities, text_tokens, image_tokens, ..., where the workload has them)
 //   /runs/NAME/steps/      start_s, duration_s, prefill_tokens, decode_tokens, batch_size,

@@ -181,13 +181,51 @@ using h5::split_lines;
 
 }  // namespace
 
+namespace {
+
+// T's rows as one column each in group NAME of F.
+void write_rows(H5::H5File& f, const char* name, const SweepTable& t) {
+  H5::Group g = h5::create_group(f, name);
+  std::vector<int64_t> point;
+  for (const SweepRow& r : t.rows)
+    point.push_back(r.point);
+  h5::write_column(g, "point", point);
+  for (size_t c = 0; c < t.text_columns.size(); ++c) {
+    std::vector<std::string> v;
+    for (const SweepRow& r : t.rows)
+      v.push_back(r.text[c]);
+    h5::write_column(g, t.text_columns[c], v);
+  }
+  for (size_t c = 0; c < t.int_columns.size(); ++c) {
+    std::vector<int64_t> v;
+    for (const SweepRow& r : t.rows)
+      v.push_back(r.ints[c]);
+    h5::write_column(g, t.int_columns[c], v);
+  }
+  for (size_t c = 0; c < t.real_columns.size(); ++c) {
+    std::vector<double> v;
+    for (const SweepRow& r : t.rows)
+      v.push_back(r.reals[c]);
+    h5::write_column(g, t.real_columns[c], v);
+  }
+}
+
+}  // namespace
+
 void write_sweep_h5(const std::string& path, const SweepTable& t) {
-  write_table_h5(path, t, kMagic, "points");
+  const SweepTable units = sweep_intervals(t);
+  std::string replicates;
+  for (const std::string& c : t.text_columns) {
+    if (is_replicate_column(c)) replicates += (replicates.empty() ? "" : "\n") + c;
+  }
+  write_table_h5(path, t, kMagic, "points", {{"replicate_columns", replicates}},
+                 [&units](H5::H5File& f) { write_rows(f, "intervals", units); });
 }
 
 void write_table_h5(const std::string& path, const SweepTable& t, const char* magic,
                     const char* group,
-                    const std::vector<std::pair<std::string, std::string>>& attrs) {
+                    const std::vector<std::pair<std::string, std::string>>& attrs,
+                    const std::function<void(H5::H5File&)>& more) {
   h5::write_file_atomically(path, [&](H5::H5File& f) {
     h5::write_attr(f, "magic", std::string(magic));
     for (const auto& [name, value] : attrs)
@@ -200,29 +238,15 @@ void write_table_h5(const std::string& path, const SweepTable& t, const char* ma
     h5::write_attr(f, "text_columns", join_lines(t.text_columns));
     h5::write_attr(f, "int_columns", join_lines(t.int_columns));
     h5::write_attr(f, "real_columns", join_lines(t.real_columns));
-    H5::Group g = h5::create_group(f, group);
-    std::vector<int64_t> point;
-    for (const SweepRow& r : t.rows)
-      point.push_back(r.point);
-    h5::write_column(g, "point", point);
-    for (size_t c = 0; c < t.text_columns.size(); ++c) {
-      std::vector<std::string> v;
-      for (const SweepRow& r : t.rows)
-        v.push_back(r.text[c]);
-      h5::write_column(g, t.text_columns[c], v);
+    // The reals that count things (requests, tokens, steps): whole numbers a reader may type as
+    // integers.
+    std::vector<std::string> counts;
+    for (const std::string& c : t.real_columns) {
+      if (summary_metric_is_count(c)) counts.push_back(c);
     }
-    for (size_t c = 0; c < t.int_columns.size(); ++c) {
-      std::vector<int64_t> v;
-      for (const SweepRow& r : t.rows)
-        v.push_back(r.ints[c]);
-      h5::write_column(g, t.int_columns[c], v);
-    }
-    for (size_t c = 0; c < t.real_columns.size(); ++c) {
-      std::vector<double> v;
-      for (const SweepRow& r : t.rows)
-        v.push_back(r.reals[c]);
-      h5::write_column(g, t.real_columns[c], v);
-    }
+    h5::write_attr(f, "count_columns", join_lines(counts));
+    write_rows(f, group, t);
+    if (more) more(f);
   });
 }
 

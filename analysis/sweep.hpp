@@ -15,11 +15,16 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analysis/run_spec.hpp"
+
+namespace H5 {
+class H5File;
+}
 
 namespace servesim {
 
@@ -77,12 +82,25 @@ struct SweepTable {
   }
 };
 
+// T in group `points`, and its intervals (sweep_intervals) in group `intervals`.
 void write_sweep_h5(const std::string& path, const SweepTable& t);
 // The same table under another MAGIC and GROUP (capacity files: "servesim-capacity",
-// "capacity"), with extra string attributes on the root.
+// "capacity"), with extra string attributes on the root; MORE writes more groups.
 void write_table_h5(const std::string& path, const SweepTable& t, const char* magic,
                     const char* group,
-                    const std::vector<std::pair<std::string, std::string>>& attrs = {});
+                    const std::vector<std::pair<std::string, std::string>>& attrs = {},
+                    const std::function<void(H5::H5File&)>& more = {});
+
+// Whether a sweep column holds replicates of one configuration, which intervals average over:
+// the seed of the workload (seed, trace-seed, ...) or a replicate index.
+bool is_replicate_column(const std::string& column);
+// A sweep's points grouped into units, one per configuration: every column but the replicate
+// columns and `error` equal (points with an error left out), in the order of their first point
+// (the unit's `point`). Text and integer columns are the first point's, less the replicate
+// columns and `error`; `replicates` counts the points; every real column is the mean of its
+// finite values, and METRIC_ci95 the half-width of its 95% Student t interval (NaN below two
+// values). Figures draw these; a notebook reads them as servesim.read(path).intervals.
+SweepTable sweep_intervals(const SweepTable& points);
 SweepTable read_sweep_h5(const std::string& path);
 void write_sweep_csv(const std::string& path, const SweepTable& t);
 

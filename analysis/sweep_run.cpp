@@ -17,7 +17,9 @@ namespace servesim {
 
 namespace {
 
-const std::vector<std::string> kResolvedText = {"label", "policy", "gpu", "model", "error"};
+// `error` last: what a point that could not run says.
+const std::vector<std::string> kResolvedText = {"label", "policy",      "gpu",
+                                                "model", "cost_source", "error"};
 
 // Whether an axis gets a column of its own: not when a resolved column has its name.
 bool axis_column(const std::string& flag) {
@@ -47,6 +49,7 @@ SweepTable sweep_schema(const SweepGrid& grid) {
   t.real_columns = {"request_rate"};
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
     t.real_columns.push_back(name);
+  t.real_columns.push_back("rejection_heavy");  // 1: more than kComparableRejectedShare
   t.grid = grid.describe();
   t.grid_id = grid.id();
   t.points_total = grid.size();
@@ -66,7 +69,7 @@ void error_row(SweepRow& row, const SweepGrid& grid, const SweepTable& schema,
   };
   std::string tp = axis_value("tp");
   if (tp.empty()) tp = axis_value("tensor-parallel-size");
-  row.text.insert(row.text.end(), {"", "", axis_value("gpu"), axis_value("model"), reason});
+  row.text.insert(row.text.end(), {"", "", axis_value("gpu"), axis_value("model"), "", reason});
   row.ints.assign(schema.int_columns.size(), 0);
   if (!tp.empty()) row.ints[2] = std::stoll(tp);  // checked before the sweep started
   row.reals.assign(schema.real_columns.size(), NAN);
@@ -85,13 +88,15 @@ SweepRow sweep_row(const SweepGrid& grid, const SweepTable& schema, uint64_t poi
   try {
     const PointRun p = run_point(grid.spec(point), inputs);
     const RunResult& r = p.run;
-    row.text.insert(row.text.end(), {run_label(r), policy_name(r.config.scheduler.policy),
-                                     r.config.gpu.name, r.config.model.name, ""});
+    row.text.insert(row.text.end(),
+                    {run_label(r), policy_name(r.config.scheduler.policy), r.config.gpu.name,
+                     r.config.model.name, cost_source(r.config), ""});
     row.ints = {r.config.scheduler.max_num_batched_tokens, r.config.scheduler.max_num_seqs,
                 r.config.tp, r.memory.num_gpu_blocks};
     row.reals.push_back(p.request_rate);
     for (const auto& [name, v] : summary_metrics(r.summary))
       row.reals.push_back(v);
+    row.reals.push_back(rejection_heavy(r.summary) ? 1.0 : 0.0);
   } catch (const Error& e) {
     error_row(row, grid, schema, values, e.what());
   } catch (const std::exception& e) {

@@ -2,8 +2,9 @@
 // one row each, with an append-only journal (OUT.journal, JSON lines) so that a stopped sweep
 // started again with the same grid skips the points already done.
 //  - The table's columns: the axes (except those a resolved column names), what each point
-//    resolved to (label, policy, GPU, model, error; budget, max_num_seqs, TP, KV blocks), the
-//    request rate, then every summary metric.
+//    resolved to (label, policy, GPU, model, the cost model's parameter source, error; budget,
+//    max_num_seqs, TP, KV blocks), the request rate, every summary metric, then rejection_heavy
+//    (1 when it rejects more than kComparableRejectedShare, report.hpp).
 //  - A point that cannot run (a model that does not fit a GPU of the grid, ...) is a row with its
 //    reason in `error`, not the end of the sweep.
 // Promises: a row depends only on the grid and the point's number, never on the number of

@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "analysis/report.hpp"
 #include "cli/cli.hpp"
 #include "cli/run_flags.hpp"
 #include "scheduler/scheduling_hooks.hpp"
@@ -71,8 +70,8 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
     for (const uint32_t id : running) {
       if (id == v) return v;
     }
-    throw Error("preemption_victim", "returned " + std::to_string(v) +
-                                         ", which is not the id of a running request");
+    throw Error("preemption_victim",
+                "returned " + std::to_string(v) + ", which is not the id of a running request");
   }
   void score(const RequestSpec& r, std::span<const ReplicaLoad> loads,
              std::span<double> scores) override {
@@ -160,9 +159,9 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
   if (failure.python) std::rethrow_exception(failure.python);
   if (failure.internal) throw std::runtime_error("servesim internal error: " + failure.message);
   py::object error = py::module_::import("servesim.errors").attr("Error");
-  PyErr_SetObject(error.ptr(), error(failure.message, failure.file, failure.line, failure.field,
-                                     failure.reason)
-                                   .ptr());
+  PyErr_SetObject(
+      error.ptr(),
+      error(failure.message, failure.file, failure.line, failure.field, failure.reason).ptr());
   throw py::error_already_set();
 }
 
@@ -181,15 +180,4 @@ PYBIND11_MODULE(_servesim, m) {
         return cli::run_flag_is_numeric(name) ? "number" : "text";
       },
       "A run flag's kind (switch, number or text); raises servesim.Error for no such flag.");
-  m.def(
-      "count_metrics",
-      []() {
-        std::vector<std::string> names;
-        for (const auto& [name, v] : summary_metrics(RunSummary{})) {
-          if (summary_metric_is_count(name)) names.push_back(name);
-        }
-        return names;
-      },
-      "The summary metrics that count things (requests, tokens, steps): integers, though the "
-      "sweep and capacity tables store every metric as a real number.");
 }

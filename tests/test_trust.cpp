@@ -11,6 +11,7 @@
 
 #include "analysis/replicates.hpp"
 #include "cli_helpers.hpp"
+#include "util/text_input.hpp"
 
 using namespace servesim;
 namespace fs = std::filesystem;
@@ -31,16 +32,16 @@ json run_json(std::vector<std::string> args, const fs::path& file) {
   return json::parse(slurp(file));
 }
 
-// The fields of each line of a CSV text (no quoting).
+// The fields of each line of a CSV text (RFC 4180 quoting: cost_source holds commas).
 std::vector<std::vector<std::string>> csv_rows(const std::string& text) {
   std::vector<std::vector<std::string>> rows;
   std::stringstream lines(text);
+  CsvSplitter splitter;
+  std::vector<std::string_view> fields;
+  std::string reason;
   for (std::string line; std::getline(lines, line);) {
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    for (std::string f; std::getline(ss, f, ',');)
-      fields.push_back(f);
-    rows.push_back(fields);
+    REQUIRE(splitter.split(line, fields, reason));
+    rows.emplace_back(fields.begin(), fields.end());
   }
   return rows;
 }

@@ -20,8 +20,8 @@ import tempfile
 
 import pandas as pd
 
-from . import _h5, _servesim
-from ._args import option_flags, run_flags
+from . import _h5
+from ._args import core, option_flags, run_flags
 from .errors import Error
 
 __all__ = ["run", "compare", "sweep", "capacity", "validate", "read", "command", "Result",
@@ -30,7 +30,7 @@ __all__ = ["run", "compare", "sweep", "capacity", "validate", "read", "command",
 
 def command(*args, admission_key=None, preemption_victim=None, router_score=None):
     """Runs `servesim ARGS...` in this process and returns what it prints; raises Error."""
-    status, out = _servesim.command([str(a) for a in args], admission_key, preemption_victim,
+    status, out = core().command([str(a) for a in args], admission_key, preemption_victim,
                                     router_score)
     if status != 0:
         raise Error("servesim %s exited with status %d:\n%s" % (args[0], status, out))
@@ -41,11 +41,13 @@ class Result:
     """One run: `summary` (the run's JSON summary, as `run --json` writes it), `requests`,
     `steps`, `windows` and `itl` (pandas frames: the results file's tables, with status and
     reason as categories), `config` (the resolved configuration), `label`, `workload`, and
-    `text` (what `servesim run` prints) when it was simulated here."""
+    `text` (what `servesim run` prints) when it was simulated here; `baseline_otps`: its whole-log
+    p50 OTPS as `servesim diagnose` takes a baseline's (the alarm threshold's base)."""
 
     def __init__(self, label, summary, requests, steps, windows, itl, workload, text="",
-                 json_text=""):
+                 json_text="", baseline_otps=float("nan")):
         self.label = label
+        self.baseline_otps = baseline_otps
         self.summary = summary
         self.requests = requests
         self.steps = steps
@@ -67,13 +69,15 @@ class Result:
 
 class Results(dict):
     """The runs of a results file, by name (their label, or a check scenario's name), in order;
-    `workload` and `period_s` as the file records them."""
+    `workload` and `period_s` as the file records them; `alarm`: servesim diagnose's OTPS alarm
+    with the first run as baseline (alarm_fraction, alarm_baseline_run, alarm_threshold_otps)."""
 
-    def __init__(self, runs, workload, period_s, path=""):
+    def __init__(self, runs, workload, period_s, path="", alarm=None):
         super().__init__(runs)
         self.workload = workload
         self.period_s = period_s
         self.path = path
+        self.alarm = alarm or {}
 
 
 def summary_row(summary):
@@ -111,11 +115,15 @@ class Comparison:
 
 class Table:
     """A sweep's points or a capacity search's configurations: `table` (a frame, one row each:
-    the varied flags as text, the summary metrics, counts as integers), `kind` (sweep or
-    capacity), `attrs` (the file's attributes: the grid, its id, the shard, ...), `text`."""
+    the varied flags as text, the summary metrics, counts as integers, the flags
+    rejection_heavy and overloaded, cost_source), `kind` (sweep or capacity), `attrs` (the
+    file's attributes: the grid, its id, the shard, ...), `text`; for a sweep `intervals`: one
+    row per configuration over its replicates (seeds), each metric's mean and its 95% interval's
+    half-width (METRIC_ci95), as servesim computes them."""
 
-    def __init__(self, kind, table, attrs, text="", csv_text=""):
+    def __init__(self, kind, table, attrs, text="", csv_text="", intervals=None):
         self.kind = kind
+        self.intervals = intervals
         self.table = table
         self.attrs = attrs
         self.text = text
@@ -210,12 +218,12 @@ def _workload_flags(workload, d):
 
 
 def _results(path):
-    runs, workload, period_s = _h5.read_results(path)
+    runs, workload, period_s, alarm = _h5.read_results(path)
     out = {}
     for name, p in runs.items():
         out[name] = Result(p["label"], p["summary"], p["requests"], p["steps"], p["windows"],
-                           p["itl"], workload)
-    return Results(out, workload, period_s, path)
+                           p["itl"], workload, baseline_otps=p["baseline_otps"])
+    return Results(out, workload, period_s, path, alarm)
 
 
 def _policies(kwargs):
@@ -294,9 +302,16 @@ def _table(kind, argv, csv_flag=True):
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         h5, csv = os.path.join(d, kind + ".h5"), os.path.join(d, kind + ".csv")
         text = command(*argv, "--out=" + h5, *(["--csv=" + csv] if csv_flag else []))
-        df, attrs = _h5.read_table(h5, "points" if kind == "sweep" else "capacity")
-        csv_text = open(csv).read() if csv_flag and os.path.exists(csv) else ""
-    return Table(kind, df, attrs, text, csv_text)
+        t = _read_table(h5, kind)
+        t.text = text
+        t.csv_text = open(csv).read() if csv_flag and os.path.exists(csv) else ""
+    return t
+
+
+def _read_table(path, kind):
+    df, attrs = _h5.read_table(path, "points" if kind == "sweep" else "capacity")
+    intervals = _h5.read_table(path, "intervals")[0] if kind == "sweep" else None
+    return Table(kind, df, attrs, intervals=intervals)
 
 
 def sweep(grid, *, jobs=None, workload=None, **config):
@@ -346,5 +361,4 @@ def read(path):
         return _results(path)
     if kind == "trace":
         return Trace.read(path)
-    df, attrs = _h5.read_table(path, "points" if kind == "sweep" else "capacity")
-    return Table(kind, df, attrs)
+    return _read_table(path, kind)

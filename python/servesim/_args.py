@@ -3,8 +3,14 @@
 that the command line reads back the same numbers (a float's repr is exact)."""
 import math
 
-from . import _servesim
 from .errors import Error
+
+
+def core():
+    """The C++ half, _servesim, loaded when a command first runs: reading files and plotting
+    need only the pure-Python half (h5py, pandas)."""
+    from . import _servesim
+    return _servesim
 
 
 def flag_name(key):
@@ -39,7 +45,7 @@ def run_flags(config):
             continue
         name = flag_name(key)
         try:
-            kind = _servesim.flag_kind(name)
+            kind = core().flag_kind(name)
         except RuntimeError:
             raise Error("field '%s': not a servesim run flag (servesim run --help lists them)"
                         % name, field=name, reason="not a servesim run flag") from None

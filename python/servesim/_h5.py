@@ -9,7 +9,6 @@ import h5py
 import numpy as np
 import pandas as pd
 
-from . import _servesim
 from .errors import Error
 
 MAGICS = {"servesim-results": "results", "servesim-sweep": "sweep",
@@ -103,6 +102,8 @@ def read_results(path):
             g = f["runs"][name]
             runs[name] = {
                 "label": attr_text(g, "label", name),
+                "baseline_otps": float(g.attrs["baseline_otps"]) if "baseline_otps" in g.attrs
+                else float("nan"),
                 "summary": json.loads(attr_text(g, "summary")),
                 "requests": requests_frame(g["requests"]),
                 "steps": group_frame(g["steps"], ORDER["steps"]) if "steps" in g
@@ -111,7 +112,9 @@ def read_results(path):
                 else pd.DataFrame(),
                 "itl": group_frame(g["itl"], ORDER["itl"]) if "itl" in g else pd.DataFrame(),
             }
-    return runs, workload, period_s
+        alarm = {k: attr_value(f.attrs[k]) for k in ("alarm_fraction", "alarm_baseline_run",
+                                                      "alarm_threshold_otps") if k in f.attrs}
+    return runs, workload, period_s, alarm
 
 
 def attr_value(v):
@@ -130,17 +133,23 @@ def whole(values):
 
 
 def read_table(path, group):
-    """A sweep's or a capacity search's table: text, integer and real columns, the counts among
-    the reals as nullable integers; and the file's attributes."""
-    counts = set(_servesim.count_metrics())
+    """A sweep's or a capacity search's table (GROUP: points, intervals or capacity): text,
+    integer and real columns in the file's order, the reals the file names as counts
+    (count_columns) as nullable integers where whole; and the file's attributes. None when the
+    file has no GROUP (a sweep written before intervals were)."""
     with h5py.File(path, "r") as f:
         attrs = {k: attr_value(v) for k, v in f.attrs.items()}
+        if group not in f:
+            return None, attrs
         order = ["point"] + [c for k in ("text_columns", "int_columns", "real_columns")
                              for c in str(attrs.get(k, "")).splitlines()]
+        if group == "intervals":  # each metric's mean, then its interval; the replicates
+            order = [c for c in order if c in f[group]] + ["replicates"]
+            order = [x for c in order for x in (c, c + "_ci95")]
         df = group_frame(f[group], order)
-    reals = set(attrs.get("real_columns", "").splitlines())
+    counts = set(str(attrs.get("count_columns", "")).splitlines())
     for name in df.columns:
-        if name in reals and name in counts and whole(df[name].to_numpy(dtype=float)):
+        if name in counts and whole(df[name].to_numpy(dtype=float)):
             df[name] = df[name].astype(float).where(np.isfinite(df[name]), np.nan).astype("Int64")
     return df, attrs
 

@@ -146,6 +146,35 @@ def test_read_reads_every_file_servesim_writes(tmp_path):
     assert servesim.read(sw).kind == "sweep"
 
 
+def test_files_carry_the_derived_figures_plots_draw(tmp_path):
+    # A sweep over seeds: one interval row per configuration, servesim's mean and Student t
+    # half-width over the seeds' points; flags and the parameters' source on every point.
+    sw = servesim.sweep({"seed": [1, 2, 3], "max_num_batched_tokens": [512, 2048]},
+                        scheduler="chunked", num_requests=120)
+    pts, iv = sw.table, sw.intervals
+    assert len(iv) == 2 and iv.replicates.tolist() == [3, 3]
+    assert sw.attrs["replicate_columns"] == "seed"
+    t975_2 = 4.302652729911275  # Student t, 0.975 quantile, 2 degrees of freedom
+    for _, u in iv.iterrows():
+        v = pts[pts.max_num_batched_tokens == u.max_num_batched_tokens].ttft_ms_p50
+        assert u.ttft_ms_p50 == pytest.approx(v.mean(), rel=1e-12)
+        assert u.ttft_ms_p50_ci95 == pytest.approx(t975_2 * v.std(ddof=1) / 3 ** 0.5, rel=1e-9)
+    assert set(pts.rejection_heavy) == {0.0} and (pts.cost_source.str.len() > 0).all()
+    # A results file: each run's baseline OTPS as diagnose takes it, the first run's alarm.
+    c = servesim.compare(["vllm-v0", "vllm-v1"], num_requests=200)
+    out = tmp_path / "c.h5"
+    cli("compare", "--scheduler", "vllm-v0,vllm-v1", "--num-requests", 200, "--out", out)
+    back = servesim.read(out)
+    first = next(iter(back.values()))
+    done = first.requests[first.requests.status == "completed"]
+    otps = np.percentile(done.output_tokens, 50) / (
+        np.percentile(done.e2e_ms, 50) - np.percentile(done.ttft_ms, 50)) * 1e3
+    assert first.baseline_otps == pytest.approx(otps, rel=1e-12)
+    assert back.alarm["alarm_baseline_run"] == first.label
+    assert back.alarm["alarm_threshold_otps"] == pytest.approx(0.8 * otps, rel=1e-12)
+    assert list(c.runs) == list(back)
+
+
 def test_a_python_policy_reproducing_fcfs_gives_the_same_steps():
     cfg = dict(scheduler="vllm-v1", num_requests=800, request_rate=20, num_gpu_blocks=600, seed=5)
     cpp = servesim.run(**cfg)
