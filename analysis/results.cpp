@@ -200,6 +200,9 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
       // Its whole-log p50 OTPS as diagnose takes a baseline's (CloudWatch: p50 output tokens /
       // (p50 E2E - p50 TTFT)); NaN when undefined.
       write_attr(g, "baseline_otps", log_stats(request_log(r)).p50.otps);
+      // Whether a figure must flag it as not comparable (report.hpp): 0 or 1.
+      write_attr(g, "rejection_heavy", int64_t(rejection_heavy(r.summary)));
+      write_attr(g, "overloaded", int64_t(r.summary.overload.overloaded));
       const nlohmann::ordered_json summary = summary_json(r, nr.workload ? *nr.workload : workload);
       write_attr(g, "label", run_label(r));
       write_attr(g, "policy", std::string(policy_name(r.config.scheduler.policy)));

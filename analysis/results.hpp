@@ -7,7 +7,9 @@
 //                          servesim diagnose's OTPS alarm with the first run as the baseline
 //   /runs/NAME             attrs label, policy, max_num_batched_tokens, summary (JSON), config
 //                          (JSON), baseline_otps (the whole-log p50 OTPS diagnose takes from a
-//                          baseline); NAME is the run's label ("chunked:512") or a scenario name
+//                          baseline), rejection_heavy and overloaded (0 or 1: a figure flags
+//                          the run as not comparable); NAME is the run's label ("chunked:512") or a
+//                          scenario name
 //   /runs/NAME/requests/   one 1-D column per field of the requests CSV (with the input's
 //                          modalities, text_tokens, image_tokens, ..., where the workload has them)
 //   /runs/NAME/steps/      start_s, duration_s, prefill_tokens, decode_tokens, batch_size,

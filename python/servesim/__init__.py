@@ -42,12 +42,14 @@ class Result:
     `steps`, `windows` and `itl` (pandas frames: the results file's tables, with status and
     reason as categories), `config` (the resolved configuration), `label`, `workload`, and
     `text` (what `servesim run` prints) when it was simulated here; `baseline_otps`: its whole-log
-    p50 OTPS as `servesim diagnose` takes a baseline's (the alarm threshold's base)."""
+    p50 OTPS as `servesim diagnose` takes a baseline's (the alarm threshold's base); `flags`:
+    rejection_heavy and overloaded, servesim's judgement that the run is not comparable."""
 
     def __init__(self, label, summary, requests, steps, windows, itl, workload, text="",
-                 json_text="", baseline_otps=float("nan")):
+                 json_text="", baseline_otps=float("nan"), flags=None):
         self.label = label
         self.baseline_otps = baseline_otps
+        self.flags = flags or {}
         self.summary = summary
         self.requests = requests
         self.steps = steps
@@ -222,7 +224,7 @@ def _results(path):
     out = {}
     for name, p in runs.items():
         out[name] = Result(p["label"], p["summary"], p["requests"], p["steps"], p["windows"],
-                           p["itl"], workload, baseline_otps=p["baseline_otps"])
+                           p["itl"], workload, baseline_otps=p["baseline_otps"], flags=p["flags"])
     return Results(out, workload, period_s, path, alarm)
 
 

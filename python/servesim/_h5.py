@@ -104,6 +104,8 @@ def read_results(path):
                 "label": attr_text(g, "label", name),
                 "baseline_otps": float(g.attrs["baseline_otps"]) if "baseline_otps" in g.attrs
                 else float("nan"),
+                "flags": {k: bool(attr_value(g.attrs[k])) for k in ("rejection_heavy", "overloaded")
+                          if k in g.attrs},
                 "summary": json.loads(attr_text(g, "summary")),
                 "requests": requests_frame(g["requests"]),
                 "steps": group_frame(g["steps"], ORDER["steps"]) if "steps" in g

@@ -19,8 +19,10 @@ SMALL = dict(num_requests=300, request_rate=12, seed=3)
 
 
 def cli(*args):
-    """Runs the command-line binary; returns what it prints."""
-    p = subprocess.run([SERVESIM, *map(str, args)], capture_output=True, text=True)
+    """Runs the command-line binary; returns what it prints. A sanitized build's ctest preloads
+    the sanitizer's shared runtime for Python; the binary links its own, so it is not passed on."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    p = subprocess.run([SERVESIM, *map(str, args)], capture_output=True, text=True, env=env)
     assert p.returncode == 0, p.stderr
     return p.stdout
 
@@ -173,6 +175,14 @@ def test_files_carry_the_derived_figures_plots_draw(tmp_path):
     assert back.alarm["alarm_baseline_run"] == first.label
     assert back.alarm["alarm_threshold_otps"] == pytest.approx(0.8 * otps, rel=1e-12)
     assert list(c.runs) == list(back)
+    assert [r.flags for r in back.values()] == [{"rejection_heavy": False, "overloaded": False}] * 2
+    # Runs that reject more than 1% of their requests are flagged in the file as not comparable.
+    cli("compare", "--scheduler", "vllm-v0,vllm-v1", "--num-requests", 200, "--max-model-len",
+        2048, "--out", out)
+    for r in servesim.read(out).values():
+        assert r.summary["requests"]["rejected_share"] > 0.01
+        assert r.flags == {"rejection_heavy": True,
+                           "overloaded": r.summary["overloaded"]["overloaded"]}
 
 
 def test_a_python_policy_reproducing_fcfs_gives_the_same_steps():
