@@ -13,6 +13,7 @@ from .errors import Error
 
 MAGICS = {"servesim-results": "results", "servesim-sweep": "sweep",
           "servesim-capacity": "capacity", "servesim-trace": "trace"}
+VERSION = 1  # every layout's, as analysis/results.cpp, sweep.cpp and traces/trace_store.cpp write
 
 
 def text(v):
@@ -28,15 +29,21 @@ def attr_text(obj, name, default=""):
 
 
 def kind_of(path):
-    """results, sweep, capacity or trace, from the file's magic attribute."""
+    """results, sweep, capacity or trace, from the file's magic attribute; an Error for a
+    layout version this reader does not know (as servesim's own readers refuse it)."""
     try:
         with h5py.File(path, "r") as f:
             magic = attr_text(f, "magic")
+            version = attr_value(f.attrs["version"]) if "version" in f.attrs else None
     except OSError as e:
         raise Error("%s: cannot read as HDF5: %s" % (path, e), file=path, reason=str(e)) from None
     if magic not in MAGICS:
         raise Error("%s: not a file servesim wrote (magic '%s')" % (path, magic), file=path,
                     field="magic", reason="not a servesim file")
+    if version != VERSION:
+        raise Error("%s: field 'version': layout version %s, this reader knows %d" %
+                    (path, version, VERSION), file=path, field="version",
+                    reason="unsupported layout version")
     return MAGICS[magic]
 
 
@@ -106,7 +113,7 @@ def read_results(path):
                 else float("nan"),
                 "flags": {k: bool(attr_value(g.attrs[k])) for k in ("rejection_heavy", "overloaded")
                           if k in g.attrs},
-                "summary": json.loads(attr_text(g, "summary")),
+                "summary": summary_of(path, g),
                 "requests": requests_frame(g["requests"]),
                 "steps": group_frame(g["steps"], ORDER["steps"]) if "steps" in g
                 else pd.DataFrame(),
@@ -117,6 +124,14 @@ def read_results(path):
         alarm = {k: attr_value(f.attrs[k]) for k in ("alarm_fraction", "alarm_baseline_run",
                                                       "alarm_threshold_otps") if k in f.attrs}
     return runs, workload, period_s, alarm
+
+
+def summary_of(path, g):
+    """A run's summary attribute (its --json object); an Error naming the run if absent."""
+    if "summary" not in g.attrs:
+        raise Error("%s: %s: missing attribute 'summary'" % (path, g.name), file=path,
+                    field="summary", reason="missing attribute")
+    return json.loads(attr_text(g, "summary"))
 
 
 def attr_value(v):
@@ -140,7 +155,10 @@ def read_table(path, group):
     (count_columns) as nullable integers where whole; and the file's attributes. None when the
     file has no GROUP (a sweep written before intervals were)."""
     with h5py.File(path, "r") as f:
+        # A list attribute servesim leaves empty is written as " " (HDF5 has no empty string).
         attrs = {k: attr_value(v) for k, v in f.attrs.items()}
+        attrs = {k: v.strip() if isinstance(v, str) and not v.strip() else v
+                 for k, v in attrs.items()}
         if group not in f:
             return None, attrs
         order = ["point"] + [c for k in ("text_columns", "int_columns", "real_columns")

@@ -8,7 +8,7 @@ class Error(Exception):
 
     def __init__(self, message, file="", line=0, field="", reason=""):
         super().__init__(message)
-        self.file = file
+        self.file = str(file)  # a path-like as its text
         self.line = line
         self.field = field
         self.reason = reason or message

@@ -145,7 +145,20 @@ def test_read_reads_every_file_servesim_writes(tmp_path):
     assert t.kind == "capacity" and t.table["capacity_req_s"].iloc[0] > 0
     sw = tmp_path / "s.h5"
     cli("sweep", "--max-num-seqs", "8,16", "--num-requests", 50, "--out", sw)
-    assert servesim.read(sw).kind == "sweep"
+    s = servesim.read(sw)
+    assert s.kind == "sweep" and s.attrs["replicate_columns"] == ""  # written " ": none
+    # A layout this reader does not know, and a run without its summary, are errors naming them.
+    import h5py
+    with h5py.File(sw, "r+") as f:
+        f.attrs["version"] = 2
+    with pytest.raises(servesim.Error) as e:
+        servesim.read(sw)
+    assert (e.value.file, e.value.field) == (str(sw), "version")
+    with h5py.File(out, "r+") as f:
+        del f["runs/vllm-v1:8192"].attrs["summary"]
+    with pytest.raises(servesim.Error) as e:
+        servesim.read(out)
+    assert e.value.field == "summary" and "vllm-v1:8192" in str(e.value)
 
 
 def test_files_carry_the_derived_figures_plots_draw(tmp_path):
