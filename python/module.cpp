@@ -26,18 +26,26 @@ using namespace servesim;
 
 namespace {
 
-// A request's fields as a policy sees them.
-py::dict request_fields(uint32_t id, const SeqState& s) {
+// The fields a request arrives with, as every policy sees them.
+py::dict arrival_fields(uint32_t id, double arrival_s, int64_t input_tokens, int64_t output_tokens,
+                        int32_t priority, uint16_t lora) {
   py::dict d;
   d["id"] = id;
-  d["arrival_s"] = s.workload_arrival_s;
-  d["input_tokens"] = s.input_tokens;
-  d["output_tokens"] = s.output_tokens;
+  d["arrival_s"] = arrival_s;
+  d["input_tokens"] = input_tokens;
+  d["output_tokens"] = output_tokens;
+  d["priority"] = priority;
+  d["lora"] = lora;
+  return d;
+}
+
+// A scheduled request's fields: those it arrived with and its progress.
+py::dict request_fields(uint32_t id, const SeqState& s) {
+  py::dict d =
+      arrival_fields(id, s.workload_arrival_s, s.input_tokens, s.output_tokens, s.priority, s.lora);
   d["generated"] = s.generated;
   d["num_computed_tokens"] = s.num_computed_tokens;
-  d["priority"] = s.priority;
   d["preemptions"] = s.preemptions;
-  d["lora"] = s.lora;
   return d;
 }
 
@@ -55,14 +63,12 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
   bool orders_admission() const override { return !key_.is_none(); }
   double admission_key(uint32_t id, const SeqState& s) const override {
     py::gil_scoped_acquire gil;
-    ++calls_;
     return key_(request_fields(id, s)).cast<double>();
   }
   bool chooses_victim() const override { return !victim_.is_none(); }
   uint32_t preemption_victim(std::span<const uint32_t> running,
                              std::span<const SeqState> seqs) const override {
     py::gil_scoped_acquire gil;
-    ++calls_;
     py::list requests;
     for (const uint32_t id : running)
       requests.append(request_fields(id, seqs[id]));
@@ -76,14 +82,8 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
   void score(const RequestSpec& r, std::span<const ReplicaLoad> loads,
              std::span<double> scores) override {
     py::gil_scoped_acquire gil;
-    ++calls_;
-    py::dict request;
-    request["id"] = r.id;
-    request["arrival_s"] = r.arrival_s;
-    request["input_tokens"] = r.input_tokens;
-    request["output_tokens"] = r.output_tokens;
-    request["priority"] = r.priority;
-    request["lora"] = r.lora;
+    const py::dict request =
+        arrival_fields(r.id, r.arrival_s, r.input_tokens, r.output_tokens, r.priority, r.lora);
     py::list replicas;
     for (const ReplicaLoad& l : loads) {
       py::dict d;
@@ -100,11 +100,9 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
     std::copy(s.begin(), s.end(), scores.begin());
   }
   bool routes() const { return !score_.is_none(); }
-  int64_t calls() const { return calls_; }
 
  private:
   py::object key_, victim_, score_;
-  mutable int64_t calls_ = 0;
 };
 
 // What a command left to raise once the GIL is held again.
@@ -130,38 +128,28 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
   }
   std::ostringstream out;
   int status = 0;
-  Failure failure;
-  bool failed = false;
+  std::optional<Failure> failure;
   {
     py::gil_scoped_release release;
     try {
       status = run_command(args, out, policies ? &hooks : nullptr);
     } catch (const Error& e) {
-      failed = true;
-      failure.message = e.what();
-      failure.file = e.file();
-      failure.field = e.field();
-      failure.reason = e.reason();
-      failure.line = e.line();
+      failure = Failure{e.what(), e.file(), e.field(), e.reason(), e.line(), false, nullptr};
     } catch (const py::error_already_set&) {
-      failed = true;
-      failure.python = std::current_exception();
+      failure = Failure{.python = std::current_exception()};
     } catch (const std::bad_alloc&) {
-      failed = true;
-      failure.message = "not enough memory for this input";
+      failure = Failure{.message = "not enough memory for this input"};
     } catch (const std::exception& e) {
-      failed = true;
-      failure.message = e.what();
-      failure.internal = true;
+      failure = Failure{.message = e.what(), .internal = true};
     }
   }
-  if (!failed) return {status, out.str()};
-  if (failure.python) std::rethrow_exception(failure.python);
-  if (failure.internal) throw std::runtime_error("servesim internal error: " + failure.message);
+  if (!failure) return {status, out.str()};
+  if (failure->python) std::rethrow_exception(failure->python);
+  if (failure->internal) throw std::runtime_error("servesim internal error: " + failure->message);
   py::object error = py::module_::import("servesim.errors").attr("Error");
   PyErr_SetObject(
       error.ptr(),
-      error(failure.message, failure.file, failure.line, failure.field, failure.reason).ptr());
+      error(failure->message, failure->file, failure->line, failure->field, failure->reason).ptr());
   throw py::error_already_set();
 }
 
