@@ -213,11 +213,11 @@ void KvOffloadConnector::admitted(uint32_t id, const SeqState& s, int64_t gpu_hi
     const int32_t slot = tier_.find(parent);
     assert(slot >= 0);
     tier_.add_reader(slot);
-    load_slots_.push_back(slot);
+    loads_.slots.push_back(slot);
     ++count;
   }
-  load_counts_.push_back(count);
-  loads_.push_back(id);
+  loads_.counts.push_back(count);
+  loads_.ids.push_back(id);
   load_pending_[id] = 1;
   ++stats_.loads;
   stats_.loaded_tokens += external;
@@ -256,9 +256,9 @@ void KvOffloadConnector::store(uint32_t id, const SeqState& s) {
     tier_.touch(slot);
   if (hashes_.empty()) return;
   for (uint64_t h : hashes_)
-    store_slots_.push_back(tier_.insert(h));
-  store_counts_.push_back(int32_t(hashes_.size()));
-  stores_.push_back(id);
+    stores_.slots.push_back(tier_.insert(h));
+  stores_.counts.push_back(int32_t(hashes_.size()));
+  stores_.ids.push_back(id);
   ++stats_.stores;
   stats_.stored_blocks += int64_t(hashes_.size());
   const double bytes = double(hashes_.size()) * config_.bytes_per_block;
@@ -272,25 +272,11 @@ void KvOffloadConnector::release(uint32_t id, bool /*preempted*/) {
 }
 
 void KvOffloadConnector::transfers_done(size_t loads, size_t stores) {
-  for (size_t i = 0; i < loads; ++i) {
-    const int32_t n = load_counts_.front();
-    load_counts_.pop_front();
-    for (int32_t j = 0; j < n; ++j) {
-      tier_.remove_reader(load_slots_.front());
-      load_slots_.pop_front();
-    }
-    load_pending_[loads_.front()] = 0;
-    loads_.pop_front();
-  }
-  for (size_t i = 0; i < stores; ++i) {
-    const int32_t n = store_counts_.front();
-    store_counts_.pop_front();
-    for (int32_t j = 0; j < n; ++j) {
-      tier_.store_done(store_slots_.front());
-      store_slots_.pop_front();
-    }
-    stores_.pop_front();
-  }
+  loads_.finish(
+      loads, [this](int32_t slot) { tier_.remove_reader(slot); },
+      [this](uint32_t id) { load_pending_[id] = 0; });
+  stores_.finish(
+      stores, [this](int32_t slot) { tier_.store_done(slot); }, [](uint32_t) {});
 }
 
 }  // namespace servesim

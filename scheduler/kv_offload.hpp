@@ -168,6 +168,21 @@ class KvOffloadConnector {
     double loaded_bytes = 0, stored_bytes = 0;  // per GPU
     int64_t deferrals = 0;                      // lookups deferred to the next step
     int64_t store_failures = 0;                 // store jobs refused for want of room
+    // A fleet's: every replica's summed.
+    void add(const Stats& o) {
+      queries += o.queries;
+      hits += o.hits;
+      preempted_queries += o.preempted_queries;
+      preempted_hits += o.preempted_hits;
+      loads += o.loads;
+      loaded_tokens += o.loaded_tokens;
+      stores += o.stores;
+      stored_blocks += o.stored_blocks;
+      loaded_bytes += o.loaded_bytes;
+      stored_bytes += o.stored_bytes;
+      deferrals += o.deferrals;
+      store_failures += o.store_failures;
+    }
   };
   const Stats& stats() const { return stats_; }
   const CpuKvTier& tier() const { return tier_; }
@@ -190,13 +205,27 @@ class KvOffloadConnector {
   std::vector<PerRequest> requests_;
   std::vector<uint8_t> load_pending_;
   std::vector<KvTransfer> transfers_;
-  // In-flight jobs, FIFO per direction: a load's request and the slots it reads; a store's slots.
-  std::deque<uint32_t> loads_;
-  std::deque<int32_t> load_slots_;
-  std::deque<int32_t> load_counts_;
-  std::deque<int32_t> store_slots_;
-  std::deque<int32_t> store_counts_;
-  std::deque<uint32_t> stores_;
+  // In-flight jobs of one direction, FIFO: each job's request and the tier slots it reads or
+  // writes (SLOTS holds every job's, COUNTS how many are each one's).
+  struct InFlight {
+    std::deque<uint32_t> ids;
+    std::deque<int32_t> counts, slots;
+    size_t size() const { return ids.size(); }
+    // Ends the N oldest jobs: ON_SLOT(slot) for each of their slots, ON_JOB(request) for each.
+    template <class SlotFn, class JobFn>
+    void finish(size_t n, SlotFn&& on_slot, JobFn&& on_job) {
+      for (size_t i = 0; i < n; ++i) {
+        for (int32_t j = counts.front(); j > 0; --j) {
+          on_slot(slots.front());
+          slots.pop_front();
+        }
+        counts.pop_front();
+        on_job(ids.front());
+        ids.pop_front();
+      }
+    }
+  };
+  InFlight loads_, stores_;
   std::vector<int32_t> scratch_;  // a lookup's or a store's slots
   std::vector<uint64_t> hashes_;  // a store's new hashes
   Stats stats_;

@@ -79,20 +79,7 @@ void add_kv_offload(const KvOffloadSummary& r, KvOffloadSummary& into) {
   into.block_tokens = r.block_tokens;
   into.cpu_blocks += r.cpu_blocks;
   into.cpu_bytes += r.cpu_bytes;
-  KvOffloadConnector::Stats& a = into.counts;
-  const KvOffloadConnector::Stats& b = r.counts;
-  a.queries += b.queries;
-  a.hits += b.hits;
-  a.preempted_queries += b.preempted_queries;
-  a.preempted_hits += b.preempted_hits;
-  a.loads += b.loads;
-  a.loaded_tokens += b.loaded_tokens;
-  a.stores += b.stores;
-  a.stored_blocks += b.stored_blocks;
-  a.loaded_bytes += b.loaded_bytes;
-  a.stored_bytes += b.stored_bytes;
-  a.deferrals += b.deferrals;
-  a.store_failures += b.store_failures;
+  into.counts.add(r.counts);
   into.evictions += r.evictions;
   into.link_busy_s += r.link_busy_s;
 }
