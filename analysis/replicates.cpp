@@ -35,6 +35,12 @@ const std::vector<Headline>& headlines() {
   return h;
 }
 
+nlohmann::ordered_json number(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
+
+}  // namespace
+
 void summarise(Replicate& r) {
   std::vector<double> v;
   for (double x : r.values) {
@@ -55,12 +61,6 @@ void summarise(Replicate& r) {
   r.ci_low = r.mean - h;
   r.ci_high = r.mean + h;
 }
-
-nlohmann::ordered_json number(double v) {
-  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
-}
-
-}  // namespace
 
 double ci95_half_width(double s, size_t n) {
   if (n < 2) return NAN;

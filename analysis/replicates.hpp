@@ -29,6 +29,8 @@ std::vector<Replicate> replicate(const std::vector<RunResult>& runs);
 
 // Half the width of the 95% confidence interval of the mean of N values of standard deviation S.
 double ci95_half_width(double s, size_t n);
+// R's n, mean, standard deviation and 95% interval over its finite values.
+void summarise(Replicate& r);
 
 nlohmann::ordered_json replicates_json(const std::vector<Replicate>& r,
                                        const std::vector<int64_t>& seeds);

@@ -1,5 +1,3 @@
-#include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "analysis/replicates.hpp"
@@ -55,21 +53,12 @@ SweepTable sweep_intervals(const SweepTable& points) {
     row.ints = m.front()->ints;
     row.ints.push_back(int64_t(m.size()));
     for (size_t c = 0; c < points.real_columns.size(); ++c) {
-      double sum = 0, sq = 0;
-      size_t n = 0;
-      for (const SweepRow* r : m) {
-        const double v = r->reals[c];
-        if (!std::isfinite(v)) continue;
-        sum += v;
-        ++n;
-      }
-      const double mean = n > 0 ? sum / double(n) : NAN;
-      for (const SweepRow* r : m) {
-        if (std::isfinite(r->reals[c])) sq += (r->reals[c] - mean) * (r->reals[c] - mean);
-      }
-      const double sd = n > 1 ? std::sqrt(sq / double(n - 1)) : NAN;
-      row.reals.push_back(mean);
-      row.reals.push_back(ci95_half_width(sd, n));
+      Replicate x;
+      for (const SweepRow* r : m)
+        x.values.push_back(r->reals[c]);
+      summarise(x);
+      row.reals.push_back(x.mean);
+      row.reals.push_back(ci95_half_width(x.stddev, x.n));
     }
     u.rows.push_back(std::move(row));
   }
