@@ -86,7 +86,7 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
   Trace t = *inputs.trace(s.trace, s.import);
   const Resample replicates = trace_replicates(s, t);
   check_trace_flags(s, t, replicates);
-  TransformOptions o = transforms(s, s.request_rate.given() ? s.request_rate : 0);
+  TransformOptions o = transforms(s, s.request_rate.given() ? *s.request_rate : 0.0);
   o.resample = replicates;
   apply_transforms(t, o);
   if (!t.timed) {

@@ -133,6 +133,26 @@ def test_workloads_from_frames_and_traces(tmp_path):
     assert w.requests.lora.tolist() == [1, 0, 2] and w.info["lora_names"] == ["sql", "chat"]
 
 
+def test_fractional_request_rates_reach_a_trace(tmp_path):
+    """Issue 42: --request-rate 2.5 on a trace ran at 2 req/s, and 0.5 at the trace's own pace."""
+    df = pd.DataFrame({"arrival_s": [0.25 * i for i in range(80)],
+                       "input_tokens": [40 + (i * 37) % 200 for i in range(80)],
+                       "output_tokens": [4 + (i * 13) % 30 for i in range(80)]})
+    for rate in (0.5, 1.5, 2.5):
+        r = servesim.run(df, scheduler="vllm-v1", request_rate=rate, keep_steps=False)
+        assert r.summary["overloaded"]["arrival_rate_req_s"] == pytest.approx(rate, rel=1e-9)
+    t = servesim.sweep({"request_rate": [2.5, 3.9]}, workload=df, scheduler="vllm-v1")
+    assert t.table.arrival_rate_req_s.tolist() == pytest.approx([2.5, 3.9], rel=1e-6)
+    # A length-only trace: arrivals drawn at the rate, the same draws scaled.
+    lengths = tmp_path / "lengths.csv"
+    df[["input_tokens", "output_tokens"]].to_csv(lengths, index=False)
+    flags = dict(trace_format="csv", col_input="input_tokens", col_output="output_tokens")
+    slow = servesim.run(lengths, request_rate=0.5, keep_steps=False, **flags)
+    fast = servesim.run(lengths, request_rate=1.5, keep_steps=False, **flags)
+    np.testing.assert_allclose(slow.requests.arrival_s, 3 * fast.requests.arrival_s, rtol=1e-9,
+                               atol=1e-9)
+
+
 def test_read_reads_every_file_servesim_writes(tmp_path):
     out = tmp_path / "r.h5"
     cli("compare", "--scheduler", "chunked:512,vllm-v1", "--num-requests", 100, "--out", out)
