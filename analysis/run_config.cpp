@@ -98,11 +98,11 @@ void lora(const RunSpec& s, SimConfig& c) {
     throw Error("max-lora-rank", "must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512");
   }
   l.max_lora_rank = int(*s.max_lora_rank);
-  if (s.max_cpu_loras.given() && (s.max_cpu_loras < s.max_loras || s.max_cpu_loras > 65535)) {
+  if (s.max_cpu_loras.given() && (*s.max_cpu_loras < *s.max_loras || s.max_cpu_loras > 65535)) {
     throw Error("max-cpu-loras", "must be >= --max-loras (vLLM's LoRAConfig) and <= 65535");
   }
   l.max_cpu_loras = int(*s.max_cpu_loras);
-  if (s.lora_rank.given() && (s.lora_rank < 1 || s.lora_rank > s.max_lora_rank)) {
+  if (s.lora_rank.given() && (s.lora_rank < 1 || *s.lora_rank > *s.max_lora_rank)) {
     throw Error("lora-rank",
                 "must be in [1, --max-lora-rank]: vLLM refuses an adapter of a "
                 "larger rank");

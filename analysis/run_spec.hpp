@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cmath>
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -77,7 +78,12 @@ class Given {
     set_ = true;
     return *this;
   }
-  operator const T&() const { return value_; }
+  // It reads as a T and as nothing else: a conversion to another type (an int from a
+  // Given<double>, as in `given() ? rate : 0`, which truncated --request-rate) does not compile;
+  // write *g and convert it in the open.
+  template <class U>
+  requires std::same_as<U, T>
+  operator const U&() const { return value_; }
   const T& operator*() const { return value_; }
   const T* operator->() const { return &value_; }
   // Compared by value (given or not).

@@ -31,7 +31,7 @@ TransformOptions transforms(const RunSpec& s, double request_rate) {
   TransformOptions o = s.what_if;
   o.request_rate = request_rate;
   o.burstiness = s.burstiness;
-  o.seed = uint64_t(s.seed);
+  o.seed = uint64_t(*s.seed);
   return o;
 }
 
@@ -92,7 +92,7 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
   if (!t.timed) {
     throw Error("request-rate", s.trace + " has no arrival times: give --request-rate");
   }
-  if (s.rate_scale != 1) scale_trace_rate(t, s.rate_scale, uint64_t(s.seed) ^ 0x7a26e5ca1eULL);
+  if (s.rate_scale != 1) scale_trace_rate(t, s.rate_scale, uint64_t(*s.seed) ^ 0x7a26e5ca1eULL);
   const auto last = std::max_element(t.arrival_s.begin(), t.arrival_s.end());
   if (last != t.arrival_s.end() && !(*last <= kMaxSimTime_s)) {
     throw Error(s.trace, 0, "arrival",
@@ -174,7 +174,7 @@ LoadedWorkload servegen_workload(const RunSpec& s) {
   o.start_s = s.servegen_start_s;
   o.duration_s = s.servegen_duration_s;
   o.rate_scale = s.servegen_rate_scale;
-  o.seed = uint64_t(s.seed);
+  o.seed = uint64_t(*s.seed);
   if (s.request_rate.given()) {
     if (s.servegen_rate_scale.given()) {
       throw Error("servegen-rate-scale", "contradicts --request-rate (which sets the scale)");
@@ -220,7 +220,7 @@ LoadedWorkload mixture_workload(const RunSpec& s) {
   const double scale = (s.request_rate.given() ? s.request_rate / total : 1.0) * s.rate_scale;
   Workload w = generate_client_mixture(
       classes, int64_t(std::llround(double(num_requests(s)) * s.rate_scale)), scale,
-      uint64_t(s.seed));
+      uint64_t(*s.seed));
   ordered_json j = {{"kind", "generated"},        {"dataset_name", "mixture"},
                     {"client_mix", s.client_mix}, {"rate_scale", scale},
                     {"requests", w.size()},       {"seed", s.seed}};
@@ -239,7 +239,7 @@ LoadedWorkload generate_dataset(const RunSpec& s) {
   w.burstiness = s.burstiness;
   w.input_len = s.input_len;
   w.output_len = s.output_len;
-  w.seed = uint64_t(s.seed);
+  w.seed = uint64_t(*s.seed);
   if (s.dataset_name == "prefix_repetition") return prefix_repetition_workload(s, w);
   if (s.dataset_name == "multi_turn") return multi_turn_workload(s, w);
   return {generate_synthetic(w), synthetic_json(w), synthetic_text(w)};
@@ -256,7 +256,7 @@ void draw_adapters(const RunSpec& s, LoadedWorkload& out) {
   if (!s.import.col_lora.empty()) {
     throw Error("lora-adapters", "contradicts --col-lora: the trace says each request's adapter");
   }
-  draw_loras(out.requests, s.lora_adapters, s.lora_zipf, uint64_t(s.seed));
+  draw_loras(out.requests, s.lora_adapters, s.lora_zipf, uint64_t(*s.seed));
   out.json["lora_adapters"] = s.lora_adapters;
   out.json["lora_zipf"] = s.lora_zipf;
   out.text += format(", %lld LoRA adapters (Zipf %.2g)", (long long)(*s.lora_adapters),
@@ -281,7 +281,7 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
     out.text += ", rate pattern " + p.spec;
   }
   if (s.num_priorities > 1 || s.num_priorities.given()) {
-    draw_priorities(out.requests, s.num_priorities, uint64_t(s.seed));
+    draw_priorities(out.requests, s.num_priorities, uint64_t(*s.seed));
     out.json["num_priorities"] = s.num_priorities;
     out.text += format(", priorities uniform in 0..%lld", (long long)(s.num_priorities - 1));
   }

@@ -362,7 +362,7 @@ void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experime
     w.system_prompt_len = first.system_prompt_tokens;
     w.question_len = first.question_tokens;
     w.output_len = replayed_output_tokens(rows, x);
-    w.seed = uint64_t(options.base.seed);
+    w.seed = uint64_t(*options.base.seed);
     w.stages.clear();
     for (const size_t i : x.stages)
       w.stages.push_back({rows[i].rate_req_s, rows[i].duration_s});

@@ -9,9 +9,11 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "analysis/results.hpp"
+#include "analysis/run_spec.hpp"
 #include "cli_helpers.hpp"
 #include "util/text_input.hpp"
 
@@ -192,4 +194,18 @@ TEST_CASE("request rate: compare, sweep, check and capacity use the fractional r
     CHECK(capacity > 0);
     CHECK(arrived == Approx(capacity).epsilon(1e-6));
   }
+}
+
+TEST_CASE("request rate: a Given setting reads as its own type and no other", "[cli]") {
+  // `given() ? rate : 0` truncated the rate because Given<double> converted to int; now only
+  // *g converts, in the open.
+  STATIC_REQUIRE(std::is_convertible_v<const Given<double>&, double>);
+  STATIC_REQUIRE(std::is_convertible_v<const Given<double>&, const double&>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<const Given<double>&, int>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<const Given<int64_t>&, int>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<const Given<int64_t>&, uint64_t>);
+  STATIC_REQUIRE_FALSE(std::is_convertible_v<const Given<int>&, double>);
+  Given<double> rate{9};
+  rate = 2.5;
+  CHECK((rate.given() ? *rate : 0.0) == 2.5);
 }
