@@ -65,7 +65,9 @@ std::vector<std::string> unmodelled_interactions(const SimConfig& c);
 // rejected no more than 1% of its requests.
 bool comparable(const RunResult& r);
 
-void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload);
+// DEFAULT_SCHEDULER: the policy was not named (run_spec.hpp default_scheduler); the header says so.
+void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload,
+                       bool default_scheduler = false);
 void print_compare_table(std::ostream& out, const std::vector<RunResult>& runs);
 // "v1 (async scheduling), API server 5.6 ms": what runs around the model.
 std::string engine_text(const SimConfig& c);

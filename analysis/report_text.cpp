@@ -28,7 +28,8 @@ std::string reasons_text(const RunSummary& s) {
   return text;
 }
 
-void print_header(std::ostream& out, const RunResult& r, const std::string& workload) {
+void print_header(std::ostream& out, const RunResult& r, const std::string& workload,
+                  bool default_scheduler) {
   const SimConfig& c = r.config;
   const RunSummary& s = r.summary;
   const std::vector<PoolSummary>& pools = r.fleet.pools;
@@ -46,7 +47,9 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
   } else if (r.fleet.num_replicas > 1) {
     out << ", " << r.fleet.num_replicas << " replicas (" << r.fleet.router << ")";
   }
-  out << ", " << policy_name(c.scheduler.policy) << " (max_num_batched_tokens "
+  out << ", " << policy_name(c.scheduler.policy)
+      << (default_scheduler ? " (the default scheduler; max_num_batched_tokens "
+                            : " (max_num_batched_tokens ")
       << c.scheduler.max_num_batched_tokens << ", max_num_seqs " << c.scheduler.max_num_seqs
       << ", max_model_len " << c.scheduler.max_model_len << ")\n";
   out << "engine: " << engine_text(c) << "; hardware: " << arch_name(c.gpu.arch) << ", "
@@ -303,8 +306,9 @@ void print_fleet(std::ostream& out, const FleetSummary& f) {
   }
 }
 
-void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload) {
-  print_header(out, r, workload);
+void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload,
+                       bool default_scheduler) {
+  print_header(out, r, workload, default_scheduler);
   print_stats_table(out, r.summary);
   print_use(out, r.summary);
   if (r.fleet.num_replicas > 1 || r.fleet.autoscale.enabled) print_fleet(out, r.fleet);

@@ -182,12 +182,19 @@ int64_t num_requests(const RunSpec& s) {
   return s.num_prompts;
 }
 
+bool default_scheduler(const RunSpec& s) {
+  return s.scheduler.empty() && !s.enable_chunked_prefill.given();
+}
+
 SchedulerChoice scheduler_choice(const RunSpec& s) {
   if (!s.enable_chunked_prefill.given()) {
     return s.scheduler.empty() ? SchedulerChoice{} : parse_scheduler(s.scheduler);
   }
+  // vLLM's switch alone: true is the default, V1's scheduler, which always chunks; false is
+  // V0's prefill priority (V1 without chunking is not modelled).
+  if (s.scheduler.empty())
+    return s.enable_chunked_prefill ? SchedulerChoice{} : parse_scheduler("vllm-v0");
   const std::string named = s.enable_chunked_prefill ? "chunked" : "vllm-v0";
-  if (s.scheduler.empty()) return parse_scheduler(named);
   const SchedulerChoice given = parse_scheduler(s.scheduler);
   if (v1_scheduler(given.policy)) {
     // vLLM V1 always chunks prefills in servesim (vLLM's --no-enable-chunked-prefill for V1

@@ -274,12 +274,20 @@ class Inputs {
 void check_flags(const RunSpec& s);
 // A scheduler as `--scheduler NAME[:BUDGET]` names it, parsed once: its policy, the token budget
 // it sets (0: none, the flag's or vLLM's default) and its text (for messages).
+// Without --scheduler: vLLM V1's scheduler, the one vLLM runs today (on the V1 engine).
 struct SchedulerChoice {
-  Policy policy = Policy::kChunked;
+  Policy policy = Policy::kVllmV1;
   int64_t budget = 0;
-  std::string text = "chunked";
+  std::string text = "vllm-v1";
 };
 
+// Whether S names no scheduler (neither --scheduler nor --enable-chunked-prefill): it runs
+// vllm-v1, vLLM V1's scheduler on the V1 engine, as vLLM runs today. Summaries say so
+// (kDefaultSchedulerNote) where a user may not know which policy ran.
+bool default_scheduler(const RunSpec& s);
+inline constexpr const char* kDefaultSchedulerNote =
+    "scheduler vllm-v1 by default: vLLM V1's scheduler on the V1 engine, as vLLM runs today "
+    "(--scheduler names another)";
 // The tensor-parallel degree, the number of requests and the scheduler the flags ask for.
 int tensor_parallel_size(const RunSpec& s);
 int64_t num_requests(const RunSpec& s);

@@ -458,13 +458,22 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
   }
 }
 
+// Whether the run flags RUN name no scheduler: every configuration is vllm-v1, the default.
+bool default_scheduler_flags(const std::vector<std::pair<std::string, std::string>>& run) {
+  return std::none_of(run.begin(), run.end(), [](const auto& f) {
+    return f.first == "scheduler" || f.first == "enable-chunked-prefill";
+  });
+}
+
 void print_capacity(std::ostream& out, const std::vector<CapacityResult>& results,
-                    const CapacitySpec& spec, double target, const std::string& slo) {
+                    const CapacitySpec& spec, double target, const std::string& slo,
+                    bool default_scheduler) {
   out << "servesim capacity: the highest request rate meeting " << slo;
   if (spec.max_rejected_share > 0) {
     out << ", with at most " << spec.max_rejected_share * 100 << "% of requests rejected";
   }
   out << "\n";
+  if (default_scheduler) out << kDefaultSchedulerNote << "\n";
   Shown shown{term_names(spec), false, target};
   shown.quantization = std::any_of(results.begin(), results.end(), [](const CapacityResult& c) {
     return !c.quantization.empty() && c.quantization != "none";
@@ -513,7 +522,9 @@ int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& ou
   const DayPlan plan = plan_day(base, spec, window_s, limit, jobs, inputs);
   out << "servesim capacity --over-time: the replicas meeting " << slo << " window by window";
   if (scale != 1) out << format(", at %g x the workload's rate", scale);
-  out << "\n" << day_plan_text(plan);
+  out << "\n";
+  if (default_scheduler_flags(s.run)) out << kDefaultSchedulerNote << "\n";
+  out << day_plan_text(plan);
   const SweepTable t = day_plan_table(plan);
   const std::string h5_out = get(s.own, "out"), csv_out = get(s.own, "csv");
   if (!h5_out.empty()) {
@@ -600,7 +611,7 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
     }
   }
   const std::string slo = slo_text(s.own, spec);
-  print_capacity(out, results, spec, target, slo);
+  print_capacity(out, results, spec, target, slo, default_scheduler_flags(s.run));
   const SweepTable t = capacity_table(results, target, slo);
   const std::string h5_out = get(s.own, "out"), csv_out = get(s.own, "csv");
   if (!h5_out.empty()) {

@@ -453,6 +453,13 @@ int cmd_check(int argc, const char* const* argv, std::ostream& out) {
   paths.output("junit", junit_out);
   paths.check();
   const std::vector<Replicates> baselines = update ? std::vector<Replicates>() : read_baselines(c);
+  std::string by_default;  // the scenarios naming no scheduler
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    if (default_scheduler(scenarios[i].spec)) {
+      by_default += (by_default.empty() ? "" : ", ") + c.scenarios[i];
+    }
+  }
+  if (!by_default.empty()) out << by_default << ": " << kDefaultSchedulerNote << "\n";
   // Every (scenario, seed) is one task.
   std::vector<std::pair<size_t, int64_t>> tasks;
   for (size_t i = 0; i < scenarios.size(); ++i) {

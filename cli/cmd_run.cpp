@@ -53,7 +53,7 @@ po::options_description options(RunArgs& a, bool compare) {
   } else {
     policies.add_options()("scheduler", po::value(&a.schedulers),
                            "policy (servesim list schedulers), NAME[:MAX_NUM_BATCHED_TOKENS] "
-                           "(default: chunked)");
+                           "(default: vllm-v1, on the V1 engine)");
   }
   for (const auto& o : sched.options())
     policies.add(o);
@@ -288,7 +288,9 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
   const std::vector<RunResult>& runs = seeded.runs.front();
   const RunResult& r = runs.front();
   out << "servesim run: " << r.config.model.name << " on " << r.config.gpu.name << " x"
-      << r.config.tp << ", " << run_label(r) << "\nworkload: " << seeded.text << "\n\n";
+      << r.config.tp << ", " << run_label(r)
+      << (default_scheduler(a.spec) ? " (the default scheduler)" : "")
+      << "\nworkload: " << seeded.text << "\n\n";
   const std::vector<Replicate> reps = replicate(runs);
   print_replicates(out, reps);
   print_replicate_warnings(out, runs);
@@ -361,7 +363,7 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out, const RunHooks
   const std::vector<RunResult> runs =
       run_policies(a, {scheduler_choice(a.spec)}, w.requests, inputs, false);
   const RunResult& r = runs.front();
-  print_run_summary(out, r, w.text);
+  print_run_summary(out, r, w.text, default_scheduler(a.spec));
   const ordered_json summary = run_summary_json(a, r, w.json);
   if (summary.contains("metrics_as")) print_metrics_as(out, summary["metrics_as"]);
   if (!a.json.empty()) write_text_file(a.json, json_text(summary, 2) + "\n");

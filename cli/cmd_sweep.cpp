@@ -1,6 +1,7 @@
 // `servesim sweep` and `servesim sweep merge`: a grid of `run` configurations, every combination
 // of the listed values, run in parallel into one table (analysis/sweep_run.hpp); shards of a grid
 // joined into one table.
+#include <algorithm>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -90,6 +91,10 @@ void print_outcome(std::ostream& out, const SweepGrid& grid, const SweepOptions&
       << r.owned << " in shard " << r.table.shard << ": " << r.run << " run, " << r.resumed
       << " already done";
   if (r.errors) out << ", " << r.errors << " could not run (see the error column)";
+  const bool policy_axis = std::any_of(grid.axes.begin(), grid.axes.end(), [](const SweepAxis& a) {
+    return a.flag == "scheduler" || a.flag == "enable-chunked-prefill";
+  });
+  if (!policy_axis && default_scheduler(grid.base)) out << "\n" << kDefaultSchedulerNote;
   out << "\nwrote " << o.out;
   if (!o.csv.empty()) out << " and " << o.csv;
   out << "\n";

@@ -184,7 +184,8 @@ const std::vector<RunFlag>& run_flags() {
       {"profiles", G::kHardware, Plain<std::string>{FIELD(profiles)}, kNoDefault,
        "directory of Vidur profiles, for --cost-model table"},
       {"scheduler", G::kScheduler, Plain<std::string>{FIELD(scheduler)}, kNoDefault,
-       "policy (servesim list schedulers), NAME[:MAX_NUM_BATCHED_TOKENS] (default: chunked)"},
+       "policy (servesim list schedulers), NAME[:MAX_NUM_BATCHED_TOKENS] (default: vllm-v1, on the "
+       "V1 engine)"},
       {"engine", G::kScheduler, Plain<std::string>{FIELD(engine)}, kNoDefault,
        "the engine the policy runs on: v0 | v1 (default: the policy's, v1 for vllm-v1, v0 for "
        "the V0 policies; compare: one for every row, v1 if any row is vllm-v1, or per-policy)"},
@@ -258,8 +259,9 @@ const std::vector<RunFlag>& run_flags() {
        kShowDefault, "--enable-lora: seconds per adapter read besides its bytes"},
       {"enable-chunked-prefill", G::kScheduler, OptionalBool{FIELD(enable_chunked_prefill)},
        kNoDefault,
-       "vLLM's switch [true|false]: the chunked policy (true) or vllm-v0 (false), like "
-       "--scheduler"},
+       "vLLM's switch [true|false]: alone, true is the default (vllm-v1, which always chunks) and "
+       "false V0's prefill priority (vllm-v0); with a V0 --scheduler, chunked (true) or vllm-v0 "
+       "(false)"},
       {"trace", G::kWorkload, Plain<std::string>{FIELD(trace)}, kNoDefault,
        "replay this trace file (any format of `servesim trace import`)"},
       {"num-requests", G::kWorkload, Plain<Given<int64_t>>{FIELD(num_requests)}, kShowDefault,

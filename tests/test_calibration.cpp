@@ -448,7 +448,8 @@ TEST_CASE("cli: calibrate, fidelity and --calibration on the fixture profiles",
   CHECK_THAT(r.out, Catch::Contains("roofline, calibrated"));
   const std::string json = (fs::temp_directory_path() / "servesim_cli_cal.json").string();
   r = call_cli({"run", "--model", "llama-2-7b", "--gpu", "a100-80g", "--max-model-len", "4096",
-                "--num-requests", "30", "--calibration", cal, "--json", json});
+                "--scheduler", "chunked", "--num-requests", "30", "--calibration", cal, "--json",
+                json});
   REQUIRE(r.code == 0);
   {
     std::ifstream f(json);

@@ -144,7 +144,7 @@ TEST_CASE("trace replicates: --num-seeds on a timed trace through run, compare, 
   // --out holds one run per seed, and diagnose reads one of them.
   const auto d =
       call_cli({"diagnose", (dir / "run.h5").string(), (dir / "run.h5").string(), "--baseline-run",
-                "chunked:2048@seed=0", "--current-run", "chunked:2048@seed=3"});
+                "vllm-v1:8192@seed=0", "--current-run", "vllm-v1:8192@seed=3"});
   INFO(d.err);
   CHECK(d.code == 0);
   CHECK_THAT(d.out, Contains("recorded configuration: workload.options"));
