@@ -257,24 +257,68 @@ Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs,
   pr.failed = worst_term(spec, pr.summary, pr.attained);
   pr.ok = pr.failed.empty();
   pr.stopped = pr.summary.overload.stopped_at_last_arrival;
+  pr.requests = pr.summary.total;
   return pr;
 }
 
 namespace {
 
+// S with twice the requests of its workload: a generator's --num-requests (or --num-prompts),
+// a ServeGen window's duration, a trace's --max-requests (the trace's rows bound it). False when
+// there is nothing to double: a whole trace.
+bool lengthen(RunSpec& s) {
+  if (!s.trace.empty()) {
+    if (s.what_if.max_requests <= 0) return false;
+    s.what_if.max_requests *= 2;
+    return true;
+  }
+  if (s.dataset_name == "servegen") {
+    s.servegen_duration_s = 2 * *s.servegen_duration_s;
+  } else if (s.num_prompts.given()) {
+    s.num_prompts = 2 * *s.num_prompts;
+  } else {
+    s.num_requests = 2 * *s.num_requests;
+  }
+  return true;
+}
+
 // BASE at RATE, simulated and judged against SPEC; an overloaded probe stops at its last arrival
-// unless FULL (a first probe, whose rejections identify the configuration, runs to its end).
+// unless FULL (a first probe, whose rejections identify the configuration, runs to its end). A
+// probe that meets the SLO but is too short to judge overload is lengthened (kMaxLengthenings)
+// or fails `too_short`.
 Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs,
                bool full = false) {
   RunSpec s = base;
   s.request_rate = rate;
-  return judge_run(s, spec, inputs, !full);
+  Probe p = judge_run(s, spec, inputs, !full);
+  int lengthened = 0;
+  while ((p.ok || p.failed == "overloaded" || p.summary.overload.overloaded) &&
+         !p.summary.overload.judgeable) {
+    const uint64_t before = p.summary.total;
+    if (lengthened == kMaxLengthenings || !lengthen(s)) {
+      p.ok = false;
+      p.failed = "too_short";
+      break;
+    }
+    Probe longer = judge_run(s, spec, inputs, !full);
+    ++lengthened;
+    if (longer.summary.total <= before) {  // the trace has no more rows
+      p.ok = false;
+      p.failed = "too_short";
+      break;
+    }
+    p = std::move(longer);
+  }
+  p.lengthened = lengthened;
+  return p;
 }
 
-// Counts P in C's probes stopped at their last arrival.
+// Counts P in C's probes stopped at their last arrival and lengthened to be judged.
 void count_stop(const Probe& p, CapacityResult& c) {
   c.probes_stopped += p.stopped;
   c.requests_unfinished += p.summary.overload.unfinished;
+  c.probes_lengthened += p.lengthened > 0;
+  c.most_probe_requests = std::max<uint64_t>(c.most_probe_requests, p.requests);
 }
 
 // One search: the highest rate known to meet the SLO (LO, 0 = none) and the lowest known to fail
@@ -603,22 +647,24 @@ std::string capacity_note(const CapacityResult& c) {
   }
   std::string note;
   if (c.above_max) note = "at least: meets the SLO at --rate-max";
-  if (c.below_min) note = "fails the SLO at every rate tried, down to --rate-start/1024";
+  if (c.below_min) {
+    note = c.binding == "too_short"
+               ? "fails to judge any rate tried: too few requests to tell a 5% backlog from "
+                 "noise, even at 16 x (give more requests or a longer trace)"
+               : "fails the SLO at every rate tried, down to --rate-start/1024";
+  }
   if (c.rejected > 0) {
     note += (note.empty() ? "" : "; ") + rejected_text(c) +
             " rejected at every rate, within --max-rejected-share";
   }
   for (const std::string& w : c.router_warnings)
     note += (note.empty() ? "" : "; ") + w;
-  // A short run overstates a capacity: its queue has no time to build before the arrivals end
-  // (issue 25: 500 requests gave 14.0 req/s where 2,000 gave 10.5 and 8,000 10.0).
-  if (c.capacity > 0 && c.requests < kMinCapacityRequests) {
+  // A short run overstates a capacity (issue 25: 500 requests gave 14.0 req/s where 2,000 gave
+  // 10.5): probes too short to judge were run longer (probe_at).
+  if (c.probes_lengthened > 0) {
     note += (note.empty() ? "" : "; ") +
-            format(
-                "short run: %llu requests (a queue has little time to build: the capacity "
-                "may be overstated; give --num-requests %lld or more)",
-                static_cast<unsigned long long>(c.requests),
-                static_cast<long long>(kMinCapacityRequests));
+            format("%d probes lengthened to judge overload (up to %llu requests)",
+                   c.probes_lengthened, static_cast<unsigned long long>(c.most_probe_requests));
   }
   return note;
 }
@@ -702,8 +748,10 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
 // NaN stays NaN through CBOR, where JSON text would make it null.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Stats, mean, p50, p90, p95, p99, max, count, extra)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Overload, overloaded, arrival_rate_req_s, completion_rate_req_s,
-                                   waiting_at_median_arrival, waiting_at_last_arrival, drain_s,
-                                   stopped_at_last_arrival, unfinished)
+                                   waiting_at_median_arrival, waiting_at_last_arrival,
+                                   in_system_at_median_arrival, in_system_at_last_arrival,
+                                   late_arrivals, late_departures, growth_threshold, judgeable,
+                                   drain_s, stopped_at_last_arrival, unfinished)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PrefixCacheSummary, enabled, queries, hits, preempted_queries,
                                    preempted_hits, evictions, cached_prompt_tokens)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejected_by_reason,
@@ -718,13 +766,14 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejec
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
                                    model, cost_source, tp, budget, gpu_file_cost, pools,
-                                   router_warnings, stopped)
+                                   router_warnings, stopped, requests, lengthened)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, cost_source, tp,
                                    budget, capacity, above_max, below_min, refused, rejected,
                                    requests, iterations, probes_stopped, requests_unfinished,
-                                   binding, gpu_hour_cost, pools, fleet, quantization, gpus,
-                                   usd_per_h, at, fleet_replicas, router, fleet_split,
-                                   router_warnings, fleet_gpus, fleet_usd_per_h)
+                                   probes_lengthened, most_probe_requests, binding, gpu_hour_cost,
+                                   pools, fleet, quantization, gpus, usd_per_h, at, fleet_replicas,
+                                   router, fleet_split, router_warnings, fleet_gpus,
+                                   fleet_usd_per_h)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

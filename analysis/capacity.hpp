@@ -106,6 +106,9 @@ struct Probe {
   std::vector<GpuPool> pools;                // every GPU simulated
   std::vector<std::string> router_warnings;  // a router with nothing to act on
   bool stopped = false;                      // ended at its last arrival, overloaded
+  // Requests the probe ran: more than its spec's when it was lengthened to be judged.
+  uint64_t requests = 0;
+  int lengthened = 0;  // doublings of its requests (probe_at)
 };
 
 // S simulated as it is and judged against SPEC (its rate: S's). With STOP_WHEN_OVERLOADED, a run
@@ -131,6 +134,9 @@ struct CapacityResult {
   // (queued work not simulated: the time the early stop saved).
   int probes_stopped = 0;
   uint64_t requests_unfinished = 0;
+  // Probes lengthened to be judged (kMaxLengthenings), and the most requests one ran.
+  int probes_lengthened = 0;
+  uint64_t most_probe_requests = 0;
   std::string binding;              // the binding term ("" when none)
   double gpu_hour_cost = NAN;       // dollars per GPU-hour of its (first) GPU, NaN when unknown
   std::vector<GpuPool> pools;       // the configuration's GPUs
@@ -163,11 +169,15 @@ RunSpec one_replica(const RunSpec& base);
 CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
                       const ProbeHook& on_probe = {});
 
-// Below this many requests a capacity search warns that its run may be too short to judge.
-inline constexpr int64_t kMinCapacityRequests = 2000;
+// A probe that meets the SLO but is too short to judge whether it kept up (Overload::judgeable:
+// its later half's arrivals cannot show a 5% shortfall over the noise of the requests in the
+// system) is run again with twice the requests, at most this many times (16x); a probe that is
+// still too short, or whose workload has no more requests (a whole trace), fails with the term
+// `too_short`: a rate is never taken on a run too short to tell.
+inline constexpr int kMaxLengthenings = 4;
 
-// Why a result is not a plain capacity, how many requests it rejects, and whether its run is too
-// short to judge ("" when none).
+// Why a result is not a plain capacity, how many requests it rejects, and how far its probes were
+// lengthened ("" when none).
 std::string capacity_note(const CapacityResult& c);
 
 // Replicas that serve TARGET req/s at capacity C under ideal spreading; 0 without a target or

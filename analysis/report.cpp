@@ -38,6 +38,13 @@ ordered_json overload_json(const Overload& o) {
                     {"completion_rate_req_s", number(o.completion_rate_req_s)},
                     {"waiting_at_median_arrival", o.waiting_at_median_arrival},
                     {"waiting_at_last_arrival", o.waiting_at_last_arrival},
+                    {"in_system_at_median_arrival", o.in_system_at_median_arrival},
+                    {"in_system_at_last_arrival", o.in_system_at_last_arrival},
+                    {"late_arrivals", o.late_arrivals},
+                    {"late_departures", o.late_departures},
+                    {"late_completion_ratio", o.late_completion_ratio()},
+                    {"growth_threshold", o.growth_threshold},
+                    {"judgeable", o.judgeable},
                     {"drain_s", o.drain_s}};
   if (o.stopped_at_last_arrival) {  // a capacity probe cut short
     j["stopped_at_last_arrival"] = true;
@@ -142,6 +149,8 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
                      {"kv_usage_p50", s.kv_usage_p50},
                      {"kv_usage_p99", s.kv_usage_p99},
                      {"waiting_at_last_arrival", double(o.waiting_at_last_arrival)},
+                     {"in_system_at_last_arrival", double(o.in_system_at_last_arrival)},
+                     {"late_completion_ratio", o.late_completion_ratio()},
                      {"arrival_rate_req_s", o.arrival_rate_req_s},
                      {"drain_s", o.drain_s}});
   m.emplace_back("prefix_cache_hit_rate", s.prefix_cache.hit_rate());
@@ -162,6 +171,7 @@ bool summary_metric_is_count(const std::string& name) {
                                                "total_input_tokens",
                                                "total_output_tokens",
                                                "waiting_at_last_arrival",
+                                               "in_system_at_last_arrival",
                                                "lora_skipped_admissions"};
   return counts.count(name) > 0;
 }

@@ -196,13 +196,16 @@ std::vector<std::string> run_warnings(const RunResult& r) {
   std::vector<std::string> w;
   if (o.overloaded) {
     w.push_back(format(
-        "overloaded: %lld requests were still waiting to start when the last one arrived (%lld "
-        "half-way through the arrivals); arrivals %.2f req/s, completions %.2f req/s; the queue "
-        "drained %.1f s after the last arrival. Latencies grow with the run's length: lower "
-        "--request-rate or add replicas.",
+        "overloaded: requests in the system (waiting and running) went from %lld at the median "
+        "arrival to %lld at the last, %lld of them waiting to start (%lld at the median); over "
+        "the later half of the arrivals %.0f%% as many requests finished as arrived; arrivals "
+        "%.2f req/s, completions %.2f req/s; the last request finished %.1f s after the last "
+        "arrival. Latencies grow with the run's length: lower --request-rate or add replicas.",
+        static_cast<long long>(o.in_system_at_median_arrival),
+        static_cast<long long>(o.in_system_at_last_arrival),
         static_cast<long long>(o.waiting_at_last_arrival),
-        static_cast<long long>(o.waiting_at_median_arrival), o.arrival_rate_req_s,
-        o.completion_rate_req_s, o.drain_s));
+        static_cast<long long>(o.waiting_at_median_arrival), o.late_completion_ratio() * 100,
+        o.arrival_rate_req_s, o.completion_rate_req_s, o.drain_s));
   }
   for (const std::string& router : r.fleet.router_warnings)
     w.push_back(router);

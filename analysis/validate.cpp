@@ -196,9 +196,18 @@ int64_t waiting_at(const std::vector<RequestRecord>& requests, double t) {
   return n;
 }
 
-// Whether the waiting queue diverged over the requests arriving in [FROM, TO): the rule of
-// sim/metrics.hpp's Overload, on the stage's own arrivals. As its last request arrives, more than
-// max(8, 1% of them) wait, and 1.5 times as many as when half of them had arrived.
+// Requests that had arrived by T and had neither finished nor been rejected.
+int64_t in_system_at(const std::vector<RequestRecord>& requests, double t) {
+  int64_t n = 0;
+  for (const RequestRecord& r : requests) {
+    if (r.arrival_s > t || r.status == SeqStatus::kRejected) continue;
+    n += !(r.finished() && r.last_token_s <= t);
+  }
+  return n;
+}
+
+// Whether the replica fell behind the requests arriving in [FROM, TO): sim/metrics.hpp's
+// Overload rule (ArrivalCounts), on the stage's own arrivals, counted from the records.
 bool diverged(const std::vector<RequestRecord>& requests, double from, double to) {
   std::vector<double> arrivals;
   for (const RequestRecord& r : requests) {
@@ -206,10 +215,17 @@ bool diverged(const std::vector<RequestRecord>& requests, double from, double to
   }
   if (arrivals.size() < 2) return false;
   std::sort(arrivals.begin(), arrivals.end());
-  const int64_t last = waiting_at(requests, arrivals.back()),
-                median = waiting_at(requests, arrivals[arrivals.size() / 2]);
-  return double(last) > std::max(8.0, 0.01 * double(arrivals.size())) &&
-         double(last) >= 1.5 * double(median);
+  const size_t median = (arrivals.size() + 1) / 2;  // arrivals up to the median one
+  const double t_median = arrivals[median - 1], t_last = arrivals.back();
+  ArrivalCounts c;
+  c.span_s = t_last - arrivals.front();
+  c.late_arrivals = int64_t(arrivals.size() - median);
+  c.in_system_at_median = in_system_at(requests, t_median);
+  c.in_system_at_last = in_system_at(requests, t_last);
+  c.waiting_at_median = waiting_at(requests, t_median);
+  c.waiting_at_last = waiting_at(requests, t_last);
+  c.admitted = double(arrivals.size());
+  return c.overloaded();
 }
 
 // What the requests arriving in [FROM, TO) measure, as the study reports it.

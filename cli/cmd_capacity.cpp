@@ -87,6 +87,10 @@ const char* kCapacityHelp =
     "\n"
     "The table shows each SLO term's value at capacity; `*` marks the binding term: the one that\n"
     "failed at the lowest failing rate tried (by the widest relative margin if several did).\n"
+    "A probe whose requests in the system grew over the later half of its arrivals (completions\n"
+    "under 95% of arrivals: docs/manual/run-and-compare.md, Overload) fails as `overloaded`;\n"
+    "one too short to tell a 5% shortfall from noise is run again with twice the requests, up\n"
+    "to 16 times, or fails as `too_short` (a whole trace cannot be lengthened).\n"
     "When stderr is a terminal, a progress line counts the probes and configurations done.\n";
 
 const std::set<std::string> kCapacityOwn = {
@@ -428,8 +432,8 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
   }
   if (stopped > 0) {
     out << stopped << " probe" << (stopped == 1 ? "" : "s")
-        << " stopped at the last arrival with a diverging queue (overloaded: failing the SLO "
-           "whatever came next), leaving "
+        << " stopped at the last arrival, judged overloaded (failing the SLO whatever came "
+           "next), leaving "
         << unfinished << " queued requests unsimulated\n";
   }
   if (shown.cost) {

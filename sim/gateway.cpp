@@ -140,7 +140,7 @@ void Gateway::handle(EventLoop& loop, uint32_t tag) {
   size_t waiting = held_.size();
   for (const ReplicaLink& r : replicas_)
     waiting += r.host->waiting();
-  metrics_.on_offered(loop.now(), waiting);
+  metrics_.on_offered(loop.now(), waiting, next_ + 1 - done_);
   if (++next_ < w_.size()) {
     loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);
   } else if (options_.stop_when_overloaded && metrics_.overload_certain(w_.size())) {

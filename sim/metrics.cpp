@@ -35,12 +35,19 @@ std::vector<RequestRecord> MetricsCollector::records(std::span<const SeqState> s
   return out;
 }
 
-void MetricsCollector::on_offered(double t, size_t waiting) {
+void MetricsCollector::on_offered(double t, size_t waiting, size_t in_system) {
   ++offered_;
   if (std::isnan(first_offered_s_)) first_offered_s_ = t;
   last_offered_s_ = t;
-  if (offered_ == (times_.size() + 1) / 2) waiting_at_median_ = int64_t(waiting);
-  if (offered_ == times_.size()) waiting_at_last_ = int64_t(waiting);
+  if (offered_ == (times_.size() + 1) / 2) {
+    waiting_at_median_ = int64_t(waiting);
+    in_system_at_median_ = int64_t(in_system);
+    median_offered_ = offered_;
+  }
+  if (offered_ == times_.size()) {
+    waiting_at_last_ = int64_t(waiting);
+    in_system_at_last_ = int64_t(in_system);
+  }
 }
 
 void MetricsCollector::on_arrival(uint32_t id, double t, bool admitted) {
@@ -163,16 +170,64 @@ void MetricsCollector::summarize_use(double peak_flops, double peak_bytes_per_s,
   s.decode_tokens = decode_tokens_;
 }
 
+double ArrivalCounts::noise_floor() const {
+  return std::max(8.0, 4.0 * std::sqrt(double(std::max<int64_t>(in_system_at_median, 0))));
+}
+
+double ArrivalCounts::growth_threshold() const {
+  return std::max(kOverloadDeficit * double(late_arrivals), noise_floor());
+}
+
+bool ArrivalCounts::resolves_deficit() const {
+  return kOverloadDeficit * double(late_arrivals) >= noise_floor();
+}
+
+bool ArrivalCounts::in_system_overloaded() const {
+  return growth() > growth_threshold() && (resolves_deficit() || growth() > 2 * noise_floor());
+}
+
+bool ArrivalCounts::waiting_overloaded() const {
+  return double(waiting_at_last) > std::max(8.0, 0.01 * admitted) &&
+         (double(waiting_at_last) >= 1.5 * double(waiting_at_median) || slow);
+}
+
+bool ArrivalCounts::overloaded() const {
+  return span_s > 0 && (in_system_overloaded() || waiting_overloaded());
+}
+
+bool ArrivalCounts::judgeable() const {
+  return !(span_s > 0) || waiting_overloaded() || resolves_deficit() ||
+         growth() > 3 * noise_floor();
+}
+
+ArrivalCounts MetricsCollector::counts() const {
+  ArrivalCounts c;
+  c.span_s = offered_ > 0 ? last_offered_s_ - first_offered_s_ : 0;
+  c.late_arrivals = int64_t(offered_ - median_offered_);
+  c.in_system_at_median = in_system_at_median_;
+  c.in_system_at_last = in_system_at_last_;
+  c.waiting_at_median = waiting_at_median_;
+  c.waiting_at_last = waiting_at_last_;
+  c.admitted = double(admitted_);
+  return c;
+}
+
 Overload MetricsCollector::judge_overload(const RunSummary& s) const {
   Overload o;
   o.waiting_at_median_arrival = waiting_at_median_;
   o.waiting_at_last_arrival = waiting_at_last_;
+  o.in_system_at_median_arrival = in_system_at_median_;
+  o.in_system_at_last_arrival = in_system_at_last_;
   o.drain_s = std::max(0.0, end_s_ - last_offered_s_);
-  const double span = last_offered_s_ - first_offered_s_;
-  if (span > 0) o.arrival_rate_req_s = double(offered_ - 1) / span;
+  ArrivalCounts c = counts();
+  if (c.span_s > 0) o.arrival_rate_req_s = double(offered_ - 1) / c.span_s;
   if (s.makespan_s > 0) o.completion_rate_req_s = double(s.completed) / s.makespan_s;
-  const bool slow = o.completion_rate_req_s < 0.9 * o.arrival_rate_req_s;
-  o.overloaded = span > 0 && backlog(double(admitted_)) && (queue_grew() || slow);
+  c.slow = o.completion_rate_req_s < 0.9 * o.arrival_rate_req_s;
+  o.late_arrivals = c.late_arrivals;
+  o.late_departures = c.late_arrivals - (in_system_at_last_ - in_system_at_median_);
+  o.growth_threshold = c.growth_threshold();
+  o.overloaded = c.overloaded();
+  o.judgeable = c.judgeable();
   return o;
 }
 

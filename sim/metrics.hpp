@@ -146,25 +146,81 @@ struct LoraSummary {
   double load_s = 0, kernel_s = 0;
 };
 
-// Whether a replica kept up with its arrivals. A replica that keeps up has a waiting queue
-// (requests arrived and not yet started, at the replica or held by a closed-loop client) that
-// stays near zero; one that does not has a queue that grows for as long as requests arrive. So
-// the run is overloaded when, as the last request arrives, more than max(8, 1% of the admitted
-// requests) are waiting, and the queue was growing:
-// at least 1.5 times as many were waiting as when half of the requests had arrived, or requests
-// completed at under 90% of the rate they arrived (completions over the makespan against
-// arrivals over the arrival span). A workload that arrives all at once (rate inf) has no arrival
-// process to keep up with: never overloaded.
+// Whether a replica kept up with its arrivals: one definition, used by run's warning, the
+// results' flags, capacity's probes, check's `overloaded` line and validate's mark. Requests in
+// the system (offered and neither finished nor rejected: waiting at the client or the replica,
+// and running) stay near a level when the server keeps up, and grow for as long as requests
+// arrive when it does not. vLLM V0 overloads in its waiting queue; V1 admits up to max_num_seqs
+// (1,024 on an H100) while KV lasts, so it overloads first in `running`, with slowing steps and an
+// empty waiting queue. Judged at the last arrival from what happened by then, on two legs:
+//  - in the system: over the later half of the arrivals (from the median arrival to the last),
+//    requests left (completed or rejected) at under 95% of the rate they arrived, i.e. the
+//    requests in the system grew by more than kOverloadDeficit x the arrivals of that half, and
+//    by more than the noise of a steady system, max(8, 4 x sqrt(N)) with N the requests in the
+//    system at the median arrival (a steady M/G/inf-like system's count is about Poisson: the
+//    change between two instants far apart has a standard deviation near sqrt(2N); near
+//    saturation it is larger, hence the next point).
+//  - waiting (as servesim judged V0's queue before): more than max(8, 1% of the admitted
+//    requests) waiting at the last arrival, and at least 1.5 times as many as at the median
+//    arrival or completions over the makespan under 90% of the arrival rate.
+// The first leg resolves a 5% shortfall only when kOverloadDeficit x the later half's arrivals
+// is at least the noise floor. In a run where it does not, a growth past the threshold and past
+// 2 x the noise floor still counts (overloaded, likely), and the verdict is firm (judgeable)
+// only past 3 x the noise floor or on the waiting leg: near saturation the count wanders two or
+// three times more than a Poisson count would. Capacity's probes whose verdict is not firm are
+// run longer. A workload that arrives all at once (rate inf) has no arrival process to keep up
+// with: never overloaded.
+inline constexpr double kOverloadDeficit = 0.05;
 struct Overload {
   bool overloaded = false;
+  // The verdict is firm: the run is long enough to show a kOverloadDeficit shortfall, or the
+  // overload is unmistakable (ArrivalCounts::judgeable).
+  bool judgeable = true;
   double arrival_rate_req_s = NAN;     // offered requests per second, first to last arrival
   double completion_rate_req_s = NAN;  // completed requests per second over the makespan
   int64_t waiting_at_median_arrival = 0, waiting_at_last_arrival = 0;
-  double drain_s = 0;  // from the last arrival to the end of the run
-  // SimulateOptions::stop_when_overloaded: the run ended at its last arrival, its queue already
-  // diverging, with this many requests neither finished nor rejected (their tails not simulated).
+  // Requests in the system at the median and the last arrival; the arrivals after the median
+  // one, and the requests that left (completed or rejected) over the same span.
+  int64_t in_system_at_median_arrival = 0, in_system_at_last_arrival = 0;
+  int64_t late_arrivals = 0, late_departures = 0;
+  double growth_threshold = 0;  // the growth of in_system the first leg needed
+  double drain_s = 0;           // from the last arrival to the end of the run
+  // SimulateOptions::stop_when_overloaded: the run ended at its last arrival, judged overloaded,
+  // with this many requests neither finished nor rejected (their tails not simulated).
   bool stopped_at_last_arrival = false;
   uint64_t unfinished = 0;
+  // Over the later half of the arrivals: departures / arrivals (1 when none arrived).
+  double late_completion_ratio() const {
+    return late_arrivals > 0 ? double(late_departures) / double(late_arrivals) : 1.0;
+  }
+};
+
+// What a run's arrivals saw, from which Overload's rule judges it (the collector counts them as
+// requests are offered; analysis/validate.cpp counts a stage's from its request records).
+struct ArrivalCounts {
+  double span_s = 0;          // first to last arrival
+  int64_t late_arrivals = 0;  // arrivals after the median one, the last included
+  int64_t in_system_at_median = 0, in_system_at_last = 0;
+  int64_t waiting_at_median = 0, waiting_at_last = 0;
+  double admitted = 0;  // requests admitted (the waiting leg's 1% threshold)
+  bool slow = false;    // completions over the makespan under 90% of the arrival rate
+
+  // The in-system leg: the noise of a steady system, max(8, 4 sqrt(N at the median arrival)),
+  // and the growth it needs, max(noise, kOverloadDeficit x late arrivals).
+  double noise_floor() const;
+  double growth_threshold() const;
+  double growth() const { return double(in_system_at_last - in_system_at_median); }
+  // The late arrivals can show a kOverloadDeficit shortfall over the noise.
+  bool resolves_deficit() const;
+  // Past the threshold in a run that resolves it, or past 2 x the noise floor in any run.
+  bool in_system_overloaded() const;
+  // The waiting leg: more than max(8, 1% of admitted) waiting at the last arrival, 1.5 times as
+  // many as at the median or slow.
+  bool waiting_overloaded() const;
+  // Overload's verdict, and whether it is firm: the run resolves a kOverloadDeficit shortfall,
+  // the waiting leg fired or the growth is past 3 x the noise floor.
+  bool overloaded() const;
+  bool judgeable() const;
 };
 
 // vLLM benchmark_serving.py --goodput: a request is good when it completed within every SLO
@@ -232,8 +288,9 @@ class MetricsCollector {
   MetricsCollector& operator=(const MetricsCollector&) = delete;
 
   // A request of the workload is offered at T (its time in the workload); WAITING requests now
-  // wait to start, at the replica or held by a closed-loop client.
-  void on_offered(double t, size_t waiting);
+  // wait to start, at the replica or held by a closed-loop client, and IN_SYSTEM have been
+  // offered and have neither finished nor been rejected (this one included).
+  void on_offered(double t, size_t waiting, size_t in_system);
   // Request ID reached the replica at T, its arrival time from now on (a closed-loop client sends
   // it when a slot frees, after its offered time); ADMITTED unless rejected.
   void on_arrival(uint32_t id, double t, bool admitted);
@@ -286,10 +343,12 @@ class MetricsCollector {
                      double peak_bytes_per_s, int64_t total_kv_blocks) const;
 
   // As the last of TOTAL requests is offered: whether the run will be judged overloaded whatever
-  // happens next (Overload's backlog and growth legs, with the threshold of TOTAL admitted
-  // requests, the most there can be).
+  // happens next (the in-system leg, or the waiting leg's backlog and growth with the threshold
+  // of TOTAL admitted requests, the most there can be).
   bool overload_certain(size_t total) const {
-    return last_offered_s_ > first_offered_s_ && backlog(double(total)) && queue_grew();
+    ArrivalCounts c = counts();
+    c.admitted = double(total);
+    return c.overloaded();
   }
 
   std::vector<StepRecord> take_steps() { return std::move(step_records_); }
@@ -300,12 +359,8 @@ class MetricsCollector {
   void summarize_use(double peak_flops, double peak_bytes_per_s, int64_t total_kv_blocks,
                      RunSummary& s) const;
   Overload judge_overload(const RunSummary& s) const;
-  // Overload's legs: more than max(8, 1% of ADMITTED) waiting at the last arrival, and 1.5 times
-  // as many as at the median arrival.
-  bool backlog(double admitted) const {
-    return double(waiting_at_last_) > std::max(8.0, 0.01 * admitted);
-  }
-  bool queue_grew() const { return double(waiting_at_last_) >= 1.5 * double(waiting_at_median_); }
+  // What the arrivals saw so far (slow: false; judge_overload sets it).
+  ArrivalCounts counts() const;
 
   // A request's RequestTimes, kept apart by how often they change: the times set once, and those
   // every token updates (16 bytes a request, so that a step's pass over its running requests
@@ -329,6 +384,8 @@ class MetricsCollector {
   size_t offered_ = 0, admitted_ = 0;
   double first_offered_s_ = NAN, last_offered_s_ = 0;
   int64_t waiting_at_median_ = 0, waiting_at_last_ = 0;
+  int64_t in_system_at_median_ = 0, in_system_at_last_ = 0;
+  size_t median_offered_ = 0;  // requests offered up to the median arrival
   double first_arrival_s_ = 0;
   double end_s_ = 0;
   double busy_s_ = 0, flops_ = 0, bytes_ = 0, kv_block_seconds_ = 0;

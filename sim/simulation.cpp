@@ -240,8 +240,9 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   EventLoop loop;
   Gateway arrivals(w, options, metrics, c.frontend_latency_s, nullptr, c.scheduler.block_size,
                    &hasher);
-  const bool listen = options.max_concurrency > 0 || bool(options.progress);
-  Host host(loop, *scheduler, cost, metrics, listen ? &arrivals : nullptr);
+  // The gateway hears of every request that leaves: a closed loop sends the next, progress
+  // counts them, and the overload verdict counts the requests in the system.
+  Host host(loop, *scheduler, cost, metrics, &arrivals);
   set_host_link(host, c);
   arrivals.start(loop, {ReplicaLink{&host}});
   loop.run();

@@ -191,11 +191,12 @@ TEST_CASE("capacity: each SLO term's value at capacity, and the binding term mar
     return std::make_pair(r.out, rows[0]);
   };
   // With a loose ITL bound, TTFT p99 binds; its p99 at capacity is in the table and the file.
-  // (At 1500 ms the replica overloads first: then `overloaded` binds, below.)
-  const auto [out, row] = run("ttft_p99_ms=500,itl_p99_ms=100000", "a.csv");
+  // (vllm-v1 admits everything it can hold, so from about 500 ms its running batch diverges
+  // before TTFT p99 passes the bound: then `overloaded` binds, below.)
+  const auto [out, row] = run("ttft_p99_ms=300,itl_p99_ms=100000", "a.csv");
   CHECK(row.at("binding") == "ttft_ms_p99");
   const double ttft = num(row, "ttft_ms_p99");
-  CHECK(ttft <= 500);
+  CHECK(ttft <= 300);
   CHECK(num(row, "itl_ms_p99") <= 100000);
   CHECK_THAT(out, Catch::Contains("ttft_ms_p99") && Catch::Contains("itl_ms_p99"));
   char cell[32];
@@ -211,10 +212,12 @@ TEST_CASE("capacity: each SLO term's value at capacity, and the binding term mar
   CHECK_THAT(g.out, Catch::Contains("attainment"));
   // Bounds so loose that every latency passes while the queue diverges: an overloaded probe
   // fails the SLO (issue 25: capacity took probes its own CSV marked overloaded), and binds.
-  const auto [loose_out, loose] = run("ttft_p99_ms=1500,itl_p99_ms=100000", "o.csv");
+  const auto [loose_out, loose] = run("ttft_p99_ms=100000,itl_p99_ms=100000", "o.csv");
   CHECK(loose.at("binding") == "overloaded");
   CHECK(num(loose, "overloaded") == 0);  // the capacity's own probe kept up
-  CHECK_THAT(loose_out, Catch::Contains("short run: 300 requests"));
+  // 300 requests are too few to tell a 5% backlog near capacity: the probes ran longer.
+  CHECK_THAT(loose_out, Catch::Contains("probes lengthened to judge overload"));
+  CHECK(num(loose, "completed") > 300);
 }
 
 TEST_CASE("capacity: cost per million output tokens from --gpu-hour-cost or the GPU file",
@@ -231,7 +234,10 @@ TEST_CASE("capacity: cost per million output tokens from --gpu-hour-cost or the 
   const auto a = read_csv(dir / "a.csv")[0];
   CHECK(num(a, "gpu_hour_cost") == 2.5);
   CHECK(num(a, "cost_per_million_output_tokens") == Approx(formula(a, 2.5)).epsilon(1e-8));
-  CHECK(num(a, "fleet_cost_per_hour") == Approx(num(a, "replicas") * 2 * 2.5));
+  // The fleet as simulated at the target (probes too short to judge overload run longer, so it
+  // may take more replicas than the ideal count).
+  CHECK(num(a, "fleet_replicas") >= num(a, "replicas"));
+  CHECK(num(a, "fleet_cost_per_hour") == Approx(num(a, "fleet_replicas") * 2 * 2.5));
   CHECK_THAT(r.out, Catch::Contains("usd_per_Mtok"));
   // A GPU file's cost_per_hour; without any price the column is empty (NaN).
   servesim::test::write(dir / "g.ini",
@@ -636,9 +642,11 @@ TEST_CASE("capacity: an overloaded probe ends at its last arrival with the verdi
   spec.bounds = parse_slo("ttft_p99_ms=1000");
   const RunSpec base =
       cli::spec_from_flags({{"num-requests", "600"}, {"scheduler", "chunked:512"}});
-  auto at = [&](double rate) {
+  // BASE at RATE, with REQUESTS requests (0: its own; a probe too short to judge ran longer).
+  auto at = [&](double rate, uint64_t requests = 0) {
     RunSpec s = base;
     s.request_rate = rate;
+    if (requests > 0) s.num_requests = int64_t(requests);
     return s;
   };
   SECTION("an overloaded run stops, with its requests accounted for") {
@@ -677,8 +685,8 @@ TEST_CASE("capacity: an overloaded probe ends at its last arrival with the verdi
     CHECK(int(probes.size()) == r.iterations);
     int stopped = 0;
     for (const Probe& p : probes) {
-      const Probe full = judge_run(at(p.rate), s, inputs, false);
-      INFO("rate " << p.rate);
+      const Probe full = judge_run(at(p.rate, p.requests), s, inputs, false);
+      INFO("rate " << p.rate << ", " << p.requests << " requests");
       CHECK(p.ok == full.ok);
       stopped += p.stopped;
     }

@@ -27,7 +27,7 @@ using servesim::test::write;
 
 namespace {
 
-// A timed trace: 120 requests, one every 0.25 s (4 req/s), short prompts and answers, so that
+// A timed trace: 600 requests, one every 0.25 s (4 req/s), short prompts and answers, so that
 // every rate below is served without a queue. And the same lengths without arrival times.
 struct RateTraces {
   fs::path dir, timed, lengths;
@@ -40,7 +40,7 @@ RateTraces rate_traces(const std::string& name) {
   std::ostringstream timed, lengths;
   timed << "arrival_s,input,output\n";
   lengths << "input,output\n";
-  for (int i = 0; i < 120; ++i) {
+  for (int i = 0; i < 600; ++i) {
     const int in = 40 + (i * 37) % 200, out = 4 + (i * 13) % 30;
     timed << i * 0.25 << "," << in << "," << out << "\n";
     lengths << in << "," << out << "\n";
@@ -129,8 +129,8 @@ TEST_CASE("request rate: a length-only trace's arrivals are drawn at the rate gi
     REQUIRE(r.code == 0);
     at.push_back(arrivals(h5));
   }
-  REQUIRE(at[0].size() == 120);
-  REQUIRE(at[1].size() == 120);
+  REQUIRE(at[0].size() == 600);
+  REQUIRE(at[1].size() == 600);
   REQUIRE(at[1].back() > 0);
   for (size_t i = 0; i < at[0].size(); ++i)
     CHECK(at[0][i] == Approx(3 * at[1][i]).epsilon(1e-9).margin(1e-9));

@@ -142,6 +142,47 @@ TEST_CASE("overload: a queue that grows is stated in the summary, JSON, compare 
   CHECK(rows[2][size_t(col)] == "1");
 }
 
+TEST_CASE("overload: vLLM V1 overloads in running, with nothing waiting, and says so",
+          "[cli][trust]") {
+  const fs::path dir = scratch("trust_overload_running");
+  // Long answers (about 1,450 tokens) on one H100 with an FP8 KV cache and max_num_seqs 1024:
+  // V1 admits every request while KV lasts, so above its decode throughput the batch grows and
+  // the steps slow while the waiting queue stays empty (issue 42: servesim judged overload by
+  // `waiting`, which saw nothing here).
+  auto load = [](const std::string& requests, const std::string& rate) {
+    return std::vector<std::string>{
+        "--scheduler",      "vllm-v1",   "--num-requests", requests,
+        "--input-len",      "fixed:100", "--output-len",   "normal:1450:200:1000:2000",
+        "--kv-cache-dtype", "fp8",       "--request-rate", rate};
+  };
+  const json over = run_json(load("1200", "18"), dir / "over.json");
+  const json& o = over["overloaded"];
+  INFO(o.dump());
+  CHECK(o["overloaded"] == true);
+  CHECK(o["judgeable"] == true);
+  CHECK(o["waiting_at_last_arrival"].get<int64_t>() < 8);  // the old rule's leg saw nothing
+  CHECK(over["ttft_ms"]["p99"].get<double>() < 1000);
+  CHECK(o["in_system_at_last_arrival"].get<int64_t>() -
+            o["in_system_at_median_arrival"].get<int64_t>() >
+        o["growth_threshold"].get<double>());
+  CHECK(o["late_completion_ratio"].get<double>() < 1 - 0.05);
+  std::vector<std::string> args = load("1200", "18");
+  args.insert(args.begin(), "run");
+  const auto r = call_cli(args);
+  CHECK_THAT(r.out, Catch::Contains("WARNING: overloaded: requests in the system"));
+  // Well below its throughput the same load keeps up, with some 60 requests decoding at once.
+  const json ok = run_json(load("2000", "4"), dir / "ok.json");
+  INFO(ok["overloaded"].dump());
+  CHECK(ok["overloaded"]["overloaded"] == false);
+  CHECK(ok["overloaded"]["judgeable"] == true);
+  CHECK(ok["overloaded"]["in_system_at_median_arrival"].get<int64_t>() > 40);
+  // 300 requests are too few to tell a 5% shortfall from the noise of 60 in the system.
+  const json few = run_json(load("300", "4"), dir / "few.json");
+  INFO(few["overloaded"].dump());
+  CHECK(few["overloaded"]["judgeable"] == false);
+  CHECK(few["overloaded"]["overloaded"] == false);
+}
+
 TEST_CASE("flags that would do nothing are errors", "[cli][trust]") {
   const fs::path dir = scratch("trust_flags");
   write(dir / "t.csv",

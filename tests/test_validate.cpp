@@ -289,6 +289,20 @@ TEST_CASE("validate: --model-dir, --use-measured-kv and the overloaded mark", "[
       {"validate", fixture("gt_flood2.csv", std::string(kHeader) + flood)});
   CHECK_THAT(r.out,
              Catch::Contains("OVERLOADED") && Catch::Contains("predicted overloaded: 1 (flood)"));
+
+  // vLLM V1 overloads in `running` (issue 42): 12 req/s of 1,450-token answers on one H100 with
+  // max_num_seqs 1024 admit every request at once (TTFT under a second, nothing waiting) while
+  // the batch and its steps grow for the whole stage. The waiting queue alone saw nothing.
+  std::string running = row("running", "0", "12", "60", "meta-llama/Llama-3.1-8B-Instruct");
+  running.replace(running.find(",32,64,20,3,2,"), 14, ",100,400,1450,4,4,");
+  running.replace(running.find(",2048,128,4096,7463,"), 20, ",8192,1024,4096,,");
+  const std::vector<ValidateRow> g = validate_ground_truth(
+      read_ground_truth(fixture("gt_running.csv", std::string(kHeader) + running)),
+      ValidateOptions{});
+  REQUIRE(g.size() == 1);
+  REQUIRE(g[0].skipped.empty());
+  CHECK(g[0].predicted.ttft_mean < 1000);
+  CHECK(g[0].overloaded);
 }
 
 TEST_CASE("validate [shared]: real vLLM 0.15.1 runs within the issue's targets",
