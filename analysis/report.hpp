@@ -65,6 +65,11 @@ std::vector<std::string> unmodelled_interactions(const SimConfig& c);
 // rejected no more than 1% of its requests.
 bool comparable(const RunResult& r);
 
+// Whether R's max_num_seqs is vLLM V1's default capped at its token budget (EngineArgs caps a
+// max_num_seqs not given at max_num_batched_tokens): a row of compare then differs from the
+// others in max_num_seqs by its own budget.
+bool max_num_seqs_capped(const RunResult& r);
+
 // DEFAULT_SCHEDULER: the policy was not named (run_spec.hpp default_scheduler); the header says so.
 void print_run_summary(std::ostream& out, const RunResult& r, const std::string& workload,
                        bool default_scheduler = false);

@@ -326,6 +326,11 @@ std::string engine_text(const SimConfig& c) {
   return t + format(", API server %.1f ms", c.frontend_latency_s * 1e3);
 }
 
+bool max_num_seqs_capped(const RunResult& r) {
+  const SchedulerConfig& s = r.config.scheduler;
+  return r.config.engine == Engine::kV1 && s.max_num_seqs == s.max_num_batched_tokens;
+}
+
 std::string row_differences(const RunResult& r, const RunResult& reference) {
   const SimConfig &c = r.config, &ref = reference.config;
   std::string d;
@@ -340,7 +345,10 @@ std::string row_differences(const RunResult& r, const RunResult& reference) {
   } else if (c.engine == ref.engine && c.engine_source != ref.engine_source) {
     add("engine terms");
   }
-  if (c.scheduler.max_num_seqs != ref.scheduler.max_num_seqs) {
+  // A max_num_seqs V1 capped at the row's own token budget (max_num_seqs_capped) is the budget's
+  // doing, as its KV blocks are: the header lists it. Any other difference is marked.
+  if (c.scheduler.max_num_seqs != ref.scheduler.max_num_seqs &&
+      !(max_num_seqs_capped(r) && c.scheduler.max_num_seqs < ref.scheduler.max_num_seqs)) {
     add("max_num_seqs " + std::to_string(c.scheduler.max_num_seqs));
   }
   if (c.scheduler.max_model_len != ref.scheduler.max_model_len) {

@@ -377,6 +377,34 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
   c.reserve_full_isl = s.scheduler_reserve_full_isl;
 }
 
+// vLLM's start-up checks of the resolved token budget, which refuse to start a server (issue 42;
+// servesim ran such configurations before): SchedulerConfig.verify_max_model_len (vllm/config/
+// scheduler.py at the V1 revision of scheduler/vllm_revision.hpp; SchedulerConfig._verify_args
+// in V0's vllm/config.py, v0.6.3 and v0.8.5), with vLLM's reason and the flag that fixes it,
+// named as the user gave it (--max-num-batched-tokens, else the flag that set the other side).
+void check_vllm_budget(const SchedulerConfig& c, const RunSpec& s, const SchedulerChoice& choice) {
+  const auto n = [](int64_t v) { return std::to_string(v); };
+  const bool budget_given = s.max_num_batched_tokens > 0 || choice.budget > 0;
+  if (!chunked_prefill(c.policy) && c.max_num_batched_tokens < c.max_model_len) {
+    throw Error(budget_given          ? "max-num-batched-tokens"
+                : s.max_model_len > 0 ? "max-model-len"
+                                      : "scheduler",
+                "max_num_batched_tokens (" + n(c.max_num_batched_tokens) +
+                    ") is smaller than max_model_len (" + n(c.max_model_len) +
+                    ") without chunked prefill (" + policy_name(c.policy) +
+                    "): vLLM refuses to start, since it would reject every longer sequence "
+                    "(SchedulerConfig). Raise --max-num-batched-tokens, lower --max-model-len, "
+                    "or chunk prefills (--scheduler chunked or vllm-v1)");
+  }
+  if (c.max_num_batched_tokens < c.max_num_seqs) {
+    throw Error(budget_given || s.max_num_seqs == 0 ? "max-num-batched-tokens" : "max-num-seqs",
+                "max_num_batched_tokens (" + n(c.max_num_batched_tokens) +
+                    ") must be greater than or equal to max_num_seqs (" + n(c.max_num_seqs) +
+                    "): vLLM refuses to start (SchedulerConfig). Raise "
+                    "--max-num-batched-tokens or lower --max-num-seqs");
+  }
+}
+
 }  // namespace
 
 SimConfig policy_config(const SimConfig& base, const RunSpec& s, const SchedulerChoice& scheduler) {
@@ -392,7 +420,9 @@ SimConfig policy_config(const SimConfig& base, const RunSpec& s, const Scheduler
   }
   c.scheduler.max_num_batched_tokens = budget > 0 ? budget : s.max_num_batched_tokens;
   apply_cache_and_v1_flags(c.scheduler, s, c.engine_given ? c.engine : default_engine(policy));
-  return resolve(c);
+  SimConfig resolved = resolve(c);
+  check_vllm_budget(resolved.scheduler, s, scheduler);
+  return resolved;
 }
 
 std::vector<GpuPool> gpu_pools(const SimConfig& c, const SimulateOptions& o) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "analysis/workload_report.hpp"
@@ -151,6 +152,13 @@ void check_flags(const RunSpec& s) {
   sched.block_size = s.block_size;
   sched.long_prefill_token_threshold = s.long_prefill_token_threshold;
   check_scheduler_values(sched);
+  // vLLM's CacheConfig takes these block sizes (BlockSize, vllm/config/cache.py, v0.11 to 0.15).
+  if (!std::set<int>{1, 8, 16, 32, 64, 128, 256}.count(s.block_size)) {
+    throw Error("block-size",
+                "must be one of 1, 8, 16, 32, 64, 128, 256 (vLLM's CacheConfig "
+                "refuses " +
+                    std::to_string(s.block_size) + ")");
+  }
   MemoryPlanOptions memory;
   memory.gpu_memory_utilization = s.gpu_memory_utilization;
   memory.runtime_reserve_gib = s.runtime_reserve_gib.given() ? *s.runtime_reserve_gib : NAN;

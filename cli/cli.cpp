@@ -1,8 +1,10 @@
 #include "cli/cli.hpp"
 
 #include <boost/program_options.hpp>
+#include <map>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
@@ -35,9 +37,45 @@ const char* kUsage =
     "\n"
     "`servesim <command> --help` describes a command's options.\n";
 
+int run_spelled(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks);
+
 // The command ARGV[0] with its arguments, as run_cli runs it; -1 where there is no such command.
-// HOOKS: policies chosen outside servesim, for run and compare only.
-int run_named(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks) {
+// HOOKS: policies chosen outside servesim, for run and compare only. Every flag is also taken
+// under its underscore spelling, as vLLM's parser takes it (issue 42); an error names the flag
+// as the user spelled it.
+int run_named(int argc, const char* const* raw, std::ostream& out, const RunHooks* hooks) {
+  const std::vector<std::string> args = vllm_spellings(argc, raw);
+  std::map<std::string, std::string> typed;  // dashed name -> the user's
+  std::vector<const char*> spelled;
+  for (int i = 0; i < argc; ++i) {
+    spelled.push_back(args[size_t(i)].c_str());
+    if (args[size_t(i)] == raw[i]) continue;
+    const std::string a = args[size_t(i)], r = raw[i];
+    typed[a.substr(2, a.find('=') - 2)] = r.substr(2, r.find('=') - 2);
+  }
+  try {
+    return run_spelled(argc, spelled.data(), out, hooks);
+  } catch (const Error& e) {
+    const auto it = typed.find(e.field());
+    if (it == typed.end()) throw;
+    throw Error(e.file(), e.line(), it->second, e.reason());
+  } catch (po::error_with_option_name& e) {
+    std::string name = e.get_option_name();
+    while (!name.empty() && name.front() == '-')
+      name.erase(0, 1);
+    const auto it = typed.find(name);
+    if (it != typed.end()) {
+      // An unknown option is named by its token, a known one by its name.
+      e.set_original_token("--" + it->second);
+      if (!e.get_option_name().empty() && e.get_option_name() != "--" + it->second) {
+        e.set_option_name(it->second);
+      }
+    }
+    throw;
+  }
+}
+
+int run_spelled(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks) {
   const std::string c = argv[0];
   if (c == "run") return cmd_run(argc, argv, out, hooks);
   if (c == "compare") return cmd_compare(argc, argv, out, hooks);

@@ -81,8 +81,10 @@ std::vector<Scenario> scenario_specs(const CheckSpec& c, Inputs& inputs) {
   for (const std::string& name : c.scenarios) {
     std::vector<std::pair<std::string, std::string>> run;
     std::map<std::string, std::string> own;
-    add_ini_run_flags(c.path, "scenario." + name, {"num-seeds"}, run, own);
-    add_ini_run_flags(c.path, "", kTopLevelOwn, run, own);
+    // The scenario's keys first; `key =` there unsets the top level's key for it.
+    IniFlagLines where;
+    add_ini_run_flags(c.path, "scenario." + name, {"num-seeds"}, run, own, false, &where);
+    add_ini_run_flags(c.path, "", kTopLevelOwn, run, own, false, &where);
     // Files named in a spec are relative to the spec, as its baseline is.
     const std::filesystem::path dir = std::filesystem::path(c.path).parent_path();
     for (auto& [flag, value] : run) {
@@ -113,6 +115,11 @@ std::vector<Scenario> scenario_specs(const CheckSpec& c, Inputs& inputs) {
       check_point(sc.spec, inputs);
       out.push_back(sc);
     } catch (const Error& e) {
+      // A flag's error names the spec's line that set it (the scenario's, or the top level's).
+      const auto line = where.line.find(e.field());
+      if (e.file().empty() && line != where.line.end()) {
+        throw Error(c.path, line->second, e.field(), "scenario " + name + ": " + e.reason());
+      }
       throw Error(c.path, 0, "scenario." + name, e.what());
     }
   }

@@ -156,6 +156,15 @@ void print_compare_header(std::ostream& out, const std::vector<RunResult>& runs,
       << "\nKV cache blocks (the activation reserve depends on the token budget):";
   for (const RunResult& r : runs)
     out << " " << run_label(r) << " " << r.memory.num_gpu_blocks;
+  std::string capped;
+  for (const RunResult& r : runs) {
+    if (max_num_seqs_capped(r) && r.config.scheduler.max_num_seqs < c.scheduler.max_num_seqs) {
+      capped += " " + run_label(r) + " " + std::to_string(r.config.scheduler.max_num_seqs);
+    }
+  }
+  if (!capped.empty()) {
+    out << "\nmax_num_seqs (vLLM V1 caps its default at the token budget):" << capped;
+  }
   out << "\nworkload: " << workload << "\n\n";
 }
 

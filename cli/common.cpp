@@ -73,6 +73,21 @@ bool parse_command(int argc, const char* const* argv, const po::options_descript
   return true;
 }
 
+std::string dashed(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+std::vector<std::string> vllm_spellings(int argc, const char* const* argv) {
+  std::vector<std::string> out(argv, argv + argc);
+  for (std::string& a : out) {
+    if (a.size() < 3 || a.compare(0, 2, "--") != 0) continue;
+    const size_t end = std::min(a.find('='), a.size());
+    std::replace(a.begin() + 2, a.begin() + std::ptrdiff_t(end), '_', '-');
+  }
+  return out;
+}
+
 double parse_rate(const std::string& text) {
   if (text == "inf") return INFINITY;
   double v = 0;

@@ -27,6 +27,12 @@ bool parse_command(int argc, const char* const* argv, const po::options_descript
 // this.
 std::string po_error_text(const po::error& e);
 
+// vLLM's argument parser (FlexibleArgumentParser) reads `--max_num_seqs` as `--max-num-seqs`:
+// a flag NAME with its underscores as dashes, and ARGS (a command line) with every option's
+// name so spelled (values untouched: `--slo ttft_p99_ms=2000` keeps its value).
+std::string dashed(std::string name);
+std::vector<std::string> vllm_spellings(int argc, const char* const* argv);
+
 // "inf" or a positive number; Error naming --request-rate otherwise.
 double parse_rate(const std::string& text);
 

@@ -18,11 +18,26 @@ std::string strip_dashes(std::string name) {
   return name;
 }
 
+// TEXT with each key spelled with dashes (max_num_seqs = 64 is max-num-seqs = 64), as on the
+// command line; comments, sections, values and line numbers unchanged.
+std::string dashed_keys(const std::string& text) {
+  std::string out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t eq = line.find('='), hash = line.find('#');
+    if (eq != std::string::npos && (hash == std::string::npos || eq < hash)) {
+      line = dashed(line.substr(0, eq)) + line.substr(eq);
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
 }  // namespace
 
 void store_ini_file(const std::string& path, const po::options_description& desc,
                     po::variables_map& vm, const std::set<std::string>& skip) {
-  const std::string text = read_ini_text(path);
+  const std::string text = dashed_keys(read_ini_text(path));
   const std::map<std::string, int> line_of = check_ini_keys(
       path, text, [&](const std::string& key) { return desc.find_nothrow(key, false) != nullptr; });
   try {

@@ -93,17 +93,26 @@ SplitArgs split_args(int argc, const char* const* argv, const std::set<std::stri
 void add_ini_run_flags(const std::string& path, const std::string& section,
                        const std::set<std::string>& own_flags,
                        std::vector<std::pair<std::string, std::string>>& run,
-                       std::map<std::string, std::string>& own, bool only_section) {
+                       std::map<std::string, std::string>& own, bool only_section,
+                       IniFlagLines* where) {
   std::set<std::string> given;
   for (const auto& [n, v] : run)
     given.insert(n);
   std::set<std::string> seen;
-  for (const IniEntry& e : read_ini_entries(path)) {
+  for (IniEntry e : read_ini_entries(path)) {
     if (e.section != section) {
       if (only_section) throw Error(path, e.line, e.section, "sections are not used in this file");
       continue;
     }
     if (e.key.empty()) continue;  // the section's header
+    e.key = dashed(e.key);
+    if (where != nullptr && !section.empty() && e.value.empty() && !own_flags.count(e.key)) {
+      where->unset.insert(e.key);  // `key =`: the top level's key is not this section's
+      where->line[e.key] = e.line;
+      continue;
+    }
+    if (where != nullptr && section.empty() && where->unset.count(e.key)) continue;
+    if (where != nullptr && !given.count(e.key)) where->line.emplace(e.key, e.line);
     if (e.key == "config" || e.key == "help") {
       throw Error(path, e.line, e.key, "only allowed on the command line");
     }

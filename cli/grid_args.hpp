@@ -27,13 +27,22 @@ struct SplitArgs {
 SplitArgs split_args(int argc, const char* const* argv, const std::set<std::string>& own_flags,
                      const std::set<std::string>& own_switches);
 
+// Where the flags of a spec came from (check): each flag's line, and the keys a section unset.
+struct IniFlagLines {
+  std::map<std::string, int> line;
+  std::set<std::string> unset;
+};
+
 // The entries of an INI file (top level, or [SECTION]) as `run` flags, unless already given in
-// RUN; keys in OWN_FLAGS go to OWN. ONLY_SECTION: any other section is an error (sweep and
-// capacity files have none).
+// RUN; keys in OWN_FLAGS go to OWN. Keys are flags spelled with dashes or underscores, as vLLM
+// takes them. ONLY_SECTION: any other section is an error (sweep and capacity files have none).
+// WHERE (check's specs): each flag's line is recorded there; in a section, `key =` with no value
+// unsets KEY, so that the top level's KEY is not read for it.
 void add_ini_run_flags(const std::string& path, const std::string& section,
                        const std::set<std::string>& own_flags,
                        std::vector<std::pair<std::string, std::string>>& run,
-                       std::map<std::string, std::string>& own, bool only_section = false);
+                       std::map<std::string, std::string>& own, bool only_section = false,
+                       IniFlagLines* where = nullptr);
 
 // --jobs N (1..1024; default: every hardware thread), a number option, a text option ("" when
 // absent).

@@ -91,9 +91,9 @@ void resolve_offload(SimConfig& c) {
   }
 }
 
-// The token budget's default and the budgets' ranges. vLLM also refuses max_num_batched_tokens
-// below max_model_len without chunking, or below max_num_seqs (vllm/config.py SchedulerConfig.
-// _verify_args); servesim runs both, for sweeps (docs/manual/schedulers.md).
+// The token budget's default, max_num_seqs's, and the budgets' ranges. vLLM's start-up checks
+// of the budget against max_model_len and max_num_seqs are made where a user's flags become a
+// configuration (analysis/run_config.cpp): hand-built configurations run them, as tests do.
 void resolve_scheduler(SimConfig& c) {
   SchedulerConfig& s = c.scheduler;
   if (!c.engine_given) c.engine = default_engine(s.policy);
@@ -104,7 +104,13 @@ void resolve_scheduler(SimConfig& c) {
     s.max_num_batched_tokens =
         default_max_num_batched_tokens(s.policy, c.engine, s.max_model_len, large);
   }
-  if (s.max_num_seqs == 0) s.max_num_seqs = default_max_num_seqs(c.engine, large);
+  if (s.max_num_seqs == 0) {
+    s.max_num_seqs = default_max_num_seqs(c.engine, large);
+    // V1's EngineArgs._set_default_max_num_seqs_and_batched_tokens_args (vllm/engine/
+    // arg_utils.py): a max_num_seqs not given is at most the token budget. V0's was not.
+    if (c.engine == Engine::kV1)
+      s.max_num_seqs = std::min(s.max_num_seqs, s.max_num_batched_tokens);
+  }
   check_scheduler_values(s);
   resolve_speculative(c);
   resolve_offload(c);

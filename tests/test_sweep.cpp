@@ -379,7 +379,8 @@ TEST_CASE("capacity: the rate found meets the SLO, a little more does not", "[ca
 
   // A configuration that rejects requests has no capacity; bad SLOs are errors.
   const auto rej = exec({"capacity", "--num-requests", "200", "--scheduler", "vllm-v0",
-                         "--max-num-batched-tokens", "512", "--slo", "ttft_p50_ms=1000"});
+                         "--max-num-batched-tokens", "512", "--max-model-len", "512", "--slo",
+                         "ttft_p50_ms=1000"});
   REQUIRE(rej.code == 0);
   CHECK_THAT(rej.out, Catch::Contains("rejects"));
   CHECK(exec({"capacity", "--slo", "nonsense_p50_ms=3"}).code == 2);
