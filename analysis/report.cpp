@@ -107,6 +107,91 @@ ordered_json spec_decode_json(const SpecDecodeSummary& d) {
           {"acceptance_per_position", per_position}};
 }
 
+// A bound in ms, null when there is none (infinity).
+ordered_json bound_ms(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(); }
+
+// The settings R ran under beyond the scheduler and memory plan, each as used (issue 42: every
+// flag's value recorded): the engine features' options, the metrics asked for, and the fleet's
+// options (its router, pools, KV link and autoscaler), added to CONFIG.
+void add_settings(const RunResult& r, ordered_json& config) {
+  const SimConfig& c = r.config;
+  const SpecDecodeConfig& spec = c.scheduler.spec;
+  if (spec.enabled()) {
+    ordered_json rates = ordered_json::array();
+    for (int i = 0; i < spec.num_speculative_tokens; ++i)
+      rates.push_back(spec.acceptance_rates[size_t(i)]);
+    config["speculative"] = {{"method", spec_method_name(spec.method)},
+                             {"num_speculative_tokens", spec.num_speculative_tokens},
+                             {"acceptance_rates", rates},
+                             {"draft_model", c.drafter.method == SpecMethod::kDraftModel
+                                                 ? c.drafter.model.name
+                                                 : ""}};
+  }
+  if (c.offload.enabled()) {
+    config["kv_offloading"] = {{"backend", offload_backend_name(c.offload.backend)},
+                               {"cpu_bytes", c.offload.cpu_bytes},
+                               {"per_rank", c.offload.per_rank},
+                               {"block_size", c.offload.block_size},
+                               {"link_gb_per_s", c.offload.link_gb_per_s},
+                               {"link_latency_s", c.offload.link_latency_s}};
+  }
+  if (c.lora.enabled) {
+    config["lora"] = {{"max_loras", c.lora.max_loras},
+                      {"max_lora_rank", c.lora.max_lora_rank},
+                      {"max_cpu_loras", c.lora.cpu_loras()},
+                      {"rank", c.lora.adapter_rank()},
+                      {"load_gb_per_s", c.lora.load_gb_per_s},
+                      {"load_latency_s", c.lora.load_latency_s}};
+  }
+  if (!r.options) return;
+  const SimulateOptions& o = *r.options;
+  config["max_concurrency"] = o.max_concurrency;
+  config["metric_percentiles"] = o.metrics.percentiles;
+  config["goodput_ms"] = {{"ttft", bound_ms(o.metrics.goodput.ttft_ms)},
+                          {"tpot", bound_ms(o.metrics.goodput.tpot_ms)},
+                          {"e2el", bound_ms(o.metrics.goodput.e2el_ms)}};
+  const FleetOptions& f = o.fleet;
+  const bool fleet = f.num_replicas > 1 || !f.groups.empty() || f.autoscale.enabled;
+  if (!fleet) return;
+  ordered_json pools = ordered_json::array();
+  for (const ReplicaGroup& g : f.groups) {
+    pools.push_back({{"gpu", g.config.gpu.name},
+                     {"role", g.role == ReplicaRole::kPrefill  ? "prefill"
+                              : g.role == ReplicaRole::kDecode ? "decode"
+                                                               : "colocated"},
+                     {"replicas", g.count},
+                     {"tensor_parallel_size", g.config.tp}});
+  }
+  ordered_json fj = {
+      {"num_replicas", f.groups.empty() ? f.num_replicas : r.fleet.num_replicas},
+      {"router", f.router.hook != nullptr ? "custom" : router_name(f.router.kind)},
+      {"router_signal_delay_s", f.router.signal_delay_s},
+      {"prefix_index", f.router.prefix_kv_index ? "kv-events" : "per-replica"},
+      {"pools", pools}};
+  const bool disaggregated = std::any_of(f.groups.begin(), f.groups.end(), [](const auto& g) {
+    return g.role == ReplicaRole::kDecode;
+  });
+  if (disaggregated) {
+    fj["kv_transfer"] = {{"gb_per_s", f.kv_transfer_gb_per_s},
+                         {"link", f.kv_transfer_nvlink ? "nvlink" : "network"},
+                         {"latency_s", f.kv_transfer_latency_s}};
+  }
+  if (f.autoscale.enabled) {
+    const AutoscaleOptions& a = f.autoscale;
+    fj["autoscale"] = {{"metric", scale_metric_name(a.metric)},
+                       {"target", a.target},
+                       {"min_replicas", a.min_replicas},
+                       {"max_replicas", a.max_replicas},
+                       {"period_s", a.period_s},
+                       {"scale_up_window_s", a.up_window_s},
+                       {"scale_down_window_s", a.down_window_s},
+                       {"provision_s", number(a.provision_s)},
+                       {"engine_startup_s", a.startup_s},
+                       {"model_load_gb_per_s", a.load_gb_per_s}};
+  }
+  config["fleet"] = fj;
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s) {
@@ -296,8 +381,9 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
         {"activations", r.memory.activation_bytes / 1073741824.0},
         {"kv_cache", r.memory.kv_cache_bytes / 1073741824.0}}},
       {"cost_model", cost_json},
-      {"workload", workload},
   };
+  add_settings(r, j["config"]);
+  j["config"]["workload"] = workload;
   const FleetSummary& f = r.fleet;
   if (f.num_replicas > 1) {
     j["config"]["num_replicas"] = f.num_replicas;

@@ -102,6 +102,8 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
                        *last));
   }
   ordered_json j = trace_json(t);
+  j["import"] = import_json(s.import);
+  j["transforms"] = transforms_json(o);
   if (replicates != Resample::kNone) {  // the replicate drawn: its seed, as generators record it
     j["replicates"] = resample_name(replicates);
     j["seed"] = s.seed;
@@ -291,7 +293,7 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
     Trace t = from_workload(out.requests);
     apply_transforms(t, what_if);
     out.requests = to_workload(t);
-    out.json["transforms"] = what_if.describe();
+    out.json["transforms"] = transforms_json(what_if);
     out.text += ", " + what_if.describe();
   }
   return out;

@@ -58,6 +58,33 @@ ordered_json synthetic_json(const SyntheticOptions& w) {
           {"seed", w.seed}};
 }
 
+ordered_json transforms_json(const TransformOptions& o) {
+  const auto rate = [](double v) { return std::isinf(v) ? ordered_json("inf") : ordered_json(v); };
+  return {{"window_s", o.has_window ? ordered_json::array({o.window_start_s,
+                                                           rate(o.window_end_s)})
+                                    : ordered_json()},
+          {"max_requests", o.max_requests},
+          {"time_scale", o.time_scale},
+          {"request_rate", o.request_rate > 0 ? rate(o.request_rate) : ordered_json()},
+          {"input_trim", o.input_trim},
+          {"input_scale", o.input_scale},
+          {"output_scale", o.output_scale},
+          {"max_input_len", o.max_input_len},
+          {"max_output_len", o.max_output_len},
+          {"replicates", resample_name(o.resample)},
+          {"replicate_block_s", o.replicate_block_s},
+          {"replicate_jitter_s", o.replicate_jitter_s}};
+}
+
+ordered_json import_json(const ImportOptions& o) {
+  return {{"trace_format", o.format},         {"col_arrival", o.col_arrival},
+          {"col_input", o.col_input},         {"col_output", o.col_output},
+          {"col_priority", o.col_priority},   {"col_lora", o.col_lora},
+          {"time_unit", o.time_unit},         {"skip_bad_rows", o.skip_bad_rows},
+          {"keep_failed", o.keep_failed},     {"model_filter", o.model_filter},
+          {"log_type", o.log_type},           {"hash_block_size", o.hash_block_size}};
+}
+
 std::string synthetic_text(const SyntheticOptions& w) {
   std::ostringstream s;
   s << w.num_requests << " requests, ";

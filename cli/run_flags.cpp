@@ -625,6 +625,13 @@ char run_flag_separator(const std::string& name) {
   return run_flag_is_list(name) ? '|' : ',';
 }
 
+std::vector<std::string> run_flag_names() {
+  std::vector<std::string> names;
+  for (const RunFlag& f : run_flags())
+    names.emplace_back(f.name);
+  return names;
+}
+
 RunPatch parse_run_flag(const std::string& name, const std::string& value) {
   if (output_flags().count(name)) {
     throw Error(name, "not allowed in a point: the command writes the results");

@@ -9,6 +9,7 @@
 #include <boost/program_options.hpp>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "analysis/run_spec.hpp"
 
@@ -41,6 +42,9 @@ bool run_flag_is_path(const std::string& name);
 // separated by '|' (run_flag_separator), not ','.
 bool run_flag_is_list(const std::string& name);
 char run_flag_separator(const std::string& name);
+
+// Every flag of `run` (the flag table, in --help order): tests hold each to its recorded value.
+std::vector<std::string> run_flag_names();
 
 // Parses VALUE ("" for a switch) of run flag NAME once, into a patch that sets it on any
 // RunSpec. Throws Error (or a Program_options error) with the message `run` would give; an

@@ -360,6 +360,7 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
     n += size_t(g.count);
 
   RunResult result;
+  result.options = recorded_options(options);
   FleetSummary& out = result.fleet;
   out.num_replicas = int(n);
   out.router = fleet.router.hook != nullptr ? "custom" : router_name(fleet.router.kind);

@@ -225,6 +225,12 @@ void check_loras(const SimConfig& c, const Workload& w) {
   }
 }
 
+std::shared_ptr<const SimulateOptions> recorded_options(const SimulateOptions& options) {
+  auto copy = std::make_shared<SimulateOptions>(options);
+  copy->progress = nullptr;
+  return copy;
+}
+
 RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override,
                    const SimulateOptions& options) {
   check_loras(c, w);
@@ -235,6 +241,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   }
   RunResult result;
   result.config = c;
+  result.options = recorded_options(options);
   result.memory = checked_memory_plan(c);
   std::unique_ptr<CostModel> own;
   if (cost_override == nullptr) own = make_cost_model(c);

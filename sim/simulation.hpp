@@ -130,6 +130,8 @@ struct FleetSummary {
   AutoscaleSummary autoscale;  // an autoscaled run: the fleet's size over time, replica-hours
 };
 
+struct SimulateOptions;
+
 struct RunResult {
   SimConfig config;  // resolved
   MemoryPlan memory;
@@ -139,6 +141,9 @@ struct RunResult {
   std::vector<std::pair<double, uint64_t>> itl_histogram_ms;  // (bucket upper bound, count)
   int64_t discarded_tokens = 0;  // computed, then thrown away by preemption
   FleetSummary fleet;            // empty for one replica
+  // The options it ran under, as simulate() received them (without the progress callback): the
+  // results record what they set (issue 42: every flag's value recorded).
+  std::shared_ptr<const SimulateOptions> options;
 };
 
 // A fleet: NUM_REPLICAS copies of one configuration (vLLM's data parallelism, or as many servers
@@ -189,6 +194,9 @@ struct SimulateOptions {
   // their records are as the run left them.
   bool stop_when_overloaded = false;
 };
+
+// OPTIONS as a run records them (RunResult::options): a copy without the progress callback.
+std::shared_ptr<const SimulateOptions> recorded_options(const SimulateOptions& options);
 
 // Error naming --enable-lora when W's requests ask for LoRA adapters and C serves none.
 void check_loras(const SimConfig& c, const Workload& w);

@@ -132,6 +132,14 @@ TEST_CASE("request rate: a length-only trace's arrivals are drawn at the rate gi
   REQUIRE(at[0].size() == 600);
   REQUIRE(at[1].size() == 600);
   REQUIRE(at[1].back() > 0);
+  // --col-arrival none says the same (its help promised it; it was read as a column name).
+  const fs::path none = t.dir / "none.h5";
+  const CliResult r =
+      call_cli(join(join({"run"}, csv_flags(t.lengths, false)),
+                    {"--col-arrival", "none", "--request-rate", "0.5", "--out", none.string()}));
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(arrivals(none) == at[0]);
   for (size_t i = 0; i < at[0].size(); ++i)
     CHECK(at[0][i] == Approx(3 * at[1][i]).epsilon(1e-9).margin(1e-9));
 }

@@ -472,7 +472,8 @@ TEST_CASE("load_workload: the description names the dataset, and what-if transfo
     CHECK(c.requests.spans[c.requests[i].first_span].stream ==
           a.requests.spans[a.requests[i].first_span].stream);
   }
-  CHECK(c.json["transforms"] == "--max-input-len 200");
+  CHECK(c.json["transforms"]["max_input_len"] == 200);
+  CHECK(c.json["transforms"]["input_scale"] == 1.0);
 
   RunSpec m = dataset_spec("multi_turn", {"num-turns", "think-time-s"});
   m.num_requests = 12;

@@ -115,7 +115,9 @@ void import_csv(const std::string& path, const ImportOptions& opt, LineReader& i
   } else if (opt.time_unit != "s") {
     throw Error("time-unit", "expected s, ms or us, got '" + opt.time_unit + "'");
   }
-  const int c_time = opt.col_arrival.empty() ? -1 : require(h, path, opt.col_arrival);
+  // No arrival column (or `none`, as --col-arrival's help has it): a length-only trace.
+  const bool length_only = opt.col_arrival.empty() || opt.col_arrival == "none";
+  const int c_time = length_only ? -1 : require(h, path, opt.col_arrival);
   const int c_in = require(h, path, opt.col_input);
   const int c_out = require(h, path, opt.col_output);
   const int c_prio = opt.col_priority.empty() ? -1 : require(h, path, opt.col_priority);

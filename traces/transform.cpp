@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <charconv>
 #include <cstdio>
 
 #include "traces/synthetic.hpp"
@@ -17,10 +18,11 @@ bool TransformOptions::any() const {
 }
 
 namespace {
+// V's shortest text that reads back as V exactly: the record says the value used, not 6 digits.
 std::string num(double v) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 }  // namespace
 

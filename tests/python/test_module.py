@@ -153,6 +153,30 @@ def test_fractional_request_rates_reach_a_trace(tmp_path):
                                atol=1e-9)
 
 
+def test_keyword_values_are_recorded_as_used():
+    """Issue 42: a keyword argument's value reaches the run unchanged and is recorded, as the
+    command line's (tests/test_value_given.cpp holds every flag there)."""
+    r = servesim.run(num_requests=12, request_rate=7.25, burstiness=0.75, seed=11,
+                     max_num_seqs=96, max_num_batched_tokens=3072, gpu_memory_utilization=0.85,
+                     frontend_latency_ms=12.5, long_prefill_token_threshold=333,
+                     speculative_config='{"method": "eagle3", "num_speculative_tokens": 3}',
+                     spec_acceptance_rate=[0.8, 0.55, 0.3], goodput="ttft:250.5 tpot:40.5",
+                     max_concurrency=3, keep_steps=False)
+    c = r.config
+    assert c["max_num_seqs"] == 96 and c["max_num_batched_tokens"] == 3072
+    assert c["gpu_memory_utilization"] == 0.85
+    assert c["cost_model"]["frontend_latency_s"] == pytest.approx(0.0125, rel=1e-12)
+    assert c["long_prefill_token_threshold"] == 333
+    assert c["speculative"]["acceptance_rates"] == [0.8, 0.55, 0.3]
+    assert c["goodput_ms"] == {"ttft": 250.5, "tpot": 40.5, "e2el": None}
+    assert c["max_concurrency"] == 3
+    w = c["workload"]
+    assert (w["num_requests"], w["request_rate"], w["burstiness"], w["seed"]) == (12, 7.25, 0.75, 11)
+    f = servesim.run(num_requests=12, num_replicas=3, router="least-kv", router_signal_delay_s=0.25,
+                     keep_steps=False).config["fleet"]
+    assert (f["num_replicas"], f["router"], f["router_signal_delay_s"]) == (3, "least-kv", 0.25)
+
+
 def test_read_reads_every_file_servesim_writes(tmp_path):
     out = tmp_path / "r.h5"
     cli("compare", "--scheduler", "chunked:512,vllm-v1", "--num-requests", 100, "--out", out)
