@@ -318,6 +318,7 @@ void count_stop(const Probe& p, CapacityResult& c) {
   c.probes_stopped += p.stopped;
   c.requests_unfinished += p.summary.overload.unfinished;
   c.probes_lengthened += p.lengthened > 0;
+  c.probes_too_short += p.failed == "too_short";
   c.most_probe_requests = std::max<uint64_t>(c.most_probe_requests, p.requests);
 }
 
@@ -666,6 +667,13 @@ std::string capacity_note(const CapacityResult& c) {
             format("%d probes lengthened to judge overload (up to %llu requests)",
                    c.probes_lengthened, static_cast<unsigned long long>(c.most_probe_requests));
   }
+  if (c.probes_too_short > 0) {
+    note += (note.empty() ? "" : "; ") +
+            format(
+                "%d probes failed as too short to judge even so (a longer trace, or more "
+                "requests, would tell)",
+                c.probes_too_short);
+  }
   return note;
 }
 
@@ -770,10 +778,10 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, l
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, cost_source, tp,
                                    budget, capacity, above_max, below_min, refused, rejected,
                                    requests, iterations, probes_stopped, requests_unfinished,
-                                   probes_lengthened, most_probe_requests, binding, gpu_hour_cost,
-                                   pools, fleet, quantization, gpus, usd_per_h, at, fleet_replicas,
-                                   router, fleet_split, router_warnings, fleet_gpus,
-                                   fleet_usd_per_h)
+                                   probes_lengthened, probes_too_short, most_probe_requests,
+                                   binding, gpu_hour_cost, pools, fleet, quantization, gpus,
+                                   usd_per_h, at, fleet_replicas, router, fleet_split,
+                                   router_warnings, fleet_gpus, fleet_usd_per_h)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

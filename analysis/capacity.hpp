@@ -135,7 +135,7 @@ struct CapacityResult {
   int probes_stopped = 0;
   uint64_t requests_unfinished = 0;
   // Probes lengthened to be judged (kMaxLengthenings), and the most requests one ran.
-  int probes_lengthened = 0;
+  int probes_lengthened = 0, probes_too_short = 0;
   uint64_t most_probe_requests = 0;
   std::string binding;              // the binding term ("" when none)
   double gpu_hour_cost = NAN;       // dollars per GPU-hour of its (first) GPU, NaN when unknown
