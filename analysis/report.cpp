@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <set>
 
+#include "analysis/intervals.hpp"
 #include "scheduler/policy.hpp"
 
 namespace servesim {
@@ -424,6 +425,9 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                   {"replicas", replicas}};
     if (f.autoscale.enabled) j["fleet"]["autoscale"] = autoscale_json(f.autoscale, r.config.tp);
   }
+  // At the default level; run --interval replaces them.
+  j["prediction_intervals"] =
+      intervals_json(r, prediction_intervals(regime_of(r), kDefaultIntervalLevel));
   return j;
 }
 

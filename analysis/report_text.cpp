@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "analysis/report.hpp"
+#include "analysis/vllm_args.hpp"
 #include "scheduler/policy.hpp"
 #include "util/format.hpp"
 
@@ -218,6 +219,8 @@ std::vector<std::string> run_warnings(const RunResult& r) {
   }
   for (const std::string& m : unmodelled_interactions(r.config))
     w.push_back("not modelled: " + m);
+  for (const std::string& m : approximations_used(r.config))
+    w.push_back("approximated (servesim list vllm-args): " + m);
   return w;
 }
 

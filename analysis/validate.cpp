@@ -1,11 +1,14 @@
 #include "analysis/validate.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 
+#include "analysis/vllm_args.hpp"
 #include "models/model.hpp"
 #include "traces/datasets.hpp"
 #include "util/csv_file.hpp"
@@ -392,7 +395,11 @@ void simulate_experiment(const std::vector<GroundTruthRow>& rows, const Experime
       any_overloaded |= out[i].overloaded;
       start += rows[i].duration_s;
     }
+    const Regime regime = regime_of(run);
     for (const size_t i : x.rows) {
+      out[i].regime = regime;
+      out[i].approximations = approximated_args(run.config);
+      out[i].intervals = prediction_intervals(regime, options.interval_level);
       out[i].predicted_kv_blocks = run.memory.num_gpu_blocks;
       if (rows[i].stage < 0) {
         measure(run, 0, INFINITY, out[i]);
@@ -497,6 +504,48 @@ ErrorSummary summarize_errors(const std::vector<ValidateRow>& rows, const std::s
   return s;
 }
 
+IntervalCoverage interval_coverage(const std::vector<ValidateRow>& rows, IntervalMetric m) {
+  IntervalCoverage c;
+  std::vector<double> factors;
+  for (const ValidateRow& row : rows) {
+    if (!row.skipped.empty() || row.truth.stage < 0 || row.intervals.level == 0) continue;
+    const auto [p, meas] = metric_pair(row, interval_metric_name(m));
+    if (std::isnan(p) || std::isnan(meas)) continue;
+    ++c.rows;
+    c.inside += meas >= row.intervals.lo(m, p) && meas <= row.intervals.hi(m, p);
+    factors.push_back(row.intervals.factor[size_t(m)]);
+  }
+  if (!factors.empty()) c.median_factor = summarize(factors).p50;
+  return c;
+}
+
+void print_interval_coverage(std::ostream& out, const std::vector<ValidateRow>& rows) {
+  double level = 0;
+  std::set<std::string> extrapolated;
+  for (const ValidateRow& row : rows) {
+    level = std::max(level, row.intervals.level);
+    if (!row.intervals.extrapolated.empty()) extrapolated.insert(row.truth.experiment);
+  }
+  if (level == 0) return;
+  out << format(
+      "\n%.0f%% prediction intervals (held-out error on %zu real vLLM stage rows; --interval): "
+      "measured figures inside, of the stage rows, and the median interval [point / f, point x "
+      "f]\n",
+      level * 100, prediction_intervals(Regime{}, level).calibration_rows);
+  for (int k = 0; k < kNumIntervalMetrics; ++k) {
+    const IntervalCoverage c = interval_coverage(rows, IntervalMetric(k));
+    out << format("  %-10s %3zu of %3zu inside (%5.1f%%), median f %.3f\n",
+                  interval_metric_name(IntervalMetric(k)), c.inside, c.rows,
+                  c.rows ? 100.0 * double(c.inside) / double(c.rows) : NAN, c.median_factor);
+  }
+  if (!extrapolated.empty()) {
+    std::string names;
+    for (const std::string& n : extrapolated)
+      names += (names.empty() ? "" : ", ") + n;
+    out << "  outside the fitted range (the widest interval): " << names << "\n";
+  }
+}
+
 void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows) {
   out << format("%-44s %5s  %-23s %-23s %-25s %-25s %s\n", "experiment", "stage",
                 "TTFT mean ms meas/pred", "TPOT mean ms meas/pred", "E2E mean ms meas/pred",
@@ -535,6 +584,19 @@ void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows) {
         metric.c_str(), st.rows, st.median_ape, st.mape, st.worst_ape, ex.rows, ex.median_ape,
         ex.mape, ex.worst_ape, ex.worst.c_str());
   }
+  print_interval_coverage(out, rows);
+  std::map<std::string, std::vector<std::string>> leans;  // approximation -> experiments
+  for (const ValidateRow& row : rows) {
+    if (row.truth.stage >= 0) continue;
+    for (const std::string& a : row.approximations)
+      leans[a].push_back(row.truth.experiment);
+  }
+  for (const auto& [what, names] : leans) {
+    std::string list;
+    for (const std::string& n : names)
+      list += (list.empty() ? "" : ", ") + n;
+    out << "approximated (servesim list vllm-args): " << what << ": " << list << "\n";
+  }
   // Per experiment: predicted or skipped, and overloaded in any stage.
   std::vector<std::string> names;
   std::map<std::string, std::pair<bool, bool>> state;  // (skipped, overloaded)
@@ -564,7 +626,12 @@ void write_validation_csv(const std::string& path, const std::vector<ValidateRow
   f << "experiment,stage,requests,rejected";
   for (const std::string& metric : validate_metrics())
     f << ',' << metric << "_measured," << metric << "_predicted," << metric << "_error_pct";
-  f << ",overloaded,skipped\n";
+  f << ",overloaded,skipped,decode_batch,context_tokens,interval_level";
+  for (int m = 0; m < kNumIntervalMetrics; ++m) {
+    const char* name = interval_metric_name(IntervalMetric(m));
+    f << ',' << name << "_lo," << name << "_hi";
+  }
+  f << ",extrapolated\n";
   for (const ValidateRow& row : rows) {
     f << csv_field(row.truth.experiment) << ','
       << (row.truth.stage < 0 ? "all" : std::to_string(row.truth.stage)) << ',' << row.requests
@@ -573,7 +640,18 @@ void write_validation_csv(const std::string& path, const std::vector<ValidateRow
       const auto [p, m] = metric_pair(row, metric);
       f << format(",%.6g,%.6g,%.3f", m, p, percent_error(p, m));
     }
-    f << ',' << (row.overloaded ? 1 : 0) << ',' << csv_field(row.skipped) << '\n';
+    f << ',' << (row.overloaded ? 1 : 0) << ',' << csv_field(row.skipped);
+    f << format(",%.6g,%.6g,%g", row.regime.decode_batch, row.regime.context_tokens,
+                row.intervals.level);
+    for (int m = 0; m < kNumIntervalMetrics; ++m) {
+      const double p = metric_pair(row, interval_metric_name(IntervalMetric(m))).first;
+      f << format(",%.6g,%.6g", row.intervals.lo(IntervalMetric(m), p),
+                  row.intervals.hi(IntervalMetric(m), p));
+    }
+    std::string why;
+    for (const std::string& w : row.intervals.extrapolated)
+      why += (why.empty() ? "" : "; ") + w;
+    f << ',' << csv_field(why) << '\n';
   }
   write_text_file(path, f.str());
 }

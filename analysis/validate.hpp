@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/intervals.hpp"
 #include "analysis/run_spec.hpp"
 
 namespace servesim {
@@ -72,6 +73,9 @@ struct ValidateOptions {
   // servers of the public BLIS sim-to-real study ran (--kv-offloading-size 8: vLLM's
   // OffloadingConnector with cpu_bytes_to_use 8589934592).
   double kv_offloading_size_gib = 8;
+  // The prediction intervals' level (analysis/intervals.hpp; 0: none): validate reports how many
+  // measured figures fall inside them.
+  double interval_level = 0.9;
 };
 
 struct ValidateRow {
@@ -83,6 +87,11 @@ struct ValidateRow {
   // of a server that could not keep up, whatever the measurement says.
   bool overloaded = false;
   std::string skipped;  // why nothing was predicted ("" when predicted)
+  // The run's load (the whole experiment's) and the intervals around its predictions.
+  Regime regime;
+  IntervalSet intervals;
+  // The approximated vLLM behaviours the replay leans on (analysis/vllm_args.hpp).
+  std::vector<std::string> approximations;
 };
 
 // The mean output length R's measurements imply, (E2E mean - TTFT mean) / TPOT mean + 1 (the
@@ -109,6 +118,14 @@ struct ErrorSummary {
 ErrorSummary summarize_errors(const std::vector<ValidateRow>& rows, const std::string& metric,
                               bool summary_rows);
 const std::vector<std::string>& validate_metrics();
+
+// How many stage rows' measured METRIC falls inside its prediction interval, and the median f.
+struct IntervalCoverage {
+  size_t rows = 0, inside = 0;
+  double median_factor = NAN;
+};
+IntervalCoverage interval_coverage(const std::vector<ValidateRow>& rows, IntervalMetric m);
+void print_interval_coverage(std::ostream& out, const std::vector<ValidateRow>& rows);
 
 // The text report: a row per stage and per experiment, then each metric's errors and the
 // experiments predicted overloaded.

@@ -3,6 +3,7 @@
 #include <ostream>
 #include <string>
 
+#include "analysis/vllm_args.hpp"
 #include "cli/commands.hpp"
 #include "models/engine.hpp"
 #include "models/gpu.hpp"
@@ -15,7 +16,10 @@ namespace servesim::cli {
 
 namespace {
 
-const char* kListUsage = "usage: servesim list gpus | models | schedulers\n";
+const char* kListUsage =
+    "usage: servesim list gpus | models | schedulers | vllm-args [--markdown]\n"
+    "  vllm-args: every vLLM engine argument and behaviour servesim knows of, each modelled,\n"
+    "  approximated (how) or ignored (why); --markdown: as docs/manual/vllm-args.md\n";
 
 void list_gpus(std::ostream& out) {
   char buf[320];
@@ -67,15 +71,21 @@ int cmd_list(int argc, const char* const* argv, std::ostream& out) {
     out << kListUsage;
     return 0;
   }
+  if (what == "vllm-args" && argc == 3 && std::string(argv[2]) == "--markdown") {
+    out << vllm_args_markdown();
+    return 0;
+  }
   if (argc > 2) throw Error("list", "unexpected argument '" + std::string(argv[2]) + "'");
-  if (what == "gpus") {
+  if (what == "vllm-args") {
+    out << vllm_args_text();
+  } else if (what == "gpus") {
     list_gpus(out);
   } else if (what == "models") {
     list_models(out);
   } else if (what == "schedulers") {
     list_schedulers(out);
   } else {
-    throw Error("list", "expected gpus, models or schedulers, got '" + what + "'");
+    throw Error("list", "expected gpus, models, schedulers or vllm-args, got '" + what + "'");
   }
   return 0;
 }

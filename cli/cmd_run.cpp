@@ -8,6 +8,7 @@
 #include <tuple>
 #include <vector>
 
+#include "analysis/intervals.hpp"
 #include "analysis/metrics_as.hpp"
 #include "analysis/replicates.hpp"
 #include "analysis/report.hpp"
@@ -37,6 +38,7 @@ struct RunArgs {
   std::vector<std::string> schedulers;
   std::string json, requests_csv, config, out, timeline, timeline_window = "0:60";
   std::string metrics_as = "servesim";
+  std::string interval = "0.9";
   double period_s = 300;
   bool no_steps = false;
 
@@ -63,6 +65,9 @@ po::options_description options(RunArgs& a, bool compare) {
                     "also report the metrics as this benchmark tool defines and names them: vllm "
                     "| guidellm | inference-perf (docs/manual/run-and-compare.md), in the JSON's "
                     "metrics_as (and printed by run)");
+  out.add_options()("interval", po::value(&a.interval)->default_value(a.interval),
+                    "prediction intervals' level beside the predicted figures, from servesim's "
+                    "held-out error on real vLLM runs (docs/validation.md), or none");
   out.add_options()("out", po::value(&a.out),
                     "write the HDF5 results file FILE: per request, per step, per window "
                     "(layout in docs/manual/run-and-compare.md)")(
@@ -130,6 +135,7 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
   }
   check_flags(a.spec);
   a.tool();  // a bad --metrics-as before any work
+  prediction_intervals(Regime{}, parse_interval_level(a.interval));  // and a bad --interval
   // Every output writable, and none of them an input or another output, before any work.
   PathPlan paths;
   add_run_inputs(paths, a.spec);
@@ -225,6 +231,8 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<Schedule
 // The JSON summary of R, with --metrics-as's view when asked for.
 ordered_json run_summary_json(const RunArgs& a, const RunResult& r, const ordered_json& workload) {
   ordered_json j = summary_json(r, workload);
+  j["prediction_intervals"] =
+      intervals_json(r, prediction_intervals(regime_of(r), parse_interval_level(a.interval)));
   if (a.tool() != MetricsTool::kServesim) {
     j["metrics_as"] = metrics_as_json(r, a.tool(), a.spec.metric_percentiles);
   }
@@ -373,6 +381,7 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out, const RunHooks
       run_policies(a, {scheduler_choice(a.spec)}, w.requests, inputs, false);
   const RunResult& r = runs.front();
   print_run_summary(out, r, w.text, default_scheduler(a.spec));
+  print_intervals(out, r, prediction_intervals(regime_of(r), parse_interval_level(a.interval)));
   const ordered_json summary = run_summary_json(a, r, w.json);
   if (summary.contains("metrics_as")) print_metrics_as(out, summary["metrics_as"]);
   if (!a.json.empty()) write_text_file(a.json, json_text(summary, 2) + "\n");

@@ -12,7 +12,7 @@
 namespace servesim::cli {
 
 int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
-  std::string file, csv;
+  std::string file, csv, interval = "0.9";
   ValidateOptions o;
   RunSpec& b = o.base;
   po::options_description desc("servesim validate");
@@ -39,7 +39,9 @@ int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
                                          po::value(&o.jobs)->default_value(hardware_threads()),
                                          "experiments simulated at once")(
       "csv", po::value(&csv), "write every measured and predicted figure to this CSV")(
-      "config", po::value<std::string>(), "read any of these flags from an INI file")(
+      "interval", po::value(&interval)->default_value(interval),
+      "prediction intervals' level (none: no intervals): how many measured figures fall inside "
+      "them")("config", po::value<std::string>(), "read any of these flags from an INI file")(
       "help,h", "show this help");
   po::positional_options_description pos;
   pos.add("file", 1);
@@ -48,6 +50,8 @@ int cmd_validate(int argc, const char* const* argv, std::ostream& out) {
     return 0;
   }
   if (o.jobs < 1 || o.jobs > 1024) throw Error("jobs", "must be in [1, 1024]");
+  o.interval_level = parse_interval_level(interval);
+  prediction_intervals(Regime{}, o.interval_level);  // a level the table supports
   if (b.seed < 0) throw Error("seed", "must be >= 0");
   if (!(o.kv_offloading_size_gib > 0 && o.kv_offloading_size_gib <= 1e6)) {
     throw Error("kv-offloading-size", "must be in (0, 1e6] GiB");

@@ -424,6 +424,9 @@ RooflineParams profile_fit_start(const ProfileSet& p, const GpuSpec& gpu) {
   start.hw.linear_latency_s_per_layer = arch.linear_latency_s_per_layer;
   start.hw.moe_memory_efficiency = arch.moe_memory_efficiency;
   start.hw.moe_fp8_memory_efficiency = arch.moe_fp8_memory_efficiency;
+  // The decode kernel's fixed time beyond its launch: the profiles' decode fits a floor and a
+  // rate; Hopper's comes from FlashInfer's benchmark and the real runs (models/hardware.cpp).
+  start.hw.attention_decode_latency_s_per_layer = arch.attention_decode_latency_s_per_layer;
   return start;
 }
 

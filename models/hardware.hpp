@@ -51,6 +51,10 @@ struct HardwareParams {
   // Launch latency of each attention kernel, added to its work: attn_decode at batch 1 and
   // attn_prefill of 128 tokens take 0.015-0.018 ms per layer.
   double attention_floor_s_per_layer = 16e-6;
+  // The paged decode kernel's own fixed time per layer, beyond its launch: the first wave's ramp
+  // to full bandwidth, the split-KV merge, the last wave's tail. CUDA graphs remove launch gaps,
+  // not this (0 = none: the A100 profiles' decode fits a launch floor and a streaming rate).
+  double attention_decode_latency_s_per_layer = 0;
   // all_reduce on a DGX A100 at >= 32 MiB: bus bandwidth 136-174 GB/s, ~0.56 of the 300 GB/s
   // one NVLink direction carries.
   double interconnect_efficiency = 0.56;

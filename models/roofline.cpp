@@ -16,6 +16,7 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
       m.num_experts > 1 && moe_eff > 0 ? hw_.linear_memory_efficiency / moe_eff : 1.0;
   elementwise_floor_s_ = hw_.elementwise_floor_s_per_layer * m.num_layers;
   attention_floor_s_ = hw_.attention_floor_s_per_layer * m.num_layers;
+  decode_attention_latency_s_ = hw_.attention_decode_latency_s_per_layer * m.num_layers;
   linear_floor_s_ = hw_.linear_latency_s_per_layer * m.num_layers;
   graph_linear_floor_s_ = linear_floor_s_ * engine_.floor_fraction;
   graph_elementwise_floor_s_ = elementwise_floor_s_ * engine_.floor_fraction;
@@ -220,8 +221,8 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
         floor_attn + roof.seconds(prefill.flops, prefill.bytes, attention_eff, kPrefillPart);
   }
   if (b.decode_seqs > 0) {
-    c.attention_s +=
-        floor_attn + roof.seconds(decode.flops, decode.bytes, attention_eff, kDecodePart);
+    c.attention_s += floor_attn + decode_attention_latency_s_ +
+                     roof.seconds(decode.flops, decode.bytes, attention_eff, kDecodePart);
   }
 
   const double elementwise_gpu = elementwise_gpu_bytes(b.tokens);

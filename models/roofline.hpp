@@ -81,8 +81,9 @@ class RooflineCostModel final : public CostModel {
   // All layers' kernel floors, eager and replayed as a CUDA graph.
   double elementwise_floor_s_ = 0, attention_floor_s_ = 0, linear_floor_s_ = 0;
   double graph_elementwise_floor_s_ = 0, graph_attention_floor_s_ = 0, graph_linear_floor_s_ = 0;
-  double inverse_knee_ = 0;     // 1 / knee_sharpness
-  double moe_time_factor_ = 1;  // linear / MoE memory efficiency: an expert byte's time
+  double decode_attention_latency_s_ = 0;  // all layers, in every step with a decode
+  double inverse_knee_ = 0;                // 1 / knee_sharpness
+  double moe_time_factor_ = 1;             // linear / MoE memory efficiency: an expert byte's time
   // Per-model constants, precomputed once.
   double layers_;
   double dtype_;

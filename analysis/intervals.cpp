@@ -1,0 +1,193 @@
+#include "analysis/intervals.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+
+#include "models/hardware.hpp"
+#include "util/error.hpp"
+#include "util/format.hpp"
+
+namespace servesim {
+
+namespace {
+
+struct HeldOutRow {
+  const char* experiment;
+  int stage;
+  std::array<double, kNumIntervalMetrics> log_ratio;  // ln(measured / predicted)
+};
+
+const HeldOutRow kHeldOut[] = {
+#include "analysis/interval_residuals.inc"
+};
+
+// The range the held-out runs cover (servesim validate --csv's decode_batch and context_tokens
+// columns on both ground-truth files, each experiment's whole run as a user's run is measured,
+// the largest rounded up): a run past it is extrapolated. Decode batches reach 67.2 (Mixtral-8x7B
+// at 8 then 20 req/s), contexts 1,748.5 tokens (Qwen2.5-7B, the reasoning preset), TP 4
+// (Llama-3.1-70B); the runs are on hopper (H100), ampere (A100) and ada (L40S) GPUs.
+constexpr double kMaxDecodeBatch = 70;
+constexpr double kMaxContextTokens = 1750;
+constexpr int kMaxTp = 4;
+
+// Sorted absolute log errors of metric M over the held-out rows.
+std::vector<double> abs_errors(int m) {
+  std::vector<double> v;
+  for (const HeldOutRow& r : kHeldOut)
+    v.push_back(std::fabs(r.log_ratio[size_t(m)]));
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+}  // namespace
+
+const char* interval_metric_name(IntervalMetric m) {
+  static const char* const names[] = {"ttft_mean", "ttft_p90", "ttft_p99", "tpot_mean",
+                                      "e2e_mean",  "e2e_p90",  "e2e_p99"};
+  return names[int(m)];
+}
+
+Regime regime_of(const RunResult& r) {
+  const RunSummary& s = r.summary;
+  Regime g;
+  g.decode_batch = s.steps > 0 ? double(s.decode_tokens) / double(s.steps) : 0;
+  g.context_tokens = s.completed > 0 ? (double(s.input_tokens) + 0.5 * double(s.output_tokens)) /
+                                           double(s.completed)
+                                     : 0;
+  g.tp = r.config.tp;
+  g.arch = r.config.gpu.arch;
+  return g;
+}
+
+std::vector<std::string> outside_fitted_range(const Regime& g) {
+  std::vector<std::string> why;
+  if (g.arch == GpuArch::kBlackwell || g.arch == GpuArch::kCdna3) {
+    why.push_back(
+        format("no real vLLM runs on a %s GPU (its kernels from the %s fit and the "
+               "datasheet)",
+               arch_name(g.arch), arch_name(fitted_arch(g.arch))));
+  }
+  if (g.tp > kMaxTp) why.push_back(format("TP %d, past the runs' TP %d", g.tp, kMaxTp));
+  if (g.decode_batch > kMaxDecodeBatch) {
+    why.push_back(format("%.0f sequences decoding at once, past the runs' %.0f", g.decode_batch,
+                         kMaxDecodeBatch));
+  }
+  if (g.context_tokens > kMaxContextTokens) {
+    why.push_back(format("a mean context of %.0f tokens, past the runs' %.0f", g.context_tokens,
+                         kMaxContextTokens));
+  }
+  return why;
+}
+
+double max_interval_level() {
+  const double n = double(std::size(kHeldOut));
+  return n / (n + 1);
+}
+
+double IntervalSet::lo(IntervalMetric m, double point) const {
+  return level > 0 ? point / factor[size_t(m)] : NAN;
+}
+
+double IntervalSet::hi(IntervalMetric m, double point) const {
+  return level > 0 ? point * factor[size_t(m)] : NAN;
+}
+
+IntervalSet prediction_intervals(const Regime& regime, double level) {
+  IntervalSet s;
+  s.calibration_rows = std::size(kHeldOut);
+  if (level == 0) return s;
+  if (!(level > 0 && level <= max_interval_level())) {
+    throw Error("--interval", format("%g is not a level in (0, %.3f]: the intervals rest on %zu "
+                                     "held-out rows, which bound a level at n / (n + 1)",
+                                     level, max_interval_level(), s.calibration_rows));
+  }
+  s.level = level;
+  s.extrapolated = outside_fitted_range(regime);
+  const size_t n = s.calibration_rows;
+  const size_t k = size_t(std::ceil(double(n + 1) * level - 1e-9));  // 1-based, <= n
+  for (int m = 0; m < kNumIntervalMetrics; ++m) {
+    const std::vector<double> e = abs_errors(m);
+    // Out of range: the metric's largest held-out error, whatever the level.
+    s.factor[size_t(m)] = std::exp(s.extrapolated.empty() ? e[k - 1] : e.back());
+  }
+  return s;
+}
+
+namespace {
+
+struct Figure {
+  const char* name;
+  double point;
+  IntervalMetric metric;
+};
+
+std::vector<Figure> figures(const RunSummary& s) {
+  using M = IntervalMetric;
+  return {{"ttft_ms.mean", s.ttft_ms.mean, M::kTtftMean},
+          {"ttft_ms.p90", s.ttft_ms.p90, M::kTtftP90},
+          {"ttft_ms.p99", s.ttft_ms.p99, M::kTtftP99},
+          {"tpot_ms.mean", s.tpot_ms.mean, M::kTpotMean},
+          {"itl_ms.mean", s.itl_ms.mean, M::kTpotMean},
+          {"e2e_ms.mean", s.e2e_ms.mean, M::kE2eMean},
+          {"e2e_ms.p90", s.e2e_ms.p90, M::kE2eP90},
+          {"e2e_ms.p99", s.e2e_ms.p99, M::kE2eP99}};
+}
+
+}  // namespace
+
+void print_intervals(std::ostream& out, const RunResult& r, const IntervalSet& s) {
+  if (s.level == 0) return;
+  out << format(
+      "\n%.0f%% prediction intervals (split-conformal on servesim's held-out error over "
+      "%zu real vLLM stage rows; --interval none hides them):\n",
+      s.level * 100, s.calibration_rows);
+  std::string line;
+  for (const Figure& f : figures(r.summary)) {
+    if (std::isnan(f.point)) continue;
+    line += format("  %s %.1f [%.1f, %.1f]", f.name, f.point, s.lo(f.metric, f.point),
+                   s.hi(f.metric, f.point));
+    if (line.size() > 70) {
+      out << line << "\n";
+      line.clear();
+    }
+  }
+  const double tps = r.summary.output_tokens_per_s;
+  line += format("  output_tok_per_s %.0f [%.0f, %.0f]", tps, s.lo(IntervalMetric::kTpotMean, tps),
+                 s.hi(IntervalMetric::kTpotMean, tps));
+  out << line << "\n";
+  for (const std::string& w : s.extrapolated)
+    out << "  outside the fitted range, the widest interval: " << w << "\n";
+}
+
+nlohmann::ordered_json intervals_json(const RunResult& r, const IntervalSet& s) {
+  nlohmann::ordered_json j;
+  j["level"] = s.level;
+  if (s.level == 0) return j;
+  j["method"] = "split-conformal, leave-one-experiment-out error of real vLLM 0.15.1 runs";
+  j["calibration_rows"] = s.calibration_rows;
+  const Regime g = regime_of(r);
+  j["decode_batch"] = g.decode_batch;
+  j["context_tokens"] = g.context_tokens;
+  j["extrapolated"] = s.extrapolated;
+  for (const Figure& f : figures(r.summary)) {
+    if (std::isnan(f.point)) continue;
+    j["figures"][f.name] = {s.lo(f.metric, f.point), s.hi(f.metric, f.point)};
+  }
+  const double tps = r.summary.output_tokens_per_s;
+  j["figures"]["output_tokens_per_s"] = {s.lo(IntervalMetric::kTpotMean, tps),
+                                         s.hi(IntervalMetric::kTpotMean, tps)};
+  return j;
+}
+
+double parse_interval_level(const std::string& text) {
+  if (text == "none") return 0;
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0' || !(v > 0 && v < 1)) {
+    throw Error("--interval", "'" + text + "' is not a level in (0, 1) or none");
+  }
+  return v;
+}
+
+}  // namespace servesim

@@ -1,0 +1,119 @@
+// Prediction intervals (issue 43): split-conformal on the held-out error of real vLLM runs, the
+// widest interval out of the fitted range, printed by run and in its JSON, covered in validate.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "analysis/intervals.hpp"
+#include "analysis/validate.hpp"
+#include "cli_helpers.hpp"
+#include "shared_data.hpp"
+
+using namespace servesim;
+using servesim::test::call_cli;
+using servesim::test::scratch;
+using servesim::test::slurp;
+
+namespace {
+
+Regime in_range_regime() {
+  Regime g;
+  g.decode_batch = 20;
+  g.context_tokens = 700;
+  g.tp = 1;
+  g.arch = GpuArch::kHopper;
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("intervals: wider with the level, widest out of the fitted range", "[intervals]") {
+  const IntervalSet low = prediction_intervals(in_range_regime(), 0.5);
+  const IntervalSet high = prediction_intervals(in_range_regime(), 0.9);
+  REQUIRE(high.calibration_rows >= 20);
+  CHECK(low.extrapolated.empty());
+  for (int m = 0; m < kNumIntervalMetrics; ++m) {
+    INFO(interval_metric_name(IntervalMetric(m)));
+    CHECK(low.factor[size_t(m)] >= 1.0);
+    CHECK(high.factor[size_t(m)] >= low.factor[size_t(m)]);
+    CHECK(high.lo(IntervalMetric(m), 100) <= 100);
+    CHECK(high.hi(IntervalMetric(m), 100) >= 100);
+  }
+  // Each way out of the range is named, and each gets the widest interval.
+  Regime busy = in_range_regime();
+  busy.decode_batch = 245;
+  Regime longer = in_range_regime();
+  longer.context_tokens = 6000;
+  Regime wide = in_range_regime();
+  wide.tp = 8;
+  Regime gpu = in_range_regime();
+  gpu.arch = GpuArch::kBlackwell;
+  for (const Regime& g : {busy, longer, wide, gpu}) {
+    const IntervalSet out = prediction_intervals(g, 0.9);
+    REQUIRE(out.extrapolated.size() == 1);
+    const IntervalSet top = prediction_intervals(in_range_regime(), max_interval_level());
+    for (int m = 0; m < kNumIntervalMetrics; ++m) {
+      CHECK(out.factor[size_t(m)] >= high.factor[size_t(m)]);
+      CHECK(out.factor[size_t(m)] >= top.factor[size_t(m)]);
+    }
+  }
+  CHECK_THAT(prediction_intervals(busy, 0.9).extrapolated[0], Catch::Contains("245"));
+}
+
+TEST_CASE("intervals: levels the table cannot support are errors naming --interval",
+          "[intervals]") {
+  CHECK(parse_interval_level("none") == 0);
+  CHECK(parse_interval_level("0.8") == 0.8);
+  for (const char* bad : {"", "1", "1.5", "-0.1", "0.9x", "ninety"})
+    CHECK_THROWS_WITH(parse_interval_level(bad), Catch::Contains("--interval"));
+  CHECK(max_interval_level() < 1);
+  CHECK_THROWS_WITH(prediction_intervals(in_range_regime(), 0.999), Catch::Contains("n / (n + 1)"));
+  const auto r = call_cli({"run", "--num-requests", "20", "--interval", "2"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--interval"));
+}
+
+TEST_CASE("intervals: run prints them beside the figures and records them in the JSON",
+          "[intervals]") {
+  const std::filesystem::path json = scratch("intervals") / "run.json";
+  const auto r =
+      call_cli({"run", "--num-requests", "200", "--request-rate", "4", "--json", json.string()});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("90% prediction intervals"));
+  const nlohmann::json j = nlohmann::json::parse(slurp(json));
+  const nlohmann::json& p = j.at("prediction_intervals");
+  CHECK(p.at("level") == 0.9);
+  const nlohmann::json& sj = j.contains("summary") ? j.at("summary") : j;
+  const double ttft = sj.at("ttft_ms").at("mean");
+  const double lo = p.at("figures").at("ttft_ms.mean")[0],
+               hi = p.at("figures").at("ttft_ms.mean")[1];
+  CHECK(lo < ttft);
+  CHECK(hi > ttft);
+  const auto none = call_cli({"run", "--num-requests", "200", "--interval", "none"});
+  REQUIRE(none.code == 0);
+  CHECK_THAT(none.out, !Catch::Contains("prediction intervals"));
+}
+
+TEST_CASE("intervals: 90% intervals cover the shared ground truth's measured figures [shared]",
+          "[intervals][shared]") {
+  if (!test::have_shared("groundtruth/vllm-0.15.1-h100.csv")) return;
+  if (!test::have_shared("groundtruth/vllm-0.15.1-more.csv")) return;
+  const std::filesystem::path dir = test::shared_path("groundtruth");
+  std::vector<ValidateRow> rows;
+  for (const char* f : {"vllm-0.15.1-h100.csv", "vllm-0.15.1-more.csv"}) {
+    ValidateOptions o;
+    o.jobs = 2;
+    const std::vector<ValidateRow> v =
+        validate_ground_truth(read_ground_truth((dir / f).string()), o);
+    rows.insert(rows.end(), v.begin(), v.end());
+  }
+  for (int m = 0; m < kNumIntervalMetrics; ++m) {
+    const IntervalCoverage c = interval_coverage(rows, IntervalMetric(m));
+    INFO(interval_metric_name(IntervalMetric(m)) << ": " << c.inside << " of " << c.rows);
+    REQUIRE(c.rows >= 20);
+    CHECK(double(c.inside) >= 0.85 * double(c.rows));
+  }
+}
