@@ -109,7 +109,9 @@ ordered_json spec_decode_json(const SpecDecodeSummary& d) {
 }
 
 // A bound in ms, null when there is none (infinity).
-ordered_json bound_ms(double v) { return std::isfinite(v) ? ordered_json(v) : ordered_json(); }
+ordered_json bound_ms(double v) {
+  return std::isfinite(v) ? ordered_json(v) : ordered_json();
+}
 
 // The settings R ran under beyond the scheduler and memory plan, each as used (issue 42: every
 // flag's value recorded): the engine features' options, the metrics asked for, and the fleet's
@@ -121,12 +123,11 @@ void add_settings(const RunResult& r, ordered_json& config) {
     ordered_json rates = ordered_json::array();
     for (int i = 0; i < spec.num_speculative_tokens; ++i)
       rates.push_back(spec.acceptance_rates[size_t(i)]);
-    config["speculative"] = {{"method", spec_method_name(spec.method)},
-                             {"num_speculative_tokens", spec.num_speculative_tokens},
-                             {"acceptance_rates", rates},
-                             {"draft_model", c.drafter.method == SpecMethod::kDraftModel
-                                                 ? c.drafter.model.name
-                                                 : ""}};
+    config["speculative"] = {
+        {"method", spec_method_name(spec.method)},
+        {"num_speculative_tokens", spec.num_speculative_tokens},
+        {"acceptance_rates", rates},
+        {"draft_model", c.drafter.method == SpecMethod::kDraftModel ? c.drafter.model.name : ""}};
   }
   if (c.offload.enabled()) {
     config["kv_offloading"] = {{"backend", offload_backend_name(c.offload.backend)},
@@ -137,12 +138,10 @@ void add_settings(const RunResult& r, ordered_json& config) {
                                {"link_latency_s", c.offload.link_latency_s}};
   }
   if (c.lora.enabled) {
-    config["lora"] = {{"max_loras", c.lora.max_loras},
-                      {"max_lora_rank", c.lora.max_lora_rank},
-                      {"max_cpu_loras", c.lora.cpu_loras()},
-                      {"rank", c.lora.adapter_rank()},
-                      {"load_gb_per_s", c.lora.load_gb_per_s},
-                      {"load_latency_s", c.lora.load_latency_s}};
+    config["lora"] = {
+        {"max_loras", c.lora.max_loras},         {"max_lora_rank", c.lora.max_lora_rank},
+        {"max_cpu_loras", c.lora.cpu_loras()},   {"rank", c.lora.adapter_rank()},
+        {"load_gb_per_s", c.lora.load_gb_per_s}, {"load_latency_s", c.lora.load_latency_s}};
   }
   if (!r.options) return;
   const SimulateOptions& o = *r.options;
@@ -163,12 +162,11 @@ void add_settings(const RunResult& r, ordered_json& config) {
                      {"replicas", g.count},
                      {"tensor_parallel_size", g.config.tp}});
   }
-  ordered_json fj = {
-      {"num_replicas", f.groups.empty() ? f.num_replicas : r.fleet.num_replicas},
-      {"router", f.router.hook != nullptr ? "custom" : router_name(f.router.kind)},
-      {"router_signal_delay_s", f.router.signal_delay_s},
-      {"prefix_index", f.router.prefix_kv_index ? "kv-events" : "per-replica"},
-      {"pools", pools}};
+  ordered_json fj = {{"num_replicas", f.groups.empty() ? f.num_replicas : r.fleet.num_replicas},
+                     {"router", f.router.hook != nullptr ? "custom" : router_name(f.router.kind)},
+                     {"router_signal_delay_s", f.router.signal_delay_s},
+                     {"prefix_index", f.router.prefix_kv_index ? "kv-events" : "per-replica"},
+                     {"pools", pools}};
   const bool disaggregated = std::any_of(f.groups.begin(), f.groups.end(), [](const auto& g) {
     return g.role == ReplicaRole::kDecode;
   });
