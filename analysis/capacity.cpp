@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/intervals.hpp"
 #include "analysis/report.hpp"
 #include "models/gpu.hpp"
 #include "util/error.hpp"
@@ -198,8 +199,10 @@ double excess(const Bound& b, double v) {
 }
 
 // The term of SPEC that S (and ATTAINED, the goodput share) fails by the widest margin; "" when
-// it meets every term.
-std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double attained) {
+// it meets every term. Each bound reads its metric at the pessimistic end of INTERVALS (none: the
+// point).
+std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double attained,
+                       const IntervalSet& intervals = {}) {
   std::string worst;
   double most = 0;
   auto consider = [&](const std::string& term, double e) {
@@ -218,7 +221,7 @@ std::string worst_term(const CapacitySpec& spec, const RunSummary& s, double att
   const auto metrics = summary_metrics(s);
   for (const Bound& b : spec.bounds) {
     for (const auto& [name, v] : metrics) {
-      if (name == b.metric) consider(b.metric, excess(b, v));
+      if (name == b.metric) consider(b.metric, excess(b, pessimistic_value(name, v, intervals)));
     }
   }
   if (spec.attainment > 0 && !(attained >= spec.attainment)) {
@@ -253,8 +256,21 @@ Probe judge_run(const RunSpec& s, const CapacitySpec& spec, Inputs& inputs,
   pr.gpu_file_cost = c.gpu.cost_per_hour;
   pr.pools = p.pools;
   pr.router_warnings = p.run.fleet.router_warnings;
-  if (spec.attainment > 0) pr.attained = attainment(p.run, spec.ttft_ms, spec.tpot_ms);
-  pr.failed = worst_term(spec, pr.summary, pr.attained);
+  IntervalSet intervals;
+  if (spec.confidence > 0) {
+    intervals = prediction_intervals(regime_of(p.run), spec.confidence);
+    pr.extrapolated = intervals.extrapolated;
+  }
+  if (spec.attainment > 0) {
+    // Confident: a request meets its bounds with room for the run's TTFT p90 and TPOT being
+    // that much slower than predicted.
+    const double ttft_f =
+        intervals.level > 0 ? intervals.factor[size_t(IntervalMetric::kTtftP90)] : 1;
+    const double tpot_f =
+        intervals.level > 0 ? intervals.factor[size_t(IntervalMetric::kTpotMean)] : 1;
+    pr.attained = attainment(p.run, spec.ttft_ms / ttft_f, spec.tpot_ms / tpot_f);
+  }
+  pr.failed = worst_term(spec, pr.summary, pr.attained, intervals);
   pr.ok = pr.failed.empty();
   pr.stopped = pr.summary.overload.stopped_at_last_arrival;
   pr.requests = pr.summary.total;
@@ -460,7 +476,20 @@ RunSpec one_replica(const RunSpec& base) {
 
 CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
                       const ProbeHook& on_probe) {
-  return Searcher(one_replica(base), spec, inputs, on_probe).run();
+  if (spec.confidence == 0) return Searcher(one_replica(base), spec, inputs, on_probe).run();
+  CapacitySpec point_spec = spec;
+  point_spec.confidence = 0;
+  const CapacityResult point = Searcher(one_replica(base), point_spec, inputs, on_probe).run();
+  CapacityResult c = Searcher(one_replica(base), spec, inputs, on_probe).run();
+  c.confidence = spec.confidence;
+  c.point_capacity = point.capacity;
+  c.point_binding = point.binding;
+  c.iterations += point.iterations;
+  c.probes_stopped += point.probes_stopped;
+  c.requests_unfinished += point.requests_unfinished;
+  c.probes_lengthened += point.probes_lengthened;
+  c.probes_too_short += point.probes_too_short;
+  return c;
 }
 
 namespace {
@@ -667,6 +696,10 @@ std::string capacity_note(const CapacityResult& c) {
             format("%d probes lengthened to judge overload (up to %llu requests)",
                    c.probes_lengthened, static_cast<unsigned long long>(c.most_probe_requests));
   }
+  if (!c.at.extrapolated.empty()) {
+    note += (note.empty() ? "" : "; ") + std::string("confident at the widest intervals: ") +
+            c.at.extrapolated.front();
+  }
   if (c.probes_too_short > 0) {
     note += (note.empty() ? "" : "; ") +
             format(
@@ -727,6 +760,14 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
                     "rejection_heavy"};
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
     t.real_columns.push_back(name);
+  // With --confidence: the level, the point answer beside the confident one (capacity_req_s),
+  // and why the capacity probe's intervals were the widest.
+  const bool confident = std::any_of(results.begin(), results.end(),
+                                     [](const CapacityResult& c) { return c.confidence > 0; });
+  if (confident) {
+    t.real_columns.insert(t.real_columns.end(), {"confidence", "point_capacity_req_s"});
+    t.text_columns.insert(t.text_columns.end(), {"point_binding", "extrapolated"});
+  }
   t.points_total = results.size();
   t.grid = slo_text;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -747,6 +788,13 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
                  c.refused ? 1.0 : 0.0};
     for (const auto& [name, v] : summary_metrics(c.at.summary))
       row.reals.push_back(c.capacity > 0 ? v : NAN);
+    if (confident) {
+      row.reals.insert(row.reals.end(), {c.confidence, c.point_capacity});
+      std::string why;
+      for (const std::string& w : c.at.extrapolated)
+        why += (why.empty() ? "" : "; ") + w;
+      row.text.insert(row.text.end(), {c.point_binding, why});
+    }
     t.rows.push_back(row);
   }
   return t;
@@ -774,14 +822,15 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejec
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
                                    model, cost_source, tp, budget, gpu_file_cost, pools,
-                                   router_warnings, stopped, requests, lengthened)
+                                   router_warnings, stopped, requests, lengthened, extrapolated)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, cost_source, tp,
                                    budget, capacity, above_max, below_min, refused, rejected,
                                    requests, iterations, probes_stopped, requests_unfinished,
                                    probes_lengthened, probes_too_short, most_probe_requests,
                                    binding, gpu_hour_cost, pools, fleet, quantization, gpus,
                                    usd_per_h, at, fleet_replicas, router, fleet_split,
-                                   router_warnings, fleet_gpus, fleet_usd_per_h)
+                                   router_warnings, fleet_gpus, fleet_usd_per_h, confidence,
+                                   point_capacity, point_binding)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

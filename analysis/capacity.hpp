@@ -87,6 +87,11 @@ struct CapacitySpec {
   GpuHourCost cost;
   // --size-group GPU: with --replica-gpus and --target-rate, search that group's count only.
   std::string size_group;
+  // --confidence LEVEL (0: none): every bound is judged at the pessimistic end of its metric's
+  // LEVEL prediction interval (intervals.hpp: pessimistic_value, at the probe's own regime, so a
+  // probe past the fitted range is judged at the widest), and the goodput form's per-request
+  // bounds are tightened by TTFT p90's and TPOT mean's interval factors.
+  double confidence = 0;
 };
 
 // The share of all requests meeting the per-request SLOs (rejected requests miss).
@@ -109,6 +114,8 @@ struct Probe {
   // Requests the probe ran: more than its spec's when it was lengthened to be judged.
   uint64_t requests = 0;
   int lengthened = 0;  // doublings of its requests (probe_at)
+  // With a confidence: why the probe's intervals were the widest (outside the fitted range).
+  std::vector<std::string> extrapolated;
 };
 
 // S simulated as it is and judged against SPEC (its rate: S's). With STOP_WHEN_OVERLOADED, a run
@@ -152,6 +159,11 @@ struct CapacityResult {
   std::vector<std::string> router_warnings;  // of the sizing probes' router
   int64_t fleet_gpus = 0;                    // of the sized fleet (0: not sized)
   double fleet_usd_per_h = NAN;              // of the sized fleet, as simulated
+  // With --confidence: the level, and the point answer (the same search without intervals; the
+  // fields above are the confident one's, which the replicas, fleet and costs are sized by).
+  double confidence = 0;
+  double point_capacity = NAN;
+  std::string point_binding;
 };
 
 // R as bytes (CBOR of its fields, NaN kept) and back, exactly: what an MPI rank sends rank 0.
@@ -165,7 +177,8 @@ using ProbeHook = std::function<void(const Probe&)>;
 // then serve the fleet sizing (size_fleet) only.
 RunSpec one_replica(const RunSpec& base);
 
-// The capacity of BASE (whose request rate is what the search sets), as one_replica(BASE).
+// The capacity of BASE (whose request rate is what the search sets), as one_replica(BASE). With
+// SPEC.confidence, the confident capacity, after the point one's search (point_capacity).
 CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inputs,
                       const ProbeHook& on_probe = {});
 

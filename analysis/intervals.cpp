@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "analysis/report.hpp"
 #include "models/hardware.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
@@ -160,6 +161,47 @@ void print_intervals(std::ostream& out, const RunResult& r, const IntervalSet& s
     out << "  outside the fitted range, the widest interval: " << w << "\n";
 }
 
+std::vector<std::pair<std::string, double>> interval_columns(const RunResult& r, double level) {
+  const IntervalSet s = prediction_intervals(regime_of(r), level);
+  std::vector<std::pair<std::string, double>> c = {{"interval_level", level}};
+  for (const Figure& f : figures(r.summary)) {
+    std::string name = f.name;
+    std::replace(name.begin(), name.end(), '.', '_');
+    c.emplace_back(name + "_lo", s.lo(f.metric, f.point));
+    c.emplace_back(name + "_hi", s.hi(f.metric, f.point));
+  }
+  c.emplace_back("interval_extrapolated", s.extrapolated.empty() ? 0.0 : 1.0);
+  return c;
+}
+
+void print_compare_intervals(std::ostream& out, const std::vector<RunResult>& runs, double level) {
+  if (level == 0 || runs.empty()) return;
+  out << format(
+      "\n%.0f%% prediction intervals (held-out error on %zu real vLLM stage rows; --interval none "
+      "hides them). They bound each figure; errors shared by the rows (same GPU and model) "
+      "largely cancel between them:\n",
+      level * 100, std::size(kHeldOut));
+  size_t width = 0;
+  for (const RunResult& r : runs)
+    width = std::max(width, run_label(r).size());
+  for (const RunResult& r : runs) {
+    const IntervalSet s = prediction_intervals(regime_of(r), level);
+    const RunSummary& m = r.summary;
+    const std::pair<const char*, double> shown[] = {{"ttft_ms_p99", m.ttft_ms.p99},
+                                                    {"tpot_ms_p50", m.tpot_ms.p50},
+                                                    {"e2e_ms_p50", m.e2e_ms.p50}};
+    std::string line = run_label(r);
+    line.resize(width, ' ');
+    for (const auto& [name, v] : shown) {
+      if (std::isnan(v)) continue;
+      const IntervalProxy p = *interval_proxy(name);
+      line += format("  %s %.1f [%.1f, %.1f]", name, v, s.lo(p.metric, v), s.hi(p.metric, v));
+    }
+    if (!s.extrapolated.empty()) line += "  (widest: " + s.extrapolated.front() + ")";
+    out << line << "\n";
+  }
+}
+
 nlohmann::ordered_json intervals_json(const RunResult& r, const IntervalSet& s) {
   nlohmann::ordered_json j;
   j["level"] = s.level;
@@ -180,14 +222,52 @@ nlohmann::ordered_json intervals_json(const RunResult& r, const IntervalSet& s) 
   return j;
 }
 
-double parse_interval_level(const std::string& text) {
+double parse_interval_level(const std::string& text, const std::string& flag) {
   if (text == "none") return 0;
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (text.empty() || *end != '\0' || !(v > 0 && v < 1)) {
-    throw Error("--interval", "'" + text + "' is not a level in (0, 1) or none");
+    throw Error(flag, "'" + text + "' is not a level in (0, 1) or none");
+  }
+  if (v > max_interval_level()) {
+    throw Error(flag, format("%g is past %.3f: the intervals rest on %zu held-out rows, which "
+                             "bound a level at n / (n + 1)",
+                             v, max_interval_level(), std::size(kHeldOut)));
   }
   return v;
+}
+
+std::optional<IntervalProxy> interval_proxy(const std::string& column) {
+  using M = IntervalMetric;
+  const auto stat = [&](const std::string& prefix) -> std::string {
+    return column.rfind(prefix, 0) == 0 ? column.substr(prefix.size()) : std::string();
+  };
+  // The latency families with a held-out mean, p90 and p99: STAT's nearest of them.
+  const auto family = [](const std::string& st, M mean, M p90, M p99) -> std::optional<M> {
+    if (st == "mean" || st == "p50") return mean;
+    if (st == "p90") return p90;
+    if (st == "p95" || st == "p99" || st == "max") return p99;
+    return std::nullopt;
+  };
+  std::optional<M> m;
+  for (const char* prefix : {"ttft_ms_", "queue_ms_"}) {
+    if (!m) m = family(stat(prefix), M::kTtftMean, M::kTtftP90, M::kTtftP99);
+  }
+  if (!m) m = family(stat("e2e_ms_"), M::kE2eMean, M::kE2eP90, M::kE2eP99);
+  for (const char* prefix : {"tpot_ms_", "itl_ms_"}) {
+    if (!m && family(stat(prefix), M::kTpotMean, M::kTpotMean, M::kTpotMean)) m = M::kTpotMean;
+  }
+  if (m) return IntervalProxy{*m, true};
+  const bool inverse = family(stat("otps_"), M::kTpotMean, M::kTpotMean, M::kTpotMean) ||
+                       column == "output_tokens_per_s" || column == "total_tokens_per_s";
+  if (inverse) return IntervalProxy{M::kTpotMean, false};
+  return std::nullopt;
+}
+
+double pessimistic_value(const std::string& column, double value, const IntervalSet& s) {
+  const std::optional<IntervalProxy> p = interval_proxy(column);
+  if (s.level == 0 || !p) return value;
+  return p->larger_is_worse ? s.hi(p->metric, value) : s.lo(p->metric, value);
 }
 
 }  // namespace servesim

@@ -13,6 +13,7 @@
 
 #include <array>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -59,8 +60,32 @@ IntervalSet prediction_intervals(const Regime& regime, double level);
 // Printed by run beside its table, and the JSON's prediction_intervals.
 void print_intervals(std::ostream& out, const RunResult& r, const IntervalSet& s);
 nlohmann::ordered_json intervals_json(const RunResult& r, const IntervalSet& s);
+// A table's columns of R's intervals at LEVEL (sweep points): interval_level, then each
+// held-out-measured figure's low and high end (ttft_ms_mean_lo, ttft_ms_mean_hi, ... as
+// summary_metrics names them), then interval_extrapolated (1: outside the fitted range, the
+// widest).
+std::vector<std::pair<std::string, double>> interval_columns(const RunResult& r, double level);
+// compare's: one line per run of its table's TTFT p99, TPOT p50 and E2E p50 with their LEVEL
+// intervals (nothing at level 0).
+void print_compare_intervals(std::ostream& out, const std::vector<RunResult>& runs, double level);
 
-// Reads --interval's text: a level in (0, 1) or "none" (0).
-double parse_interval_level(const std::string& text);
+// Reads a level's text (--interval, capacity's --confidence; FLAG names it in an Error): a level in
+// (0, max_interval_level()] or "none" (0).
+double parse_interval_level(const std::string& text, const std::string& flag = "--interval");
+
+// Which held-out metric's error stands for summary-metric COLUMN (report.hpp's summary_metrics
+// names), and which end of its interval is the pessimistic one. The ground truth measures TTFT
+// and E2E mean, p90 and p99 and TPOT's mean only, so: a median borrows the mean's error, p95 and
+// the maximum p99's; queueing borrows TTFT's (it is part of it); every TPOT and ITL figure, and
+// the OTPS and token throughputs (inverse, lower is worse), borrow TPOT mean's. Other columns
+// (counts, KV usage, request rates, attainment) have none.
+struct IntervalProxy {
+  IntervalMetric metric;
+  bool larger_is_worse = true;
+};
+std::optional<IntervalProxy> interval_proxy(const std::string& column);
+// VALUE of COLUMN at the pessimistic end of its interval under S (VALUE itself when S is none or
+// COLUMN has no interval).
+double pessimistic_value(const std::string& column, double value, const IntervalSet& s);
 
 }  // namespace servesim

@@ -272,7 +272,7 @@ std::string run_label(const RunResult& r) {
   return std::string(policy_name(s.policy)) + ":" + std::to_string(s.max_num_batched_tokens);
 }
 
-ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
+ordered_json summary_json(const RunResult& r, const ordered_json& workload, double interval_level) {
   const RunSummary& s = r.summary;
   const SimConfig& c = r.config;
   ordered_json j;
@@ -423,9 +423,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload) {
                   {"replicas", replicas}};
     if (f.autoscale.enabled) j["fleet"]["autoscale"] = autoscale_json(f.autoscale, r.config.tp);
   }
-  // At the default level; run --interval replaces them.
-  j["prediction_intervals"] =
-      intervals_json(r, prediction_intervals(regime_of(r), kDefaultIntervalLevel));
+  j["prediction_intervals"] = intervals_json(r, prediction_intervals(regime_of(r), interval_level));
   return j;
 }
 

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/intervals.hpp"
 #include "sim/simulation.hpp"
 
 namespace servesim {
@@ -37,7 +38,9 @@ inline bool rejection_heavy(const RunSummary& s) {
 // row (column cost_source), so that a figure says what its numbers rest on.
 std::string cost_source(const SimConfig& c);
 
-nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload);
+// R's JSON summary, its prediction_intervals at INTERVAL_LEVEL (0: none; run --interval).
+nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload,
+                                    double interval_level = kDefaultIntervalLevel);
 // An autoscaled fleet's summary and timeline (TP: GPUs per replica, for the GPU-hours).
 nlohmann::ordered_json autoscale_json(const AutoscaleSummary& a, int tp);
 

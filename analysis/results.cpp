@@ -203,7 +203,8 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
       // Whether a figure must flag it as not comparable (report.hpp): 0 or 1.
       write_attr(g, "rejection_heavy", int64_t(rejection_heavy(r.summary)));
       write_attr(g, "overloaded", int64_t(r.summary.overload.overloaded));
-      const nlohmann::ordered_json summary = summary_json(r, nr.workload ? *nr.workload : workload);
+      const nlohmann::ordered_json summary =
+          summary_json(r, nr.workload ? *nr.workload : workload, options.interval_level);
       write_attr(g, "label", run_label(r));
       write_attr(g, "policy", std::string(policy_name(r.config.scheduler.policy)));
       write_attr(g, "max_num_batched_tokens", r.config.scheduler.max_num_batched_tokens);

@@ -36,6 +36,8 @@ struct ResultsOptions {
   // The workload's input by modality, one requests column each (ServeGen's multimodal clients);
   // null or empty: none.
   const InputParts* input_parts = nullptr;
+  // The level of each run's summary's prediction_intervals (0: none; run --interval).
+  double interval_level = 0.9;
 };
 
 struct NamedRun {

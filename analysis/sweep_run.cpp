@@ -8,6 +8,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "analysis/intervals.hpp"
 #include "analysis/report.hpp"
 #include "util/distributed.hpp"
 #include "util/error.hpp"
@@ -50,6 +51,8 @@ SweepTable sweep_schema(const SweepGrid& grid) {
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
     t.real_columns.push_back(name);
   t.real_columns.push_back("rejection_heavy");  // 1: more than kComparableRejectedShare
+  for (const auto& [name, v] : interval_columns(RunResult{}, kDefaultIntervalLevel))
+    t.real_columns.push_back(name);
   t.grid = grid.describe();
   t.grid_id = grid.id();
   t.points_total = grid.size();
@@ -97,6 +100,8 @@ SweepRow sweep_row(const SweepGrid& grid, const SweepTable& schema, uint64_t poi
     for (const auto& [name, v] : summary_metrics(r.summary))
       row.reals.push_back(v);
     row.reals.push_back(rejection_heavy(r.summary) ? 1.0 : 0.0);
+    for (const auto& [name, v] : interval_columns(r, kDefaultIntervalLevel))
+      row.reals.push_back(v);
   } catch (const Error& e) {
     error_row(row, grid, schema, values, e.what());
   } catch (const std::exception& e) {

@@ -17,6 +17,7 @@
 
 #include "analysis/capacity.hpp"
 #include "analysis/capacity_plan.hpp"
+#include "analysis/intervals.hpp"
 #include "analysis/report.hpp"
 #include "cli/commands.hpp"
 #include "cli/grid_args.hpp"
@@ -50,6 +51,14 @@ const char* kCapacityHelp =
     "                       (rejected requests miss); the term `attainment`\n"
     "  --slo-ttft-ms X      per-request TTFT bound\n"
     "  --slo-tpot-ms Y      per-request TPOT bound (one-token answers meet it)\n"
+    "  --confidence LEVEL   also size so that every bound holds at the pessimistic end of its\n"
+    "                       LEVEL prediction interval (run --interval; e.g. 0.9, at most 0.967;\n"
+    "                       none: off): percentiles and throughputs borrow the nearest figure\n"
+    "                       the held-out runs measured (docs/validation.md), a probe past the\n"
+    "                       fitted range gets the widest interval, and --attainment's\n"
+    "                       per-request bounds shrink by TTFT p90's and TPOT's factors. The\n"
+    "                       table shows the point answer (point_rps) and the confident one\n"
+    "                       (confident_rps), which the replicas, fleet and costs are sized by\n"
     "  --max-rejected-share F  a configuration may reject (too long for its context, budget or\n"
     "                       KV) at most this share of the requests, 0 <= F < 1 (default 0); above\n"
     "                       it, it has no capacity. The note counts the rejected requests.\n"
@@ -97,7 +106,7 @@ const std::set<std::string> kCapacityOwn = {
     "slo",           "attainment",  "slo-ttft-ms", "slo-tpot-ms", "max-rejected-share",
     "gpu-hour-cost", "target-rate", "rate-start",  "rate-max",    "rel-tol",
     "jobs",          "out",         "csv",         "config",      "over-time",
-    "target-scale",  "size-group"};
+    "target-scale",  "size-group",  "confidence"};
 
 // The run flags that may be lists: one configuration per combination.
 const std::set<std::string> kListFlags = {
@@ -145,6 +154,12 @@ CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& targ
   if (!(spec.rel_tol > 0 && spec.rel_tol < 1)) throw Error("rel-tol", "must be in (0, 1)");
   if (!(target >= 0 && target <= 1e9)) {
     throw Error("target-rate", "must be a rate in [0, 1e9] requests per second");
+  }
+  if (own.count("confidence")) {
+    spec.confidence = parse_interval_level(own["confidence"], "confidence");
+    if (own.count("over-time") && spec.confidence > 0) {
+      throw Error("confidence", "does not plan --over-time yet: give one or the other");
+    }
   }
   spec.size_group = get(own, "size-group");
   if (own.count("size-group") && target == 0) {
@@ -367,12 +382,17 @@ struct Shown {
   bool cost = false;
   double target = 0;
   bool quantization = false;  // a row is quantized
+  double confidence = 0;      // --confidence: point and confident capacities
 };
 
 std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) {
   std::vector<std::string> r = {c.label, c.fleet.empty() ? c.gpu : c.fleet, c.model,
                                 std::to_string(c.tp), std::to_string(c.gpus)};
   if (shown.quantization) r.push_back(c.quantization);
+  if (shown.confidence > 0) {
+    r.push_back(cell(c.point_capacity) +
+                (c.point_binding.empty() ? "" : " (" + c.point_binding + ")"));
+  }
   r.push_back(cell(c.capacity));
   for (const std::string& t : shown.terms)
     r.push_back(term_cell(c, t));
@@ -395,7 +415,12 @@ TextTable capacity_text_table(const std::vector<CapacityResult>& results, const 
   TextTable t;
   t.header = {"scheduler", "fleet", "model", "tp", "gpus"};
   if (shown.quantization) t.header.push_back("quantization");
-  t.header.push_back("capacity_rps");
+  if (shown.confidence > 0) {
+    t.header.push_back("point_rps");
+    t.header.push_back(format("confident_rps@%g%%", shown.confidence * 100));
+  } else {
+    t.header.push_back("capacity_rps");
+  }
   t.left = 3;
   for (const std::string& term : shown.terms)
     t.header.push_back(term + " ");
@@ -430,6 +455,14 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
     stopped += c.probes_stopped;
     unfinished += c.requests_unfinished;
   }
+  if (shown.confidence > 0) {
+    out << format(
+        "point_rps: the capacity at servesim's point predictions (its binding term in brackets); "
+        "confident_rps@%g%%: the highest rate meeting every bound at the pessimistic end of its "
+        "%g%% prediction interval (held-out error on real vLLM runs; a probe outside the fitted "
+        "range at the widest). Terms, replicas, fleet and costs are at the confident rate.\n",
+        shown.confidence * 100, shown.confidence * 100);
+  }
   if (stopped > 0) {
     out << stopped << " probe" << (stopped == 1 ? "" : "s")
         << " stopped at the last arrival, judged overloaded (failing the SLO whatever came "
@@ -451,7 +484,8 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
         << ".\n"
         << "fleet_replicas: the fewest replicas meeting the SLO at the target when simulated as "
            "one fleet behind --router "
-        << (results.empty() ? std::string("round-robin") : results.front().router)
+        << (results.empty() || results.front().router.empty() ? std::string("round-robin")
+                                                              : results.front().router)
         << " (none: not within 4 x replicas + 8); disaggregated, the fewest replicas in all with "
            "the cheapest prefill+decode split that meets it"
         << (results.empty() || results.front().fleet_split.empty() ||
@@ -479,6 +513,7 @@ void print_capacity(std::ostream& out, const std::vector<CapacityResult>& result
   out << "\n";
   if (default_scheduler) out << kDefaultSchedulerNote << "\n";
   Shown shown{term_names(spec), false, target};
+  shown.confidence = spec.confidence;
   shown.quantization = std::any_of(results.begin(), results.end(), [](const CapacityResult& c) {
     return !c.quantization.empty() && c.quantization != "none";
   });

@@ -230,9 +230,7 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<Schedule
 
 // The JSON summary of R, with --metrics-as's view when asked for.
 ordered_json run_summary_json(const RunArgs& a, const RunResult& r, const ordered_json& workload) {
-  ordered_json j = summary_json(r, workload);
-  j["prediction_intervals"] =
-      intervals_json(r, prediction_intervals(regime_of(r), parse_interval_level(a.interval)));
+  ordered_json j = summary_json(r, workload, parse_interval_level(a.interval));
   if (a.tool() != MetricsTool::kServesim) {
     j["metrics_as"] = metrics_as_json(r, a.tool(), a.spec.metric_percentiles);
   }
@@ -288,6 +286,7 @@ void write_seed_results(const RunArgs& a, const SeedRuns& s) {
   ResultsOptions o;
   o.period_s = a.period_s;
   o.steps = !a.no_steps;
+  o.interval_level = parse_interval_level(a.interval);
   write_results_h5(a.out, named, s.workloads.front(), o);
 }
 
@@ -357,6 +356,7 @@ void write_results(const RunArgs& a, const std::vector<RunResult>& runs, const L
   ResultsOptions o;
   o.period_s = a.period_s;
   o.steps = !a.no_steps;
+  o.interval_level = parse_interval_level(a.interval);
   o.input_parts = &w.requests.input_parts;
   write_results_h5(a.out, named, w.json, o);
 }
@@ -413,6 +413,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out, const RunH
   const std::vector<RunResult> runs = run_policies(a, specs, w.requests, inputs, true);
   print_compare_header(out, runs, w.text);
   print_compare_table(out, runs);
+  print_compare_intervals(out, runs, parse_interval_level(a.interval));
   const std::string v = compare_verdict(runs);
   if (!v.empty()) out << "\n" << v << "\n";
   for (const RunResult& r : runs) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/capacity.hpp"
+#include "analysis/intervals.hpp"
 #include "analysis/report.hpp"
 #include "cli/grid_args.hpp"
 #include "cli_helpers.hpp"
@@ -728,5 +729,57 @@ TEST_CASE("capacity: the bracket found from the top down is the bracket of doubl
       if (p.rate <= lo) CHECK(p.ok);
       if (p.rate >= hi) CHECK_FALSE(p.ok);
     }
+  }
+}
+
+TEST_CASE("capacity: --confidence sizes at the pessimistic end of each bound's interval",
+          "[capacity][intervals][cli]") {
+  const fs::path dir = servesim::test::scratch("capacity_confidence");
+  const std::vector<std::string> base = {"capacity",
+                                         "--num-requests",
+                                         "300",
+                                         "--slo",
+                                         "ttft_p99_ms=1000,itl_p99_ms=100000",
+                                         "--target-rate",
+                                         "30"};
+  auto with = [&](std::vector<std::string> extra, const std::string& csv) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.end(), {"--csv", (dir / csv).string()});
+    const auto r = exec(args);
+    INFO(r.err);
+    REQUIRE(r.code == 0);
+    const auto rows = read_csv(dir / csv);
+    REQUIRE(rows.size() == 1);
+    return std::make_pair(r.out, rows[0]);
+  };
+  const auto [point_out, point] = with({}, "point.csv");
+  const auto [out, confident] = with({"--confidence", "0.9"}, "confident.csv");
+  CHECK_THAT(out, Catch::Contains("point_rps") && Catch::Contains("confident_rps@90%"));
+  CHECK(num(confident, "confidence") == 0.9);
+  // The point answer is the search without intervals, and the confident one no higher.
+  CHECK(num(confident, "point_capacity_req_s") == num(point, "capacity_req_s"));
+  const double conf = num(confident, "capacity_req_s");
+  CHECK(conf > 0);
+  CHECK(conf < num(point, "capacity_req_s"));
+  // At the confident rate, TTFT p99 times at least its in-range 90% factor meets the bound (the
+  // probe's own regime may have widened it further).
+  const servesim::IntervalSet in_range = servesim::prediction_intervals(servesim::Regime{}, 0.9);
+  CHECK(in_range.hi(servesim::IntervalMetric::kTtftP99, num(confident, "ttft_ms_p99")) <= 1000);
+  // Sized by the confident capacity: at least as many replicas as the point answer needs.
+  CHECK(num(confident, "replicas") >= num(point, "replicas"));
+  // A bound tighter than TTFT p99's interval allows at any load fails at every rate, confidently.
+  std::vector<std::string> tight = base;
+  tight[4] = "ttft_p99_ms=300,itl_p99_ms=100000";
+  tight.insert(tight.end(), {"--confidence", "0.9"});
+  CHECK_THAT(exec(tight).out, Catch::Contains("fails the SLO at every rate tried"));
+  // Without --confidence the table keeps its columns.
+  CHECK(point.count("point_capacity_req_s") == 0);
+  for (const char* bad : {"1", "0.99", "x", ""}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), {"--confidence", bad});
+    const auto r = exec(args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("confidence"));
   }
 }

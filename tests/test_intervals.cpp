@@ -117,3 +117,25 @@ TEST_CASE("intervals: 90% intervals cover the shared ground truth's measured fig
     CHECK(double(c.inside) >= 0.85 * double(c.rows));
   }
 }
+
+TEST_CASE("intervals: each summary metric's pessimistic end borrows the nearest held-out figure",
+          "[intervals]") {
+  const IntervalSet s = prediction_intervals(in_range_regime(), 0.9);
+  using M = IntervalMetric;
+  const auto f = [&](M m) { return s.factor[size_t(m)]; };
+  CHECK(pessimistic_value("ttft_ms_p50", 100, s) == Approx(100 * f(M::kTtftMean)));
+  CHECK(pessimistic_value("ttft_ms_p90", 100, s) == Approx(100 * f(M::kTtftP90)));
+  CHECK(pessimistic_value("ttft_ms_p95", 100, s) == Approx(100 * f(M::kTtftP99)));
+  CHECK(pessimistic_value("queue_ms_p99", 100, s) == Approx(100 * f(M::kTtftP99)));
+  CHECK(pessimistic_value("e2e_ms_mean", 100, s) == Approx(100 * f(M::kE2eMean)));
+  CHECK(pessimistic_value("itl_ms_p99", 100, s) == Approx(100 * f(M::kTpotMean)));
+  CHECK(pessimistic_value("tpot_ms_p50", 100, s) == Approx(100 * f(M::kTpotMean)));
+  // Throughputs: lower is worse.
+  CHECK(pessimistic_value("otps_p50", 100, s) == Approx(100 / f(M::kTpotMean)));
+  CHECK(pessimistic_value("output_tokens_per_s", 100, s) == Approx(100 / f(M::kTpotMean)));
+  // No held-out figure stands for these: unchanged.
+  for (const char* none : {"kv_usage_max", "completed", "requests_per_s", "ttft_ms_x"})
+    CHECK(pessimistic_value(none, 100, s) == 100);
+  CHECK(pessimistic_value("ttft_ms_p99", 100, IntervalSet{}) == 100);
+  CHECK_THROWS_WITH(parse_interval_level("0.99", "confidence"), Catch::Contains("confidence"));
+}

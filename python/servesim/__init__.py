@@ -63,6 +63,22 @@ class Result:
     def config(self):
         return self.summary.get("config", {})
 
+    @property
+    def intervals(self):
+        """The prediction intervals of the predicted figures (run --interval): a frame indexed
+        by figure (ttft_ms.mean, ...) with its point, lo and hi; empty with interval=None."""
+        p = self.summary.get("prediction_intervals", {})
+        rows = []
+        for name, (lo, hi) in p.get("figures", {}).items():
+            metric, _, stat = name.rpartition(".")
+            point = (self.summary.get(metric, {}).get(stat) if metric else
+                     self.summary.get("throughput", {}).get(name))
+            rows.append({"figure": name, "point": point, "lo": lo, "hi": hi})
+        df = pd.DataFrame(rows, columns=["figure", "point", "lo", "hi"]).set_index("figure")
+        df.attrs["level"] = p.get("level", 0)
+        df.attrs["extrapolated"] = p.get("extrapolated", [])
+        return df
+
     def __repr__(self):
         s = self.summary
         return "<servesim.Result %s: %d requests, TTFT p50 %s ms, TPOT p50 %s ms>" % (
@@ -83,8 +99,13 @@ class Results(dict):
 
 
 def summary_row(summary):
-    """A run's summary as one flat row: nested keys joined with '_' (ttft_ms_p99)."""
+    """A run's summary as one flat row: nested keys joined with '_' (ttft_ms_p99); each
+    prediction interval's ends as FIGURE_lo and FIGURE_hi (ttft_ms_p99_lo)."""
     row = {}
+    figures = summary.get("prediction_intervals", {}).get("figures", {})
+    for name, (lo, hi) in figures.items():
+        row[name.replace(".", "_") + "_lo"] = lo
+        row[name.replace(".", "_") + "_hi"] = hi
 
     def walk(prefix, v):
         if isinstance(v, dict):
@@ -232,16 +253,24 @@ def _policies(kwargs):
     return {k: kwargs.pop(k, None) for k in ("admission_key", "preemption_victim", "router_score")}
 
 
-def run(workload=None, *, keep_steps=True, period_s=None, **config):
+def _interval_flags(interval):
+    """--interval's flag: a level in (0, 1), or None/"none" for no intervals."""
+    if interval is None:
+        return ["--interval=none"]
+    return ["--interval=" + (interval if isinstance(interval, str) else repr(float(interval)))]
+
+
+def run(workload=None, *, keep_steps=True, period_s=None, interval=0.9, **config):
     """Simulates one configuration: `servesim run` with CONFIG's flags. WORKLOAD: a DataFrame of
     arrivals and lengths, a Trace, or a trace file (else config's generator flags). Policies in
     Python: admission_key(request) -> number (waiting requests by ascending key), 
-    preemption_victim(running requests) -> id, router_score(request, replicas) -> scores."""
+    preemption_victim(running requests) -> id, router_score(request, replicas) -> scores.
+    INTERVAL: the prediction intervals' level (None: none), in summary and `intervals`."""
     policies = _policies(config)
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         js, h5 = os.path.join(d, "run.json"), os.path.join(d, "run.h5")
         args = ["run", *run_flags(config), *_workload_flags(workload, d), "--json=" + js,
-                "--out=" + h5]
+                "--out=" + h5, *_interval_flags(interval)]
         if not keep_steps:
             args.append("--no-steps")
         if period_s is not None:
@@ -256,16 +285,17 @@ def run(workload=None, *, keep_steps=True, period_s=None, **config):
     return r
 
 
-def compare(schedulers=None, workload=None, *, keep_steps=True, **config):
+def compare(schedulers=None, workload=None, *, keep_steps=True, interval=0.9, **config):
     """Several policies on the same requests: `servesim compare` (default policies when
-    SCHEDULERS is None), as a Comparison."""
+    SCHEDULERS is None), as a Comparison; its table has each figure's INTERVAL-level
+    prediction interval as FIGURE_lo and FIGURE_hi (None: none)."""
     policies = _policies(config)
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         js, h5 = os.path.join(d, "compare.json"), os.path.join(d, "compare.h5")
         sched = [] if schedulers is None else ["--scheduler=" + ",".join(
             [schedulers] if isinstance(schedulers, str) else list(schedulers))]
         args = ["compare", *sched, *run_flags(config), *_workload_flags(workload, d),
-                "--json=" + js, "--out=" + h5]
+                "--json=" + js, "--out=" + h5, *_interval_flags(interval)]
         if not keep_steps:
             args.append("--no-steps")
         text = command(*args, **policies)

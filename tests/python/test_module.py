@@ -307,3 +307,25 @@ def test_validate_replays_ground_truth():
     assert v.stage.tolist() == ["all", "0", "1"] or v.stage.astype(str).tolist() == ["all", "0",
                                                                                       "1"]
     assert (v.ttft_mean_predicted > 0).all() and (v.e2e_mean_error_pct.abs() < 15).all()
+
+
+def test_prediction_intervals_reach_the_frames():
+    r = servesim.run(interval=0.8, **SMALL)
+    iv = r.intervals
+    assert iv.attrs["level"] == 0.8
+    assert list(iv.index[:3]) == ["ttft_ms.mean", "ttft_ms.p90", "ttft_ms.p99"]
+    assert (iv["lo"] < iv["point"]).all() and (iv["point"] < iv["hi"]).all()
+    assert iv.loc["tpot_ms.mean", "point"] == r.summary["tpot_ms"]["mean"]
+    # The HDF5 file's summary holds the level asked for, as the JSON does.
+    assert json.loads(r.json_text)["prediction_intervals"]["level"] == 0.8
+    assert servesim.run(interval=None, **SMALL).intervals.empty
+    c = servesim.compare(["vllm-v1", "chunked:512"], **SMALL)
+    t = c.table
+    assert (t["ttft_ms_p99_lo"] < t["ttft_ms_p99"]).all()
+    assert (t["ttft_ms_p99"] < t["ttft_ms_p99_hi"]).all()
+    with pytest.raises(servesim.Error, match="interval"):
+        servesim.run(interval=1.5, **SMALL)
+    cap = servesim.capacity("ttft_p99_ms=2000", options={"confidence": 0.9}, num_requests=200)
+    row = cap.table.iloc[0]
+    assert row["confidence"] == 0.9
+    assert 0 < row["capacity_req_s"] <= row["point_capacity_req_s"]
