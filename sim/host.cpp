@@ -159,6 +159,26 @@ void Host::start_steps(bool back_to_back) {
     // With every request that could never finish rejected up front, the head of `running` (or
     // of `waiting`, when nothing runs) can always be scheduled when no step is in flight and no
     // KV copy is: an empty batch means no work.
+    if (scheduler_.num_waiting() > 0 && scheduler_.running().empty() &&
+        scheduler_.kv_offload() != nullptr && scheduler_.used_blocks() > 0) {
+      // Waiting requests whose prefixes came from the CPU tier hold their blocks (async loads
+      // hold them until promoted, and waiting requests are never preempted), and none can be
+      // given the blocks for the rest of its prompt: vLLM 0.15.1's V1 scheduler waits forever
+      // here (Running: 0, Waiting: N; vLLM issue #45388, fixed later by reserving a loaded
+      // request's whole prompt at admission, PR #44560). A run of it has no answer to give.
+      throw Error("kv-offloading-size",
+                  format("vLLM 0.15.1 deadlocks on this run: at t = %.3f s, %zu requests wait, "
+                         "those whose prefixes were loaded from the CPU tier hold %lld of the "
+                         "%lld GPU KV blocks, and none can be given the blocks for the rest of "
+                         "its prompt; "
+                         "vLLM then schedules nothing, forever (vLLM issue #45388, fixed after "
+                         "0.15.1). Give the GPU more KV cache (--num-gpu-blocks, "
+                         "--gpu-memory-utilization), or --kv-offloading-backend lmcache, whose "
+                         "loads hold no blocks across steps",
+                         loop_.now(), scheduler_.num_waiting(),
+                         static_cast<long long>(scheduler_.used_blocks()),
+                         static_cast<long long>(scheduler_.usable_blocks())));
+    }
     if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
       throw std::logic_error("scheduler stalled at t=" + std::to_string(loop_.now()) + " s with " +
                              std::to_string(scheduler_.num_waiting()) + " waiting and " +

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/engine_options.hpp"
+#include "cli_helpers.hpp"
 #include "helpers.hpp"
 #include "sim/replica_config.hpp"
 #include "sim/simulation.hpp"
@@ -291,4 +292,49 @@ TEST_CASE("kv offload: the tier's blocks are the size over every GPU's share of 
         "kv-offloading-size");
   c.scheduler.policy = Policy::kChunked;
   CHECK(error_field([&] { resolve(c); }) == "kv-offloading-size");
+}
+
+TEST_CASE("kv offload: vLLM 0.15.1's deadlock under KV pressure is a clear error, never a stall",
+          "[kv_offload][hostile]") {
+  // Issue 44: waiting requests holding blocks their async loads filled, none able to get the
+  // blocks for the rest of its prompt, was "internal error: scheduler stalled" (exit 3).
+  const std::vector<std::string> base = {"run",
+                                         "--scheduler",
+                                         "vllm-v1",
+                                         "--num-requests",
+                                         "80",
+                                         "--request-rate",
+                                         "inf",
+                                         "--input-len",
+                                         "lognormal:400:0.7:16:3000",
+                                         "--output-len",
+                                         "lognormal:60:0.5:2:600",
+                                         "--dataset-name",
+                                         "multi_turn"};
+  auto run = [&](int64_t blocks, int64_t seed, const std::string& backend, const char* size) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(),
+                {"--num-gpu-blocks", std::to_string(blocks), "--seed", std::to_string(seed),
+                 "--kv-offloading-size", size, "--kv-offloading-backend", backend});
+    return call_cli(args);
+  };
+  const auto r = run(70, 2, "native", "4");
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("kv-offloading-size") && Catch::Contains("deadlocks") &&
+                        Catch::Contains("#45388"));
+  CHECK_THAT(r.err, !Catch::Contains("internal error"));
+  // Random small caches: every run finishes or names the deadlock; the lmcache backend, whose
+  // loads hold no blocks across steps, always finishes.
+  int deadlocks = 0;
+  for (int64_t seed = 0; seed < 30; ++seed) {
+    const int64_t blocks = 60 + seed * 7 % 140;
+    INFO("seed " << seed << " blocks " << blocks);
+    const auto native = run(blocks, seed, "native", "1");
+    INFO(native.err);
+    CHECK((native.code == 0 ||
+           (native.code == 2 && native.err.find("deadlocks") != std::string::npos)));
+    deadlocks += native.code == 2;
+    CHECK(run(blocks, seed, "lmcache", "1").code == 0);
+  }
+  CHECK(deadlocks > 0);  // the workload does reach the state
 }
