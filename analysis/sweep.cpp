@@ -90,14 +90,42 @@ std::string number_text(double v) {
   return buf;
 }
 
+// TEXT's items between SEPARATORs, a separator inside a JSON object, array or string (a
+// --speculative-config value) not splitting it: '{"method":"ngram","k":3},{"method":"eagle"}' is
+// two items. An unbalanced bracket keeps the rest as one item, for its parser to refuse.
+std::vector<std::string> split_outside_json(const std::string& text, char separator) {
+  if (text.empty()) return {};
+  std::vector<std::string> items(1);
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      in_string = !(c == '"' && !escaped);
+      escaped = !escaped && c == '\\';
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    } else if (c == separator && depth == 0) {
+      items.emplace_back();
+      continue;
+    }
+    items.back() += c;
+  }
+  // getline's convention, which the callers relied on: a trailing separator adds no item.
+  if (items.size() > 1 && items.back().empty()) items.pop_back();
+  return items;
+}
+
 }  // namespace
 
 std::vector<std::string> expand_values(const std::string& flag, const std::string& text,
                                        bool numeric, char separator) {
   constexpr size_t kMaxValues = 1000000;
   std::vector<std::string> out;
-  std::stringstream ss(text);
-  for (std::string item; std::getline(ss, item, separator);) {
+  for (std::string item : split_outside_json(text, separator)) {
     item = std::string(trim(item));
     if (item.empty()) throw Error(flag, "'" + text + "' has an empty item");
     const size_t c1 = item.find(':');

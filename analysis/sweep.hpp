@@ -49,7 +49,9 @@ struct SweepGrid {
 
 // Expands one flag's value list: "a,b" -> {a, b}; for NUMERIC flags also "2:20:2" -> 2,4,...,20.
 // SEPARATOR splits the values: '|' for a flag whose one value is itself a comma list
-// (--replica-gpus h100-sxm:2,a100-80g:1|h100-sxm:4 is two fleets). Throws Error naming FLAG on an
+// (--replica-gpus h100-sxm:2,a100-80g:1|h100-sxm:4 is two fleets); a separator inside a JSON
+// object, array or string does not split (--speculative-config '{"method":"ngram","k":3}' is one
+// value, '{...},{...}' two). Throws Error naming FLAG on an
 // empty item, a bad range or more than a million values.
 std::vector<std::string> expand_values(const std::string& flag, const std::string& text,
                                        bool numeric, char separator = ',');

@@ -70,6 +70,34 @@ TEST_CASE("sweep: value lists and inclusive ranges", "[sweep]") {
   CHECK_THROWS_WITH(expand_values("request-rate", "5:2:1", true), Catch::Contains("LO <= HI"));
   CHECK_THROWS_WITH(expand_values("request-rate", "1,,2", true), Catch::Contains("empty item"));
   CHECK_THROWS_WITH(expand_values("request-rate", "1:2:0", true), Catch::Contains("STEP > 0"));
+  // Issue 44: a comma inside a JSON value does not split it; one between values does.
+  const std::string ngram =
+      R"({"method":"ngram","num_speculative_tokens":3,"x":[1,2],"s":"a,\"b"})";
+  CHECK(expand_values("speculative-config", ngram, false) == std::vector<std::string>{ngram});
+  CHECK(expand_values("speculative-config", ngram + ", " + ngram, false) ==
+        std::vector<std::string>{ngram, ngram});
+  CHECK(expand_values("kv-transfer-config",
+                      R"({"kv_connector":"OffloadingConnector","kv_role":"kv_both"})", false)
+            .size() == 1);
+}
+
+TEST_CASE("sweep: a JSON speculative config is one value, a list of them an axis", "[sweep][cli]") {
+  const fs::path dir = servesim::test::scratch("sweep_json_values");
+  const std::string one = R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":4})";
+  const std::string two = R"({"method":"ngram","num_speculative_tokens":5,"prompt_lookup_max":4})";
+  auto sweep = [&](const std::string& value, const std::string& name) {
+    const auto r =
+        servesim::test::call_cli({"sweep", "--speculative-config", value, "--spec-acceptance-rate",
+                                  "0.6", "--max-num-batched-tokens", "512,1024", "--num-requests",
+                                  "20", "--out", (dir / (name + ".h5")).string()});
+    INFO(r.err);
+    CHECK(r.code == 0);
+    return servesim::read_sweep_h5((dir / (name + ".h5")).string());
+  };
+  CHECK(sweep(one, "one").rows.size() == 2);
+  const auto t = sweep(one + "," + two, "two");
+  CHECK(t.rows.size() == 4);
+  CHECK(std::count(t.text_columns.begin(), t.text_columns.end(), "speculative-config") == 1);
 }
 
 TEST_CASE("sweep: points are numbered row-major and shards partition them", "[sweep]") {
