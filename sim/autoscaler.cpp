@@ -45,7 +45,8 @@ void check_autoscale(const AutoscaleOptions& o) {
   }
   auto seconds = [](const char* flag, double v, double lo) {
     if (!(v >= lo && v <= 86400 * 365)) {
-      throw Error(flag, lo > 0 ? "must be a number of seconds > 0" : "must be seconds >= 0");
+      throw Error(flag, lo > 0 ? "must be a number of seconds > 0, at most a year (31536000)"
+                               : "must be seconds >= 0, at most a year (31536000)");
     }
   };
   if (o.metric == ScaleMetric::kSchedule) {

@@ -13,6 +13,7 @@
 #include "sim/simulation.hpp"
 #include "sim/workload_block_hasher.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 
 namespace servesim {
 
@@ -207,7 +208,17 @@ class ScaledFleet final : public Autoscaler::Fleet {
 // start-up plus the weights (every GPU's shard, over one node's storage link).
 double provision_seconds(const AutoscaleOptions& o, const SimConfig& c) {
   if (!std::isnan(o.provision_s)) return o.provision_s;
-  return o.startup_s + double(c.model.weight_bytes()) / (o.load_gb_per_s * 1e9);
+  const double load_s = double(c.model.weight_bytes()) / (o.load_gb_per_s * 1e9);
+  // The same year that bounds --provision-s and --engine-startup-s (check_autoscale): 1e-300
+  // GB/s gave "inf s" or a 300-digit provisioning time, and a run that never scaled.
+  if (!(o.startup_s + load_s <= 86400 * 365)) {
+    throw Error("model-load-gb-per-s",
+                format("loading %s's %.3g GB at %g GB/s takes %.3g s, more than a year: give a "
+                       "storage bandwidth (a local NVMe reads 2-7 GB/s) or --provision-s",
+                       c.model.name.c_str(), double(c.model.weight_bytes()) / 1e9, o.load_gb_per_s,
+                       load_s));
+  }
+  return o.startup_s + load_s;
 }
 
 const char* role_name(ReplicaRole r) {

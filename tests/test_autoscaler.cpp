@@ -194,6 +194,28 @@ TEST_CASE("autoscaler: bad options are refused naming the flag", "[autoscale]") 
   o.period_s = 0;
   CHECK(error_field([&] { check_autoscale(o); }) == "autoscale-period-s");
   CHECK(error_field([] { parse_scale_metric("cpu"); }) == "autoscale");
+  // Issue 44: a start-up past a year says so, not "must be seconds >= 0".
+  o = hpa(ScaleMetric::kWaiting, 2, 1, 2);
+  o.startup_s = 1e300;
+  CHECK_THROWS_WITH(check_autoscale(o), Catch::Contains("at most a year"));
+}
+
+TEST_CASE("autoscaler: a storage bandwidth that loads the weights in more than a year is refused",
+          "[autoscale][hostile]") {
+  // Issue 44: 1e-320 GB/s printed "inf s" and 1e-300 a 300-digit provisioning time, exit 0.
+  for (const char* gbps : {"1e-320", "1e-300", "1e-9"}) {
+    const auto r = servesim::test::call_cli(
+        {"run", "--num-replicas", "2", "--autoscale", "running", "--autoscale-target", "4",
+         "--max-replicas", "4", "--num-requests", "20", "--model-load-gb-per-s", gbps});
+    INFO(gbps << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err,
+               Catch::Contains("model-load-gb-per-s") && Catch::Contains("more than a year"));
+  }
+  const auto ok = servesim::test::call_cli(
+      {"run", "--num-replicas", "2", "--autoscale", "running", "--autoscale-target", "4",
+       "--max-replicas", "4", "--num-requests", "20", "--model-load-gb-per-s", "0.5"});
+  CHECK(ok.code == 0);
 }
 
 TEST_CASE("router: a replica taken out of the fleet gets no request", "[autoscale][fleet]") {
