@@ -173,7 +173,18 @@ SpeculativeOptions parse_speculative_config(const std::string& text,
   o.num_speculative_tokens = int(integer_at(j, "num_speculative_tokens", 1, kMaxSpecTokens, kSpec));
   const int k = o.num_speculative_tokens;
   if (j.contains("draft_tensor_parallel_size")) {
-    integer_at(j, "draft_tensor_parallel_size", 1, 64, kSpec);
+    o.draft_tp = int(integer_at(j, "draft_tensor_parallel_size", 1, 64, kSpec));
+  }
+  // vLLM's ngram proposer: both bounds >= 1 and min <= max (SpeculativeConfig.__post_init__).
+  int64_t lookup_min = 0, lookup_max = 0;
+  if (j.contains("prompt_lookup_min"))
+    lookup_min = integer_at(j, "prompt_lookup_min", 1, 1 << 20, kSpec);
+  if (j.contains("prompt_lookup_max"))
+    lookup_max = integer_at(j, "prompt_lookup_max", 1, 1 << 20, kSpec);
+  if (lookup_min > 0 && lookup_max > 0 && lookup_min > lookup_max) {
+    throw Error(key_field("prompt_lookup_min"),
+                format("%lld is more than prompt_lookup_max %lld", (long long)lookup_min,
+                       (long long)lookup_max));
   }
   const bool synthetic =
       j.contains("synthetic_acceptance_rates") || j.contains("synthetic_acceptance_length");

@@ -24,6 +24,7 @@ struct SpeculativeOptions {
   SpecMethod method = SpecMethod::kNone;
   int num_speculative_tokens = 0;
   std::string model;  // the draft model (draft_model) as given, "" for the others
+  int draft_tp = 0;   // draft_tensor_parallel_size (0: not given; the caller checks it)
   // Unconditional acceptance rate of each draft position (size k, non-increasing, in [0, 1]).
   std::vector<double> acceptance_rates;
   bool enabled() const { return method != SpecMethod::kNone; }

@@ -120,6 +120,11 @@ void lora(const RunSpec& s, SimConfig& c) {
 
 // The CPU KV tier and its link, onto C.
 void kv_offload(const RunSpec& s, SimConfig& c) {
+  if (s.kv_transfer_config.given() && trim(*s.kv_transfer_config).empty()) {
+    throw Error("kv-transfer-config",
+                "is empty: give vLLM's JSON ({\"kv_connector\": \"OffloadingConnector\", ...}) "
+                "or leave the flag out");
+  }
   c.offload = parse_kv_offload(s.kv_offloading_size, s.kv_offloading_backend, s.kv_transfer_config);
   if (!c.offload.enabled()) {
     refuse_given({{"kv-offload-gb-per-s", s.kv_offload_gb_per_s.given()},
@@ -139,9 +144,22 @@ void kv_offload(const RunSpec& s, SimConfig& c) {
 
 // --speculative-config: the drafter and the drafts' acceptance, onto C.
 void speculative_decoding(const RunSpec& s, Inputs& inputs, SimConfig& c) {
+  if (s.speculative_config.given() && trim(*s.speculative_config).empty()) {
+    throw Error("speculative-config",
+                "is empty: give vLLM's JSON ({\"method\": \"ngram\", \"num_speculative_tokens\": "
+                "3, ...}) or leave the flag out");
+  }
   const SpeculativeOptions o =
       parse_speculative_config(s.speculative_config, s.spec_acceptance_rate);
   if (!o.enabled()) return;
+  // vLLM V1 runs a draft model at the target's TP and refuses another
+  // (DraftModelProposer._raise_if_draft_tp_mismatch); servesim costs every drafter at it.
+  if (o.draft_tp > 0 && o.draft_tp != c.tp) {
+    throw Error("speculative-config.draft_tensor_parallel_size",
+                format("%d is not the target's TP %d: vLLM V1 runs the drafter at the target's TP "
+                       "and refuses another",
+                       o.draft_tp, c.tp));
+  }
   SpecDecodeConfig& spec = c.scheduler.spec;
   spec.method = o.method;
   spec.num_speculative_tokens = o.num_speculative_tokens;

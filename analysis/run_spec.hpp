@@ -176,12 +176,15 @@ struct RunSpec {
   Given<bool> scheduler_reserve_full_isl{true};
   // vLLM V1's speculative decoding: --speculative-config (vLLM's JSON) and the acceptance
   // servesim draws (analysis/engine_options.hpp).
-  std::string speculative_config, spec_acceptance_rate;
+  // Given: an empty or blank value given is refused, not taken as "off" (issue 44).
+  Given<std::string> speculative_config;
+  std::string spec_acceptance_rate;
   // vLLM V1's CPU KV offload (analysis/engine_options.hpp): --kv-offloading-size GiB (0 = off),
   // --kv-offloading-backend, --kv-transfer-config; the host link per GPU and direction (GB/s, 0:
   // the GPU's) and a copy's latency.
   double kv_offloading_size = 0;
-  std::string kv_offloading_backend, kv_transfer_config;
+  std::string kv_offloading_backend;
+  Given<std::string> kv_transfer_config;
   Given<double> kv_offload_gb_per_s{0}, kv_offload_latency_s{10e-6};
   // LoRA adapters (vLLM --enable-lora, --max-loras, --max-lora-rank, --max-cpu-loras; servesim:
   // the adapters' own rank and how fast one loads from disk).

@@ -99,7 +99,8 @@ const std::vector<VllmArg> kArgs = {
     // Speculative decoding, LoRA, KV transfer
     {"--speculative-config", "--speculative-config", A,
      "ngram, EAGLE, MTP and draft models: drafts costed as the drafter's passes, acceptance drawn "
-     "at a constant rate per position (--spec-acceptance-rate), not from the text"},
+     "at a constant rate per position (--spec-acceptance-rate), not from the text; an EAGLE or "
+     "MTP head is sized from the target (its checkpoint, the model key, is not read)"},
     {"--enable-lora", "--enable-lora", A,
      "adapter slots, the CPU cache and loads from disk as vLLM's; the Punica kernels costed as "
      "extra GEMM work at the slots' rank"},

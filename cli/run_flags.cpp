@@ -215,7 +215,7 @@ const std::vector<RunFlag>& run_flags() {
        kNoDefault,
        "vllm-v1: admit a request only if its whole prompt fits in free KV blocks [true|false] "
        "(default: true, as vLLM)"},
-      {"speculative-config", G::kScheduler, Plain<std::string>{FIELD(speculative_config)},
+      {"speculative-config", G::kScheduler, Plain<Given<std::string>>{FIELD(speculative_config)},
        kNoDefault,
        "vllm-v1: speculative decoding as vLLM's JSON, e.g. '{\"method\": \"eagle3\", "
        "\"num_speculative_tokens\": 3}' (methods ngram | eagle | eagle3 | mtp | draft_model "
@@ -230,7 +230,7 @@ const std::vector<RunFlag>& run_flags() {
        "recomputed)"},
       {"kv-offloading-backend", G::kHardware, Plain<std::string>{FIELD(kv_offloading_backend)},
        kNoDefault, "with --kv-offloading-size: native (default) | lmcache"},
-      {"kv-transfer-config", G::kHardware, Plain<std::string>{FIELD(kv_transfer_config)},
+      {"kv-transfer-config", G::kHardware, Plain<Given<std::string>>{FIELD(kv_transfer_config)},
        kNoDefault,
        "vLLM's JSON for the connector instead: {\"kv_connector\": \"OffloadingConnector\", "
        "\"kv_role\": \"kv_both\", \"kv_connector_extra_config\": {\"cpu_bytes_to_use\": "

@@ -72,6 +72,23 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
                          ? static_cast<int64_t>(std::floor(p.kv_cache_bytes / p.kv_bytes_per_block))
                          : 0;
   if (p.num_gpu_blocks < 1) {
+    // Issue 44: the target alone would fit, a speculative drafter or LoRA buffers do not: blame
+    // them, not the model (a 70B draft on a 1B target was "llama-3.2-1b does not fit").
+    const double extra = p.drafter_weight_bytes + p.lora_bytes;
+    const double without = p.kv_cache_bytes + extra;
+    if (extra > 0 &&
+        without >= double(int64_t(shape.block_size) * model.kv_bytes_per_token_per_gpu(shape.tp))) {
+      const bool draft = p.drafter_weight_bytes >= p.lora_bytes;
+      throw Error(
+          draft ? "speculative-config.model" : "max-loras",
+          model.name + " fits on " + gpu.name + " at TP" + std::to_string(shape.tp) +
+              " alone, but not with " +
+              (draft
+                   ? "the speculative drafter's weights (" + gib(p.drafter_weight_bytes) + " a GPU)"
+                   : "the LoRA adapters' buffers (" + gib(p.lora_bytes) + " a GPU)") +
+              ": " + gib(p.kv_cache_bytes) + " would be left for the KV cache (give a smaller " +
+              (draft ? "draft model" : "--max-loras or --max-lora-rank") + ")");
+    }
     throw Error("model",
                 model.name + " does not fit on " + gpu.name + " at TP" + std::to_string(shape.tp) +
                     ": usable " + gib(p.usable_bytes) + " (" + gib(gpu.hbm_bytes()) + " x " +

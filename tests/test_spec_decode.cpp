@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "analysis/engine_options.hpp"
+#include "cli_helpers.hpp"
 #include "cost_fixtures.hpp"
 #include "helpers.hpp"
 #include "models/memory_plan.hpp"
@@ -354,4 +355,47 @@ TEST_CASE("spec decode: an EAGLE drafter's prefix-cache hit loses its last block
     CHECK(s.seq(1).cached_tokens == hit);
     CHECK(s.batch().shapes()[1].new_tokens == 13 - hit);
   }
+}
+
+TEST_CASE("spec decode: hostile configurations are refused, not silently off or ignored",
+          "[spec_decode][hostile]") {
+  using servesim::test::call_cli;
+  auto run = [](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"run", "--num-requests", "10"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return call_cli(args);
+  };
+  // Issue 44 (13): an empty or blank JSON value meant "off", silently.
+  for (const char* blank : {"", "  "}) {
+    const auto s = run({"--speculative-config", blank});
+    CHECK(s.code == 2);
+    CHECK_THAT(s.err, Catch::Contains("speculative-config") && Catch::Contains("empty"));
+    const auto k = run({"--kv-transfer-config", blank});
+    CHECK(k.code == 2);
+    CHECK_THAT(k.err, Catch::Contains("kv-transfer-config") && Catch::Contains("empty"));
+  }
+  // (14) draft_tensor_parallel_size was checked, then ignored: 1, 2 and 8 gave the same bytes.
+  const std::string eagle3 = R"({"method":"eagle3","num_speculative_tokens":3,)";
+  const auto tp2 = run({"--speculative-config", eagle3 + R"("draft_tensor_parallel_size":2})",
+                        "--spec-acceptance-rate", "0.5"});
+  CHECK(tp2.code == 2);
+  CHECK_THAT(tp2.err, Catch::Contains("draft_tensor_parallel_size") && Catch::Contains("TP 1"));
+  CHECK(run({"--tp", "2", "--speculative-config", eagle3 + R"("draft_tensor_parallel_size":2})",
+             "--spec-acceptance-rate", "0.5"})
+            .code == 0);
+  // prompt_lookup_min > prompt_lookup_max, as vLLM refuses it.
+  CHECK(
+      error_field([] {
+        parse_speculative_config(
+            R"({"method":"ngram","num_speculative_tokens":3,"prompt_lookup_min":5,"prompt_lookup_max":2})",
+            "0.5");
+      }) == "speculative-config.prompt_lookup_min");
+  // (15) A draft that does not fit is the draft's fault, not the target's.
+  const auto big =
+      run({"--model", "llama-3.2-1b", "--speculative-config",
+           R"({"method":"draft_model","model":"llama-3.1-70b","num_speculative_tokens":3})",
+           "--spec-acceptance-rate", "0.5"});
+  CHECK(big.code == 2);
+  CHECK_THAT(big.err, Catch::Contains("field 'speculative-config.model'") &&
+                          Catch::Contains("llama-3.2-1b fits"));
 }
