@@ -578,11 +578,22 @@ void print_validation(std::ostream& out, const std::vector<ValidateRow>& rows) {
   for (const std::string& metric : validate_metrics()) {
     const ErrorSummary st = summarize_errors(rows, metric, false);
     const ErrorSummary ex = summarize_errors(rows, metric, true);
-    out << format(
-        "  %-10s %2zu stage rows %19.1f%% %5.1f%% %6.1f%%   %2zu experiments %6.1f%% "
-        "%5.1f%% %6.1f%% (%s)\n",
-        metric.c_str(), st.rows, st.median_ape, st.mape, st.worst_ape, ex.rows, ex.median_ape,
-        ex.mape, ex.worst_ape, ex.worst.c_str());
+    if (st.rows == 0 && ex.rows == 0) {
+      // Issue 44: "nan%" for a metric nothing measured (no experiments predicted, or a file
+      // without the vllm_kv_blocks column).
+      out << format("  %-10s no measured figures to compare\n", metric.c_str());
+      continue;
+    }
+    // A side with no rows (no summary rows in the file, say) prints dashes, not "nan%".
+    const auto errors = [](const ErrorSummary& e, const char* layout) {
+      return e.rows == 0 ? format(layout, "-", "-", "-")
+                         : format(layout, format("%.1f%%", e.median_ape).c_str(),
+                                  format("%.1f%%", e.mape).c_str(),
+                                  format("%.1f%%", e.worst_ape).c_str());
+    };
+    out << format("  %-10s %2zu stage rows %s   %2zu experiments %s%s\n", metric.c_str(), st.rows,
+                  errors(st, "%20s %6s %7s").c_str(), ex.rows, errors(ex, "%7s %6s %7s").c_str(),
+                  ex.rows == 0 ? "" : (" (" + ex.worst + ")").c_str());
   }
   print_interval_coverage(out, rows);
   std::map<std::string, std::vector<std::string>> leans;  // approximation -> experiments

@@ -243,6 +243,14 @@ TEST_CASE("validate: rows it cannot model are skipped with their reason, the fil
   CHECK(r.code == 0);
   CHECK_THAT(r.out, Catch::Contains("skipped: chunked prefill off"));
   CHECK_THAT(r.out, Catch::Contains("3 experiments predicted, 3 skipped"));
+  CHECK_THAT(r.out, !Catch::Contains("nan"));
+  // Issue 44: nothing predicted printed "nan%" for every metric.
+  const std::string none = fixture("gt_none.csv", std::string(kHeader) + tpu + unchunked);
+  const auto n = servesim::test::call_cli({"validate", none, "--jobs", "1"});
+  CHECK(n.code == 2);  // nothing could be replayed
+  CHECK_THAT(n.err, Catch::Contains("no experiment could be replayed"));
+  CHECK_THAT(n.out, !Catch::Contains("nan"));
+  CHECK_THAT(n.out, Catch::Contains("no measured figures to compare"));
 }
 
 TEST_CASE("validate: --model-dir, --use-measured-kv and the overloaded mark", "[validate]") {
