@@ -71,7 +71,7 @@ void print_compare_intervals(std::ostream& out, const std::vector<RunResult>& ru
 
 // Reads a level's text (--interval, capacity's --confidence; FLAG names it in an Error): a level in
 // (0, max_interval_level()] or "none" (0).
-double parse_interval_level(const std::string& text, const std::string& flag = "--interval");
+double parse_interval_level(const std::string& text, const std::string& flag = "interval");
 
 // Which held-out metric's error stands for summary-metric COLUMN (report.hpp's summary_metrics
 // names), and which end of its interval is the pessimistic one. The ground truth measures TTFT

@@ -4,10 +4,14 @@
 // command writes), with the GIL released while it runs, and hooks policies written in Python
 // into run and compare: a waiting request's admission key, the preemption victim, a router's
 // scores (scheduler/scheduling_hooks.hpp, sim/router.hpp RouterHook). A command's bad input
-// raises servesim.Error with its file, line, field and reason.
+// raises servesim.Error with its file, line, field and reason; so does a policy's unusable
+// answer (None, text, NaN, an id that is not running), naming the policy. Ctrl-C stops a run at
+// its next policy call (KeyboardInterrupt); a run without Python policies has no point at which
+// this module can stop it, and ends first.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <exception>
 #include <new>
 #include <optional>
@@ -49,6 +53,38 @@ py::dict request_fields(uint32_t id, const SeqState& s) {
   return d;
 }
 
+// What a policy returned (V), for its error: "None", "'text'", "nan", ...
+std::string returned(const py::handle& v) {
+  std::string r = py::repr(v).cast<std::string>();
+  if (r.size() > 80) r = r.substr(0, 77) + "...";
+  return r;
+}
+
+// V, which policy FIELD returned, as a finite number; an Error naming FIELD if it is not one
+// (None, text, a list, NaN, inf). WHAT says what was expected.
+double finite_number(const char* field, const py::handle& v, const char* what) {
+  if (v.is_none() || PyUnicode_Check(v.ptr()) || PyBytes_Check(v.ptr()) ||
+      !PyNumber_Check(v.ptr())) {
+    throw Error(field, "returned " + returned(v) + "; expected " + what);
+  }
+  const double x = PyFloat_AsDouble(v.ptr());
+  if (x == -1.0 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw Error(field, "returned " + returned(v) + "; expected " + what);
+  }
+  if (!std::isfinite(x)) {
+    throw Error(field, "returned " + returned(v) + "; expected " + what + " (finite: NaN and " +
+                           "inf do not order)");
+  }
+  return x;
+}
+
+// A pending Ctrl-C (or another signal whose Python handler raises) as the exception its handler
+// raised, stopping the run: called with the GIL held, at each policy call.
+void check_signals() {
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
 // Policies written in Python: each of KEY(request) -> number, VICTIM(running requests) -> the id
 // of one of them, SCORE(request, replicas) -> one number per replica, or None.
 class PyPolicies final : public SchedulingHooks, public RouterHook {
@@ -63,25 +99,37 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
   bool orders_admission() const override { return !key_.is_none(); }
   double admission_key(uint32_t id, const SeqState& s) const override {
     py::gil_scoped_acquire gil;
-    return key_(request_fields(id, s)).cast<double>();
+    check_signals();
+    return finite_number("admission_key", key_(request_fields(id, s)), "a number");
   }
   bool chooses_victim() const override { return !victim_.is_none(); }
   uint32_t preemption_victim(std::span<const uint32_t> running,
                              std::span<const SeqState> seqs) const override {
     py::gil_scoped_acquire gil;
+    check_signals();
     py::list requests;
     for (const uint32_t id : running)
       requests.append(request_fields(id, seqs[id]));
-    const uint32_t v = victim_(requests).cast<uint32_t>();
-    for (const uint32_t id : running) {
-      if (id == v) return v;
+    const py::object v = victim_(requests);
+    // An int (a numpy integer too), not a bool or a float that happens to be whole.
+    if (v.is_none() || PyBool_Check(v.ptr()) || !PyIndex_Check(v.ptr())) {
+      throw Error("preemption_victim",
+                  "returned " + returned(v) + "; expected a running request's id (an int)");
+    }
+    const auto index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
+    if (!index) throw py::error_already_set();  // its __index__ raised
+    int overflow = 0;  // an id too large for a long long is not running either
+    const long long id = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    for (const uint32_t r : running) {
+      if (overflow == 0 && static_cast<long long>(r) == id) return r;
     }
     throw Error("preemption_victim",
-                "returned " + std::to_string(v) + ", which is not the id of a running request");
+                "returned " + returned(v) + ", which is not the id of a running request");
   }
   void score(const RequestSpec& r, std::span<const ReplicaLoad> loads,
              std::span<double> scores) override {
     py::gil_scoped_acquire gil;
+    check_signals();
     const py::dict request =
         arrival_fields(r.id, r.arrival_s, r.input_tokens, r.output_tokens, r.priority, r.lora);
     py::list replicas;
@@ -92,12 +140,19 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
       d["kv_usage"] = l.kv_usage;
       replicas.append(d);
     }
-    const std::vector<double> s = score_(request, replicas).cast<std::vector<double>>();
-    if (s.size() != scores.size()) {
-      throw Error("router_score", "returned " + std::to_string(s.size()) + " scores for " +
+    const py::object s = score_(request, replicas);
+    const char* what = "one number per replica (a list)";
+    if (s.is_none() || PyUnicode_Check(s.ptr()) || PyBytes_Check(s.ptr()) ||
+        PyDict_Check(s.ptr()) || !PySequence_Check(s.ptr())) {
+      throw Error("router_score", "returned " + returned(s) + "; expected " + what);
+    }
+    const py::sequence seq = py::reinterpret_borrow<py::sequence>(s);
+    if (seq.size() != scores.size()) {
+      throw Error("router_score", "returned " + std::to_string(seq.size()) + " scores for " +
                                       std::to_string(scores.size()) + " replicas");
     }
-    std::copy(s.begin(), s.end(), scores.begin());
+    for (size_t i = 0; i < scores.size(); ++i)
+      scores[i] = finite_number("router_score", seq[i], "a number for each replica");
   }
   bool routes() const { return !score_.is_none(); }
 
@@ -168,4 +223,9 @@ PYBIND11_MODULE(_servesim, m) {
         return cli::run_flag_is_numeric(name) ? "number" : "text";
       },
       "A run flag's kind (switch, number or text); raises servesim.Error for no such flag.");
+  m.def(
+      "flag_separator",
+      [](const std::string& name) { return std::string(1, cli::run_flag_separator(name)); },
+      "What separates a run flag's values in a sweep or capacity list: '|' for a flag whose one "
+      "value is itself a comma list (--replica-gpus), else ','.");
 }

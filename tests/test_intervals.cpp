@@ -67,12 +67,12 @@ TEST_CASE("intervals: levels the table cannot support are errors naming --interv
   CHECK(parse_interval_level("none") == 0);
   CHECK(parse_interval_level("0.8") == 0.8);
   for (const char* bad : {"", "1", "1.5", "-0.1", "0.9x", "ninety"})
-    CHECK_THROWS_WITH(parse_interval_level(bad), Catch::Contains("--interval"));
+    CHECK_THROWS_WITH(parse_interval_level(bad), Catch::Contains("field 'interval'"));
   CHECK(max_interval_level() < 1);
   CHECK_THROWS_WITH(prediction_intervals(in_range_regime(), 0.999), Catch::Contains("n / (n + 1)"));
   const auto r = call_cli({"run", "--num-requests", "20", "--interval", "2"});
   CHECK(r.code == 2);
-  CHECK_THAT(r.err, Catch::Contains("--interval"));
+  CHECK_THAT(r.err, Catch::Contains("field 'interval'"));
 }
 
 TEST_CASE("intervals: run prints them beside the figures and records them in the JSON",

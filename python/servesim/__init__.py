@@ -12,26 +12,48 @@ own code, with the GIL released while it simulates. Policies written in Python (
 a preemption victim, a router's scores) plug into run and compare.
 
 Functions: run, compare, sweep, capacity, validate, read; classes Result, Results, Comparison,
-Table (sweeps and capacity searches), Trace. Plots: servesim.plot.
+Table (sweeps, capacity searches and day plans), Trace. Plots: servesim.plot.
 """
+import contextlib
 import json
+import numbers
 import os
 import tempfile
 
 import pandas as pd
 
 from . import _h5
-from ._args import core, option_flags, run_flags
+from ._args import (a_kind, checked, core, flag_kind, flag_name, keyword_error, option_flags,
+                    refuse, run_flags, value_text)
 from .errors import Error
 
 __all__ = ["run", "compare", "sweep", "capacity", "validate", "read", "command", "Result",
            "Results", "Comparison", "Table", "Trace", "Error"]
 
 
+POLICIES = ("admission_key", "preemption_victim", "router_score")
+
+
 def command(*args, admission_key=None, preemption_victim=None, router_score=None):
     """Runs `servesim ARGS...` in this process and returns what it prints; raises Error."""
-    status, out = core().command([str(a) for a in args], admission_key, preemption_victim,
-                                    router_score)
+    argv = []
+    for i, a in enumerate(args):
+        a = os.fspath(a) if isinstance(a, os.PathLike) else a
+        a = a.decode("utf-8", "replace") if isinstance(a, bytes) else str(a)
+        if "\0" in a:
+            raise Error("argument %d (%r): contains a NUL character, which would cut it short"
+                        % (i, a), field=a.split("=", 1)[0].lstrip("-") if i else "command",
+                        reason="contains a NUL character")
+        argv.append(a)
+    if not argv:
+        raise Error("no command given (servesim.command('run', ...))", field="command",
+                    reason="no command given")
+    policies = (admission_key, preemption_victim, router_score)
+    for name, policy in zip(POLICIES, policies):
+        if policy is not None and not callable(policy):
+            raise Error("field '%s': a policy is a function (or None), not %s" %
+                        (name, a_kind(policy)), field=name, reason="not callable")
+    status, out = core().command(argv, *policies)
     if status != 0:
         raise Error("servesim %s exited with status %d:\n%s" % (args[0], status, out))
     return out
@@ -80,9 +102,14 @@ class Result:
         return df
 
     def __repr__(self):
-        s = self.summary
-        return "<servesim.Result %s: %d requests, TTFT p50 %s ms, TPOT p50 %s ms>" % (
-            self.label, s["requests"]["total"], s["ttft_ms"]["p50"], s["tpot_ms"]["p50"])
+        def figure(*keys):
+            v = self.summary
+            for k in keys:
+                v = v.get(k) if isinstance(v, dict) else None
+            return v
+        return "<servesim.Result %s: %s requests, TTFT p50 %s ms, TPOT p50 %s ms>" % (
+            self.label, figure("requests", "total"), figure("ttft_ms", "p50"),
+            figure("tpot_ms", "p50"))
 
 
 class Results(dict):
@@ -137,9 +164,10 @@ class Comparison:
 
 
 class Table:
-    """A sweep's points or a capacity search's configurations: `table` (a frame, one row each:
-    the varied flags as text, the summary metrics, counts as integers, the flags
-    rejection_heavy and overloaded, cost_source), `kind` (sweep or capacity), `attrs` (the
+    """A sweep's points, a capacity search's configurations or a day plan's windows
+    (capacity --over-time): `table` (a frame, one row each: the varied flags as text, the
+    summary metrics, counts as integers, the flags rejection_heavy and overloaded, cost_source;
+    a plan's window, rate and replicas), `kind` (sweep, capacity or capacity-plan), `attrs` (the
     file's attributes: the grid, its id, the shard, ...), `text`; for a sweep `intervals`: one
     row per configuration over its replicates (seeds), each metric's mean and its 95% interval's
     half-width (METRIC_ci95), as servesim computes them."""
@@ -170,12 +198,13 @@ class Trace:
         """Any trace servesim reads (Azure, BurstGPT, Mooncake, Vidur, csv, servesim HDF5),
         imported with `servesim trace import`'s options and what-if transforms
         (trace_format, col_arrival, window, time_scale, max_requests, ...)."""
+        path = _path("path", path)
         if not import_options and _is_h5(path) and _h5.kind_of(path) == "trace":
             df, info = _h5.read_trace(path)
             return cls(df, info, path)
         with tempfile.TemporaryDirectory(prefix="servesim-") as d:
             out = os.path.join(d, "trace.h5")
-            command("trace", "import", str(path), "-o", out, *run_flags(import_options))
+            command("trace", "import", path, "-o", out, *run_flags(import_options))
             df, info = _h5.read_trace(out)
         return cls(df, info, path)
 
@@ -183,6 +212,9 @@ class Trace:
     def from_frame(cls, df):
         """A DataFrame with arrival_s (seconds), input_tokens and output_tokens (and optionally
         priority and lora: adapter names or ids)."""
+        if not isinstance(df, pd.DataFrame):
+            raise Error("field 'workload': a DataFrame, not %s" % a_kind(df),
+                        field="workload", reason="not a DataFrame")
         for c in ("arrival_s", "input_tokens", "output_tokens"):
             if c not in df.columns:
                 raise Error("field '%s': the frame needs arrival_s, input_tokens and "
@@ -191,19 +223,25 @@ class Trace:
 
     def write(self, path):
         """A servesim HDF5 trace (`servesim trace import`'s format)."""
-        with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        with tempfile.TemporaryDirectory(prefix="servesim-") as d, _frame_errors(d):
             source, flags = self._source(d)
-            command("trace", "import", source, *flags, "-o", str(path))
+            command("trace", "import", source, *flags, "-o", _path("path", path))
 
     def _source(self, d):
         """The file the trace comes from and how to read it: its own file, or the frame written
         as a csv (arrivals with repr: exact) and its columns named."""
         if self.path and self.info.get("source_format") != "frame":
             return str(self.path), []
-        csv = os.path.join(d, "workload.csv")
+        csv = os.path.join(d, FRAME_CSV)
         cols = [c for c in ("arrival_s", "input_tokens", "output_tokens", "priority", "lora")
                 if c in self.requests.columns]
         frame = self.requests[cols].copy()
+        for c in cols:  # a line break or NUL in a name would end the CSV's line or text there
+            for row, v in enumerate(frame[c]):
+                if isinstance(v, str) and ("\n" in v or "\r" in v or "\0" in v):
+                    reason = "row %d: %r holds a line break or NUL character" % (row, v)
+                    raise Error("the frame's column '%s', %s" % (c, reason), field=c,
+                                reason=reason)
         frame["arrival_s"] = [repr(float(x)) for x in frame["arrival_s"]]
         frame.to_csv(csv, index=False)
         flags = ["--trace-format=csv", "--col-arrival=arrival_s", "--col-input=input_tokens",
@@ -219,6 +257,36 @@ class Trace:
 
     def __repr__(self):
         return "<servesim.Trace %d requests>" % len(self.requests)
+
+
+FRAME_CSV = "workload.csv"  # a frame's requests, as the module writes them for the command
+
+
+@contextlib.contextmanager
+def _frame_errors(d):
+    """An Error about the csv a frame was written to (in D) as one about the frame's column
+    and row (line 2 of the csv is row 0)."""
+    try:
+        yield
+    except Error as e:
+        if e.file != os.path.join(d, FRAME_CSV):
+            raise
+        where = "the frame's column '%s'" % e.field if e.field else "the frame"
+        if e.line >= 2:
+            where += ", row %d" % (e.line - 2)
+        raise Error("%s: %s" % (where, e.reason), field=e.field, reason=e.reason) from None
+
+
+def _path(name, value):
+    """VALUE as a file name (text or a path-like), or an Error naming argument NAME."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "surrogateescape")
+    if not isinstance(value, str):
+        raise Error("field '%s': a file name, not %s" % (name, a_kind(value)), field=name,
+                    reason="not a file name")
+    return checked(name, value)
 
 
 def _is_h5(path):
@@ -237,7 +305,7 @@ def _workload_flags(workload, d):
     if isinstance(workload, Trace):
         source, flags = workload._source(d)
         return ["--trace=" + source, *flags]
-    return ["--trace=" + str(workload)]
+    return ["--trace=" + _path("workload", workload)]
 
 
 def _results(path):
@@ -250,14 +318,47 @@ def _results(path):
 
 
 def _policies(kwargs):
-    return {k: kwargs.pop(k, None) for k in ("admission_key", "preemption_victim", "router_score")}
+    return {k: kwargs.pop(k, None) for k in POLICIES}
+
+
+# The keywords run and compare set themselves, and why a user's would not do.
+OWN = {
+    "out": "the module writes its own results file and reads it back (use servesim.command("
+           "'run', ..., '--out=FILE') to keep one)",
+    "json": "the module writes its own JSON (the result's json_text holds it; write that, or use "
+            "servesim.command('run', ..., '--json=FILE'))",
+    "help": "use servesim.command('run', '--help') for the flags",
+    "no_steps": "use keep_steps=False",
+}
+
+
+def _refuse_own(config, workload, command_name, owned=None):
+    """An Error for a keyword of CONFIG that COMMAND_NAME's function sets itself (OWNED: run's
+    and compare's by default), or for trace= beside a WORKLOAD."""
+    own = dict(OWN if owned is None else owned)
+    own["help"] = "use servesim.command('%s', '--help') for the flags" % command_name
+    refuse(config, own)
+    if workload is not None and config.get("trace") is not None:
+        raise keyword_error("trace", "given twice: as the workload and as trace=")
+
+
+def _routed(policies, results):
+    """An Error when router_score was given and a run had no fleet to route (it was never
+    called)."""
+    if policies.get("router_score") is None:
+        return
+    for r in results.values():
+        if r.config.get("router") != "custom":
+            reason = ("routes between replicas and was never called: give num_replicas > 1 "
+                      "(a fleet)")
+            raise Error("field 'router_score': " + reason, field="router_score", reason=reason)
 
 
 def _interval_flags(interval):
     """--interval's flag: a level in (0, 1), or None/"none" for no intervals."""
     if interval is None:
         return ["--interval=none"]
-    return ["--interval=" + (interval if isinstance(interval, str) else repr(float(interval)))]
+    return ["--interval=" + checked("interval", value_text("interval", interval))]
 
 
 def run(workload=None, *, keep_steps=True, period_s=None, interval=0.9, **config):
@@ -267,18 +368,20 @@ def run(workload=None, *, keep_steps=True, period_s=None, interval=0.9, **config
     preemption_victim(running requests) -> id, router_score(request, replicas) -> scores.
     INTERVAL: the prediction intervals' level (None: none), in summary and `intervals`."""
     policies = _policies(config)
-    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+    _refuse_own(config, workload, "run")
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d, _frame_errors(d):
         js, h5 = os.path.join(d, "run.json"), os.path.join(d, "run.h5")
         args = ["run", *run_flags(config), *_workload_flags(workload, d), "--json=" + js,
                 "--out=" + h5, *_interval_flags(interval)]
         if not keep_steps:
             args.append("--no-steps")
         if period_s is not None:
-            args.append("--period-s=%r" % float(period_s))
+            args.append("--period-s=" + checked("period_s", value_text("period_s", period_s)))
         text = command(*args, **policies)
         with open(js) as f:
             json_text = f.read()
         results = _results(h5)
+    _routed(policies, results)
     r = next(iter(results.values()))
     r.text = text
     r.json_text = json_text
@@ -290,10 +393,12 @@ def compare(schedulers=None, workload=None, *, keep_steps=True, interval=0.9, **
     SCHEDULERS is None), as a Comparison; its table has each figure's INTERVAL-level
     prediction interval as FIGURE_lo and FIGURE_hi (None: none)."""
     policies = _policies(config)
-    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+    _refuse_own(config, workload, "compare")
+    if schedulers is not None and config.get("scheduler") is not None:
+        raise keyword_error("scheduler", "given twice: as schedulers and as scheduler=")
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d, _frame_errors(d):
         js, h5 = os.path.join(d, "compare.json"), os.path.join(d, "compare.h5")
-        sched = [] if schedulers is None else ["--scheduler=" + ",".join(
-            [schedulers] if isinstance(schedulers, str) else list(schedulers))]
+        sched = [] if schedulers is None else ["--scheduler=" + _schedulers(schedulers)]
         args = ["compare", *sched, *run_flags(config), *_workload_flags(workload, d),
                 "--json=" + js, "--out=" + h5, *_interval_flags(interval)]
         if not keep_steps:
@@ -302,6 +407,7 @@ def compare(schedulers=None, workload=None, *, keep_steps=True, interval=0.9, **
         with open(js) as f:
             json_text = f.read()
         results = _results(h5)
+    _routed(policies, results)
     rows = json.loads(json_text)["runs"]
     if rows and "replicates" in rows[0]:  # --num-seeds: one run per policy and seed
         c = Comparison({k: v for k, v in results.items()}, text)
@@ -310,6 +416,19 @@ def compare(schedulers=None, workload=None, *, keep_steps=True, interval=0.9, **
         c = Comparison(dict(results), text)
     c.json_text = json_text
     return c
+
+
+def _schedulers(schedulers):
+    """compare's --scheduler value from SCHEDULERS: a name or a list of names."""
+    if isinstance(schedulers, str):
+        schedulers = [schedulers]
+    elif not isinstance(schedulers, (list, tuple)):
+        raise keyword_error("schedulers", "a scheduler's name or a list of them, not %s" %
+                            a_kind(schedulers))
+    for s in schedulers:
+        if not isinstance(s, str):
+            raise keyword_error("schedulers", "%r is not a scheduler's name" % (s,))
+    return checked("schedulers", ",".join(schedulers))
 
 
 def _intervals(rows):
@@ -330,56 +449,108 @@ def _intervals(rows):
     return pd.DataFrame(out)
 
 
-def _table(kind, argv, csv_flag=True):
-    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
-        h5, csv = os.path.join(d, kind + ".h5"), os.path.join(d, kind + ".csv")
-        text = command(*argv, "--out=" + h5, *(["--csv=" + csv] if csv_flag else []))
-        t = _read_table(h5, kind)
-        t.text = text
-        t.csv_text = open(csv).read() if csv_flag and os.path.exists(csv) else ""
+def _table(kind, argv, d):
+    h5, csv = os.path.join(d, kind + ".h5"), os.path.join(d, kind + ".csv")
+    with _frame_errors(d):
+        text = command(*argv, "--out=" + h5, "--csv=" + csv)
+    t = _read_table(h5, _h5.kind_of(h5))
+    t.text = text
+    if os.path.exists(csv):
+        with open(csv) as f:
+            t.csv_text = f.read()
     return t
 
 
+# Each table file's kind and the group holding its rows.
+TABLE_GROUPS = {"sweep": "points", "capacity": "capacity", "capacity-plan": "windows"}
+
+
 def _read_table(path, kind):
-    df, attrs = _h5.read_table(path, "points" if kind == "sweep" else "capacity")
-    intervals = _h5.read_table(path, "intervals")[0] if kind == "sweep" else None
+    df, attrs = _h5.read_table(path, TABLE_GROUPS[kind])
+    intervals = _h5.read_table(path, "intervals", False)[0] if kind == "sweep" else None
     return Table(kind, df, attrs, intervals=intervals)
+
+
+# The keywords sweep, capacity and validate set themselves.
+TABLE_OWN = {
+    "out": "the module writes its own table file and reads it back (use servesim.command(...) "
+           "with --out=FILE to keep one)",
+    "csv": "the module writes its own CSV (the table's csv_text holds it; write that, or use "
+           "servesim.command(...) with --csv=FILE)",
+}
+
+
+def _axis(key, values):
+    """One grid axis as its flag: --FLAG=V1,V2,..."""
+    if not isinstance(key, str):
+        raise Error("field 'grid': %r is not a flag's name" % (key,), field="grid",
+                    reason="not a flag's name")
+    kind = flag_kind(key)
+    if isinstance(values, (str, bytes, dict, numbers.Number, os.PathLike)) or values is None:
+        values = [values]
+    else:
+        try:
+            values = list(values)
+        except TypeError:
+            raise keyword_error(key, "a grid axis is a value or a list of values, not %s" %
+                                a_kind(values)) from None
+    if not values:
+        raise keyword_error(key, "a grid axis needs at least one value")
+    texts = []
+    for v in values:
+        if v is None:
+            raise keyword_error(key, "a grid value of None (give a value)")
+        if kind == "switch" and not isinstance(v, bool):
+            raise keyword_error(key, "a switch takes True or False")
+        texts.append(checked(key, value_text(key, v)))
+    return "--%s=%s" % (flag_name(key), core().flag_separator(flag_name(key)).join(texts))
 
 
 def sweep(grid, *, jobs=None, workload=None, **config):
     """A grid of runs: `servesim sweep` with GRID's axes ({flag: [values]}) and CONFIG's fixed
     flags, JOBS threads (default: all cores). Returns a Table, one row per point."""
-    axes = []
-    for key, values in grid.items():
-        values = [values] if isinstance(values, (str, int, float)) else list(values)
-        axes.append("--%s=%s" % (key.replace("_", "-"), ",".join(
-            run_flags({key: v})[0].split("=", 1)[1] for v in values)))
+    if not isinstance(grid, dict):
+        raise keyword_error("grid", "a dict {flag: [values]}, not %s" % a_kind(grid))
+    _refuse_own(config, workload, "sweep", TABLE_OWN)
+    axes = [_axis(key, values) for key, values in grid.items()]
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         argv = ["sweep", *axes, *run_flags(config), *_workload_flags(workload, d),
                 *option_flags({"jobs": jobs})]
-        return _table("sweep", argv)
+        return _table("sweep", argv, d)
 
 
 def capacity(slo=None, *, workload=None, jobs=None, options=None, **config):
     """The highest request rate each configuration sustains under SLO ({metric: bound} or
     "ttft_p99_ms=2000,..."): `servesim capacity`. OPTIONS: its own flags (attainment,
-    slo_ttft_ms, gpu_hour_cost, target_rate, ...). Returns a Table, one row per configuration."""
+    slo_ttft_ms, gpu_hour_cost, target_rate, over_time, ...). Returns a Table, one row per
+    configuration; with over_time (a day plan), kind capacity-plan and one row per window."""
     if isinstance(slo, dict):
-        slo = ",".join("%s=%s" % (k, v) for k, v in slo.items())
+        slo = ",".join("%s=%s" % (k, value_text("slo", v)) for k, v in slo.items())
+    elif slo is not None and not isinstance(slo, str):
+        raise keyword_error("slo", "{metric: bound} or text like 'ttft_p99_ms=2000', not %s" %
+                            a_kind(slo))
+    if options is not None and not isinstance(options, dict):
+        raise keyword_error("options", "a dict of capacity's own flags, not %s" %
+                            a_kind(options))
     own = dict(options or {})
-    own.update({"slo": slo, "jobs": jobs})
+    _refuse_own(own, None, "capacity", TABLE_OWN)
+    _refuse_own(config, workload, "capacity", TABLE_OWN)
+    own.update({k: v for k, v in (("slo", slo), ("jobs", jobs)) if v is not None})
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         argv = ["capacity", *option_flags(own), *run_flags(config), *_workload_flags(workload, d)]
-        return _table("capacity", argv)
+        return _table("capacity", argv, d)
 
 
 def validate(path, **options):
     """Replays a ground-truth CSV of real vLLM runs: `servesim validate` (options: experiment,
     calibration, model_dir, use_measured_kv, kv_offloading_size, jobs). A frame of every
     measured and predicted figure."""
+    _refuse_own(options, None, "validate",
+                {"csv": TABLE_OWN["csv"].replace("the table's csv_text holds it; ", "")})
+    path = _path("path", path)
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         csv = os.path.join(d, "validate.csv")
-        text = command("validate", str(path), *option_flags(options), "--csv=" + csv)
+        text = command("validate", path, *option_flags(options), "--csv=" + csv)
         df = pd.read_csv(csv)
     df.attrs["text"] = text
     return df
@@ -388,6 +559,7 @@ def validate(path, **options):
 def read(path):
     """Any HDF5 file servesim writes: a results file (Results), a sweep or capacity table
     (Table), a trace (Trace)."""
+    path = _path("path", path)
     kind = _h5.kind_of(path)
     if kind == "results":
         return _results(path)

@@ -329,3 +329,259 @@ def test_prediction_intervals_reach_the_frames():
     row = cap.table.iloc[0]
     assert row["confidence"] == 0.9
     assert 0 < row["capacity_req_s"] <= row["point_capacity_req_s"]
+
+
+# Issue 44: hostile input from Python. Every failure a user can cause is a servesim.Error naming
+# the keyword (or policy) or the file; values are checked as the command line checks them.
+
+def test_json_flags_take_dicts():
+    """A dict for a flag that takes vLLM's JSON is passed as that JSON (it became "k=v,...")."""
+    r = servesim.run(scheduler="vllm-v1", num_requests=20, keep_steps=False,
+                     speculative_config={"method": "eagle3", "num_speculative_tokens": 3},
+                     spec_acceptance_rate=0.7)
+    assert r.config["speculative"]["num_speculative_tokens"] == 3
+    connector = {"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+                 "kv_connector_extra_config": {"cpu_bytes_to_use": 4 << 30}}
+    r = servesim.run(scheduler="vllm-v1", num_requests=20, keep_steps=False,
+                     kv_transfer_config=connector)
+    assert r.summary["requests"]["completed"] == 20
+    # A list is JSON too there, and the command line says why it is not an object.
+    with pytest.raises(servesim.Error) as e:
+        servesim.run(scheduler="vllm-v1", num_requests=5, speculative_config=[1, 2])
+    assert e.value.field == "speculative-config" and "JSON object" in str(e.value)
+
+
+@pytest.mark.parametrize("answer", [None, "3", [0], -1, 1.0, True, float("nan")])
+def test_an_unusable_victim_names_the_policy(answer):
+    with pytest.raises(servesim.Error) as e:
+        servesim.run(scheduler="vllm-v1", num_requests=200, num_gpu_blocks=40, keep_steps=False,
+                     preemption_victim=lambda running: answer)
+    assert e.value.field == "preemption_victim"
+    assert "returned %r" % (answer,) in str(e.value)
+
+
+@pytest.mark.parametrize("answer", [None, "1", [1], float("nan"), float("inf"), 1j])
+def test_an_unusable_admission_key_names_the_policy(answer):
+    with pytest.raises(servesim.Error) as e:
+        servesim.run(scheduler="vllm-v1", num_requests=20, keep_steps=False,
+                     admission_key=lambda r: answer)
+    assert e.value.field == "admission_key" and "returned" in str(e.value)
+
+
+@pytest.mark.parametrize("answer", [None, "ab", 5, {"a": 1}, [1, None], [float("nan"), 1],
+                                    [1, float("-inf")], [1, 2, 3]])
+def test_unusable_router_scores_name_the_policy(answer):
+    with pytest.raises(servesim.Error) as e:
+        servesim.run(num_requests=20, num_replicas=2, keep_steps=False,
+                     router_score=lambda request, replicas: answer)
+    assert e.value.field == "router_score"
+    # A tuple or a numpy array of numbers is a list of scores.
+    for ok in ((1, 0), np.array([0.0, 1.0])):
+        r = servesim.run(num_requests=20, num_replicas=2, keep_steps=False,
+                         router_score=lambda request, replicas: ok)
+        assert r.config["router"] == "custom"
+
+
+def test_a_router_without_a_fleet_is_an_error():
+    for fleet in ({}, {"num_replicas": 1}):
+        with pytest.raises(servesim.Error) as e:
+            servesim.run(num_requests=20, keep_steps=False, **fleet,
+                         router_score=lambda request, replicas: [0] * len(replicas))
+        assert e.value.field == "router_score" and "num_replicas > 1" in str(e.value)
+
+
+def test_damaged_and_foreign_files_name_the_file_and_field(tmp_path):
+    import h5py
+    out = tmp_path / "r.h5"
+    cli("compare", "--scheduler", "vllm-v0,vllm-v1", "--num-requests", 50, "--out", out)
+    run = "runs/vllm-v1:8192"
+
+    def damaged(name, change):
+        path = tmp_path / (name + ".h5")
+        path.write_bytes(out.read_bytes())
+        with h5py.File(path, "r+") as f:
+            change(f)
+        with pytest.raises(servesim.Error) as e:
+            servesim.read(path)
+        assert e.value.file == str(path), name
+        return e.value
+
+    def replace(f, name, value):
+        del f[name]
+        f[name] = value
+
+    assert damaged("no_runs", lambda f: f.attrs.__delitem__("runs")).field == "runs"
+    assert damaged("workload", lambda f: f.attrs.__setitem__("workload", "{no")).field == \
+        "workload"
+    e = damaged("summary", lambda f: f[run].attrs.__setitem__("summary", '{"requests": '))
+    assert e.field == "summary" and "vllm-v1:8192" in str(e) and "not JSON" in str(e)
+    assert damaged("label", lambda f: f[run].attrs.__setitem__(
+        "label", np.bytes_(b"\xff\xfe"))).field == "label"
+    assert damaged("group", lambda f: f.__delitem__(run + "/requests")).field == "requests"
+    assert damaged("column", lambda f: f.__delitem__(run + "/requests/status")).field == \
+        "status"
+    assert damaged("short", lambda f: replace(f, run + "/requests/ttft_ms", [1.0])).field == \
+        "ttft_ms"
+    assert damaged("2d", lambda f: replace(f, run + "/requests/ttft_ms",
+                                           np.zeros((50, 2)))).field == "ttft_ms"
+    assert damaged("codes", lambda f: f[run + "/requests"].attrs.__setitem__(
+        "status_codes", "x y")).field == "status_codes"
+    assert damaged("period", lambda f: f.attrs.__setitem__("period_s", "x")).field == "period_s"
+    assert damaged("version", lambda f: f.attrs.__setitem__("version", [1, 2])).field == \
+        "version"
+    # A file h5py wrote with arbitrary datasets, a trace missing a column, a truncated file.
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = [1, 2, 3]
+        f.attrs["magic"] = np.bytes_(b"\xff")
+    with pytest.raises(servesim.Error) as e:
+        servesim.read(foreign)
+    assert (e.value.file, e.value.field) == (str(foreign), "magic")
+    trace = tmp_path / "t.h5"
+    servesim.Trace.from_frame(pd.DataFrame({"arrival_s": [0.0, 1.0], "input_tokens": [5, 6],
+                                            "output_tokens": [1, 2]})).write(trace)
+    with h5py.File(trace, "r+") as f:
+        del f["input_tokens"]
+    with pytest.raises(servesim.Error) as e:
+        servesim.read(trace)
+    assert (e.value.file, e.value.field) == (str(trace), "input_tokens")
+    data = out.read_bytes()
+    for n in (100, len(data) // 2):
+        cut = tmp_path / "cut.h5"
+        cut.write_bytes(data[:n])
+        with pytest.raises(servesim.Error) as e:
+            servesim.read(cut)
+        assert e.value.file == str(cut)
+    with pytest.raises(servesim.Error) as e:
+        servesim.read(tmp_path / "absent.h5")
+    assert e.value.file == str(tmp_path / "absent.h5")
+
+
+def test_wrong_argument_types_name_the_keyword(tmp_path):
+    def error(f, **kwargs):
+        with pytest.raises(servesim.Error) as e:
+            f(**kwargs)
+        return e.value
+    small = dict(num_requests=10, keep_steps=False)
+    assert error(servesim.run, help=True).field == "help"
+    assert error(servesim.run, period_s="x", **small).field == "period-s"
+    assert error(servesim.run, interval=[1], **small).field.lstrip("-") == "interval"
+    assert error(servesim.run, model=object(), **small).field == "model"
+    assert error(servesim.run, max_num_seqs=[8, None], **small).field == "max-num-seqs"
+    assert error(servesim.run, admission_key=5, scheduler="vllm-v1", **small).field == \
+        "admission_key"
+    assert error(servesim.run, workload=5, **small).field == "workload"
+    e = error(servesim.run, workload=tmp_path / "absent.csv")
+    assert e.file == str(tmp_path / "absent.csv")
+    assert error(servesim.compare, schedulers=5, **small).field == "schedulers"
+    assert error(servesim.sweep, grid={"max_num_seqs": None}, num_requests=10).field == \
+        "max-num-seqs"
+    assert error(servesim.sweep, grid={"max_num_seqs": [8, None]}, num_requests=10).field == \
+        "max-num-seqs"
+    assert error(servesim.sweep, grid={"max_num_seqs": []}, num_requests=10).field == \
+        "max-num-seqs"
+    assert error(servesim.sweep, grid=[8, 16]).field == "grid"
+    assert error(servesim.capacity, slo=5).field == "slo"
+    assert error(servesim.capacity, slo="ttft_p99_ms=2000", options=[1]).field == "options"
+    assert error(servesim.read, path=None).field == "path"
+    assert error(servesim.Trace.from_frame, df={"arrival_s": [0.0]}).field == "workload"
+    # A switch's grid values are True and False.
+    t = servesim.sweep({"enable_prefix_caching": [True, False]}, num_requests=20)
+    assert t.table["enable-prefix-caching"].tolist() == ["true", "false"]
+
+
+def test_nul_and_empty_values_are_refused():
+    for value in ("5\x00junk", "", ["5\x00"]):
+        with pytest.raises(servesim.Error) as e:
+            servesim.run(num_requests=value, keep_steps=False)
+        assert e.value.field == "num-requests" and "num_requests" in str(e.value)
+    with pytest.raises(servesim.Error) as e:
+        servesim.run(model="", num_requests=5)
+    assert e.value.field == "model" and "empty" in str(e.value)
+    with pytest.raises(servesim.Error) as e:
+        servesim.command("run", "--num-requests=5\x00junk")
+    assert e.value.field == "num-requests"
+    with pytest.raises(servesim.Error) as e:
+        servesim.sweep({"max_num_seqs": ["8\x00"]}, num_requests=10)
+    assert e.value.field == "max-num-seqs"
+
+
+def test_the_modules_own_outputs_are_refused_clearly():
+    for f, keyword in ((servesim.run, "out"), (servesim.run, "json"), (servesim.compare, "out"),
+                       (servesim.compare, "json"), (servesim.sweep, "csv")):
+        args = ({"max_num_seqs": [8]},) if f is servesim.sweep else ()
+        with pytest.raises(servesim.Error) as e:
+            f(*args, num_requests=10, **{keyword: "x"})
+        assert e.value.field == keyword and "servesim.command" in str(e.value)
+    with pytest.raises(servesim.Error) as e:
+        servesim.capacity("ttft_p99_ms=2000", options={"out": "x.h5"})
+    assert e.value.field == "out"
+
+
+def test_a_frames_bad_value_names_its_column_and_row():
+    df = pd.DataFrame({"arrival_s": [0.0, 0.1, 0.2], "input_tokens": [10, 20, 30],
+                       "output_tokens": [5, 5, 5], "lora": ["sql", "b\nc", "sql"]})
+    with pytest.raises(servesim.Error) as e:
+        servesim.run(df, scheduler="vllm-v1", enable_lora=True, keep_steps=False)
+    assert e.value.field == "lora" and "row 1" in str(e.value) and e.value.file == ""
+    assert "servesim-" not in str(e.value)  # not the module's temporary csv
+    bad = pd.DataFrame({"arrival_s": [0.0, 0.1, 0.2], "input_tokens": [10, "x", 30],
+                        "output_tokens": [5, 5, 5]})
+    with pytest.raises(servesim.Error) as e:
+        servesim.run(bad, keep_steps=False)
+    assert e.value.field == "input_tokens" and "row 1" in str(e.value) and e.value.file == ""
+
+
+def test_a_capacity_plan_holds_its_table(tmp_path):
+    t = servesim.capacity("ttft_p99_ms=2000", options={"over_time": 60}, num_requests=400,
+                          request_rate=5)
+    assert t.kind == "capacity-plan" and t.table is not None
+    assert t.table.start_s.tolist() == [0.0, 60.0] and (t.table.replicas >= 1).all()
+    csv = tmp_path / "plan.csv"
+    cli("capacity", "--slo", "ttft_p99_ms=2000", "--over-time", 60, "--num-requests", 400,
+        "--request-rate", 5, "--csv", csv, "--out", tmp_path / "plan.h5")
+    assert t.csv_text == read_text(csv)
+    back = servesim.read(tmp_path / "plan.h5")
+    assert back.kind == "capacity-plan" and back.table.equals(t.table)
+
+
+def test_ctrl_c_stops_a_run_in_a_python_policy():
+    """SIGINT during a run with a policy raises KeyboardInterrupt within a second, not after the
+    run (issue 44), also where the policy runs no Python bytecode of its own (a builtin), which
+    is when the interpreter would not look for the signal itself."""
+    import signal
+    import sys
+    import time
+    child = ("import operator, servesim\n"
+             "print('running', flush=True)\n"
+             "servesim.run(scheduler='vllm-v1', num_requests=1000000, request_rate=50,\n"
+             "             keep_steps=False, interval=None,\n"
+             "             admission_key=operator.itemgetter('arrival_s'))\n"
+             "print('finished', flush=True)\n")
+    # The child is Python as this process is (a sanitized build's LD_PRELOAD passed on).
+    p = subprocess.Popen([sys.executable, "-c", child], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout.readline() == "running\n", p.stderr.read()
+        time.sleep(1)  # into the run (23 s on the 2-core machine), or its workload's generation
+        start = time.monotonic()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=120)
+        elapsed = time.monotonic() - start
+    finally:
+        p.kill()
+        p.wait()
+    assert "KeyboardInterrupt" in err and "finished" not in out
+    assert elapsed < 5, elapsed
+
+
+def test_sweep_grid_values_use_each_flags_separator():
+    # replica_gpus' one value is itself a comma list: its grid values are joined with '|', as
+    # the command line's; a JSON value's commas are its own.
+    t = servesim.sweep({"replica_gpus": ["h100-sxm:1,a100-80g:1", "h100-sxm:2"]},
+                       num_requests=20)
+    assert len(t.table) == 2
+    spec = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
+    t = servesim.sweep({"speculative_config": [spec, dict(spec, num_speculative_tokens=5)]},
+                       spec_acceptance_rate=0.6, num_requests=20)
+    assert len(t.table) == 2

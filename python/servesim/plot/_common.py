@@ -49,6 +49,9 @@ def load(path):
     if kind == "trace":
         raise InputError("a servesim trace, which has no plot (results, sweep and capacity "
                          "files have)")
+    if kind == "capacity-plan":
+        raise InputError("a capacity day plan (capacity --over-time), which has no plot "
+                         "(results, sweep and capacity files have)")
     return kind, data
 
 
