@@ -248,6 +248,12 @@ void validate(const ModelSpec& m, const std::string& source) {
       throw Error(source, 0, f.name, "must be an integer in [1, " + std::to_string(f.max) + "]");
     }
   }
+  // A prompt token and an output token: a smaller context was blamed on --max-model-len, a flag
+  // the user never gave (issue 44).
+  if (m.max_position < 2) {
+    throw Error(source, 0, "max_position_embeddings",
+                "must be at least 2 (a prompt token and an output token)");
+  }
   if (m.num_heads % m.num_kv_heads != 0) {
     throw Error(source, 0, "num_key_value_heads", "must divide num_attention_heads");
   }
@@ -299,6 +305,15 @@ ModelSpec load_model_file(const std::string& path) {
   if (quantization == "fp8") m.attention_weight_bytes = m.mlp_weight_bytes = 1;
   if (!given.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
+  if (!given.count("head_dim") && m.num_heads > 0 && m.hidden_size > 0 && m.head_dim < 1) {
+    // config.json's head_dim is hidden_size / num_attention_heads when absent: blame the keys
+    // the file has, not one it lacks.
+    throw Error(path, ini_line_of(path, "hidden_size"), "hidden_size",
+                std::to_string(m.hidden_size) + " / num_attention_heads " +
+                    std::to_string(m.num_heads) +
+                    " gives a head_dim of 0: give head_dim, or a hidden_size of at least one "
+                    "per head");
+  }
   m.name = lowercase(m.name);
   try {
     validate(m, path);

@@ -105,6 +105,8 @@ TEST_CASE("servegen: bad files are errors naming the file, line and field", "[se
       {"0,1,1,Gamma,0,1\n", "chunk-0-trace.csv:1: field 'arg1'"},
       {"0,1,1,Gamma,1,x\n", "chunk-0-trace.csv:1: field 'arg2'"},
       {"600,1,1,Gamma,1,1\n0,1,1,Gamma,1,1\n", "chunk-0-trace.csv:2: field 'window_start_s'"},
+      // Issue 44: windows 1e12 s apart were blamed on --servegen-rate-scale.
+      {"0,1,1,Gamma,1,1\n1e12,1,1,Gamma,1,1\n", "chunk-0-trace.csv:2: field 'window_start_s'"},
       {"", "chunk-0-trace.csv: no windows"},
   };
   for (const auto& [text, expected] : rows) {

@@ -140,6 +140,12 @@ TEST_CASE("ground truth: hostile input names the line and field", "[validate][er
   CHECK(error_at("gt_huge.csv", row("x", "0", "1e6", "1e6")) == "2:rate_req_s");
   CHECK(error_at("gt_dur.csv", row("x", "0", "2", "-1")) == "2:duration_s");
   CHECK(error_at("gt_nan.csv", row("x", "0", "2", "nan")) == "2:duration_s");
+  // Issue 44: stages adding up past the simulated time failed inside the simulation, naming no
+  // row; the row whose stage crosses 1e8 s is named (stage 10, line 12).
+  std::string long_stages;
+  for (int k = 0; k < 12; ++k)
+    long_stages += row("x", std::to_string(k), "1e-6", "1e7");
+  CHECK(error_at("gt_long.csv", long_stages) == "12:duration_s");
   std::string other = row("x", "1", "2", "30");
   other.replace(other.find(",32,"), 4, ",33,");
   CHECK(error_at("gt_disagree.csv", row("x", "0", "2", "30") + other) == "3:experiment");

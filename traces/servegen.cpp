@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "util/error.hpp"
+#include "util/format.hpp"
 #include "util/hash.hpp"
 #include "util/text_input.hpp"
 
@@ -67,6 +68,14 @@ std::vector<ServeGenWindow> read_windows(const std::string& path) {
     }
     if (!out.empty() && !(w.start_s > out.back().start_s)) {
       throw Error(path, n, "window_start_s", "windows must be in increasing order");
+    }
+    // The windows' length is the first two starts apart: a day at most (ServeGen's are 600 s).
+    // Starts 1e12 s apart were blamed on --servegen-rate-scale ("over 1e8 requests in a window").
+    if (out.size() == 1 && !(w.start_s - out[0].start_s <= 86400)) {
+      throw Error(path, n, "window_start_s",
+                  format("%g s after the first window's start, which makes every window that "
+                         "long: at most a day (ServeGen's windows are 600 s)",
+                         w.start_s - out[0].start_s));
     }
     out.push_back(w);
   }
@@ -319,7 +328,12 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
                         " has no dataset window at or before it");
       }
       const double expected = w.rate * o.rate_scale * c.window_s;
-      if (expected > 1e8) throw Error("servegen-rate-scale", "over 1e8 requests in a window");
+      if (expected > 1e8) {
+        throw Error("servegen-rate-scale",
+                    format("%s's window at %g s (%g req/s over %g s) times %g is over 1e8 "
+                           "requests",
+                           c.name.c_str(), w.start_s, w.rate, c.window_s, o.rate_scale));
+      }
       const size_t n = size_t(std::ceil(expected));
       std::vector<double> gaps(n);
       double sum = 0;
