@@ -35,10 +35,6 @@ const std::vector<Headline>& headlines() {
   return h;
 }
 
-nlohmann::ordered_json number(double v) {
-  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
-}
-
 }  // namespace
 
 void summarise(Replicate& r) {
@@ -87,10 +83,10 @@ nlohmann::ordered_json replicates_json(const std::vector<Replicate>& r,
   for (const Replicate& x : r) {
     nlohmann::ordered_json values = nlohmann::ordered_json::array();
     for (double v : x.values)
-      values.push_back(number(v));
-    metrics[x.metric] = {{"mean", number(x.mean)},
-                         {"ci95", {number(x.ci_low), number(x.ci_high)}},
-                         {"stddev", number(x.stddev)},
+      values.push_back(json_number(v));
+    metrics[x.metric] = {{"mean", json_number(x.mean)},
+                         {"ci95", {json_number(x.ci_low), json_number(x.ci_high)}},
+                         {"stddev", json_number(x.stddev)},
                          {"n", x.n},
                          {"values", values}};
   }
@@ -185,8 +181,8 @@ nlohmann::ordered_json paired_changes_json(const std::vector<RunResult>& first,
     const Replicate* y = find(b, x.metric.c_str());
     if (y == nullptr) continue;
     const ChangeInterval c = paired_change(x, *y);
-    metrics[x.metric] = {{"change", number(c.current - c.baseline)},
-                         {"ci95", {number(c.low), number(c.high)}},
+    metrics[x.metric] = {{"change", json_number(c.current - c.baseline)},
+                         {"ci95", {json_number(c.low), json_number(c.high)}},
                          {"test", change_test_name(c.test)},
                          {"n", c.n_current}};
   }

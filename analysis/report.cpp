@@ -9,7 +9,12 @@
 #include "scheduler/policy.hpp"
 
 namespace servesim {
+
 using nlohmann::ordered_json;
+
+ordered_json json_number(double v) {
+  return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
+}
 
 namespace {
 
@@ -19,24 +24,23 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-// A number, or null when undefined (NaN: a statistic over no request).
-ordered_json number(double v) {
-  return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
-}
-
 ordered_json stats_json(const Stats& s) {
-  ordered_json j{{"mean", number(s.mean)}, {"p50", number(s.p50)}, {"p90", number(s.p90)},
-                 {"p95", number(s.p95)},   {"p99", number(s.p99)}, {"max", number(s.max)},
+  ordered_json j{{"mean", json_number(s.mean)},
+                 {"p50", json_number(s.p50)},
+                 {"p90", json_number(s.p90)},
+                 {"p95", json_number(s.p95)},
+                 {"p99", json_number(s.p99)},
+                 {"max", json_number(s.max)},
                  {"count", s.count}};
   for (const auto& [q, v] : s.extra)
-    j[percentile_name(q)] = number(v);
+    j[percentile_name(q)] = json_number(v);
   return j;
 }
 
 ordered_json overload_json(const Overload& o) {
   ordered_json j = {{"overloaded", o.overloaded},
-                    {"arrival_rate_req_s", number(o.arrival_rate_req_s)},
-                    {"completion_rate_req_s", number(o.completion_rate_req_s)},
+                    {"arrival_rate_req_s", json_number(o.arrival_rate_req_s)},
+                    {"completion_rate_req_s", json_number(o.completion_rate_req_s)},
                     {"waiting_at_median_arrival", o.waiting_at_median_arrival},
                     {"waiting_at_last_arrival", o.waiting_at_last_arrival},
                     {"in_system_at_median_arrival", o.in_system_at_median_arrival},
@@ -76,7 +80,7 @@ ordered_json kv_offload_json(const KvOffloadSummary& k) {
           {"cpu_bytes", k.cpu_bytes},
           {"cpu_blocks", k.cpu_blocks},
           {"block_tokens", k.block_tokens},
-          {"hit_rate", number(k.hit_rate())},
+          {"hit_rate", json_number(k.hit_rate())},
           {"queries_tokens", c.queries},
           {"hits_tokens", c.hits},
           {"preempted_queries_tokens", c.preempted_queries},
@@ -97,14 +101,14 @@ ordered_json kv_offload_json(const KvOffloadSummary& k) {
 ordered_json spec_decode_json(const SpecDecodeSummary& d) {
   ordered_json per_position = ordered_json::array();
   for (int i = 0; i < d.num_speculative_tokens; ++i)
-    per_position.push_back(number(d.position_rate(i)));
+    per_position.push_back(json_number(d.position_rate(i)));
   return {{"method", spec_method_name(d.method)},
           {"num_speculative_tokens", d.num_speculative_tokens},
           {"num_drafts", d.counts.num_drafts},
           {"num_draft_tokens", d.counts.num_draft_tokens},
           {"num_accepted_tokens", d.counts.num_accepted_tokens},
-          {"mean_acceptance_length", number(d.mean_acceptance_length())},
-          {"acceptance_rate", number(d.acceptance_rate())},
+          {"mean_acceptance_length", json_number(d.mean_acceptance_length())},
+          {"acceptance_rate", json_number(d.acceptance_rate())},
           {"acceptance_per_position", per_position}};
 }
 
@@ -184,7 +188,7 @@ void add_settings(const RunResult& r, ordered_json& config) {
                        {"period_s", a.period_s},
                        {"scale_up_window_s", a.up_window_s},
                        {"scale_down_window_s", a.down_window_s},
-                       {"provision_s", number(a.provision_s)},
+                       {"provision_s", json_number(a.provision_s)},
                        {"engine_startup_s", a.startup_s},
                        {"model_load_gb_per_s", a.load_gb_per_s}};
   }
@@ -286,27 +290,27 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
   j["tpot_ms"] = stats_json(s.tpot_ms);
   j["e2e_ms"] = stats_json(s.e2e_ms);
   j["queue_ms"] = stats_json(s.queue_ms);
-  j["otps"] = {{"mean", number(s.otps.mean)},
-               {"p50", number(s.otps.p50)},
-               {"p50_ratio", number(s.otps_p50_ratio)}};
+  j["otps"] = {{"mean", json_number(s.otps.mean)},
+               {"p50", json_number(s.otps.p50)},
+               {"p50_ratio", json_number(s.otps_p50_ratio)}};
   for (const auto& [q, v] : s.otps.extra)
-    j["otps"][percentile_name(q)] = number(v);
+    j["otps"][percentile_name(q)] = json_number(v);
   j["throughput"] = {{"requests_per_s", s.requests_per_s},
                      {"output_tokens_per_s", s.output_tokens_per_s},
                      {"total_tokens_per_s", s.total_tokens_per_s},
-                     {"goodput_req_s", number(s.goodput_req_s)}};
+                     {"goodput_req_s", json_number(s.goodput_req_s)}};
   j["gpu"] = {{"step_time_fraction", s.step_time_fraction},
               {"mfu", s.mfu},
               {"mbu", s.mbu},
               {"kv_usage_mean", s.kv_usage_mean},
-              {"kv_usage_p50", number(s.kv_usage_p50)},
-              {"kv_usage_p99", number(s.kv_usage_p99)},
+              {"kv_usage_p50", json_number(s.kv_usage_p50)},
+              {"kv_usage_p99", json_number(s.kv_usage_p99)},
               {"kv_usage_max", s.kv_usage_max}};
   j["queue_len"] = stats_json(s.queue_len);
   j["preemptions"] = s.preemptions;
   const PrefixCacheSummary& p = s.prefix_cache;
   j["prefix_cache"] = {{"enabled", p.enabled},
-                       {"hit_rate", number(p.hit_rate())},
+                       {"hit_rate", json_number(p.hit_rate())},
                        {"queries_tokens", p.queries},
                        {"hits_tokens", p.hits},
                        {"preempted_queries_tokens", p.preempted_queries},
@@ -398,8 +402,8 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
                           {"itl_ms", stats_json(q.itl_ms)},
                           {"step_time_fraction", q.step_time_fraction},
                           {"kv_usage_mean", q.kv_usage_mean},
-                          {"queue_len_mean", number(q.queue_len.mean)},
-                          {"prefix_cache_hit_rate", number(q.prefix_cache.hit_rate())}});
+                          {"queue_len_mean", json_number(q.queue_len.mean)},
+                          {"prefix_cache_hit_rate", json_number(q.prefix_cache.hit_rate())}});
     }
     ordered_json pools = ordered_json::array();
     for (const PoolSummary& p : f.pools) {
@@ -414,11 +418,11 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
                   {"pools", pools},
                   {"router", f.router},
                   {"router_warnings", f.router_warnings},
-                  {"busy_imbalance", number(f.busy_imbalance)},
-                  {"queue_imbalance", number(f.queue_imbalance)},
+                  {"busy_imbalance", json_number(f.busy_imbalance)},
+                  {"queue_imbalance", json_number(f.queue_imbalance)},
                   {"kv_transfers", f.kv_transfers},
                   {"kv_transfer_s_mean",
-                   number(f.kv_transfers ? f.kv_transfer_s / double(f.kv_transfers) : NAN)},
+                   json_number(f.kv_transfers ? f.kv_transfer_s / double(f.kv_transfers) : NAN)},
                   {"kv_transfer_bytes_per_gpu", f.kv_transfer_bytes},
                   {"replicas", replicas}};
     if (f.autoscale.enabled) j["fleet"]["autoscale"] = autoscale_json(f.autoscale, r.config.tp);
@@ -435,7 +439,7 @@ ordered_json autoscale_json(const AutoscaleSummary& a, int tp) {
                         {"starting", e.starting},
                         {"draining", e.draining},
                         {"desired", e.desired},
-                        {"metric", number(e.metric)}});
+                        {"metric", json_number(e.metric)}});
   }
   return {{"metric", a.metric},
           {"target", a.target},

@@ -38,6 +38,9 @@ inline bool rejection_heavy(const RunSummary& s) {
 // row (column cost_source), so that a figure says what its numbers rest on.
 std::string cost_source(const SimConfig& c);
 
+// V as JSON, or null when undefined (NaN, a statistic over no request; or infinite).
+nlohmann::ordered_json json_number(double v);
+
 // R's JSON summary, its prediction_intervals at INTERVAL_LEVEL (0: none; run --interval).
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload,
                                     double interval_level = kDefaultIntervalLevel);

@@ -78,18 +78,20 @@ class Given {
     set_ = true;
     return *this;
   }
-  // It reads as a T and as nothing else: a conversion to another type (an int from a
-  // Given<double>, as in `given() ? rate : 0`, which truncated --request-rate) does not compile;
-  // write *g and convert it in the open.
-  template <class U>
-  requires std::same_as<U, T>
-  operator const U&() const { return value_; }
+  // It reads as a T. A conversion on to a narrower type (an int from a Given<double>, as in
+  // `given() ? rate : 0`, which truncated --request-rate) is a -Wfloat-conversion error in CI's
+  // build (CMakeLists.txt); write *g and convert it in the open. (A conversion template
+  // constrained to T alone, which refused it outright, builds with Clang but not with GCC 12:
+  // GCC takes no conversion template into the built-in operators, so `g < 0` had no match.)
+  operator const T&() const { return value_; }
   const T& operator*() const { return value_; }
   const T* operator->() const { return &value_; }
-  // Compared by value (given or not).
-  template <class U>
-  requires requires(const T& t, const U& u) { t == u; }
-  friend bool operator==(const Given& a, const U& b) { return a.value_ == b; }
+  // Compared by value (given or not): a number by the built-in operators, through the
+  // conversion; a string (whose operator== is a template, which sees no conversion) here. Not a
+  // constrained template: GCC 12 finds its constraint recursive.
+  friend bool operator==(const Given& a, const T& b) requires(!std::is_arithmetic_v<T>) {
+    return a.value_ == b;
+  }
   friend bool operator==(const Given& a, const Given& b) { return a.value_ == b.value_; }
   bool given() const { return set_; }
   // As if never set; the value stays (a command that takes a setting over, e.g. capacity's

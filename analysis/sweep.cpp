@@ -200,9 +200,9 @@ Shard parse_shard(const std::string& text) {
 
 namespace {
 
-constexpr const char* kMagic = "servesim-sweep";
-constexpr int64_t kVersion = 1;
-constexpr hsize_t kMaxRows = hsize_t(1) << 31;
+constexpr const char* kSweepMagic = "servesim-sweep";
+constexpr int64_t kSweepVersion = 1;
+constexpr hsize_t kMaxSweepRows = hsize_t(1) << 31;
 
 using h5::join_lines;
 using h5::split_lines;
@@ -246,7 +246,7 @@ void write_sweep_h5(const std::string& path, const SweepTable& t) {
   for (const std::string& c : t.text_columns) {
     if (is_replicate_column(c)) replicates += (replicates.empty() ? "" : "\n") + c;
   }
-  write_table_h5(path, t, kMagic, "points", {{"replicate_columns", replicates}},
+  write_table_h5(path, t, kSweepMagic, "points", {{"replicate_columns", replicates}},
                  [&units](H5::H5File& f) { write_rows(f, "intervals", units); });
 }
 
@@ -258,7 +258,7 @@ void write_table_h5(const std::string& path, const SweepTable& t, const char* ma
     h5::write_attr(f, "magic", std::string(magic));
     for (const auto& [name, value] : attrs)
       h5::write_attr(f, name, value);
-    h5::write_attr(f, "version", kVersion);
+    h5::write_attr(f, "version", kSweepVersion);
     h5::write_attr(f, "grid", t.grid);
     h5::write_attr(f, "grid_id", t.grid_id);
     h5::write_attr(f, "points_total", int64_t(t.points_total));
@@ -282,7 +282,7 @@ SweepTable read_sweep_h5(const std::string& path) {
   H5::Exception::dontPrint();
   SweepTable t;
   try {
-    H5::H5File f = h5::open_checked(path, kMagic, kVersion, "sweep file");
+    H5::H5File f = h5::open_checked(path, kSweepMagic, kSweepVersion, "sweep file");
     t.grid = h5::read_string_attr(f, "grid");
     t.grid_id = h5::read_string_attr(f, "grid_id");
     const int64_t total = h5::read_int_attr(f, path, "points_total");
@@ -293,7 +293,7 @@ SweepTable read_sweep_h5(const std::string& path) {
     t.int_columns = split_lines(h5::read_string_attr(f, "int_columns"));
     t.real_columns = split_lines(h5::read_string_attr(f, "real_columns"));
     H5::Group g = f.openGroup("points");
-    const hsize_t n = h5::column_length<int64_t>(g, path, "point", kMaxRows);
+    const hsize_t n = h5::column_length<int64_t>(g, path, "point", kMaxSweepRows);
     const std::vector<int64_t> point = h5::read_column<int64_t>(g, "point", n);
     t.rows.resize(n);
     for (size_t i = 0; i < n; ++i) {

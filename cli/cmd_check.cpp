@@ -206,10 +206,6 @@ int print_check(std::ostream& out, const CheckSpec& c, const std::vector<CheckLi
   return regressions;
 }
 
-ordered_json number_json(double v) {
-  return std::isfinite(v) ? ordered_json(v) : ordered_json(nullptr);
-}
-
 // --json: every line with its numbers, and each scenario's configuration changes.
 std::string check_json(const CheckSpec& c, const std::vector<CheckLine>& lines,
                        const std::map<std::string, std::vector<std::string>>& changes,
@@ -224,10 +220,10 @@ std::string check_json(const CheckSpec& c, const std::vector<CheckLine>& lines,
     j["lines"].push_back({{"scenario", l.scenario},
                           {"metric", l.metric},
                           {"tolerance", l.tolerance},
-                          {"baseline", number_json(l.interval.baseline)},
-                          {"current", number_json(l.interval.current)},
-                          {"change_pct", number_json(l.change)},
-                          {"interval", {number_json(l.interval.low), number_json(l.interval.high)}},
+                          {"baseline", json_number(l.interval.baseline)},
+                          {"current", json_number(l.interval.current)},
+                          {"change_pct", json_number(l.change)},
+                          {"interval", {json_number(l.interval.low), json_number(l.interval.high)}},
                           {"test", change_test_name(l.interval.test)},
                           {"n_baseline", l.interval.n_baseline},
                           {"n_current", l.interval.n_current},

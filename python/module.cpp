@@ -191,11 +191,15 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
     } catch (const Error& e) {
       failure = Failure{e.what(), e.file(), e.field(), e.reason(), e.line(), false, nullptr};
     } catch (const py::error_already_set&) {
-      failure = Failure{.python = std::current_exception()};
+      failure = Failure{};
+      failure->python = std::current_exception();
     } catch (const std::bad_alloc&) {
-      failure = Failure{.message = "not enough memory for this input"};
+      failure = Failure{};
+      failure->message = "not enough memory for this input";
     } catch (const std::exception& e) {
-      failure = Failure{.message = e.what(), .internal = true};
+      failure = Failure{};
+      failure->message = e.what();
+      failure->internal = true;
     }
   }
   if (!failure) return {status, out.str()};

@@ -46,7 +46,10 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFAULT_ORACLE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared", "vllm-oracle")
+# $SERVESIM_SHARED, else the folder beside the checkout (as tests/shared_data.hpp).
+DEFAULT_ORACLE = os.path.join(
+    os.environ.get("SERVESIM_SHARED") or
+    os.path.join(os.path.dirname(os.path.dirname(HERE)), "shared"), "vllm-oracle")
 
 DEFAULTS = dict(
     block_size=16,

@@ -53,7 +53,11 @@ import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-DEFAULT_ORACLE = os.path.join(os.path.dirname(ROOT), "shared", "vllm-oracle")
+# The shared data's one setting, as the C++ tests read it (tests/shared_data.hpp): $SERVESIM_SHARED,
+# else the folder beside the checkout.
+DEFAULT_ORACLE = os.path.join(
+    os.environ.get("SERVESIM_SHARED") or os.path.join(os.path.dirname(ROOT), "shared"),
+    "vllm-oracle")
 DEFAULT_TESTS = os.path.join(ROOT, "build", "oracle", "servesim_tests")
 PYTHON = "/usr/bin/python3"
 

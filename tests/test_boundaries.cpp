@@ -188,8 +188,8 @@ TEST_CASE("boundaries: the second round's numbers name the flag that is out of r
   refused(with(pd, {"--kv-transfer-gbps", "5e-324"}), "field 'kv-transfer-gbps'");
   CHECK(call_cli(with(pd, {"--kv-transfer-gbps", "0"})).code == 0);
   CHECK(call_cli(with(pd, {"--kv-transfer-gbps", "0.001"})).code == 0);
-  for (const std::string& flag : {"think-time-s", "kv-transfer-gbps", "kv-transfer-latency-s"}) {
-    const auto r = call_cli(with(pd, {"--" + flag, "1e300"}));
+  for (const char* flag : {"think-time-s", "kv-transfer-gbps", "kv-transfer-latency-s"}) {
+    const auto r = call_cli(with(pd, {std::string("--") + flag, "1e300"}));
     CHECK(r.code == 2);
     CHECK_THAT(r.err, !Catch::Contains("cost-model"));
     CHECK(r.err.size() < 300);
