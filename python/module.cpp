@@ -5,24 +5,30 @@
 // into run and compare: a waiting request's admission key, the preemption victim, a router's
 // scores (scheduler/scheduling_hooks.hpp, sim/router.hpp RouterHook). A command's bad input
 // raises servesim.Error with its file, line, field and reason; so does a policy's unusable
-// answer (None, text, NaN, an id that is not running), naming the policy. Ctrl-C stops a run at
-// its next policy call (KeyboardInterrupt); a run without Python policies has no point at which
-// this module can stop it, and ends first.
+// answer (None, text, NaN, an id that is not running), naming the policy. The command runs on a
+// thread of its own while the calling thread waits, looking every 50 ms for a signal Python has
+// pending (only the main thread sees them): Ctrl-C asks every simulation to stop
+// (util/cancel.hpp) and raises KeyboardInterrupt within a fraction of a second.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <exception>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli/cli.hpp"
 #include "cli/run_flags.hpp"
 #include "scheduler/scheduling_hooks.hpp"
 #include "sim/router.hpp"
+#include "util/cancel.hpp"
 #include "util/error.hpp"
 
 namespace py = pybind11;
@@ -79,12 +85,6 @@ double finite_number(const char* field, const py::handle& v, const char* what) {
   return x;
 }
 
-// A pending Ctrl-C (or another signal whose Python handler raises) as the exception its handler
-// raised, stopping the run: called with the GIL held, at each policy call.
-void check_signals() {
-  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
-}
-
 // Policies written in Python: each of KEY(request) -> number, VICTIM(running requests) -> the id
 // of one of them, SCORE(request, replicas) -> one number per replica, or None.
 class PyPolicies final : public SchedulingHooks, public RouterHook {
@@ -99,14 +99,12 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
   bool orders_admission() const override { return !key_.is_none(); }
   double admission_key(uint32_t id, const SeqState& s) const override {
     py::gil_scoped_acquire gil;
-    check_signals();
     return finite_number("admission_key", key_(request_fields(id, s)), "a number");
   }
   bool chooses_victim() const override { return !victim_.is_none(); }
   uint32_t preemption_victim(std::span<const uint32_t> running,
                              std::span<const SeqState> seqs) const override {
     py::gil_scoped_acquire gil;
-    check_signals();
     py::list requests;
     for (const uint32_t id : running)
       requests.append(request_fields(id, seqs[id]));
@@ -129,7 +127,6 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
   void score(const RequestSpec& r, std::span<const ReplicaLoad> loads,
              std::span<double> scores) override {
     py::gil_scoped_acquire gil;
-    check_signals();
     const py::dict request =
         arrival_fields(r.id, r.arrival_s, r.input_tokens, r.output_tokens, r.priority, r.lora);
     py::list replicas;
@@ -168,9 +165,30 @@ struct Failure {
   std::exception_ptr python;  // a policy's own exception, raised as it was
 };
 
+// Runs ARGS with HOOKS into OUT and STATUS, any failure caught into FAILURE (on the command's own
+// thread: nothing may escape it).
+void run_caught(const std::vector<std::string>& args, std::ostringstream& out,
+                const cli::RunHooks* hooks, int& status, std::optional<Failure>& failure) {
+  try {
+    status = run_command(args, out, hooks);
+  } catch (const Error& e) {
+    failure = Failure{e.what(), e.file(), e.field(), e.reason(), e.line(), false, nullptr};
+  } catch (const py::error_already_set&) {
+    failure = Failure{};
+    failure->python = std::current_exception();
+  } catch (const std::bad_alloc&) {
+    failure = Failure{};
+    failure->message = "not enough memory for this input";
+  } catch (const std::exception& e) {  // Cancelled too: the caller raises KeyboardInterrupt
+    failure = Failure{};
+    failure->message = e.what();
+    failure->internal = true;
+  }
+}
+
 // Runs servesim command ARGS (ARGS[0] the command, as after the program name) and returns what it
 // prints; KEY, VICTIM and SCORE are Python policies (None: vLLM's). The GIL is released while
-// it runs and taken back for each policy call.
+// it runs and taken back for each policy call, and every 50 ms to look for Ctrl-C.
 std::pair<int, std::string> command(const std::vector<std::string>& args, py::object key,
                                     py::object victim, py::object score) {
   if (args.empty()) throw py::value_error("no command");
@@ -184,24 +202,36 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
   std::ostringstream out;
   int status = 0;
   std::optional<Failure> failure;
+  bool interrupted = false;
   {
     py::gil_scoped_release release;
-    try {
-      status = run_command(args, out, policies ? &hooks : nullptr);
-    } catch (const Error& e) {
-      failure = Failure{e.what(), e.file(), e.field(), e.reason(), e.line(), false, nullptr};
-    } catch (const py::error_already_set&) {
-      failure = Failure{};
-      failure->python = std::current_exception();
-    } catch (const std::bad_alloc&) {
-      failure = Failure{};
-      failure->message = "not enough memory for this input";
-    } catch (const std::exception& e) {
-      failure = Failure{};
-      failure->message = e.what();
-      failure->internal = true;
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread worker([&] {
+      run_caught(args, out, policies ? &hooks : nullptr, status, failure);
+      const std::lock_guard<std::mutex> lock(m);
+      done = true;
+      cv.notify_one();
+    });
+    for (std::unique_lock<std::mutex> lock(m);
+         !cv.wait_for(lock, std::chrono::milliseconds(50), [&] { return done; });) {
+      lock.unlock();
+      {
+        py::gil_scoped_acquire gil;
+        // PyErr_CheckSignals runs the handlers; KeyboardInterrupt stays set on this thread,
+        // raised below once the run has stopped.
+        if (!interrupted && PyErr_CheckSignals() != 0) {
+          interrupted = true;
+          request_cancel();
+        }
+      }
+      lock.lock();
     }
+    worker.join();
+    clear_cancel();
   }
+  if (interrupted) throw py::error_already_set();
   if (!failure) return {status, out.str()};
   if (failure->python) std::rethrow_exception(failure->python);
   if (failure->internal) throw std::runtime_error("servesim internal error: " + failure->message);

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "util/cancel.hpp"
+
 namespace servesim {
 
 class EventLoop {
@@ -38,9 +40,11 @@ class EventLoop {
     std::push_heap(heap_.begin(), heap_.end(), Later{});
   }
 
-  // Runs events until none is left, or until a handler calls stop().
+  // Runs events until none is left, or until a handler calls stop(). Throws Cancelled when a
+  // stop is asked from outside (util/cancel.hpp), polled every 4,096 events.
   void run() {
     while (!heap_.empty() && !stopped_) {
+      if ((processed_ & 4095) == 0 && cancel_requested()) throw Cancelled();
       std::pop_heap(heap_.begin(), heap_.end(), Later{});
       const Event e = heap_.back();
       heap_.pop_back();
