@@ -253,6 +253,19 @@ DayPlan plan_day(const RunSpec& base, const CapacitySpec& spec, double window_s,
   return p;
 }
 
+namespace {
+
+// "with TTFT <= 2000 ms and TPOT <= 50 ms", the bounds given only ("TPOT <= inf ms" when none was,
+// issue 44); "finished" with neither.
+std::string met_bounds(double ttft_ms, double tpot_ms) {
+  std::string s;
+  if (std::isfinite(ttft_ms)) s = format("TTFT <= %g ms", ttft_ms);
+  if (std::isfinite(tpot_ms)) s += format("%sTPOT <= %g ms", s.empty() ? "" : " and ", tpot_ms);
+  return s.empty() ? "finished" : "with " + s;
+}
+
+}  // namespace
+
 std::string day_plan_text(const DayPlan& p) {
   std::string out = format(
       "%zu windows of %g s over %.0f s of arrivals; per window, the fewest replicas "
@@ -282,11 +295,10 @@ std::string day_plan_text(const DayPlan& p) {
   }
   out += format(
       "windows_met: windows whose requests meet the SLO's latency terms in the day run (ITL "
-      "terms judged on each request's TPOT); requests_met: requests with TTFT <= %g ms and TPOT "
-      "<= %g ms. fixed: the most any window needs, all day; plan: the per-window counts, each "
-      "window's new replicas started a provisioning time ahead; replica_h: billed from start or "
-      "provisioning to stop.\n",
-      p.ttft_ms, p.tpot_ms);
+      "terms judged on each request's TPOT); requests_met: requests %s. fixed: the most any "
+      "window needs, all day; plan: the per-window counts, each window's new replicas started a "
+      "provisioning time ahead; replica_h: billed from start or provisioning to stop.\n",
+      met_bounds(p.ttft_ms, p.tpot_ms).c_str());
   return out;
 }
 

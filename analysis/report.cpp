@@ -388,7 +388,9 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
   add_settings(r, j["config"]);
   j["config"]["workload"] = workload;
   const FleetSummary& f = r.fleet;
-  if (f.num_replicas > 1) {
+  // An autoscaled fleet of at most one replica is still a fleet: run prints its autoscaler line,
+  // and the JSON has its fleet.autoscale (issue 44: it had neither block).
+  if (f.num_replicas > 1 || f.autoscale.enabled) {
     j["config"]["num_replicas"] = f.num_replicas;
     j["config"]["router"] = f.router;
     ordered_json replicas = ordered_json::array();

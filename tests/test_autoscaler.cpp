@@ -501,3 +501,24 @@ TEST_CASE("cli: capacity --over-time plans a day by the window and prices three 
       {"run", "--trace", lengths, "--request-rate", "1", "--rate-pattern", "diurnal"},
       "a trace keeps its own");
 }
+
+TEST_CASE("autoscaler: one replica at most is still reported, and a day plan names only its bounds",
+          "[autoscale][hostile]") {
+  // Issue 44: --max-replicas 1 printed an autoscaler line, but the JSON had no fleet.autoscale.
+  const std::filesystem::path json = servesim::test::scratch("autoscale_one") / "run.json";
+  const auto r = servesim::test::call_cli({"run", "--autoscale", "running", "--autoscale-target",
+                                           "4", "--max-replicas", "1", "--num-requests", "20",
+                                           "--json", json.string()});
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("autoscaler:"));
+  const nlohmann::json j = nlohmann::json::parse(servesim::test::slurp(json));
+  REQUIRE(j.contains("fleet"));
+  CHECK(j.at("fleet").contains("autoscale"));
+  // capacity --over-time printed "TPOT <= inf ms" when no TPOT bound was given.
+  const auto plan = servesim::test::call_cli({"capacity", "--attainment", "0.9", "--slo-ttft-ms",
+                                              "2000", "--over-time", "60", "--num-requests", "300",
+                                              "--request-rate", "5"});
+  REQUIRE(plan.code == 0);
+  CHECK_THAT(plan.out, Catch::Contains("requests with TTFT <= 2000 ms."));
+  CHECK_THAT(plan.out, !Catch::Contains("inf ms"));
+}
