@@ -6,6 +6,7 @@
 
 #include "analysis/report.hpp"
 #include "util/error.hpp"
+#include "util/field_path.hpp"
 #include "util/format.hpp"
 #include "util/parallel.hpp"
 #include "util/stats.hpp"
@@ -192,20 +193,21 @@ DayRun run_day(const std::string& name, const RunSpec& s, const CapacitySpec& sp
 DayPlan plan_day(const RunSpec& base, const CapacitySpec& spec, double window_s, int max_replicas,
                  int jobs, Inputs& inputs) {
   if (!(window_s >= 1 && window_s <= 1e7)) {
-    throw Error("over-time", "the window must be in [1, 1e7] seconds");
+    throw Error(field::kOverTime, "the window must be in [1, 1e7] seconds");
   }
   DayPlan p;
   p.window_s = window_s;
   p.max_replicas = max_replicas;
   const LoadedWorkload all = load_workload(fixed_fleet(base, 1), inputs);
-  if (all.requests.empty()) throw Error("over-time", "the workload has no requests to plan for");
+  if (all.requests.empty())
+    throw Error(field::kOverTime, "the workload has no requests to plan for");
   const double first = all.requests.front().arrival_s, last = all.requests.back().arrival_s;
   p.span_s = last - first;
   const double start = std::floor(first / window_s) * window_s;
   const size_t count = size_t(std::floor((last - start) / window_s)) + 1;
   if (count > kMaxPlanWindows) {
-    throw Error("over-time", format("%zu windows of %g s: at most %zu (a longer window)", count,
-                                    window_s, kMaxPlanWindows));
+    throw Error(field::kOverTime, format("%zu windows of %g s: at most %zu (a longer window)",
+                                         count, window_s, kMaxPlanWindows));
   }
   p.windows.resize(count);
   for (size_t k = 0; k < count; ++k) {

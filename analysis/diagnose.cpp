@@ -22,9 +22,9 @@ void require_completed(const LogStats& s) {
 // At most a million periods: a longer span is mixed clocks or units, not a real log.
 void require_few_periods(const LogStats& s, double period_s) {
   if (!((s.end_s - s.start_s) / period_s > 1e6)) return;
-  throw Error("period-s",
+  throw Error(field::kPeriodS,
               format("%s spans %.0f s: more than a million %g s periods (mixed clocks or "
-                     "time units? see --time-unit)",
+                     "time units? see {{trace.time_unit}})",
                      s.source.c_str(), s.end_s - s.start_s, period_s));
 }
 
@@ -58,15 +58,16 @@ bool Diagnosis::alarm_excused() const {
 
 void validate(const DiagnoseOptions& o) {
   if (!(o.tolerance >= 0) || !std::isfinite(o.tolerance)) {
-    throw Error("tolerance", "must be a finite number >= 0 (a relative change, 0.1 = 10%)");
+    throw Error(field::kDiagnoseTolerance,
+                "must be a finite number >= 0 (a relative change, 0.1 = 10%)");
   }
-  if (!positive(o.period_s)) throw Error("period-s", "must be a number of seconds > 0");
-  if (!positive(o.alarm_fraction)) throw Error("alarm-fraction", "must be a number > 0");
+  if (!positive(o.period_s)) throw Error(field::kPeriodS, "must be a number of seconds > 0");
+  if (!positive(o.alarm_fraction)) throw Error(field::kAlarmFraction, "must be a number > 0");
   if (o.evaluation_periods < 1 || o.evaluation_periods > 10000) {
-    throw Error("evaluation-periods", "must be in [1, 10000]");
+    throw Error(field::kEvaluationPeriods, "must be in [1, 10000]");
   }
   if (o.datapoints < 1 || o.datapoints > o.evaluation_periods) {
-    throw Error("datapoints", "must be in [1, --evaluation-periods]");
+    throw Error(field::kDatapointsToAlarm, "must be in [1, {{diagnose.evaluation_periods}}]");
   }
 }
 

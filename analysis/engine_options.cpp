@@ -17,7 +17,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kSpec = "speculative-config";
+constexpr const char* kSpec = field::kSpeculativeConfig;
 
 std::string key_field(const std::string& key) {
   return std::string(kSpec) + "." + key;
@@ -102,29 +102,29 @@ void check_rates(const std::vector<double>& rates, int k, const std::string& fie
 
 // --spec-acceptance-rate: one conditional rate A (position i: A^i) or per-position rates.
 std::vector<double> rates_from_flag(const std::string& text, int k) {
-  const std::string field = "spec-acceptance-rate";
+  const std::string name = field::kSpecAcceptanceRate;
   std::vector<double> values;
   std::string_view rest = text;
   while (true) {
     const size_t comma = rest.find(',');
     double v = 0;
     if (!parse_double(trim(rest.substr(0, comma)), v)) {
-      throw Error(field, "expected a rate A, or per-position rates A1,A2,..., got '" +
-                             text.substr(0, 80) + "'");
+      throw Error(name, "expected a rate A, or per-position rates A1,A2,..., got '" +
+                            text.substr(0, 80) + "'");
     }
     values.push_back(v);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
   if (values.size() == 1 && k > 1) {
-    if (!(values[0] >= 0 && values[0] <= 1)) throw Error(field, "must be in [0, 1]");
+    if (!(values[0] >= 0 && values[0] <= 1)) throw Error(name, "must be in [0, 1]");
     std::vector<double> rates;
     double r = 1;
     for (int i = 0; i < k; ++i)
       rates.push_back(r *= values[0]);
     return rates;
   }
-  check_rates(values, k, field);
+  check_rates(values, k, name);
   return values;
 }
 
@@ -135,7 +135,7 @@ SpeculativeOptions parse_speculative_config(const std::string& text,
   SpeculativeOptions o;
   if (trim(text).empty()) {
     if (!trim(acceptance).empty()) {
-      throw Error("spec-acceptance-rate", "needs --speculative-config");
+      throw Error(field::kSpecAcceptanceRate, "needs {{speculative.config}}");
     }
     return o;
   }
@@ -204,9 +204,9 @@ SpeculativeOptions parse_speculative_config(const std::string& text,
   }
   const bool flag = !trim(acceptance).empty();
   if (synthetic && flag) {
-    throw Error("spec-acceptance-rate",
+    throw Error(field::kSpecAcceptanceRate,
                 "contradicts the synthetic acceptance of "
-                "--speculative-config");
+                "{{speculative.config}}");
   }
   if (j.contains("synthetic_acceptance_rates")) {
     const json& v = j.at("synthetic_acceptance_rates");
@@ -222,18 +222,19 @@ SpeculativeOptions parse_speculative_config(const std::string& text,
   } else if (flag) {
     o.acceptance_rates = rates_from_flag(acceptance, k);
   } else {
-    throw Error("spec-acceptance-rate",
-                "servesim draws how many drafts are accepted: give --spec-acceptance-rate A (each "
-                "draft accepted with probability A after the ones before it) or per-position "
-                "rates, or synthetic_acceptance_rates / synthetic_acceptance_length in "
-                "--speculative-config");
+    throw Error(
+        field::kSpecAcceptanceRate,
+        "servesim draws how many drafts are accepted: give {{speculative.acceptance_rate}} A (each "
+        "draft accepted with probability A after the ones before it) or per-position "
+        "rates, or synthetic_acceptance_rates / synthetic_acceptance_length in "
+        "{{speculative.config}}");
   }
   return o;
 }
 
 namespace {
 
-constexpr const char* kTransfer = "kv-transfer-config";
+constexpr const char* kTransfer = field::kKvTransferConfig;
 constexpr const char* kExtra = "kv-transfer-config.kv_connector_extra_config";
 
 std::string extra_field(const std::string& key) {
@@ -348,10 +349,11 @@ KvOffloadOptions transfer_config(const std::string& text) {
   const std::string connector = string_at(j, "kv_connector", kTransfer);
   if (connector == "OffloadingConnector") return offloading_connector(extra_config(j));
   if (connector == "LMCacheConnectorV1") return lmcache_connector(extra_config(j));
-  throw Error(std::string(kTransfer) + ".kv_connector",
-              "'" + connector.substr(0, 60) +
-                  "': servesim models OffloadingConnector and LMCacheConnectorV1 (CPU offload); "
-                  "disaggregated prefill is --prefill-replicas and --decode-replicas");
+  throw Error(
+      std::string(kTransfer) + ".kv_connector",
+      "'" + connector.substr(0, 60) +
+          "': servesim models OffloadingConnector and LMCacheConnectorV1 (CPU offload); "
+          "disaggregated prefill is {{fleet.prefill_replicas}} and {{fleet.decode_replicas}}");
 }
 
 }  // namespace
@@ -361,19 +363,21 @@ KvOffloadOptions parse_kv_offload(double size_gib, const std::string& backend,
   const bool sized = size_gib != 0;
   if (!trim(transfer).empty()) {
     if (sized) {
-      throw Error("kv-offloading-size",
-                  "contradicts --kv-transfer-config: vLLM builds one from the other");
+      throw Error(field::kKvOffloadingSize,
+                  "contradicts {{kv_transfer.config}}: vLLM builds one from the other");
     }
-    if (!backend.empty()) throw Error("kv-offloading-backend", "needs --kv-offloading-size");
+    if (!backend.empty())
+      throw Error(field::kKvOffloadingBackend, "needs {{kv_transfer.offloading_size_gib}}");
     return transfer_config(transfer);
   }
   KvOffloadOptions o;
   if (!sized) {
-    if (!backend.empty()) throw Error("kv-offloading-backend", "needs --kv-offloading-size");
+    if (!backend.empty())
+      throw Error(field::kKvOffloadingBackend, "needs {{kv_transfer.offloading_size_gib}}");
     return o;
   }
   if (!(size_gib > 0 && size_gib <= 1e6)) {
-    throw Error("kv-offloading-size", "must be a size in GiB in (0, 1e6]");
+    throw Error(field::kKvOffloadingSize, "must be a size in GiB in (0, 1e6]");
   }
   o.cpu_bytes = size_gib * 1073741824.0;
   if (backend.empty() || backend == "native") {
@@ -383,7 +387,7 @@ KvOffloadOptions parse_kv_offload(double size_gib, const std::string& backend,
     o.backend = OffloadBackend::kLmcache;
     o.block_size = 256;
   } else {
-    throw Error("kv-offloading-backend",
+    throw Error(field::kKvOffloadingBackend,
                 "expected native or lmcache, got '" + backend.substr(0, 40) + "'");
   }
   return o;

@@ -99,9 +99,10 @@ IntervalSet prediction_intervals(const Regime& regime, double level) {
   s.calibration_rows = std::size(kHeldOut);
   if (level == 0) return s;
   if (!(level > 0 && level <= max_interval_level())) {
-    throw Error("interval", format("%g is not a level in (0, %.3f]: the intervals rest on %zu "
-                                   "held-out rows, which bound a level at n / (n + 1)",
-                                   level, max_interval_level(), s.calibration_rows));
+    throw Error(field::kInterval,
+                format("%g is not a level in (0, %.3f]: the intervals rest on %zu "
+                       "held-out rows, which bound a level at n / (n + 1)",
+                       level, max_interval_level(), s.calibration_rows));
   }
   s.level = level;
   s.extrapolated = outside_fitted_range(regime);

@@ -210,7 +210,7 @@ MetricsTool parse_metrics_tool(const std::string& name) {
                         MetricsTool::kInferencePerf}) {
     if (name == metrics_tool_name(t)) return t;
   }
-  throw Error("metrics-as",
+  throw Error(field::kMetricsAs,
               "expected vllm, guidellm, inference-perf or servesim, got '" + name + "'");
 }
 

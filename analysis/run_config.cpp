@@ -31,15 +31,15 @@ namespace {
 void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
   const bool scheduled = !s.autoscale_schedule.empty();
   if (s.autoscale.empty() && !scheduled) {
-    refuse_given({{"autoscale-target", s.autoscale_target.given()},
-                  {"min-replicas", s.min_replicas.given()},
-                  {"max-replicas", s.max_replicas.given()},
-                  {"autoscale-period-s", s.autoscale_period_s.given()},
-                  {"scale-up-window-s", s.scale_up_window_s.given()},
-                  {"scale-down-window-s", s.scale_down_window_s.given()},
-                  {"provision-s", s.provision_s.given()},
-                  {"engine-startup-s", s.engine_startup_s.given()},
-                  {"model-load-gb-per-s", s.model_load_gb_per_s.given()}},
+    refuse_given({{field::kAutoscaleTarget, s.autoscale_target.given()},
+                  {field::kMinReplicas, s.min_replicas.given()},
+                  {field::kMaxReplicas, s.max_replicas.given()},
+                  {field::kAutoscalePeriodS, s.autoscale_period_s.given()},
+                  {field::kScaleUpWindowS, s.scale_up_window_s.given()},
+                  {field::kScaleDownWindowS, s.scale_down_window_s.given()},
+                  {field::kProvisionS, s.provision_s.given()},
+                  {field::kEngineStartupS, s.engine_startup_s.given()},
+                  {field::kModelLoadGbPerS, s.model_load_gb_per_s.given()}},
                  "needs --autoscale METRIC");
     return;
   }
@@ -50,12 +50,13 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
     a.schedule = s.autoscale_schedule;
   } else {
     a.metric = parse_scale_metric(s.autoscale);
-    if (!s.autoscale_target.given()) throw Error("autoscale", "needs --autoscale-target X");
-    if (!s.max_replicas.given()) throw Error("autoscale", "needs --max-replicas N");
+    if (!s.autoscale_target.given()) throw Error(field::kAutoscale, "needs {{autoscale.target}} X");
+    if (!s.max_replicas.given())
+      throw Error(field::kAutoscale, "needs {{autoscale.max_replicas}} N");
   }
   if (pools) {
-    throw Error("autoscale",
-                "scales a fleet of one configuration (not --replica-gpus or prefill/decode "
+    throw Error(field::kAutoscale,
+                "scales a fleet of one configuration (not {{fleet.replica_gpus}} or prefill/decode "
                 "pools)");
   }
   a.target = s.autoscale_target;
@@ -74,45 +75,48 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
   const bool counted = s.num_replicas.given() || s.data_parallel_size.given();
   if (!counted) f.num_replicas = a.min_replicas;
   if (!scheduled && (f.num_replicas < a.min_replicas || f.num_replicas > a.max_replicas)) {
-    throw Error("num-replicas", "must be in [--min-replicas, --max-replicas] with --autoscale");
+    throw Error(field::kNumReplicas,
+                "must be in [{{autoscale.min_replicas}}, {{autoscale.max_replicas}}] with "
+                "{{autoscale.metric}}");
   }
 }
 
 // --enable-lora and its flags, onto C (vLLM's LoRAConfig checks).
 void lora(const RunSpec& s, SimConfig& c) {
   if (!s.enable_lora) {
-    refuse_given({{"max-loras", s.max_loras.given()},
-                  {"max-lora-rank", s.max_lora_rank.given()},
-                  {"max-cpu-loras", s.max_cpu_loras.given()},
-                  {"lora-rank", s.lora_rank.given()},
-                  {"lora-load-gb-per-s", s.lora_load_gb_per_s.given()},
-                  {"lora-load-latency-s", s.lora_load_latency_s.given()}},
+    refuse_given({{field::kMaxLoras, s.max_loras.given()},
+                  {field::kMaxLoraRank, s.max_lora_rank.given()},
+                  {field::kMaxCpuLoras, s.max_cpu_loras.given()},
+                  {field::kLoraRank, s.lora_rank.given()},
+                  {field::kLoraLoadGbPerS, s.lora_load_gb_per_s.given()},
+                  {field::kLoraLoadLatencyS, s.lora_load_latency_s.given()}},
                  "needs --enable-lora");
     return;
   }
   LoraOptions& l = c.lora;
   l.enabled = true;
-  if (s.max_loras < 1 || s.max_loras > 4096) throw Error("max-loras", "must be in [1, 4096]");
+  if (s.max_loras < 1 || s.max_loras > 4096) throw Error(field::kMaxLoras, "must be in [1, 4096]");
   l.max_loras = int(*s.max_loras);
   if (!valid_max_lora_rank(int(std::clamp<int64_t>(s.max_lora_rank, 0, 1 << 20)))) {
-    throw Error("max-lora-rank", "must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512");
+    throw Error(field::kMaxLoraRank, "must be one of 1, 8, 16, 32, 64, 128, 256, 320, 512");
   }
   l.max_lora_rank = int(*s.max_lora_rank);
   if (s.max_cpu_loras.given() && (*s.max_cpu_loras < *s.max_loras || s.max_cpu_loras > 65535)) {
-    throw Error("max-cpu-loras", "must be >= --max-loras (vLLM's LoRAConfig) and <= 65535");
+    throw Error(field::kMaxCpuLoras,
+                "must be >= {{lora.max_loras}} (vLLM's LoRAConfig) and <= 65535");
   }
   l.max_cpu_loras = int(*s.max_cpu_loras);
   if (s.lora_rank.given() && (s.lora_rank < 1 || *s.lora_rank > *s.max_lora_rank)) {
-    throw Error("lora-rank",
-                "must be in [1, --max-lora-rank]: vLLM refuses an adapter of a "
+    throw Error(field::kLoraRank,
+                "must be in [1, {{lora.max_lora_rank}}]: vLLM refuses an adapter of a "
                 "larger rank");
   }
   l.rank = int(*s.lora_rank);
   if (!(s.lora_load_gb_per_s > 0 && s.lora_load_gb_per_s <= 1e5)) {
-    throw Error("lora-load-gb-per-s", "must be in (0, 1e5] GB/s");
+    throw Error(field::kLoraLoadGbPerS, "must be in (0, 1e5] GB/s");
   }
   if (!(s.lora_load_latency_s >= 0 && s.lora_load_latency_s <= 3600)) {
-    throw Error("lora-load-latency-s", "must be in [0, 3600] seconds");
+    throw Error(field::kLoraLoadLatencyS, "must be in [0, 3600] seconds");
   }
   l.load_gb_per_s = s.lora_load_gb_per_s;
   l.load_latency_s = s.lora_load_latency_s;
@@ -121,22 +125,22 @@ void lora(const RunSpec& s, SimConfig& c) {
 // The CPU KV tier and its link, onto C.
 void kv_offload(const RunSpec& s, SimConfig& c) {
   if (s.kv_transfer_config.given() && trim(*s.kv_transfer_config).empty()) {
-    throw Error("kv-transfer-config",
+    throw Error(field::kKvTransferConfig,
                 "is empty: give vLLM's JSON ({\"kv_connector\": \"OffloadingConnector\", ...}) "
                 "or leave the flag out");
   }
   c.offload = parse_kv_offload(s.kv_offloading_size, s.kv_offloading_backend, s.kv_transfer_config);
   if (!c.offload.enabled()) {
-    refuse_given({{"kv-offload-gb-per-s", s.kv_offload_gb_per_s.given()},
-                  {"kv-offload-latency-s", s.kv_offload_latency_s.given()}},
+    refuse_given({{field::kKvOffloadGbPerS, s.kv_offload_gb_per_s.given()},
+                  {field::kKvOffloadLatencyS, s.kv_offload_latency_s.given()}},
                  "needs --kv-offloading-size or --kv-transfer-config");
     return;
   }
   if (!(s.kv_offload_gb_per_s >= 0 && s.kv_offload_gb_per_s <= 1e5)) {
-    throw Error("kv-offload-gb-per-s", "must be in [0, 1e5] GB/s (0: the GPU's host link)");
+    throw Error(field::kKvOffloadGbPerS, "must be in [0, 1e5] GB/s (0: the GPU's host link)");
   }
   if (!(s.kv_offload_latency_s >= 0 && s.kv_offload_latency_s <= 10)) {
-    throw Error("kv-offload-latency-s", "must be in [0, 10] seconds");
+    throw Error(field::kKvOffloadLatencyS, "must be in [0, 10] seconds");
   }
   c.offload.link_gb_per_s = s.kv_offload_gb_per_s;
   c.offload.link_latency_s = s.kv_offload_latency_s;
@@ -145,7 +149,7 @@ void kv_offload(const RunSpec& s, SimConfig& c) {
 // --speculative-config: the drafter and the drafts' acceptance, onto C.
 void speculative_decoding(const RunSpec& s, Inputs& inputs, SimConfig& c) {
   if (s.speculative_config.given() && trim(*s.speculative_config).empty()) {
-    throw Error("speculative-config",
+    throw Error(field::kSpeculativeConfig,
                 "is empty: give vLLM's JSON ({\"method\": \"ngram\", \"num_speculative_tokens\": "
                 "3, ...}) or leave the flag out");
   }
@@ -155,7 +159,7 @@ void speculative_decoding(const RunSpec& s, Inputs& inputs, SimConfig& c) {
   // vLLM V1 runs a draft model at the target's TP and refuses another
   // (DraftModelProposer._raise_if_draft_tp_mismatch); servesim costs every drafter at it.
   if (o.draft_tp > 0 && o.draft_tp != c.tp) {
-    throw Error("speculative-config.draft_tensor_parallel_size",
+    throw Error(field::kDraftTensorParallelSize,
                 format("%d is not the target's TP %d: vLLM V1 runs the drafter at the target's TP "
                        "and refuses another",
                        o.draft_tp, c.tp));
@@ -182,25 +186,26 @@ SimulateOptions simulate_options(const RunSpec& s) {
   o.max_concurrency = s.max_concurrency;
   if (s.num_replicas.given() && s.data_parallel_size.given() &&
       s.num_replicas != s.data_parallel_size) {
-    throw Error("data-parallel-size", "contradicts --num-replicas");
+    throw Error(field::kDataParallelSize, "contradicts {{fleet.num_replicas}}");
   }
   o.fleet.num_replicas = s.data_parallel_size.given() ? s.data_parallel_size : s.num_replicas;
   if (o.fleet.num_replicas < 1 || o.fleet.num_replicas > kMaxReplicas) {
-    throw Error(s.data_parallel_size.given() ? "data-parallel-size" : "num-replicas",
+    throw Error(s.data_parallel_size.given() ? field::kDataParallelSize : field::kNumReplicas,
                 "must be in [1, " + std::to_string(kMaxReplicas) + "]");
   }
   o.fleet.router.kind = parse_router(*s.router);
   o.fleet.router.signal_delay_s = s.router_signal_delay_s;
   if (*s.prefix_index != "kv-events" && *s.prefix_index != "per-replica") {
-    throw Error("prefix-index", "'" + *s.prefix_index + "': expected per-replica | kv-events");
+    throw Error(field::kPrefixIndex, "'" + *s.prefix_index + "': expected per-replica | kv-events");
   }
   if (s.prefix_index.given() && o.fleet.router.kind != RouterKind::kPrefixAware) {
-    throw Error("prefix-index", "only --router prefix-aware asks the replicas' prefix caches");
+    throw Error(field::kPrefixIndex,
+                "only {{fleet.router}} prefix-aware asks the replicas' prefix caches");
   }
   o.fleet.router.prefix_kv_index = *s.prefix_index == "kv-events";
   o.fleet.router.hook = s.router_hook;
   if (!(s.router_signal_delay_s >= 0) || !std::isfinite(s.router_signal_delay_s)) {
-    throw Error("router-signal-delay-s", "must be a number of seconds >= 0");
+    throw Error(field::kRouterSignalDelayS, "must be a number of seconds >= 0");
   }
   const bool pools = s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
   autoscale_options(s, pools, o.fleet);
@@ -209,8 +214,8 @@ SimulateOptions simulate_options(const RunSpec& s) {
   const bool counted = s.num_replicas.given() || s.data_parallel_size.given();
   if (o.fleet.num_replicas == 1 && !pools && !counted && !o.fleet.autoscale.enabled &&
       (s.router.given() || s.router_signal_delay_s.given())) {
-    throw Error(s.router.given() ? "router" : "router-signal-delay-s",
-                "routes between replicas: give --num-replicas N (1 for a fleet of one)");
+    throw Error(s.router.given() ? field::kRouter : field::kRouterSignalDelayS,
+                "routes between replicas: give {{fleet.num_replicas}} N (1 for a fleet of one)");
   }
   return o;
 }
@@ -239,16 +244,17 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
   const bool disaggregated = s.prefill_replicas > 0 || s.decode_replicas > 0;
   if (disaggregated) {
     if (s.prefill_replicas < 1 || s.decode_replicas < 1) {
-      throw Error(s.prefill_replicas < 1 ? "prefill-replicas" : "decode-replicas",
+      throw Error(s.prefill_replicas < 1 ? field::kPrefillReplicas : field::kDecodeReplicas,
                   "a disaggregated fleet needs both pools: >= 1 each");
     }
     if (s.num_replicas.given() || s.data_parallel_size.given() || !s.replica_gpus.empty()) {
-      throw Error("prefill-replicas",
-                  "sizes the fleet itself: drop --num-replicas and "
-                  "--replica-gpus");
+      throw Error(field::kPrefillReplicas,
+                  "sizes the fleet itself: drop {{fleet.num_replicas}} and "
+                  "{{fleet.replica_gpus}}");
     }
     if (s.prefill_tp < 0 || s.decode_tp < 0) {
-      throw Error(s.prefill_tp < 0 ? "prefill-tp" : "decode-tp", "must be >= 1 (0: --tp)");
+      throw Error(s.prefill_tp < 0 ? field::kPrefillTp : field::kDecodeTp,
+                  "must be >= 1 (0: {{parallel.tp}})");
     }
     o.fleet.groups = {fleet_group(s, scheduler, inputs, s.prefill_gpu, s.prefill_tp,
                                   s.prefill_replicas, ReplicaRole::kPrefill),
@@ -256,7 +262,7 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
                                   s.decode_replicas, ReplicaRole::kDecode)};
   } else if (!s.replica_gpus.empty()) {
     if (s.num_replicas.given() || s.data_parallel_size.given()) {
-      throw Error("replica-gpus", "sizes the fleet itself: drop --num-replicas");
+      throw Error(field::kReplicaGpus, "sizes the fleet itself: drop {{fleet.num_replicas}}");
     }
     for (const GpuCount& g : s.replica_gpus) {
       o.fleet.groups.push_back(
@@ -266,9 +272,9 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
     if (s.prefill_gpu.given() || s.decode_gpu.given() || s.prefill_tp.given() ||
         s.decode_tp.given() || s.kv_transfer_gbps.given() || s.kv_transfer_latency_s.given() ||
         s.kv_transfer_link.given()) {
-      throw Error("prefill-replicas",
-                  "the prefill and decode flags need --prefill-replicas and "
-                  "--decode-replicas");
+      throw Error(field::kPrefillReplicas,
+                  "the prefill and decode flags need {{fleet.prefill_replicas}} and "
+                  "{{fleet.decode_replicas}}");
     }
     return;
   }
@@ -281,16 +287,16 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
   o.fleet.kv_transfer_gb_per_s = s.kv_transfer_gbps / 8;  // Gb/s to GB/s
   o.fleet.kv_transfer_latency_s = s.kv_transfer_latency_s;
   if (!(s.kv_transfer_gbps == 0 || (s.kv_transfer_gbps >= 1e-3 && s.kv_transfer_gbps <= 1e6))) {
-    throw Error("kv-transfer-gbps",
-                "must be 0 (the link --kv-transfer-link names) or in [0.001, 1e6] Gb/s");
+    throw Error(field::kKvTransferGbps,
+                "must be 0 (the link {{fleet.kv_transfer_link}} names) or in [0.001, 1e6] Gb/s");
   }
   if (s.kv_transfer_link != "network" && s.kv_transfer_link != "nvlink") {
-    throw Error("kv-transfer-link",
+    throw Error(field::kKvTransferLink,
                 "expected network or nvlink, got '" + *s.kv_transfer_link + "'");
   }
   o.fleet.kv_transfer_nvlink = s.kv_transfer_link == "nvlink";
   if (!(s.kv_transfer_latency_s >= 0 && s.kv_transfer_latency_s <= 3600)) {
-    throw Error("kv-transfer-latency-s", "must be in [0, 3600] seconds");
+    throw Error(field::kKvTransferLatencyS, "must be in [0, 3600] seconds");
   }
 }
 
@@ -306,10 +312,11 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   c.memory.gpu_memory_utilization = s.gpu_memory_utilization;
   c.memory.runtime_reserve_gib = s.runtime_reserve_gib.given() ? *s.runtime_reserve_gib : NAN;
   c.memory.num_gpu_blocks_override = s.num_gpu_blocks;
-  if (s.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
+  if (s.max_num_batched_tokens < 0) throw Error(field::kMaxNumBatchedTokens, "must be >= 1");
   c.cost_model = s.cost_model;
   if (!s.calibration.empty()) {
-    if (s.cost_model != "roofline") throw Error("calibration", "only the roofline model takes one");
+    if (s.cost_model != "roofline")
+      throw Error(field::kCalibration, "only the roofline model takes one");
     std::istringstream files(s.calibration);
     for (std::string path; std::getline(files, path, ',');) {
       if (!path.empty()) c.calibrations.push_back(inputs.calibration(path));
@@ -321,12 +328,13 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   }
   if (s.frontend_latency_ms.given()) {
     if (!(s.frontend_latency_ms >= 0 && s.frontend_latency_ms <= 10000)) {
-      throw Error("frontend-latency-ms", "must be in [0, 10000] ms");
+      throw Error(field::kFrontendLatencyMs, "must be in [0, 10000] ms");
     }
     c.frontend_latency_s = s.frontend_latency_ms * 1e-3;
   }
   if (!s.profiles.empty()) {
-    if (s.cost_model != "table") throw Error("profiles", "only --cost-model table reads profiles");
+    if (s.cost_model != "table")
+      throw Error(field::kProfiles, "only {{cost.model}} table reads profiles");
     c.profiles = inputs.profiles(s.profiles, c.gpu.name);
   }
   speculative_decoding(s, inputs, c);
@@ -344,7 +352,7 @@ namespace {
 void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engine) {
   const bool v1 = v1_scheduler(c.policy);
   if (s.enable_prefix_caching.given() && s.no_enable_prefix_caching.given()) {
-    throw Error("no-enable-prefix-caching", "contradicts --enable-prefix-caching");
+    throw Error(field::kNoEnablePrefixCaching, "contradicts {{cache.enable_prefix_caching}}");
   }
   // vLLM's defaults: on in V1 (v0.8+), off in V0.
   c.enable_prefix_caching = v1;
@@ -356,15 +364,15 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
         std::string("the prefix cache is modelled for vllm-v1 only, not ") + policy_name(c.policy));
   }
   if (!v1) {
-    refuse_given({{"scheduling-policy", s.scheduling_policy.given()},
-                  {"long-prefill-token-threshold", s.long_prefill_token_threshold.given()},
-                  {"scheduler-reserve-full-isl", s.scheduler_reserve_full_isl.given()}},
+    refuse_given({{field::kSchedulingPolicy, s.scheduling_policy.given()},
+                  {field::kLongPrefillTokenThreshold, s.long_prefill_token_threshold.given()},
+                  {field::kSchedulerReserveFullIsl, s.scheduler_reserve_full_isl.given()}},
                  std::string("is a vLLM V1 scheduler option; ") + policy_name(c.policy) +
                      " is a V0 policy (use --scheduler vllm-v1)");
   }
   if (engine != Engine::kV1) {
-    refuse_given({{"async-scheduling", s.async_scheduling.given()},
-                  {"no-async-scheduling", s.no_async_scheduling.given()}},
+    refuse_given({{field::kAsyncScheduling, s.async_scheduling.given()},
+                  {field::kNoAsyncScheduling, s.no_async_scheduling.given()}},
                  std::string("is the V1 engine's (EngineCore's batch queue); ") +
                      policy_name(c.policy) + " runs on the V0 engine here (--engine v1)");
   }
@@ -373,19 +381,19 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
   } else if (s.scheduling_policy == "priority") {
     c.scheduling_policy = WaitingOrder::kPriority;
   } else {
-    throw Error("scheduling-policy",
+    throw Error(field::kSchedulingPolicy,
                 "expected fcfs or priority, got '" + *s.scheduling_policy + "'");
   }
   c.long_prefill_token_threshold = s.long_prefill_token_threshold;
   if (s.async_scheduling.given() && s.no_async_scheduling.given()) {
-    throw Error("no-async-scheduling", "contradicts --async-scheduling");
+    throw Error(field::kNoAsyncScheduling, "contradicts {{scheduler.async_scheduling}}");
   }
   c.async_scheduling = engine == Engine::kV1 && s.async_scheduling && !s.no_async_scheduling;
   // VllmConfig: a drafter that cannot run under async scheduling turns it off by default: the
   // CPU n-gram proposer always, a draft model unless async scheduling is asked for.
   const bool asked = s.async_scheduling.given() && *s.async_scheduling;
   if (c.spec.method == SpecMethod::kNgram && asked) {
-    throw Error("async-scheduling",
+    throw Error(field::kAsyncScheduling,
                 "vLLM's CPU n-gram proposer does not run under async "
                 "scheduling");
   }
@@ -404,22 +412,24 @@ void check_vllm_budget(const SchedulerConfig& c, const RunSpec& s, const Schedul
   const auto n = [](int64_t v) { return std::to_string(v); };
   const bool budget_given = s.max_num_batched_tokens > 0 || choice.budget > 0;
   if (!chunked_prefill(c.policy) && c.max_num_batched_tokens < c.max_model_len) {
-    throw Error(budget_given          ? "max-num-batched-tokens"
-                : s.max_model_len > 0 ? "max-model-len"
-                                      : "scheduler",
+    throw Error(budget_given          ? field::kMaxNumBatchedTokens
+                : s.max_model_len > 0 ? field::kMaxModelLen
+                                      : field::kScheduler,
                 "max_num_batched_tokens (" + n(c.max_num_batched_tokens) +
                     ") is smaller than max_model_len (" + n(c.max_model_len) +
                     ") without chunked prefill (" + policy_name(c.policy) +
                     "): vLLM refuses to start, since it would reject every longer sequence "
-                    "(SchedulerConfig). Raise --max-num-batched-tokens, lower --max-model-len, "
-                    "or chunk prefills (--scheduler chunked or vllm-v1)");
+                    "(SchedulerConfig). Raise {{scheduler.max_num_batched_tokens}}, lower "
+                    "{{model.max_model_len}}, "
+                    "or chunk prefills ({{scheduler.policy}} chunked or vllm-v1)");
   }
   if (c.max_num_batched_tokens < c.max_num_seqs) {
-    throw Error(budget_given || s.max_num_seqs == 0 ? "max-num-batched-tokens" : "max-num-seqs",
-                "max_num_batched_tokens (" + n(c.max_num_batched_tokens) +
-                    ") must be greater than or equal to max_num_seqs (" + n(c.max_num_seqs) +
-                    "): vLLM refuses to start (SchedulerConfig). Raise "
-                    "--max-num-batched-tokens or lower --max-num-seqs");
+    throw Error(
+        budget_given || s.max_num_seqs == 0 ? field::kMaxNumBatchedTokens : field::kMaxNumSeqs,
+        "max_num_batched_tokens (" + n(c.max_num_batched_tokens) +
+            ") must be greater than or equal to max_num_seqs (" + n(c.max_num_seqs) +
+            "): vLLM refuses to start (SchedulerConfig). Raise "
+            "{{scheduler.max_num_batched_tokens}} or lower {{scheduler.max_num_seqs}}");
   }
 }
 
@@ -431,10 +441,10 @@ SimConfig policy_config(const SimConfig& base, const RunSpec& s, const Scheduler
   SimConfig c = base;
   c.scheduler.policy = policy;
   if (budget > 0 && s.max_num_batched_tokens > 0 && budget != s.max_num_batched_tokens) {
-    throw Error("scheduler", "'" + scheduler.text +
-                                 "' sets a token budget that contradicts "
-                                 "--max-num-batched-tokens " +
-                                 std::to_string(s.max_num_batched_tokens));
+    throw Error(field::kScheduler, "'" + scheduler.text +
+                                       "' sets a token budget that contradicts "
+                                       "{{scheduler.max_num_batched_tokens}} " +
+                                       std::to_string(s.max_num_batched_tokens));
   }
   c.scheduler.max_num_batched_tokens = budget > 0 ? budget : s.max_num_batched_tokens;
   apply_cache_and_v1_flags(c.scheduler, s, c.engine_given ? c.engine : default_engine(policy));

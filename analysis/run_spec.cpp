@@ -32,72 +32,79 @@ const char* const kDatasets[] = {"random", "prefix_repetition", "multi_turn", "s
 // --dataset-name and the flags of one dataset: Error when one would do nothing.
 void check_dataset_flags(const RunSpec& s) {
   if (!s.trace.empty() && s.dataset_name.given()) {
-    throw Error("dataset-name", "not used with --trace: the trace gives the requests");
+    throw Error(field::kDatasetName,
+                "not used with {{workload.trace}}: the trace gives the requests");
   }
   if (!s.trace.empty() && s.num_priorities.given()) {
-    throw Error("num-priorities", "not used with --trace: a csv trace's --col-priority gives them");
+    throw Error(
+        field::kNumPriorities,
+        "not used with {{workload.trace}}: a csv trace's {{trace.col_priority}} gives them");
   }
   if (!s.trace.empty() && !s.rate_pattern.empty()) {
-    throw Error("rate-pattern",
-                "shapes generated arrivals; a trace keeps its own (capacity --target-scale "
-                "scales a trace's rate)");
+    throw Error(
+        field::kRatePattern,
+        "shapes generated arrivals; a trace keeps its own (capacity {{capacity.target_scale}} "
+        "scales a trace's rate)");
   }
-  if (!s.rate_pattern.empty()) RatePattern::parse(s.rate_pattern, "rate-pattern");
+  if (!s.rate_pattern.empty()) RatePattern::parse(s.rate_pattern, field::kRatePattern);
   const std::string& d = s.dataset_name;
   if (std::find(std::begin(kDatasets), std::end(kDatasets), d) == std::end(kDatasets)) {
     throw Error(
-        "dataset-name",
+        field::kDatasetName,
         "expected random, prefix_repetition, multi_turn, servegen or mixture, got '" + d + "'");
   }
   // The settings that shape only one dataset.
   const std::pair<Setting, const char*> dataset_settings[] = {
-      {{"prefix-repetition-prefix-len", s.prefix_repetition_prefix_len.given()},
+      {{field::kPrefixRepetitionPrefixLen, s.prefix_repetition_prefix_len.given()},
        "prefix_repetition"},
-      {{"prefix-repetition-suffix-len", s.prefix_repetition_suffix_len.given()},
+      {{field::kPrefixRepetitionSuffixLen, s.prefix_repetition_suffix_len.given()},
        "prefix_repetition"},
-      {{"prefix-repetition-num-prefixes", s.prefix_repetition_num_prefixes.given()},
+      {{field::kPrefixRepetitionNumPrefixes, s.prefix_repetition_num_prefixes.given()},
        "prefix_repetition"},
-      {{"prefix-repetition-output-len", s.prefix_repetition_output_len.given()},
+      {{field::kPrefixRepetitionOutputLen, s.prefix_repetition_output_len.given()},
        "prefix_repetition"},
-      {{"num-turns", s.num_turns.given()}, "multi_turn"},
-      {{"think-time-s", s.think_time_s.given()}, "multi_turn"},
-      {{"servegen", s.servegen.given()}, "servegen"},
-      {{"servegen-start-s", s.servegen_start_s.given()}, "servegen"},
-      {{"servegen-duration-s", s.servegen_duration_s.given()}, "servegen"},
-      {{"servegen-rate-scale", s.servegen_rate_scale.given()}, "servegen"},
-      {{"client-mix", s.client_mix.given()}, "mixture"}};
+      {{field::kNumTurns, s.num_turns.given()}, "multi_turn"},
+      {{field::kThinkTimeS, s.think_time_s.given()}, "multi_turn"},
+      {{field::kServegen, s.servegen.given()}, "servegen"},
+      {{field::kServegenStartS, s.servegen_start_s.given()}, "servegen"},
+      {{field::kServegenDurationS, s.servegen_duration_s.given()}, "servegen"},
+      {{field::kServegenRateScale, s.servegen_rate_scale.given()}, "servegen"},
+      {{field::kClientMix, s.client_mix.given()}, "mixture"}};
   for (const auto& [setting, dataset] : dataset_settings) {
     const char* flag = setting.flag;
     if (setting.given && (!s.trace.empty() || d != dataset)) {
-      throw Error(flag, std::string("has no effect without --dataset-name ") + dataset +
-                            (s.trace.empty() ? "" : " (and --trace gives the requests)"));
+      throw Error(flag,
+                  std::string("has no effect without {{workload.dataset_name}} ") + dataset +
+                      (s.trace.empty() ? "" : " (and {{workload.trace}} gives the requests)"));
     }
   }
   if (s.trace.empty() && d == "servegen") {
-    if (s.servegen->empty()) throw Error("servegen", "name the clients' chunk-N-trace.csv files");
-    refuse_given({{"input-len", s.input_len.given()},
-                  {"output-len", s.output_len.given()},
-                  {"num-requests", s.num_requests.given()},
-                  {"num-prompts", s.num_prompts.given()},
-                  {"burstiness", s.burstiness.given()}},
+    if (s.servegen->empty())
+      throw Error(field::kServegen, "name the clients' chunk-N-trace.csv files");
+    refuse_given({{field::kInputLen, s.input_len.given()},
+                  {field::kOutputLen, s.output_len.given()},
+                  {field::kNumRequests, s.num_requests.given()},
+                  {field::kNumPrompts, s.num_prompts.given()},
+                  {field::kBurstiness, s.burstiness.given()}},
                  "has no effect with --dataset-name servegen: the clients' windows give the "
                  "arrivals and lengths");
   }
   if (s.trace.empty() && d == "mixture") {
-    if (s.client_mix->empty()) throw Error("client-mix", "name the client classes of the mixture");
-    refuse_given({{"input-len", s.input_len.given()},
-                  {"output-len", s.output_len.given()},
-                  {"burstiness", s.burstiness.given()}},
+    if (s.client_mix->empty())
+      throw Error(field::kClientMix, "name the client classes of the mixture");
+    refuse_given({{field::kInputLen, s.input_len.given()},
+                  {field::kOutputLen, s.output_len.given()},
+                  {field::kBurstiness, s.burstiness.given()}},
                  "has no effect with --dataset-name mixture: each class of --client-mix sets "
                  "its own");
   }
   if (!s.trace.empty() || d != "prefix_repetition") return;
-  refuse_given({{"input-len", s.input_len.given()}, {"output-len", s.output_len.given()}},
+  refuse_given({{field::kInputLen, s.input_len.given()}, {field::kOutputLen, s.output_len.given()}},
                "has no effect with --dataset-name prefix_repetition: prompts are "
                "--prefix-repetition-prefix-len + --prefix-repetition-suffix-len tokens, outputs "
                "--prefix-repetition-output-len");
   if (num_requests(s) < s.prefix_repetition_num_prefixes) {  // as vLLM's ValueError
-    throw Error("prefix-repetition-num-prefixes",
+    throw Error(field::kPrefixRepetitionNumPrefixes,
                 "must be <= the number of requests (" + std::to_string(num_requests(s)) +
                     "): each prefix starts num-requests / num-prefixes prompts");
   }
@@ -109,18 +116,18 @@ void check_dataset_flags(const RunSpec& s) {
   +[](const ImportOptions& o) { return o.member != ImportOptions{}.member; }
 namespace {
 const TraceImportSetting kTraceImportSettings[] = {
-    {"trace-format", "", IMPORT_SET(format)},
-    {"skip-bad-rows", "", IMPORT_SET(skip_bad_rows)},
-    {"col-arrival", "csv", IMPORT_SET(col_arrival)},
-    {"col-input", "csv", IMPORT_SET(col_input)},
-    {"col-output", "csv", IMPORT_SET(col_output)},
-    {"time-unit", "csv", IMPORT_SET(time_unit)},
-    {"keep-failed", "burstgpt", IMPORT_SET(keep_failed)},
-    {"model-filter", "burstgpt", IMPORT_SET(model_filter)},
-    {"log-type", "burstgpt", IMPORT_SET(log_type)},
-    {"hash-block-size", "mooncake", IMPORT_SET(hash_block_size)},
-    {"col-priority", "csv", IMPORT_SET(col_priority)},
-    {"col-lora", "csv", IMPORT_SET(col_lora)}};
+    {field::kTraceFormat, "", IMPORT_SET(format)},
+    {field::kSkipBadRows, "", IMPORT_SET(skip_bad_rows)},
+    {field::kColArrival, "csv", IMPORT_SET(col_arrival)},
+    {field::kColInput, "csv", IMPORT_SET(col_input)},
+    {field::kColOutput, "csv", IMPORT_SET(col_output)},
+    {field::kTimeUnit, "csv", IMPORT_SET(time_unit)},
+    {field::kKeepFailed, "burstgpt", IMPORT_SET(keep_failed)},
+    {field::kModelFilter, "burstgpt", IMPORT_SET(model_filter)},
+    {field::kLogType, "burstgpt", IMPORT_SET(log_type)},
+    {field::kHashBlockSize, "mooncake", IMPORT_SET(hash_block_size)},
+    {field::kColPriority, "csv", IMPORT_SET(col_priority)},
+    {field::kColLora, "csv", IMPORT_SET(col_lora)}};
 }  // namespace
 #undef IMPORT_SET
 
@@ -139,12 +146,14 @@ void check_flags(const RunSpec& s) {
   simulate_options(s);  // the fleet's flags
   num_requests(s);
   scheduler_choice(s);
-  if (s.seed < 0) throw Error("seed", "must be >= 0");
-  if (s.max_concurrency < 0) throw Error("max-concurrency", "must be >= 1 (or 0: open loop)");
-  if (s.num_seeds < 1 || s.num_seeds > 1000) throw Error("num-seeds", "must be in [1, 1000]");
+  if (s.seed < 0) throw Error(field::kSeed, "must be >= 0");
+  if (s.max_concurrency < 0) throw Error(field::kMaxConcurrency, "must be >= 1 (or 0: open loop)");
+  if (s.num_seeds < 1 || s.num_seeds > 1000) throw Error(field::kNumSeeds, "must be in [1, 1000]");
   if (s.trace_replicates != "auto") parse_resample(s.trace_replicates);
   if (s.seed > std::numeric_limits<int64_t>::max() - (s.num_seeds - 1)) {
-    throw Error("num-seeds", "seeds --seed .. --seed + N - 1 would pass 2^63 - 1: lower --seed");
+    throw Error(field::kNumSeeds,
+                "seeds {{workload.seed}} .. {{workload.seed}} + N - 1 would pass 2^63 - 1: lower "
+                "{{workload.seed}}");
   }
   SchedulerConfig sched;  // the values' ranges, before any point is simulated
   sched.max_num_batched_tokens = s.max_num_batched_tokens;
@@ -154,7 +163,7 @@ void check_flags(const RunSpec& s) {
   check_scheduler_values(sched);
   // vLLM's CacheConfig takes these block sizes (BlockSize, vllm/config/cache.py, v0.11 to 0.15).
   if (!std::set<int>{1, 8, 16, 32, 64, 128, 256}.count(s.block_size)) {
-    throw Error("block-size",
+    throw Error(field::kBlockSize,
                 "must be one of 1, 8, 16, 32, 64, 128, 256 (vLLM's CacheConfig "
                 "refuses " +
                     std::to_string(s.block_size) + ")");
@@ -166,18 +175,20 @@ void check_flags(const RunSpec& s) {
   check_memory_values(memory);
   // A file and a name for the same thing: which one was meant is not ours to guess.
   if (!s.model_file.empty() && s.model.given()) {
-    throw Error("model-file", "and --model both name the model: give one");
+    throw Error(field::kModelFile, "and {{model.name}} both name the model: give one");
   }
   if (!s.gpu_file.empty() && s.gpu.given()) {
-    throw Error("gpu-file", "and --gpu both name the GPU: give one");
+    throw Error(field::kGpuFile, "and {{hardware.gpu}} both name the GPU: give one");
   }
   for (const auto& [flag, format, set] : kTraceImportSettings) {
     if (set(s.import) && s.trace.empty()) {
-      throw Error(flag, "has no effect without --trace: it says how to read a trace file");
+      throw Error(flag,
+                  "has no effect without {{workload.trace}}: it says how to read a trace file");
     }
   }
   if (s.trace.empty() && std::isinf(s.request_rate) && s.burstiness.given()) {
-    throw Error("burstiness", "has no effect with --request-rate inf: every request arrives at 0");
+    throw Error(field::kBurstiness,
+                "has no effect with {{workload.request_rate}} inf: every request arrives at 0");
   }
   check_dataset_flags(s);
 }
@@ -185,7 +196,7 @@ void check_flags(const RunSpec& s) {
 int64_t num_requests(const RunSpec& s) {
   if (!s.num_prompts.given()) return s.num_requests;
   if (s.num_requests.given() && s.num_requests != s.num_prompts) {
-    throw Error("num-prompts", "conflicts with --num-requests");
+    throw Error(field::kNumPrompts, "conflicts with {{workload.num_requests}}");
   }
   return s.num_prompts;
 }
@@ -208,14 +219,14 @@ SchedulerChoice scheduler_choice(const RunSpec& s) {
     // vLLM V1 always chunks prefills in servesim (vLLM's --no-enable-chunked-prefill for V1
     // is not modelled).
     if (!s.enable_chunked_prefill) {
-      throw Error("enable-chunked-prefill",
+      throw Error(field::kEnableChunkedPrefill,
                   "false is not modelled for vllm-v1 (V1 chunks prefills)");
     }
     return given;
   }
   if (policy_name(given.policy) != named) {
-    throw Error("enable-chunked-prefill", "contradicts --scheduler " + s.scheduler +
-                                              " (chunked prefill is the chunked policy)");
+    throw Error(field::kEnableChunkedPrefill, "contradicts {{scheduler.policy}} " + s.scheduler +
+                                                  " (chunked prefill is the chunked policy)");
   }
   return given;
 }
@@ -239,11 +250,11 @@ GoodputSlo parse_goodput(const std::string& text) {
                    : key == "e2el" ? &g.e2el_ms
                                    : nullptr;
     if (slot == nullptr || !number || !(v > 0)) {
-      throw Error("goodput", "'" + term + "' must be ttft:MS, tpot:MS or e2el:MS (MS > 0)");
+      throw Error(field::kGoodput, "'" + term + "' must be ttft:MS, tpot:MS or e2el:MS (MS > 0)");
     }
     *slot = v;
   }
-  if (!g.any()) throw Error("goodput", "give at least one SLO, e.g. ttft:200 tpot:50");
+  if (!g.any()) throw Error(field::kGoodput, "give at least one SLO, e.g. ttft:200 tpot:50");
   return g;
 }
 
@@ -253,18 +264,18 @@ std::vector<double> parse_percentiles(const std::string& text) {
   for (std::string item; std::getline(ss, item, ',');) {
     double q = 0;
     if (!parse_double(item, q) || q < 0 || q > 100) {
-      throw Error("metric-percentiles", "'" + item + "' is not a percentile in [0, 100]");
+      throw Error(field::kPercentiles, "'" + item + "' is not a percentile in [0, 100]");
     }
     out.push_back(q);
   }
-  if (out.empty()) throw Error("metric-percentiles", "give percentiles, e.g. 50,90,99");
+  if (out.empty()) throw Error(field::kPercentiles, "give percentiles, e.g. 50,90,99");
   return out;
 }
 
 int tensor_parallel_size(const RunSpec& s) {
   if (!s.tp.given()) return s.tensor_parallel_size;
   if (s.tensor_parallel_size.given() && s.tensor_parallel_size != s.tp) {
-    throw Error("tp", "conflicts with --tensor-parallel-size");
+    throw Error(field::kTp, "conflicts with {{parallel.tensor_parallel_size}}");
   }
   return s.tp;
 }
@@ -277,7 +288,7 @@ std::vector<GpuCount> parse_replica_gpus(const std::string& text) {
     int64_t count = 0;
     if (colon == std::string::npos || colon == 0 || !parse_int(item.substr(colon + 1), count) ||
         count < 1 || count > kMaxReplicas) {
-      throw Error("replica-gpus", "'" + item + "': expected GPU:COUNT, e.g. h100-sxm:4");
+      throw Error(field::kReplicaGpus, "'" + item + "': expected GPU:COUNT, e.g. h100-sxm:4");
     }
     groups.push_back({item.substr(0, colon), int(count)});
   }
@@ -299,7 +310,8 @@ SchedulerChoice parse_scheduler(const std::string& spec) {
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(budget.data(), budget.data() + budget.size(), v);
   if (ec != std::errc() || end != budget.data() + budget.size() || v < 1) {
-    throw Error("scheduler", "'" + spec + "': the token budget after ':' must be an integer >= 1");
+    throw Error(field::kScheduler,
+                "'" + spec + "': the token budget after ':' must be an integer >= 1");
   }
   return {policy, v, spec};
 }

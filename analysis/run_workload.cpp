@@ -43,9 +43,10 @@ Resample trace_replicates(const RunSpec& s, const Trace& t) {
   }
   const Resample r = parse_resample(s.trace_replicates);
   if (r != Resample::kNone && !t.timed) {
-    throw Error("trace-replicates", s.trace +
-                                        " has no arrival times to resample: its arrivals are "
-                                        "drawn from --seed (give --num-seeds alone)");
+    throw Error(field::kTraceReplicates,
+                s.trace +
+                    " has no arrival times to resample: its arrivals are "
+                    "drawn from {{workload.seed}} (give {{metrics.num_seeds}} alone)");
   }
   return r;
 }
@@ -54,17 +55,18 @@ Resample trace_replicates(const RunSpec& s, const Trace& t) {
 // are replayed), and import flags of another format.
 void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
   for (const auto& [flag, given] :
-       {Setting{"burstiness", s.burstiness.given()}, Setting{"seed", s.seed.given()},
-        Setting{"num-seeds", s.num_seeds.given()}}) {
+       {Setting{field::kBurstiness, s.burstiness.given()}, Setting{field::kSeed, s.seed.given()},
+        Setting{field::kNumSeeds, s.num_seeds.given()}}) {
     if (replicates != Resample::kNone && std::string(flag) != "burstiness") continue;
     if (t.timed && given) {
-      throw Error(flag, "has no effect on " + s.trace +
-                            ": its arrival times are replayed (rescaled by --request-rate); it "
-                            "shapes generated arrivals (synthetic workloads, length-only traces)");
+      throw Error(
+          flag, "has no effect on " + s.trace +
+                    ": its arrival times are replayed (rescaled by {{workload.request_rate}}); it "
+                    "shapes generated arrivals (synthetic workloads, length-only traces)");
     }
   }
   for (const auto& [flag, format, set] : trace_import_settings()) {
-    if (set(s.import) && t.stored && std::string(flag) != "trace-format") {
+    if (set(s.import) && t.stored && std::string_view(flag) != field::kTraceFormat) {
       throw Error(flag, "has no effect on " + s.trace +
                             ": a servesim trace file was imported already (give it to "
                             "`servesim trace import`)");
@@ -77,10 +79,10 @@ void check_trace_flags(const RunSpec& s, const Trace& t, Resample replicates) {
 }
 
 LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
-  refuse_given({{"num-requests", s.num_requests.given()},
-                {"num-prompts", s.num_prompts.given()},
-                {"input-len", s.input_len.given()},
-                {"output-len", s.output_len.given()}},
+  refuse_given({{field::kNumRequests, s.num_requests.given()},
+                {field::kNumPrompts, s.num_prompts.given()},
+                {field::kInputLen, s.input_len.given()},
+                {field::kOutputLen, s.output_len.given()}},
                "not used with --trace: the trace gives the requests (see --max-requests and the "
                "what-if transforms)");
   Trace t = *inputs.trace(s.trace, s.import);
@@ -90,7 +92,8 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
   o.resample = replicates;
   apply_transforms(t, o);
   if (!t.timed) {
-    throw Error("request-rate", s.trace + " has no arrival times: give --request-rate");
+    throw Error(field::kRequestRate,
+                s.trace + " has no arrival times: give {{workload.request_rate}}");
   }
   if (s.rate_scale != 1) scale_trace_rate(t, s.rate_scale, uint64_t(*s.seed) ^ 0x7a26e5ca1eULL);
   const auto last = std::max_element(t.arrival_s.begin(), t.arrival_s.end());
@@ -98,7 +101,7 @@ LoadedWorkload load_trace_workload(const RunSpec& s, Inputs& inputs) {
     throw Error(s.trace, 0, "arrival",
                 format("a request arrives at %.3g s, past the 1e9 s a simulation may span (where "
                        "a double still resolves sub-microsecond times); rescale with "
-                       "--time-scale or --request-rate",
+                       "{{what_if.time_scale}} or {{workload.request_rate}}",
                        *last));
   }
   ordered_json j = trace_json(t);
@@ -179,12 +182,14 @@ LoadedWorkload servegen_workload(const RunSpec& s) {
   o.seed = uint64_t(*s.seed);
   if (s.request_rate.given()) {
     if (s.servegen_rate_scale.given()) {
-      throw Error("servegen-rate-scale", "contradicts --request-rate (which sets the scale)");
+      throw Error(field::kServegenRateScale,
+                  "contradicts {{workload.request_rate}} (which sets the scale)");
     }
     o.rate_scale = 1;
     const double natural = double(generate_servegen(clients, o).size()) / o.duration_s;
-    if (!(natural > 0)) throw Error("request-rate", "the clients send nothing in the span");
-    if (!std::isfinite(s.request_rate)) throw Error("request-rate", "must be finite for servegen");
+    if (!(natural > 0)) throw Error(field::kRequestRate, "the clients send nothing in the span");
+    if (!std::isfinite(s.request_rate))
+      throw Error(field::kRequestRate, "must be finite for servegen");
     o.rate_scale = s.request_rate / natural;
   }
   o.rate_scale *= s.rate_scale;
@@ -252,11 +257,12 @@ LoadedWorkload generate_dataset(const RunSpec& s) {
 // --lora-adapters: the adapters requests ask for, onto OUT (a trace's --col-lora says them).
 void draw_adapters(const RunSpec& s, LoadedWorkload& out) {
   if (!s.lora_adapters.given()) {
-    if (s.lora_zipf.given()) throw Error("lora-zipf", "needs --lora-adapters");
+    if (s.lora_zipf.given()) throw Error(field::kLoraZipf, "needs {{lora.adapters}}");
     return;
   }
   if (!s.import.col_lora.empty()) {
-    throw Error("lora-adapters", "contradicts --col-lora: the trace says each request's adapter");
+    throw Error(field::kLoraAdapters,
+                "contradicts {{trace.col_lora}}: the trace says each request's adapter");
   }
   draw_loras(out.requests, s.lora_adapters, s.lora_zipf, uint64_t(*s.seed));
   out.json["lora_adapters"] = s.lora_adapters;
@@ -275,9 +281,9 @@ LoadedWorkload load_workload(const RunSpec& s, Inputs& inputs) {
   draw_adapters(s, out);
   if (!s.rate_pattern.empty()) {
     if (s.dataset_name == "servegen") {
-      throw Error("rate-pattern", "servegen clients have their own rate over time");
+      throw Error(field::kRatePattern, "servegen clients have their own rate over time");
     }
-    const RatePattern p = RatePattern::parse(s.rate_pattern, "rate-pattern");
+    const RatePattern p = RatePattern::parse(s.rate_pattern, field::kRatePattern);
     apply_rate_pattern(out.requests, p);
     out.json["rate_pattern"] = p.spec;
     out.text += ", rate pattern " + p.spec;

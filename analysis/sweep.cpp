@@ -193,7 +193,7 @@ Shard parse_shard(const std::string& text) {
   };
   if (slash == std::string::npos || !num(text.substr(0, slash), s.index) ||
       !num(text.substr(slash + 1), s.count) || s.count < 1 || s.index >= s.count) {
-    throw Error("shard", "'" + text + "' must be K/N with 0 <= K < N (e.g. 0/4 ... 3/4)");
+    throw Error(field::kShard, "'" + text + "' must be K/N with 0 <= K < N (e.g. 0/4 ... 3/4)");
   }
   return s;
 }

@@ -145,8 +145,9 @@ std::map<int64_t, SweepRow> done_rows(const SweepTable& table, const SweepOption
   if (!journal_ok && std::filesystem::exists(o.out, ec)) {
     const SweepTable old = read_sweep_h5(o.out);
     if (old.grid_id != table.grid_id || !old.same_schema(table) || old.shard != table.shard) {
-      throw Error(o.out, 0, "grid_id",
-                  "exists and holds another grid or shard; remove it or choose another --out");
+      throw Error(
+          o.out, 0, "grid_id",
+          "exists and holds another grid or shard; remove it or choose another {{output.out}}");
     }
     for (const SweepRow& row : old.rows)
       done[row.point] = row;

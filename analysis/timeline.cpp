@@ -59,7 +59,7 @@ std::pair<double, double> parse_timeline_window(const std::string& text) {
   const double b = colon == std::string::npos ? NAN : std::strtod(text.c_str() + colon + 1, &e2);
   if (colon == std::string::npos || e1 != text.c_str() + colon || *e2 != '\0' ||
       !std::isfinite(a) || !std::isfinite(b) || a < 0 || b <= a) {
-    throw Error("timeline-window",
+    throw Error(field::kTimelineWindow,
                 "'" + text + "': expected START:END in seconds, END > START >= 0");
   }
   return {a, b};

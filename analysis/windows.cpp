@@ -71,9 +71,10 @@ std::vector<Window> compute_windows(const RequestLog& log, double period_s) {
   const double origin = std::floor(first / period_s) * period_s;
   const double span = std::floor((last - origin) / period_s) + 1;
   if (!std::isfinite(origin) || !(span >= 1 && span <= double(kMaxWindows))) {
-    throw Error("period-s", format("a period of %g s cuts the %.6g s of this log into more than "
-                                   "%zu windows: use a longer --period-s",
-                                   period_s, last - first, size_t(kMaxWindows)));
+    throw Error(field::kPeriodS,
+                format("a period of %g s cuts the %.6g s of this log into more than "
+                       "%zu windows: use a longer {{output.period_s}}",
+                       period_s, last - first, size_t(kMaxWindows)));
   }
   const size_t count = size_t(span);
   auto index = [&](double t) {

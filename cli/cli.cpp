@@ -8,6 +8,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/field_spellings.hpp"
 #include "util/distributed.hpp"
 #include "util/error.hpp"
 
@@ -44,6 +45,7 @@ int run_spelled(int argc, const char* const* argv, std::ostream& out, const RunH
 // under its underscore spelling, as vLLM's parser takes it (issue 42); an error names the flag
 // as the user spelled it.
 int run_named(int argc, const char* const* raw, std::ostream& out, const RunHooks* hooks) {
+  install_field_spellings();
   const std::vector<std::string> args = vllm_spellings(argc, raw);
   std::map<std::string, std::string> typed;  // dashed name -> the user's
   std::vector<const char*> spelled;
@@ -58,7 +60,7 @@ int run_named(int argc, const char* const* raw, std::ostream& out, const RunHook
   } catch (const Error& e) {
     const auto it = typed.find(e.field());
     if (it == typed.end()) throw;
-    throw Error(e.file(), e.line(), it->second, e.reason());
+    throw e.named(it->second);
   } catch (po::error_with_option_name& e) {
     std::string name = e.get_option_name();
     while (!name.empty() && name.front() == '-')

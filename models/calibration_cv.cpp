@@ -322,10 +322,10 @@ RooflineParams fit_steps(const StepFit& s, const std::vector<size_t>& idx) {
 void check_enough_steps(size_t steps, size_t params, int folds) {
   const size_t min_rows = (2 * params * size_t(folds) + size_t(folds) - 2) / size_t(folds - 1);
   if (steps < min_rows) {
-    throw Error("step-log", std::to_string(steps) + " steps are too few to fit " +
-                                std::to_string(params) + " parameters with " +
-                                std::to_string(folds) + "-fold cross-validation: need at least " +
-                                std::to_string(min_rows));
+    throw Error(field::kStepLog,
+                std::to_string(steps) + " steps are too few to fit " + std::to_string(params) +
+                    " parameters with " + std::to_string(folds) +
+                    "-fold cross-validation: need at least " + std::to_string(min_rows));
   }
 }
 

@@ -95,7 +95,7 @@ void set_fitted(RooflineParams& params, const std::vector<FreeParam>& free,
   for (size_t i = 0; i < free.size(); ++i) {
     const double v = from_free(x[Eigen::Index(i)], free[i].kind);
     if (!std::isfinite(v)) {
-      throw Error("calibration",
+      throw Error(field::kCalibration,
                   "the fit did not converge (a parameter is not finite); are the "
                   "measurements consistent?");
     }

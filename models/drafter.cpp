@@ -58,10 +58,10 @@ Drafter make_drafter(SpecMethod method, const ModelSpec& target, const ModelSpec
   if (!d.on_gpu()) return d;
   if (method == SpecMethod::kDraftModel) {
     if (draft == nullptr) {
-      throw Error("speculative-config.model", "method draft_model needs a draft model");
+      throw Error(field::kSpeculativeModel, "method draft_model needs a draft model");
     }
     if (draft->vocab_size != target.vocab_size) {
-      throw Error("speculative-config.model",
+      throw Error(field::kSpeculativeModel,
                   draft->name + "'s vocabulary (" + std::to_string(draft->vocab_size) +
                       " tokens) is not " + target.name + "'s (" +
                       std::to_string(target.vocab_size) + "): the target cannot verify its drafts");

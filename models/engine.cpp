@@ -13,7 +13,7 @@ Engine parse_engine(std::string_view name) {
   const std::string key = lowercase(name);
   if (key == "v0") return Engine::kV0;
   if (key == "v1") return Engine::kV1;
-  throw Error("engine", "unknown engine '" + std::string(name) + "' (known: v0, v1)");
+  throw Error(field::kEngine, "unknown engine '" + std::string(name) + "' (known: v0, v1)");
 }
 
 namespace {

@@ -117,13 +117,14 @@ GpuSpec find_gpu(std::string_view name) {
   }
   std::replace(key.begin(), key.end(), ' ', '-');
   for (const auto& [alias, gpu] : gpu_aliases()) {
-    if (key == alias) return find_in_catalogue(gpu_catalogue(), gpu, "gpu", "GPU", "");
+    if (key == alias) return find_in_catalogue(gpu_catalogue(), gpu, field::kGpu, "GPU", "");
   }
   for (const GpuSpec& g : gpu_catalogue()) {
     if (key == g.name) return g;
   }
-  return find_in_catalogue(gpu_catalogue(), name, "gpu", "GPU",
-                           "; or an alias such as H100 or A100; or describe one with --gpu-file");
+  return find_in_catalogue(
+      gpu_catalogue(), name, field::kGpu, "GPU",
+      "; or an alias such as H100 or A100; or describe one with " + field::ref(field::kGpuFile));
 }
 
 GpuSpec load_gpu_file(const std::string& path) {

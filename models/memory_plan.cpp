@@ -80,26 +80,30 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
         without >= double(int64_t(shape.block_size) * model.kv_bytes_per_token_per_gpu(shape.tp))) {
       const bool draft = p.drafter_weight_bytes >= p.lora_bytes;
       throw Error(
-          draft ? "speculative-config.model" : "max-loras",
+          draft ? field::kSpeculativeModel : field::kMaxLoras,
           model.name + " fits on " + gpu.name + " at TP" + std::to_string(shape.tp) +
               " alone, but not with " +
               (draft
                    ? "the speculative drafter's weights (" + gib(p.drafter_weight_bytes) + " a GPU)"
                    : "the LoRA adapters' buffers (" + gib(p.lora_bytes) + " a GPU)") +
               ": " + gib(p.kv_cache_bytes) + " would be left for the KV cache (give a smaller " +
-              (draft ? "draft model" : "--max-loras or --max-lora-rank") + ")");
+              (draft ? "draft model"
+                     : field::ref(field::kMaxLoras) + " or " + field::ref(field::kMaxLoraRank)) +
+              ")");
     }
-    throw Error("model",
+    throw Error(field::kModel,
                 model.name + " does not fit on " + gpu.name + " at TP" + std::to_string(shape.tp) +
                     ": usable " + gib(p.usable_bytes) + " (" + gib(gpu.hbm_bytes()) + " x " +
                     fixed2(opt.gpu_memory_utilization) + ") - weights " + gib(p.weight_bytes) +
                     " - activations " + gib(p.activation_bytes) + " - runtime reserve " +
                     gib(p.reserve_bytes) + " leaves " + gib(p.kv_cache_bytes) +
                     " for the KV cache, less than one " + std::to_string(p.kv_bytes_per_block) +
-                    "-byte block (raise --tp or --gpu-memory-utilization, or lower " +
-                    std::string(shape.v1_engine ? "--max-num-seqs or --max-num-batched-tokens, "
-                                                  "which size the activation reserve"
-                                                : "--max-num-batched-tokens") +
+                    "-byte block (raise " + field::ref(field::kTp) + " or " +
+                    field::ref(field::kGpuMemoryUtilization) + ", or lower " +
+                    (shape.v1_engine ? field::ref(field::kMaxNumSeqs) + " or " +
+                                           field::ref(field::kMaxNumBatchedTokens) +
+                                           ", which size the activation reserve"
+                                     : field::ref(field::kMaxNumBatchedTokens)) +
                     ")");
   }
   return p;

@@ -63,18 +63,19 @@ void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
     m.attention_weight_bytes = m.mlp_weight_bytes = 1;
   } else if (quantization == "none") {
     if (!m.quantization().empty()) {
-      throw Error("quantization", m.name + " is an " + m.quantization() +
-                                      " checkpoint: vLLM serves it as quantized, not as none");
+      throw Error(field::kQuantization,
+                  m.name + " is an " + m.quantization() +
+                      " checkpoint: vLLM serves it as quantized, not as none");
     }
   } else if (!quantization.empty()) {
-    throw Error("quantization", "'" + quantization + "': servesim models fp8 or none");
+    throw Error(field::kQuantization, "'" + quantization + "': servesim models fp8 or none");
   }
   if (kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3" || kv_cache_dtype == "fp8_e5m2") {
     m.kv_cache_bytes = 1;
   } else if (kv_cache_dtype == "auto" || kv_cache_dtype.empty()) {
     m.kv_cache_bytes = m.dtype_bytes;
   } else {
-    throw Error("kv-cache-dtype", "'" + kv_cache_dtype + "': auto, fp8, fp8_e4m3 or fp8_e5m2");
+    throw Error(field::kKvCacheDtype, "'" + kv_cache_dtype + "': auto, fp8, fp8_e4m3 or fp8_e5m2");
   }
 }
 
@@ -216,13 +217,14 @@ ModelSpec find_model(std::string_view name) {
   }
   for (const auto& [derived, base] : kDerivedModels) {
     if (key == derived) {
-      ModelSpec m = find_in_catalogue(model_catalogue(), base, "model", "model", "");
+      ModelSpec m = find_in_catalogue(model_catalogue(), base, field::kModel, "model", "");
       m.hf_id = std::string(name);
       return m;
     }
   }
-  return find_in_catalogue(model_catalogue(), name, "model", "model",
-                           "; a Hugging Face id of these; or describe one with --model-file");
+  return find_in_catalogue(
+      model_catalogue(), name, field::kModel, "model",
+      "; a Hugging Face id of these; or describe one with " + field::ref(field::kModelFile));
 }
 
 void validate(const ModelSpec& m, const std::string& source) {

@@ -40,7 +40,8 @@ Policy parse_policy(std::string_view name) {
     if (key == policy_name(p)) return p;
     known.append(known.empty() ? "" : ", ").append(policy_name(p));
   }
-  throw Error("scheduler", "unknown scheduler '" + std::string(name) + "' (known: " + known + ")");
+  throw Error(field::kScheduler,
+              "unknown scheduler '" + std::string(name) + "' (known: " + known + ")");
 }
 
 bool v1_large_defaults(const GpuSpec& gpu) {

@@ -23,7 +23,7 @@ ScaleMetric parse_scale_metric(const std::string& name) {
   for (const NamedMetric& m : kMetrics) {
     if (name == m.name && m.metric != ScaleMetric::kSchedule) return m.metric;
   }
-  throw Error("autoscale",
+  throw Error(field::kAutoscale,
               "'" + name +
                   "': expected waiting (vllm:num_requests_waiting per replica) | running "
                   "(vllm:num_requests_running) | kv (vllm:kv_cache_usage_perc, 0..1) | rate "
@@ -39,9 +39,9 @@ const char* scale_metric_name(ScaleMetric m) {
 
 void check_autoscale(const AutoscaleOptions& o) {
   if (!o.enabled) return;
-  if (o.min_replicas < 1) throw Error("min-replicas", "must be at least 1");
+  if (o.min_replicas < 1) throw Error(field::kMinReplicas, "must be at least 1");
   if (o.max_replicas < o.min_replicas || o.max_replicas > 2048) {
-    throw Error("max-replicas", "must be in [--min-replicas, 2048]");
+    throw Error(field::kMaxReplicas, "must be in [{{autoscale.min_replicas}}, 2048]");
   }
   auto seconds = [](const char* flag, double v, double lo) {
     if (!(v >= lo && v <= 86400 * 365)) {
@@ -50,29 +50,30 @@ void check_autoscale(const AutoscaleOptions& o) {
     }
   };
   if (o.metric == ScaleMetric::kSchedule) {
-    if (o.schedule.empty()) throw Error("autoscale", "a schedule needs at least one window");
+    if (o.schedule.empty()) throw Error(field::kAutoscale, "a schedule needs at least one window");
     for (size_t i = 0; i < o.schedule.size(); ++i) {
       if (o.schedule[i].second < 1 || (i > 0 && !(o.schedule[i].first > o.schedule[i - 1].first))) {
-        throw Error("autoscale", "a schedule's windows need increasing starts and >= 1 replica");
+        throw Error(field::kAutoscale,
+                    "a schedule's windows need increasing starts and >= 1 replica");
       }
     }
   } else {
     const bool kv = o.metric == ScaleMetric::kKvUsage;
     if (!(o.target > 0 && o.target <= (kv ? 1.0 : 1e9))) {
-      throw Error("autoscale-target",
+      throw Error(field::kAutoscaleTarget,
                   kv ? "must be a KV usage in (0, 1]" : "must be a number > 0 per replica");
     }
-    seconds("autoscale-period-s", o.period_s, 1e-3);
-    seconds("scale-up-window-s", o.up_window_s, 0);
-    seconds("scale-down-window-s", o.down_window_s, 0);
+    seconds(field::kAutoscalePeriodS, o.period_s, 1e-3);
+    seconds(field::kScaleUpWindowS, o.up_window_s, 0);
+    seconds(field::kScaleDownWindowS, o.down_window_s, 0);
     if (!(o.tolerance >= 0 && o.tolerance < 1)) {
-      throw Error("autoscale-tolerance", "must be in [0, 1)");
+      throw Error(field::kAutoscaleTolerance, "must be in [0, 1)");
     }
   }
-  if (!std::isnan(o.provision_s)) seconds("provision-s", o.provision_s, 0);
-  seconds("engine-startup-s", o.startup_s, 0);
+  if (!std::isnan(o.provision_s)) seconds(field::kProvisionS, o.provision_s, 0);
+  seconds(field::kEngineStartupS, o.startup_s, 0);
   if (!(o.load_gb_per_s > 0 && o.load_gb_per_s <= 1e4)) {
-    throw Error("model-load-gb-per-s", "must be in (0, 10000] GB/s");
+    throw Error(field::kModelLoadGbPerS, "must be in (0, 10000] GB/s");
   }
 }
 

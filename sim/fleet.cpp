@@ -92,50 +92,51 @@ double max_over_mean(const std::vector<double>& v) {
 // The groups of OPTIONS, or NUM_REPLICAS colocated copies of C; checked.
 std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o) {
   if (!(o.router.signal_delay_s >= 0) || !std::isfinite(o.router.signal_delay_s)) {
-    throw Error("router-signal-delay-s", "must be a number >= 0");
+    throw Error(field::kRouterSignalDelayS, "must be a number >= 0");
   }
   if (o.groups.empty()) {
     if (o.num_replicas < 1 || o.num_replicas > kMaxReplicas) {
-      throw Error("num-replicas", "must be in [1, " + std::to_string(kMaxReplicas) + "]");
+      throw Error(field::kNumReplicas, "must be in [1, " + std::to_string(kMaxReplicas) + "]");
     }
     return {ReplicaGroup{c, o.num_replicas, ReplicaRole::kColocated}};
   }
   int total = 0, prefill = 0, decode = 0, colocated = 0;
   for (const ReplicaGroup& g : o.groups) {
-    if (g.count < 1) throw Error("num-replicas", "every pool needs at least one replica");
+    if (g.count < 1) throw Error(field::kNumReplicas, "every pool needs at least one replica");
     total += g.count;
     (g.role == ReplicaRole::kPrefill  ? prefill
      : g.role == ReplicaRole::kDecode ? decode
                                       : colocated) += g.count;
     if (g.role != ReplicaRole::kColocated && g.config.offload.enabled()) {
-      throw Error("kv-offloading-size",
+      throw Error(field::kKvOffloadingSize,
                   "CPU KV offload with disaggregated prefill is not modelled (vLLM would chain "
                   "two connectors: MultiConnector)");
     }
     if (g.role != ReplicaRole::kColocated && !v1_scheduler(g.config.scheduler.policy)) {
-      throw Error("scheduler",
+      throw Error(field::kScheduler,
                   "disaggregated prefill is modelled for vllm-v1 (vLLM's KV "
                   "connectors are V1's)");
     }
     if (g.config.scheduler.block_size != o.groups[0].config.scheduler.block_size) {
-      throw Error("block-size", "every replica of a fleet must use the same block size");
+      throw Error(field::kBlockSize, "every replica of a fleet must use the same block size");
     }
   }
   if (total > kMaxReplicas) {
-    throw Error("num-replicas", "at most " + std::to_string(kMaxReplicas) + " replicas in all");
+    throw Error(field::kNumReplicas,
+                "at most " + std::to_string(kMaxReplicas) + " replicas in all");
   }
   if ((prefill > 0) != (decode > 0) || (prefill > 0 && colocated > 0)) {
-    throw Error("prefill-replicas",
+    throw Error(field::kPrefillReplicas,
                 "a disaggregated fleet has prefill and decode replicas, and no colocated ones");
   }
   // 0 is the catalogue's link; any other figure a physical one, from 1 Mb/s to 1 Pb/s (a
   // subnormal 5e-324 read as 0 ran as the default link).
   const double gb_per_s = o.kv_transfer_gb_per_s;
   if (!(gb_per_s == 0 || (gb_per_s >= 1.25e-4 && gb_per_s <= 1.25e5))) {
-    throw Error("kv-transfer-gbps", "must be 0 (the catalogue's link) or in [0.001, 1e6] Gb/s");
+    throw Error(field::kKvTransferGbps, "must be 0 (the catalogue's link) or in [0.001, 1e6] Gb/s");
   }
   if (!(o.kv_transfer_latency_s >= 0 && o.kv_transfer_latency_s <= 3600)) {
-    throw Error("kv-transfer-latency-s", "must be in [0, 3600] seconds");
+    throw Error(field::kKvTransferLatencyS, "must be in [0, 3600] seconds");
   }
   return o.groups;
 }
@@ -212,11 +213,12 @@ double provision_seconds(const AutoscaleOptions& o, const SimConfig& c) {
   // The same year that bounds --provision-s and --engine-startup-s (check_autoscale): 1e-300
   // GB/s gave "inf s" or a 300-digit provisioning time, and a run that never scaled.
   if (!(o.startup_s + load_s <= 86400 * 365)) {
-    throw Error("model-load-gb-per-s",
-                format("loading %s's %.3g GB at %g GB/s takes %.3g s, more than a year: give a "
-                       "storage bandwidth (a local NVMe reads 2-7 GB/s) or --provision-s",
-                       c.model.name.c_str(), double(c.model.weight_bytes()) / 1e9, o.load_gb_per_s,
-                       load_s));
+    throw Error(
+        field::kModelLoadGbPerS,
+        format("loading %s's %.3g GB at %g GB/s takes %.3g s, more than a year: give a "
+               "storage bandwidth (a local NVMe reads 2-7 GB/s) or {{autoscale.provision_s}}",
+               c.model.name.c_str(), double(c.model.weight_bytes()) / 1e9, o.load_gb_per_s,
+               load_s));
   }
   return o.startup_s + load_s;
 }
@@ -357,9 +359,10 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   if (scale.enabled) {
     check_autoscale(scale);
     if (groups.size() != 1 || groups[0].role != ReplicaRole::kColocated) {
-      throw Error("autoscale",
-                  "scales a fleet of one configuration (not --replica-gpus or prefill/decode "
-                  "pools)");
+      throw Error(
+          field::kAutoscale,
+          "scales a fleet of one configuration (not {{fleet.replica_gpus}} or prefill/decode "
+          "pools)");
     }
     groups[0].count = std::min(autoscale_slots(scale), kMaxReplicas);
   }

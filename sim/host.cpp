@@ -118,9 +118,10 @@ void Host::launch(const Planned& p, const Batch& batch) {
   // A cost model fed extreme figures (a GPU of 1e-300 TFLOP/s, a subnormal parameter) gives steps
   // of inf, NaN or centuries: refuse rather than report them.
   if (!(p.run.seconds >= 0 && p.run.seconds <= 1e6)) {
-    throw Error("cost-model", format("a step of %.6g s at t = %.6g s: the GPU's figures or the "
-                                     "cost model's parameters are out of any physical range",
-                                     p.run.seconds, now));
+    throw Error(field::kCostModel,
+                format("a step of %.6g s at t = %.6g s: the GPU's figures or the "
+                       "cost model's parameters are out of any physical range",
+                       p.run.seconds, now));
   }
   if (!(now + p.run.seconds <= kMaxSimTime_s)) {
     throw Error("", format("the run passes %g s of simulated time (a step at t = %.6g s): its "
@@ -166,14 +167,15 @@ void Host::start_steps(bool back_to_back) {
       // given the blocks for the rest of its prompt: vLLM 0.15.1's V1 scheduler waits forever
       // here (Running: 0, Waiting: N; vLLM issue #45388, fixed later by reserving a loaded
       // request's whole prompt at admission, PR #44560). A run of it has no answer to give.
-      throw Error("kv-offloading-size",
+      throw Error(field::kKvOffloadingSize,
                   format("vLLM 0.15.1 deadlocks on this run: at t = %.3f s, %zu requests wait, "
                          "those whose prefixes were loaded from the CPU tier hold %lld of the "
                          "%lld GPU KV blocks, and none can be given the blocks for the rest of "
                          "its prompt; "
                          "vLLM then schedules nothing, forever (vLLM issue #45388, fixed after "
-                         "0.15.1). Give the GPU more KV cache (--num-gpu-blocks, "
-                         "--gpu-memory-utilization), or --kv-offloading-backend lmcache, whose "
+                         "0.15.1). Give the GPU more KV cache ({{cache.num_gpu_blocks}}, "
+                         "{{cache.gpu_memory_utilization}}), or {{kv_transfer.offloading_backend}} "
+                         "lmcache, whose "
                          "loads hold no blocks across steps",
                          loop_.now(), scheduler_.num_waiting(),
                          static_cast<long long>(scheduler_.used_blocks()),

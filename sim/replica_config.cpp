@@ -66,10 +66,11 @@ SchedulerConfig replica_scheduler_config(const SimConfig& c, const MemoryPlan& m
   const double ranks = o.per_rank ? 1.0 : double(c.tp);
   k.num_cpu_blocks = int64_t(std::floor(o.cpu_bytes / (k.bytes_per_block * ranks)));
   if (k.num_cpu_blocks < 1) {
-    throw Error(o.backend == OffloadBackend::kLmcache ? "kv-transfer-config" : "kv-offloading-size",
-                format("%.3g GiB of CPU memory holds no offloaded block of %.3g MiB on each of %d "
-                       "GPUs",
-                       o.cpu_bytes / 1073741824.0, k.bytes_per_block / 1048576.0, c.tp));
+    throw Error(
+        o.backend == OffloadBackend::kLmcache ? field::kKvTransferConfig : field::kKvOffloadingSize,
+        format("%.3g GiB of CPU memory holds no offloaded block of %.3g MiB on each of %d "
+               "GPUs",
+               o.cpu_bytes / 1073741824.0, k.bytes_per_block / 1048576.0, c.tp));
   }
   return s;
 }
@@ -98,7 +99,8 @@ void set_host_link(Host& host, const SimConfig& c) {
 MemoryPlan checked_memory_plan(const SimConfig& c) {
   MemoryPlan m = plan_memory(c.gpu, c.model, c.memory, server_shape(c));
   if (v1_scheduler(c.scheduler.policy) && m.num_gpu_blocks < 2) {
-    throw Error("num-gpu-blocks", "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
+    throw Error(field::kNumGpuBlocks,
+                "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
   }
   // vLLM refuses to start when one request of max_model_len tokens cannot fit the KV cache (V1:
   // kv_cache_utils.check_enough_kv_cache_memory; V0: Worker's raise_if_cache_size_invalid),
@@ -109,12 +111,13 @@ MemoryPlan checked_memory_plan(const SimConfig& c) {
   const int64_t max_len = c.scheduler.max_model_len;
   if (!m.overridden && max_len > 0 && kv_tokens < max_len) {
     throw Error(
-        "max-model-len",
+        field::kMaxModelLen,
         format("vLLM would not start: the model's max seq len (%lld) is larger than the "
                "maximum number of tokens that can be stored in KV cache (%lld: %lld "
                "blocks of %d on %s at TP%d, %.2f GiB per GPU); based on the available "
-               "memory the estimated maximum model length is %lld. Lower --max-model-len, "
-               "or raise --gpu-memory-utilization or --tp (or lower --max-num-seqs, which "
+               "memory the estimated maximum model length is %lld. Lower {{model.max_model_len}}, "
+               "or raise {{cache.gpu_memory_utilization}} or {{parallel.tp}} "
+               "(or lower {{scheduler.max_num_seqs}}, which "
                "sizes the activation reserve)",
                static_cast<long long>(max_len), static_cast<long long>(kv_tokens),
                static_cast<long long>(m.num_gpu_blocks), c.scheduler.block_size, c.gpu.name.c_str(),

@@ -26,7 +26,7 @@ RouterKind parse_router(std::string_view name) {
   for (const Named& r : kRouters) {
     if (name == r.name) return r.kind;
   }
-  throw Error("router", "'" + std::string(name) + "': expected " + router_names());
+  throw Error(field::kRouter, "'" + std::string(name) + "': expected " + router_names());
 }
 
 const char* router_name(RouterKind kind) {

@@ -24,20 +24,21 @@ namespace {
 
 // The model's shape against the TP degree, and max_model_len against the model.
 void resolve_model(SimConfig& c) {
-  if (c.tp < 1) throw Error("tensor-parallel-size", "must be >= 1");
+  if (c.tp < 1) throw Error(field::kTensorParallelSize, "must be >= 1");
   if (c.model.num_heads % c.tp != 0) {
     // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."
-    throw Error("tensor-parallel-size", "must divide " + c.model.name + "'s " +
-                                            std::to_string(c.model.num_heads) + " attention heads");
+    throw Error(field::kTensorParallelSize, "must divide " + c.model.name + "'s " +
+                                                std::to_string(c.model.num_heads) +
+                                                " attention heads");
   }
   SchedulerConfig& s = c.scheduler;
   if (s.max_model_len == 0) s.max_model_len = c.model.max_position;
-  if (s.max_model_len < 2) throw Error("max-model-len", "must be >= 2");
+  if (s.max_model_len < 2) throw Error(field::kMaxModelLen, "must be >= 2");
   if (s.max_model_len > c.model.max_position) {
     // vLLM refuses a max_model_len above the model's max_position_embeddings.
-    throw Error("max-model-len", std::to_string(s.max_model_len) + " exceeds " + c.model.name +
-                                     "'s max_position_embeddings " +
-                                     std::to_string(c.model.max_position));
+    throw Error(field::kMaxModelLen, std::to_string(s.max_model_len) + " exceeds " + c.model.name +
+                                         "'s max_position_embeddings " +
+                                         std::to_string(c.model.max_position));
   }
 }
 
@@ -51,20 +52,20 @@ void resolve_speculative(SimConfig& c) {
     return;
   }
   if (!v1_scheduler(s.policy)) {
-    throw Error("speculative-config", std::string("is modelled for vllm-v1 (vLLM V1's "
-                                                  "scheduler), not ") +
-                                          policy_name(s.policy));
+    throw Error(field::kSpeculativeConfig, std::string("is modelled for vllm-v1 (vLLM V1's "
+                                                       "scheduler), not ") +
+                                               policy_name(s.policy));
   }
   if (s.spec.num_speculative_tokens > kMaxSpecTokens) {
-    throw Error("speculative-config.num_speculative_tokens",
+    throw Error(field::kNumSpeculativeTokens,
                 "must be in [1, " + std::to_string(kMaxSpecTokens) + "]");
   }
-  if (c.drafter.method != s.spec.method) throw Error("speculative-config", "has no drafter");
+  if (c.drafter.method != s.spec.method) throw Error(field::kSpeculativeConfig, "has no drafter");
   s.max_num_scheduled_tokens = s.max_num_batched_tokens;
   if (s.spec.method == SpecMethod::kDraftModel) {
     s.max_num_scheduled_tokens -= s.max_num_seqs;
     if (s.max_num_scheduled_tokens <= 0) {
-      throw Error("max-num-batched-tokens",
+      throw Error(field::kMaxNumBatchedTokens,
                   "a draft model drafts in one slot per sequence: max_num_batched_tokens must "
                   "exceed max_num_seqs (vLLM refuses it)");
     }
@@ -75,11 +76,12 @@ void resolve_speculative(SimConfig& c) {
 void resolve_offload(SimConfig& c) {
   const KvOffloadOptions& o = c.offload;
   if (!o.enabled()) return;
-  const char* flag = o.backend == OffloadBackend::kLmcache && o.per_rank ? "kv-transfer-config"
-                                                                         : "kv-offloading-size";
+  const char* flag = o.backend == OffloadBackend::kLmcache && o.per_rank ? field::kKvTransferConfig
+                                                                         : field::kKvOffloadingSize;
   if (!v1_scheduler(c.scheduler.policy)) {
-    throw Error(flag, std::string("vLLM's KV connectors are V1's: use --scheduler vllm-v1, not ") +
-                          policy_name(c.scheduler.policy));
+    throw Error(
+        flag, std::string("vLLM's KV connectors are V1's: use {{scheduler.policy}} vllm-v1, not ") +
+                  policy_name(c.scheduler.policy));
   }
   if (o.block_size % c.scheduler.block_size != 0) {
     throw Error(flag, "an offloaded block of " + std::to_string(o.block_size) +
@@ -116,18 +118,18 @@ void resolve_scheduler(SimConfig& c) {
   resolve_offload(c);
   if (s.hooks != nullptr) {
     if (!v1_scheduler(s.policy)) {
-      throw Error("scheduler", std::string("policies written outside servesim hook vllm-v1's "
-                                           "scheduler, not ") +
-                                   policy_name(s.policy));
+      throw Error(field::kScheduler, std::string("policies written outside servesim hook vllm-v1's "
+                                                 "scheduler, not ") +
+                                         policy_name(s.policy));
     }
     if (s.hooks->orders_admission() && s.scheduling_policy == WaitingOrder::kPriority) {
-      throw Error("scheduling-policy",
+      throw Error(field::kSchedulingPolicy,
                   "an admission key orders waiting requests itself: drop "
-                  "--scheduling-policy priority");
+                  "{{scheduler.scheduling_policy}} priority");
     }
   }
   if (c.lora.enabled && !v1_scheduler(s.policy)) {
-    throw Error("enable-lora",
+    throw Error(field::kEnableLora,
                 std::string("LoRA is modelled for vllm-v1, not ") + policy_name(s.policy));
   }
 }
@@ -149,9 +151,9 @@ void resolve_cost_model(SimConfig& c) {
   }
   for (const auto& cal : c.calibrations) {
     if (!cal->applies_to(c.gpu)) {
-      throw Error("calibration", cal->path + " was fitted for " +
-                                     (cal->gpu.empty() ? cal->arch : cal->gpu) + ", not " +
-                                     c.gpu.name + " (efficiencies differ between GPUs)");
+      throw Error(field::kCalibration, cal->path + " was fitted for " +
+                                           (cal->gpu.empty() ? cal->arch : cal->gpu) + ", not " +
+                                           c.gpu.name + " (efficiencies differ between GPUs)");
     }
     apply_calibration(*cal, *c.hardware, *c.engine_params);
     if (cal->has_hardware()) c.hardware_source = cal->describe();
@@ -162,13 +164,13 @@ void resolve_cost_model(SimConfig& c) {
   }
   if (std::isnan(c.frontend_latency_s)) c.frontend_latency_s = kDefaultFrontendLatencyS;
   if (!(c.frontend_latency_s >= 0 && c.frontend_latency_s <= 10)) {
-    throw Error("frontend-latency-ms", "must be in [0, 10000] ms");
+    throw Error(field::kFrontendLatencyMs, "must be in [0, 10000] ms");
   }
   if (c.cost_model != "roofline" && c.cost_model != "table") {
-    throw Error("cost-model", "expected roofline or table, got '" + c.cost_model + "'");
+    throw Error(field::kCostModel, "expected roofline or table, got '" + c.cost_model + "'");
   }
   if (c.cost_model == "table") {
-    if (!c.profiles) throw Error("cost-model", "the table model needs --profiles DIR");
+    if (!c.profiles) throw Error(field::kCostModel, "the table model needs {{cost.profiles}} DIR");
     TableCostModel check(*c.profiles, c.gpu, c.model, c.tp);  // the profiles cover this model
   }
 }
@@ -183,27 +185,27 @@ void resolve_memory(SimConfig& c) {
 }  // namespace
 
 void check_scheduler_values(const SchedulerConfig& s) {
-  if (s.max_num_batched_tokens < 0) throw Error("max-num-batched-tokens", "must be >= 1");
+  if (s.max_num_batched_tokens < 0) throw Error(field::kMaxNumBatchedTokens, "must be >= 1");
   if (s.max_num_seqs < 0 || s.max_num_seqs > kMaxNumSeqs) {
-    throw Error("max-num-seqs", "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
+    throw Error(field::kMaxNumSeqs, "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
   }
   if (s.block_size < 1 || s.block_size > 1 << 16) {
-    throw Error("block-size", "must be in [1, 65536]");
+    throw Error(field::kBlockSize, "must be in [1, 65536]");
   }
   if (s.long_prefill_token_threshold < 0) {
-    throw Error("long-prefill-token-threshold", "must be >= 0");
+    throw Error(field::kLongPrefillTokenThreshold, "must be >= 0");
   }
 }
 
 void check_memory_values(const MemoryPlanOptions& m) {
   if (!(m.gpu_memory_utilization > 0 && m.gpu_memory_utilization <= 1)) {
-    throw Error("gpu-memory-utilization", "must be in (0, 1]");
+    throw Error(field::kGpuMemoryUtilization, "must be in (0, 1]");
   }
   if (!std::isnan(m.runtime_reserve_gib) &&
       (!(m.runtime_reserve_gib >= 0) || !std::isfinite(m.runtime_reserve_gib))) {
-    throw Error("runtime-reserve-gib", "must be >= 0");
+    throw Error(field::kRuntimeReserveGib, "must be >= 0");
   }
-  if (m.num_gpu_blocks_override < 0) throw Error("num-gpu-blocks", "must be >= 1");
+  if (m.num_gpu_blocks_override < 0) throw Error(field::kNumGpuBlocks, "must be >= 1");
 }
 
 SimConfig resolve(SimConfig c) {
@@ -218,9 +220,9 @@ void check_loras(const SimConfig& c, const Workload& w) {
   if (c.lora.enabled) return;
   for (const RequestSpec& r : w) {
     if (r.lora != 0) {
-      throw Error("enable-lora",
+      throw Error(field::kEnableLora,
                   "the workload's requests ask for LoRA adapters: serve them with "
-                  "--enable-lora");
+                  "{{lora.enable}}");
     }
   }
 }
@@ -236,7 +238,8 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   check_loras(c, w);
   if (options.fleet.num_replicas != 1 || !options.fleet.groups.empty() ||
       options.fleet.autoscale.enabled) {
-    if (cost_override != nullptr) throw Error("num-replicas", "a fleet takes its own cost model");
+    if (cost_override != nullptr)
+      throw Error(field::kNumReplicas, "a fleet takes its own cost model");
     return simulate_fleet(c, w, options);
   }
   RunResult result;

@@ -32,7 +32,7 @@ void check_count(int64_t v, int64_t min, int64_t max, const char* flag) {
 }
 
 void check_num_requests(int64_t n) {
-  check_count(n, 1, kMaxSyntheticRequests, "num-requests");
+  check_count(n, 1, kMaxSyntheticRequests, field::kNumRequests);
 }
 
 // Fisher-Yates with Boost's uniform_int_distribution: the same order on every machine
@@ -48,14 +48,15 @@ void shuffle(std::vector<T>& v, uint64_t seed) {
 
 void check(const PrefixRepetitionOptions& o) {
   check_num_requests(o.num_requests);
-  check_count(o.prefix_len, 1, INT32_MAX, "prefix-repetition-prefix-len");
-  check_count(o.suffix_len, 0, INT32_MAX - o.prefix_len, "prefix-repetition-suffix-len");
-  check_count(o.output_len, 1, INT32_MAX, "prefix-repetition-output-len");
-  check_count(o.num_prefixes, 1, kMaxSyntheticRequests, "prefix-repetition-num-prefixes");
+  check_count(o.prefix_len, 1, INT32_MAX, field::kPrefixRepetitionPrefixLen);
+  check_count(o.suffix_len, 0, INT32_MAX - o.prefix_len, field::kPrefixRepetitionSuffixLen);
+  check_count(o.output_len, 1, INT32_MAX, field::kPrefixRepetitionOutputLen);
+  check_count(o.num_prefixes, 1, kMaxSyntheticRequests, field::kPrefixRepetitionNumPrefixes);
   if (o.num_requests < o.num_prefixes) {  // vLLM: "num_requests ... must be greater than or equal"
-    throw Error("prefix-repetition-num-prefixes",
-                format("%lld prefixes need at least as many requests, got %lld (--num-requests)",
-                       (long long)o.num_prefixes, (long long)o.num_requests));
+    throw Error(field::kPrefixRepetitionNumPrefixes,
+                format("%lld prefixes need at least as many requests, got %lld (%s)",
+                       (long long)o.num_prefixes, (long long)o.num_requests,
+                       field::ref(field::kNumRequests).c_str()));
   }
 }
 
@@ -165,9 +166,9 @@ struct Turn {
 
 void check(const MultiTurnOptions& o) {
   check_num_requests(o.base.num_requests);
-  check_count(o.num_turns, 1, kMaxSyntheticRequests, "num-turns");
+  check_count(o.num_turns, 1, kMaxSyntheticRequests, field::kNumTurns);
   if (!(o.think_time_s >= 0 && o.think_time_s <= 1e6)) {
-    throw Error("think-time-s", "must be in [0, 1e6] seconds");
+    throw Error(field::kThinkTimeS, "must be in [0, 1e6] seconds");
   }
 }
 
@@ -196,14 +197,15 @@ std::vector<Turn> session_turns(const MultiTurnOptions& o) {
       }
       input += fresh[k];
       if (input > INT32_MAX) {
-        throw Error("num-turns", format("turn %zu of a session would bring %lld prompt tokens, "
-                                        "more than 2^31-1",
-                                        t + 1, (long long)input));
+        throw Error(field::kNumTurns,
+                    format("turn %zu of a session would bring %lld prompt tokens, "
+                           "more than 2^31-1",
+                           t + 1, (long long)input));
       }
       if (!(at <= kMaxSimTime_s)) {
-        throw Error("think-time-s", format("turn %zu of a session would arrive at %.6g s, past "
-                                           "the %g s horizon",
-                                           t + 1, at, kMaxSimTime_s));
+        throw Error(field::kThinkTimeS, format("turn %zu of a session would arrive at %.6g s, past "
+                                               "the %g s horizon",
+                                               t + 1, at, kMaxSimTime_s));
       }
       out.push_back({at, int32_t(input), answers[k], uint32_t(s)});
     }
@@ -255,37 +257,39 @@ std::vector<ClientClass> parse_client_mix(const std::string& text) {
         char* end = nullptr;
         v = std::strtod(value.c_str(), &end);
         if (value.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0)) {
-          throw Error("client-mix", "'" + kv + "': " + key + " must be a number > 0");
+          throw Error(field::kClientMix, "'" + kv + "': " + key + " must be a number > 0");
         }
       };
       if (key == "rate") {
         number(c.rate);
         // Bounded so that the classes' sum stays finite: it splits --num-requests.
         if (c.rate > kMaxClassRate) {
-          throw Error("client-mix", "'" + kv + "': rate must be at most 1e9 req/s");
+          throw Error(field::kClientMix, "'" + kv + "': rate must be at most 1e9 req/s");
         }
         has_rate = true;
       } else if (key == "burstiness") {
         number(c.burstiness);
       } else if (key == "input") {
-        c.input_len = LengthDist::parse(value, "client-mix");
+        c.input_len = LengthDist::parse(value, field::kClientMix);
       } else if (key == "output") {
-        c.output_len = LengthDist::parse(value, "client-mix");
+        c.output_len = LengthDist::parse(value, field::kClientMix);
       } else {
-        throw Error("client-mix", "'" + kv + "': expected rate=, burstiness=, input= or output=");
+        throw Error(field::kClientMix,
+                    "'" + kv + "': expected rate=, burstiness=, input= or output=");
       }
     }
-    if (!has_rate) throw Error("client-mix", "'" + item + "': every class needs rate=R (req/s)");
+    if (!has_rate)
+      throw Error(field::kClientMix, "'" + item + "': every class needs rate=R (req/s)");
     out.push_back(c);
   }
-  if (out.empty()) throw Error("client-mix", "give at least one class: rate=R,...;rate=R,...");
+  if (out.empty()) throw Error(field::kClientMix, "give at least one class: rate=R,...;rate=R,...");
   return out;
 }
 
 Workload generate_client_mixture(const std::vector<ClientClass>& classes, int64_t num_requests,
                                  double rate_scale, uint64_t seed) {
   if (!(rate_scale > 0) || !std::isfinite(rate_scale)) {
-    throw Error("request-rate", "must be a finite number > 0 for a client mixture");
+    throw Error(field::kRequestRate, "must be a finite number > 0 for a client mixture");
   }
   // NUM_REQUESTS split in proportion to the rates by largest remainders (Hamilton's method): the
   // shares sum to exactly NUM_REQUESTS, ties going to the earlier class; a class whose share

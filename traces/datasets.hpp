@@ -37,6 +37,7 @@
 
 #include "traces/request.hpp"
 #include "traces/synthetic.hpp"
+#include "util/field_path.hpp"
 
 namespace servesim {
 
@@ -87,8 +88,8 @@ Workload generate_multi_turn(const MultiTurnOptions& opt);
 // multiplies every rate.
 struct ClientClass {
   double rate = 1, burstiness = 1;
-  LengthDist input_len = LengthDist::parse("fixed:512", "client-mix");
-  LengthDist output_len = LengthDist::parse("fixed:128", "client-mix");
+  LengthDist input_len = LengthDist::parse("fixed:512", field::kClientMix);
+  LengthDist output_len = LengthDist::parse("fixed:128", field::kClientMix);
 };
 // "rate=2,burstiness=0.5,input=lognormal:1024:0.8,output=fixed:128;rate=5,input=fixed:200"
 // (classes separated by ';'; rate required; burstiness 1, input fixed:512 and output fixed:128 by

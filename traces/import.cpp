@@ -32,23 +32,25 @@ const std::vector<std::string>& trace_formats() {
 
 std::string ImportOptions::describe() const {
   std::string s;
-  auto add = [&s](const std::string& flag, const std::string& value) {
-    if (!value.empty()) {
-      s.append(s.empty() ? "" : " ").append("--").append(flag).append(" ").append(value);
-    }
+  auto add = [&s](const char* path, const std::string& value) {
+    if (!value.empty())
+      s.append(s.empty() ? "" : " ").append(spell_field(path, true)).append(" ").append(value);
   };
-  add("trace-format", format);
-  add("col-arrival", col_arrival);
-  add("col-input", col_input);
-  add("col-output", col_output);
-  add("col-priority", col_priority);
-  add("col-lora", col_lora);
-  if (time_unit != "s") add("time-unit", time_unit);
-  if (skip_bad_rows) s.append(s.empty() ? "" : " ").append("--skip-bad-rows");
-  if (keep_failed) s.append(s.empty() ? "" : " ").append("--keep-failed");
-  add("model-filter", model_filter);
-  add("log-type", log_type);
-  if (hash_block_size > 0) add("hash-block-size", std::to_string(hash_block_size));
+  auto add_switch = [&s](const char* path) {
+    s.append(s.empty() ? "" : " ").append(spell_field(path, true));
+  };
+  add(field::kTraceFormat, format);
+  add(field::kColArrival, col_arrival);
+  add(field::kColInput, col_input);
+  add(field::kColOutput, col_output);
+  add(field::kColPriority, col_priority);
+  add(field::kColLora, col_lora);
+  if (time_unit != "s") add(field::kTimeUnit, time_unit);
+  if (skip_bad_rows) add_switch(field::kSkipBadRows);
+  if (keep_failed) add_switch(field::kKeepFailed);
+  add(field::kModelFilter, model_filter);
+  add(field::kLogType, log_type);
+  if (hash_block_size > 0) add(field::kHashBlockSize, std::to_string(hash_block_size));
   return s;
 }
 
@@ -79,20 +81,23 @@ std::string detect_csv(const std::string& path, const Header& h, const ImportOpt
       h.text.find(",Gamma,") != std::string::npos) {
     throw Error(path, 1, "",
                 "is a ServeGen client (per-window arrival statistics, not requests): replay it "
-                "with --dataset-name servegen --servegen " +
-                    path + " (the chunk-N-dataset.json beside it gives the lengths)");
+                "with " +
+                    field::ref(field::kDatasetName) + " servegen " + field::ref(field::kServegen) +
+                    " " + path + " (the chunk-N-dataset.json beside it gives the lengths)");
   }
   throw Error(path, 1, "",
               "cannot tell the trace format from the header " + h.text +
-                  " (known: azure, burstgpt, mooncake, vidur, servesim; for any other CSV give "
-                  "--trace-format csv with --col-input and --col-output)");
+                  " (known: azure, burstgpt, mooncake, vidur, servesim; for any other CSV give " +
+                  field::ref(field::kTraceFormat) + " csv with " + field::ref(field::kColInput) +
+                  " and " + field::ref(field::kColOutput) + ")");
 }
 
 void check_format(const std::string& format) {
   const auto& f = trace_formats();
   if (!format.empty() && std::find(f.begin(), f.end(), format) == f.end()) {
-    throw Error("trace-format", "unknown format '" + format +
-                                    "' (known: azure, burstgpt, mooncake, vidur, csv, servesim)");
+    throw Error(
+        field::kTraceFormat,
+        "unknown format '" + format + "' (known: azure, burstgpt, mooncake, vidur, csv, servesim)");
   }
 }
 
@@ -100,7 +105,7 @@ void check_format(const std::string& format) {
 
 Trace import_trace(const std::string& path, const ImportOptions& opt) {
   check_format(opt.format);
-  if (opt.hash_block_size < 0) throw Error("hash-block-size", "must be >= 0");
+  if (opt.hash_block_size < 0) throw Error(field::kHashBlockSize, "must be >= 0");
   if (opt.format == "servesim" || (opt.format.empty() && is_hdf5(path))) {
     Trace t = read_trace_h5(path);
     t.file = path;

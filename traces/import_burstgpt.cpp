@@ -77,7 +77,7 @@ BurstGpt::BurstGpt(const std::string& path, const ImportOptions& opt, const Head
       model_filter_(lowercase(opt.model_filter)),
       log_filter_(lowercase(opt.log_type)) {
   if (!log_filter_.empty() && log_filter_ != "conversation" && log_filter_ != "api") {
-    throw Error("log-type", "expected conversation or api, got '" + opt.log_type + "'");
+    throw Error(field::kLogType, "expected conversation or api, got '" + opt.log_type + "'");
   }
 }
 

@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "traces/import_formats.hpp"
+#include "util/error.hpp"
 
 namespace servesim::import_detail {
 
@@ -102,10 +103,10 @@ bool priority(std::string_view s, int32_t& out) {
 void import_csv(const std::string& path, const ImportOptions& opt, LineReader& in, const Header& h,
                 Rows& rows, Trace& t) {
   if (opt.col_input.empty() || opt.col_output.empty()) {
-    throw Error("col-input",
-                "the csv format needs --col-input and --col-output (and --col-arrival for a "
-                "timed trace); header: " +
-                    h.text);
+    throw Error(field::kColInput, "the csv format needs " + field::ref(field::kColInput) + " and " +
+                                      field::ref(field::kColOutput) + " (and " +
+                                      field::ref(field::kColArrival) +
+                                      " for a timed trace); header: " + h.text);
   }
   double unit = 1;
   if (opt.time_unit == "ms") {
@@ -113,7 +114,7 @@ void import_csv(const std::string& path, const ImportOptions& opt, LineReader& i
   } else if (opt.time_unit == "us") {
     unit = 1e-6;
   } else if (opt.time_unit != "s") {
-    throw Error("time-unit", "expected s, ms or us, got '" + opt.time_unit + "'");
+    throw Error(field::kTimeUnit, "expected s, ms or us, got '" + opt.time_unit + "'");
   }
   // No arrival column (or `none`, as --col-arrival's help has it): a length-only trace.
   const bool length_only = opt.col_arrival.empty() || opt.col_arrival == "none";

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "traces/import_formats.hpp"
+#include "util/error.hpp"
 
 namespace servesim::import_detail {
 
@@ -122,7 +123,7 @@ bool Mooncake::hash_list_ok(int64_t n, const json& hashes, double in_len) {
                       std::to_string(hashes.size()) + " ids for " +
                           std::to_string(int64_t(in_len)) + " tokens: expected " +
                           std::to_string(want) + " at " + std::to_string(bs_) +
-                          " tokens a block (see --hash-block-size)");
+                          " tokens a block (see " + field::ref(field::kHashBlockSize) + ")");
   }
   return true;
 }

@@ -86,7 +86,8 @@ Trace bootstrap(const Trace& t, double block_s, boost::random::mt19937_64& rng) 
   }
   const double circle = span * double(n) / double(n - 1);
   const size_t slots = size_t(std::ceil(circle / block_s));
-  if (slots > 100000000) throw Error("replicate-block-s", "cuts the trace into too many blocks");
+  if (slots > 100000000)
+    throw Error(field::kReplicateBlockS, "cuts the trace into too many blocks");
   std::vector<uint64_t> used(n, 0);  // times each row (arrival order) was drawn
   boost::random::uniform_real_distribution<double> start(0, circle);
   // The rows with offset in [from, to), from <= to <= circle, at slot_start + offset - base.
@@ -139,7 +140,7 @@ Resample parse_resample(const std::string& name) {
   if (name == "none") return Resample::kNone;
   if (name == "bootstrap") return Resample::kBootstrap;
   if (name == "jitter") return Resample::kJitter;
-  throw Error("trace-replicates", "expected none, bootstrap or jitter, got '" + name + "'");
+  throw Error(field::kTraceReplicates, "expected none, bootstrap or jitter, got '" + name + "'");
 }
 
 void scale_trace_rate(Trace& t, double factor, uint64_t seed) {

@@ -271,15 +271,15 @@ const std::vector<TokenCdf>* parts_at(const std::map<int64_t, std::vector<TokenC
 
 Workload generate_servegen(const std::vector<ServeGenClient>& clients, const ServeGenOptions& o) {
   if (!(o.start_s >= 0) || !std::isfinite(o.start_s)) {
-    throw Error("servegen-start-s", "must be a number of seconds >= 0");
+    throw Error(field::kServegenStartS, "must be a number of seconds >= 0");
   }
   if (!(o.duration_s > 0) || !std::isfinite(o.duration_s)) {
-    throw Error("servegen-duration-s", "must be a number of seconds > 0");
+    throw Error(field::kServegenDurationS, "must be a number of seconds > 0");
   }
   if (!(o.rate_scale > 0) || !(o.rate_scale <= 1e6)) {
-    throw Error("servegen-rate-scale", "must be a number in (0, 1e6]");
+    throw Error(field::kServegenRateScale, "must be a number in (0, 1e6]");
   }
-  if (clients.empty()) throw Error("servegen", "give at least one client");
+  if (clients.empty()) throw Error(field::kServegen, "give at least one client");
   struct Arrival {
     double t;
     int32_t in, out;
@@ -329,7 +329,7 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
       }
       const double expected = w.rate * o.rate_scale * c.window_s;
       if (expected > 1e8) {
-        throw Error("servegen-rate-scale",
+        throw Error(field::kServegenRateScale,
                     format("%s's window at %g s (%g req/s over %g s) times %g is over 1e8 "
                            "requests",
                            c.name.c_str(), w.start_s, w.rate, c.window_s, o.rate_scale));
@@ -368,7 +368,7 @@ Workload generate_servegen(const std::vector<ServeGenClient>& clients, const Ser
   }
   std::stable_sort(all.begin(), all.end(),
                    [](const Arrival& a, const Arrival& b) { return a.t < b.t; });
-  if (all.size() > UINT32_MAX / 2) throw Error("servegen-duration-s", "too many requests");
+  if (all.size() > UINT32_MAX / 2) throw Error(field::kServegenDurationS, "too many requests");
   Workload out(all.size());
   for (size_t i = 0; i < all.size(); ++i) {
     RequestSpec& r = out[i];

@@ -130,9 +130,9 @@ std::vector<int32_t> draw_lengths(const LengthDist& d, size_t n, uint64_t seed) 
 }
 
 std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, uint64_t seed) {
-  if (!(rate > 0)) throw Error("request-rate", "must be > 0 (or inf)");
+  if (!(rate > 0)) throw Error(field::kRequestRate, "must be > 0 (or inf)");
   if (!(burstiness >= 1e-6 && burstiness <= 1e6)) {
-    throw Error("burstiness", "must be in [1e-6, 1e6]");
+    throw Error(field::kBurstiness, "must be in [1e-6, 1e6]");
   }
   const bool all_at_once = std::isinf(rate);
   // benchmark_serving.py: theta = 1 / (rate * burstiness); gap ~ Gamma(burstiness, theta); the
@@ -140,7 +140,7 @@ std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, 
   // gamma_distribution rejects: any valid scale does, it is never drawn from.
   const double scale = all_at_once ? 1.0 : 1.0 / (rate * burstiness);
   if (!(std::isfinite(scale) && scale > 0)) {
-    throw Error("request-rate", "request rate x burstiness is out of range");
+    throw Error(field::kRequestRate, "request rate x burstiness is out of range");
   }
   // The arrival stream's engine is seeded 3 x seed (inputs and outputs use 3 x seed + 1, + 2).
   boost::random::mt19937_64 rng(seed * 3);
@@ -151,16 +151,17 @@ std::vector<double> generate_arrivals(size_t n, double rate, double burstiness, 
   if (n > 0 && !(t.back() <= kMaxSimTime_s)) {
     char last[32];
     std::snprintf(last, sizeof last, "%.3g", t.back());
-    throw Error("request-rate", std::string("too low: the last of ") + std::to_string(n) +
-                                    " requests would arrive at " + last +
-                                    " s, past the 1e9 s a simulation may span (where a double "
-                                    "still resolves sub-microsecond times)");
+    throw Error(field::kRequestRate, std::string("too low: the last of ") + std::to_string(n) +
+                                         " requests would arrive at " + last +
+                                         " s, past the 1e9 s a simulation may span (where a double "
+                                         "still resolves sub-microsecond times)");
   }
   return t;
 }
 
 void draw_priorities(Workload& w, int64_t levels, uint64_t seed) {
-  if (levels < 1 || levels > 1'000'000) throw Error("num-priorities", "must be in [1, 1000000]");
+  if (levels < 1 || levels > 1'000'000)
+    throw Error(field::kNumPriorities, "must be in [1, 1000000]");
   if (levels == 1) return;
   // Its own stream: arrivals, inputs and outputs use 3 x seed + 0, 1, 2.
   boost::random::mt19937_64 rng(seed * 3 + 0x9e3779b97f4a7c15ULL);
@@ -171,9 +172,9 @@ void draw_priorities(Workload& w, int64_t levels, uint64_t seed) {
 
 void draw_loras(Workload& w, int64_t adapters, double zipf, uint64_t seed) {
   if (adapters < 0 || adapters > kMaxLoras) {
-    throw Error("lora-adapters", "must be in [0, " + std::to_string(kMaxLoras) + "]");
+    throw Error(field::kLoraAdapters, "must be in [0, " + std::to_string(kMaxLoras) + "]");
   }
-  if (!(zipf >= 0 && zipf <= 10)) throw Error("lora-zipf", "must be in [0, 10]");
+  if (!(zipf >= 0 && zipf <= 10)) throw Error(field::kLoraZipf, "must be in [0, 10]");
   if (adapters == 0) return;
   std::vector<double> cdf(static_cast<size_t>(adapters));
   double sum = 0;
@@ -195,7 +196,8 @@ void draw_loras(Workload& w, int64_t adapters, double zipf, uint64_t seed) {
 
 Workload generate_synthetic(const SyntheticOptions& opt) {
   if (opt.num_requests < 1 || opt.num_requests > kMaxSyntheticRequests) {
-    throw Error("num-requests", "must be in [1, " + std::to_string(kMaxSyntheticRequests) + "]");
+    throw Error(field::kNumRequests,
+                "must be in [1, " + std::to_string(kMaxSyntheticRequests) + "]");
   }
   // Separate streams for arrivals, inputs and outputs so that a rate sweep replays the same
   // lengths.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "traces/request.hpp"
+#include "util/field_path.hpp"
 
 namespace servesim {
 
@@ -31,8 +32,8 @@ struct SyntheticOptions {
   int64_t num_requests = 1000;
   double request_rate = 10;  // requests per second; infinity = all at t = 0
   double burstiness = 1.0;   // Gamma shape
-  LengthDist input_len = LengthDist::parse("fixed:512", "input-len");
-  LengthDist output_len = LengthDist::parse("fixed:256", "output-len");
+  LengthDist input_len = LengthDist::parse("fixed:512", field::kInputLen);
+  LengthDist output_len = LengthDist::parse("fixed:256", field::kOutputLen);
   uint64_t seed = 0;
 };
 

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <unordered_set>
 
+#include "util/field_path.hpp"
+
 namespace servesim {
 
 TraceInfo trace_info(const Trace& t) {
@@ -76,10 +78,10 @@ void print_trace_info(std::ostream& out, const Trace& t, const TraceInfo& s) {
   const TraceCounts& c = t.counts;
   std::snprintf(buf, sizeof buf,
                 "rows: %lld read, %llu kept; skipped: %lld bad, %lld failed (0 response tokens), "
-                "%lld filtered, %lld outside window, %lld beyond --max-requests\n",
+                "%lld filtered, %lld outside window, %lld beyond %s\n",
                 (long long)c.rows_read, (unsigned long long)s.requests, (long long)c.skipped_bad,
                 (long long)c.skipped_failed, (long long)c.filtered, (long long)c.outside_window,
-                (long long)c.beyond_max);
+                (long long)c.beyond_max, spell_field(field::kMaxRequests, true).c_str());
   out << buf;
   if (c.kept_failed || c.clipped_input || c.clipped_output) {
     std::snprintf(buf, sizeof buf, "kept failed: %lld; clipped inputs: %lld, outputs: %lld\n",
@@ -103,7 +105,8 @@ void print_trace_info(std::ostream& out, const Trace& t, const TraceInfo& s) {
                   s.burstiness_cv);
     out << buf;
   } else {
-    out << "arrivals: none (a length-only trace: replay it with --request-rate)\n";
+    out << "arrivals: none (a length-only trace: replay it with "
+        << spell_field(field::kRequestRate, true) << ")\n";
   }
   std::snprintf(buf, sizeof buf, "%-14s %9s %9s %9s %9s %9s %9s %9s\n", "tokens", "mean", "p50",
                 "p90", "p95", "p99", "max", "total");

@@ -1,8 +1,8 @@
 #include "traces/transform.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "traces/synthetic.hpp"
@@ -28,39 +28,40 @@ std::string num(double v) {
 
 std::string TransformOptions::describe() const {
   std::string s;
-  auto add = [&s](const std::string& flag, const std::string& value) {
-    s.append(s.empty() ? "" : " ").append("--").append(flag).append(" ").append(value);
+  auto add = [&s](const char* path, const std::string& value) {
+    s.append(s.empty() ? "" : " ").append(spell_field(path, true)).append(" ").append(value);
   };
-  if (has_window) add("window", num(window_start_s) + ":" + num(window_end_s));
-  if (max_requests > 0) add("max-requests", std::to_string(max_requests));
+  if (has_window) add(field::kWindow, num(window_start_s) + ":" + num(window_end_s));
+  if (max_requests > 0) add(field::kMaxRequests, std::to_string(max_requests));
   if (resample != Resample::kNone) {
-    add("trace-replicates", resample_name(resample));
-    if (resample == Resample::kBootstrap) add("replicate-block-s", num(replicate_block_s));
-    if (resample == Resample::kJitter) add("replicate-jitter-s", num(replicate_jitter_s));
-    add("seed", std::to_string(seed));
+    add(field::kTraceReplicates, resample_name(resample));
+    if (resample == Resample::kBootstrap) add(field::kReplicateBlockS, num(replicate_block_s));
+    if (resample == Resample::kJitter) add(field::kReplicateJitterS, num(replicate_jitter_s));
+    add(field::kSeed, std::to_string(seed));
   }
-  if (time_scale != 1) add("time-scale", num(time_scale));
-  if (request_rate > 0) add("request-rate", num(request_rate));
-  if (input_trim > 0) add("input-trim", std::to_string(input_trim));
-  if (input_scale != 1) add("input-scale", num(input_scale));
-  if (output_scale != 1) add("output-scale", num(output_scale));
-  if (max_input_len > 0) add("max-input-len", std::to_string(max_input_len));
-  if (max_output_len > 0) add("max-output-len", std::to_string(max_output_len));
+  if (time_scale != 1) add(field::kTimeScale, num(time_scale));
+  if (request_rate > 0) add(field::kRequestRate, num(request_rate));
+  if (input_trim > 0) add(field::kInputTrim, std::to_string(input_trim));
+  if (input_scale != 1) add(field::kInputScale, num(input_scale));
+  if (output_scale != 1) add(field::kOutputScale, num(output_scale));
+  if (max_input_len > 0) add(field::kMaxInputLen, std::to_string(max_input_len));
+  if (max_output_len > 0) add(field::kMaxOutputLen, std::to_string(max_output_len));
   return s;
 }
 
 void parse_window(const std::string& spec, TransformOptions& o) {
   const auto colon = spec.find(':');
   if (colon == std::string::npos)
-    throw Error("window", "expected START:END in seconds, got '" + spec + "'");
+    throw Error(field::kWindow, "expected START:END in seconds, got '" + spec + "'");
   const std::string a = spec.substr(0, colon), b = spec.substr(colon + 1);
   double start = 0, end = std::numeric_limits<double>::infinity();
-  if (!a.empty() && !parse_double(a, start)) throw Error("window", "'" + a + "' is not a number");
+  if (!a.empty() && !parse_double(a, start))
+    throw Error(field::kWindow, "'" + a + "' is not a number");
   if (!b.empty() && b != "inf" && !parse_double(b, end)) {
-    throw Error("window", "'" + b + "' is not a number");
+    throw Error(field::kWindow, "'" + b + "' is not a number");
   }
   if (start < 0 || !(end > start))
-    throw Error("window", "needs 0 <= START < END, got '" + spec + "'");
+    throw Error(field::kWindow, "needs 0 <= START < END, got '" + spec + "'");
   o.has_window = true;
   o.window_start_s = start;
   o.window_end_s = end;
@@ -169,22 +170,24 @@ void edit_spans(Trace& t, size_t i, int64_t trimmed, int64_t input, bool output_
 }
 
 void check(const TransformOptions& o) {
-  if (!(o.time_scale > 0 && std::isfinite(o.time_scale))) throw Error("time-scale", "must be > 0");
-  if (o.request_rate < 0 || std::isnan(o.request_rate)) throw Error("request-rate", "must be > 0");
-  if (o.max_requests < 0) throw Error("max-requests", "must be >= 0");
-  if (o.input_trim < 0) throw Error("input-trim", "must be >= 0");
+  if (!(o.time_scale > 0 && std::isfinite(o.time_scale)))
+    throw Error(field::kTimeScale, "must be > 0");
+  if (o.request_rate < 0 || std::isnan(o.request_rate))
+    throw Error(field::kRequestRate, "must be > 0");
+  if (o.max_requests < 0) throw Error(field::kMaxRequests, "must be >= 0");
+  if (o.input_trim < 0) throw Error(field::kInputTrim, "must be >= 0");
   if (!(o.input_scale > 0 && std::isfinite(o.input_scale)))
-    throw Error("input-scale", "must be > 0");
+    throw Error(field::kInputScale, "must be > 0");
   if (!(o.output_scale > 0 && std::isfinite(o.output_scale))) {
-    throw Error("output-scale", "must be > 0");
+    throw Error(field::kOutputScale, "must be > 0");
   }
-  if (o.max_input_len < 0) throw Error("max-input-len", "must be >= 0");
-  if (o.max_output_len < 0) throw Error("max-output-len", "must be >= 0");
+  if (o.max_input_len < 0) throw Error(field::kMaxInputLen, "must be >= 0");
+  if (o.max_output_len < 0) throw Error(field::kMaxOutputLen, "must be >= 0");
   if (!(o.replicate_block_s > 0 && o.replicate_block_s <= 1e9)) {
-    throw Error("replicate-block-s", "must be a number of seconds in (0, 1e9]");
+    throw Error(field::kReplicateBlockS, "must be a number of seconds in (0, 1e9]");
   }
   if (!(o.replicate_jitter_s > 0 && o.replicate_jitter_s <= 1e6)) {
-    throw Error("replicate-jitter-s", "must be a number of seconds in (0, 1e6]");
+    throw Error(field::kReplicateJitterS, "must be a number of seconds in (0, 1e6]");
   }
 }
 
@@ -194,9 +197,10 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
   check(o);
   if (!o.any()) return;
   if (!t.timed && (o.has_window || o.time_scale != 1)) {
-    throw Error(o.has_window ? "window" : "time-scale",
-                "needs the trace's own arrival times, and this length-only trace has none "
-                "(--request-rate generates arrivals; --max-requests selects requests)");
+    throw Error(o.has_window ? field::kWindow : field::kTimeScale,
+                "needs the trace's own arrival times, and this length-only trace has none (" +
+                    field::ref(field::kRequestRate) + " generates arrivals; " +
+                    field::ref(field::kMaxRequests) + " selects requests)");
   }
   if (o.has_window) {
     const size_t before = t.size();
@@ -212,13 +216,15 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
     keep_rows(t, [&](size_t i) { return i < size_t(o.max_requests); });
   }
   if (t.size() == 0) {
-    throw Error(o.has_window ? "window" : "max-requests", "no request of the trace is left");
+    throw Error(o.has_window ? field::kWindow : field::kMaxRequests,
+                "no request of the trace is left");
   }
   if (o.resample != Resample::kNone) {
     if (!t.timed) {
-      throw Error("trace-replicates",
+      throw Error(field::kTraceReplicates,
                   "needs the trace's own arrival times, and this length-only trace has none (its "
-                  "arrivals are drawn from --seed already)");
+                  "arrivals are drawn from " +
+                      field::ref(field::kSeed) + " already)");
     }
     resample_trace(t, o.resample,
                    o.resample == Resample::kBootstrap ? o.replicate_block_s : o.replicate_jitter_s,
@@ -231,7 +237,8 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
     }
     if (o.request_rate > 0 && !std::isinf(o.request_rate)) {
       const double span = t.arrival_s.back() - t.arrival_s.front();
-      if (!(span > 0)) throw Error("request-rate", "the trace's arrivals span no time to rescale");
+      if (!(span > 0))
+        throw Error(field::kRequestRate, "the trace's arrivals span no time to rescale");
       const double factor = (double(t.size() - 1) / span) / o.request_rate;
       const double first = t.arrival_s.front();
       for (double& a : t.arrival_s)
@@ -244,7 +251,7 @@ void apply_transforms(Trace& t, const TransformOptions& o) {
     t.timed = true;
   }
   if (!std::isfinite(t.arrival_s.back())) {
-    throw Error(o.request_rate > 0 ? "request-rate" : "time-scale",
+    throw Error(o.request_rate > 0 ? field::kRequestRate : field::kTimeScale,
                 "arrival times overflow: the rate is too low or the scale too large");
   }
   prepare_content(t, o);

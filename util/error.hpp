@@ -2,11 +2,16 @@
 // catalogue files, traces). It carries where the problem is (file, line, field) and why, so the
 // CLI can print one clear line and exit with status 2. Past the boundary, invariants are
 // asserted, not re-checked.
+// Below cli/, FIELD is a field path (util/field_path.hpp) and a REASON may refer to another
+// setting as field::ref(path); the installed FieldSpeller turns both into the user's spelling as
+// the error is made, and path() keeps the path.
 #pragma once
 
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+
+#include "util/field_path.hpp"
 
 namespace servesim {
 
@@ -14,24 +19,35 @@ class Error : public std::runtime_error {
  public:
   // A problem not tied to a file, e.g. a command-line flag: "field 'X': reason".
   Error(std::string field, std::string reason)
-      : std::runtime_error(format("", 0, field, reason)),
-        field_(std::move(field)),
-        reason_(std::move(reason)) {}
+      : Error("", 0, std::move(field), std::move(reason)) {}
 
   // A problem at FILE:LINE (line 0 when the whole file is at fault).
   Error(std::string file, int line, std::string field, std::string reason)
-      : std::runtime_error(format(file, line, field, reason)),
-        file_(std::move(file)),
-        line_(line),
-        field_(std::move(field)),
-        reason_(std::move(reason)) {}
+      : Error(Spelled{}, std::move(file), line, spell_field(field), field, spell_refs(reason)) {}
+
+  // This error with its field shown as NAME (the user's own spelling of it), its path kept.
+  Error named(std::string name) const {
+    return Error(Spelled{}, file_, line_, std::move(name), path_, reason_);
+  }
 
   const std::string& file() const { return file_; }
   int line() const { return line_; }
   const std::string& field() const { return field_; }
   const std::string& reason() const { return reason_; }
+  // The field as the code that threw named it: a field path below cli/ (field() is its spelling).
+  const std::string& path() const { return path_; }
 
  private:
+  struct Spelled {};
+  Error(Spelled, std::string file, int line, std::string field, std::string path,
+        std::string reason)
+      : std::runtime_error(format(file, line, field, reason)),
+        file_(std::move(file)),
+        line_(line),
+        field_(std::move(field)),
+        path_(std::move(path)),
+        reason_(std::move(reason)) {}
+
   // Appends at most MAX bytes of TEXT to S (cut at a UTF-8 character boundary, with the number of
   // bytes left out), control characters escaped: a NUL would end the message where it is printed,
   // a bare CR would overwrite it on a terminal, and a 20 MB key is no help to anyone.
@@ -76,6 +92,7 @@ class Error : public std::runtime_error {
   std::string file_;
   int line_ = 0;
   std::string field_;
+  std::string path_;
   std::string reason_;
 };
 

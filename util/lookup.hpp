@@ -22,7 +22,7 @@ inline std::string lowercase(std::string_view s) {
 // WHAT ("GPU", "model"), the known names, and HINT (how to describe a new one).
 template <class Spec>
 const Spec& find_in_catalogue(const std::vector<Spec>& catalogue, std::string_view name,
-                              const char* field, const char* what, const char* hint) {
+                              const char* field, const char* what, const std::string& hint) {
   const std::string key = lowercase(name);
   std::string known;
   for (const Spec& s : catalogue) {

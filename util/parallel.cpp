@@ -66,12 +66,13 @@ std::vector<std::thread> start_threads(int n, const std::function<void()>& body)
     } catch (const std::system_error& e) {
       // Out of memory for a stack, or past the process's thread limit: run on what started.
       if (pool.empty()) {
-        throw Error("jobs", "cannot start a thread (" + std::string(e.what()) +
-                                "): use a smaller --jobs, or give the process more memory");
+        throw Error(field::kJobs, "cannot start a thread (" + std::string(e.what()) +
+                                      "): use a smaller " + field::ref(field::kJobs) +
+                                      ", or give the process more memory");
       }
       std::fprintf(stderr,
-                   "servesim: --jobs: only %zu of %d threads could start (%s); running on %zu\n",
-                   pool.size(), n, e.what(), pool.size());
+                   "servesim: %s: only %zu of %d threads could start (%s); running on %zu\n",
+                   spell_field(field::kJobs, true).c_str(), pool.size(), n, e.what(), pool.size());
       break;
     }
   }
