@@ -1,15 +1,19 @@
+// The SLO, prices and a probe judged against the SLO (capacity.hpp), and the rate search; sizing
+// a fleet at --target-rate is capacity_fleet.cpp's, a result's notes, costs and table
+// capacity_table.cpp's, a command's configurations and a result's bytes capacity_configs.cpp's.
 #include "analysis/capacity.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "analysis/capacity_internal.hpp"
 #include "analysis/intervals.hpp"
 #include "analysis/report.hpp"
 #include "models/gpu.hpp"
 #include "util/error.hpp"
+#include "util/field_path.hpp"
 #include "util/format.hpp"
 #include "util/lookup.hpp"
 #include "util/text_input.hpp"
@@ -50,12 +54,12 @@ Bound parse_bound(const std::string& term, const std::set<std::string>& known) {
     op = term.find('=');
     len = 1;
   }
-  if (op == std::string::npos) throw Error("slo", "'" + term + "' must be METRIC=VALUE");
+  if (op == std::string::npos) throw Error(field::kSlo, "'" + term + "' must be METRIC=VALUE");
   b.metric = metric_column(term.substr(0, op));
   if (!known.count(b.metric)) {
-    throw Error("slo", "'" + term.substr(0, op) +
-                           "' is not a summary metric (e.g. ttft_p50_ms, itl_p99_ms, "
-                           "e2e_p95_ms, queue_p50_ms, otps_p50, output_tokens_per_s)");
+    throw Error(field::kSlo, "'" + term.substr(0, op) +
+                                 "' is not a summary metric (e.g. ttft_p50_ms, itl_p99_ms, "
+                                 "e2e_p95_ms, queue_p50_ms, otps_p50, output_tokens_per_s)");
   }
   const std::string value = term.substr(op + len);
   try {
@@ -63,7 +67,7 @@ Bound parse_bound(const std::string& term, const std::set<std::string>& known) {
     b.limit = std::stod(value, &used);
     if (used != value.size() || !std::isfinite(b.limit)) throw std::invalid_argument("");
   } catch (const std::exception&) {
-    throw Error("slo", "'" + term + "': '" + value + "' is not a number");
+    throw Error(field::kSlo, "'" + term + "': '" + value + "' is not a number");
   }
   const bool higher_is_better = b.metric.rfind("otps", 0) == 0 ||
                                 b.metric.find("_per_s") != std::string::npos ||
@@ -83,7 +87,7 @@ std::vector<Bound> parse_slo(const std::string& text) {
   for (std::string term; std::getline(ss, term, ',');) {
     if (!term.empty()) out.push_back(parse_bound(term, known));
   }
-  if (out.empty()) throw Error("slo", "no bound given");
+  if (out.empty()) throw Error(field::kSlo, "no bound given");
   return out;
 }
 
@@ -99,7 +103,7 @@ namespace {
 double parse_price(const std::string& item, const std::string& value) {
   double v = 0;
   if (!parse_double(value, v) || !(v > 0 && v <= 1e7)) {
-    throw Error("gpu-hour-cost",
+    throw Error(field::kGpuHourCost,
                 "'" + item + "': dollars per GPU-hour must be a number in (0, 1e7]");
   }
   return v;
@@ -113,12 +117,12 @@ GpuHourCost parse_gpu_hour_cost(const std::string& text) {
   for (std::string item; std::getline(ss, item, ',');) {
     const size_t eq = item.find('=');
     if (eq == std::string::npos) {
-      if (!std::isnan(c.all)) throw Error("gpu-hour-cost", "two prices for every GPU");
+      if (!std::isnan(c.all)) throw Error(field::kGpuHourCost, "two prices for every GPU");
       c.all = parse_price(item, item);
       continue;
     }
     std::string gpu = lowercase(trim(std::string_view(item).substr(0, eq)));
-    if (gpu.empty()) throw Error("gpu-hour-cost", "'" + item + "' must be NAME=DOLLARS");
+    if (gpu.empty()) throw Error(field::kGpuHourCost, "'" + item + "' must be NAME=DOLLARS");
     // The aliases --gpu accepts ("H100", "A100 80GB") price their catalogue GPU; another name is
     // a GPU file's.
     try {
@@ -126,10 +130,10 @@ GpuHourCost parse_gpu_hour_cost(const std::string& text) {
     } catch (const Error&) {
     }
     if (!c.by_gpu.emplace(gpu, parse_price(item, item.substr(eq + 1))).second) {
-      throw Error("gpu-hour-cost", "two prices for " + gpu);
+      throw Error(field::kGpuHourCost, "two prices for " + gpu);
     }
   }
-  if (std::isnan(c.all) && c.by_gpu.empty()) throw Error("gpu-hour-cost", "no price given");
+  if (std::isnan(c.all) && c.by_gpu.empty()) throw Error(field::kGpuHourCost, "no price given");
   return c;
 }
 
@@ -171,21 +175,6 @@ double attainment(const RunResult& r, double ttft_ms, double tpot_ms) {
 }
 
 namespace {
-
-// The fewest replicas that meet the SLO by MEETS, walking from START: down while one fewer still
-// meets it, else up to LIMIT; -1 when none up to LIMIT does.
-int64_t fewest_meeting(int64_t start, int64_t limit, const std::function<bool(int64_t)>& meets) {
-  int64_t k = start;
-  if (meets(k)) {
-    while (k > 1 && meets(k - 1))
-      --k;
-    return k;
-  }
-  do {
-    ++k;
-  } while (k <= limit && !meets(k));
-  return k > limit ? -1 : k;
-}
 
 double rejected_share(const RunSummary& s) {
   return s.total > 0 ? double(s.rejected) / double(s.total) : 0.0;
@@ -298,12 +287,29 @@ bool lengthen(RunSpec& s) {
   return true;
 }
 
+}  // namespace
+
+// The fewest replicas that meet the SLO by MEETS, walking from START: down while one fewer still
+// meets it, else up to LIMIT; -1 when none up to LIMIT does.
+int64_t fewest_meeting(int64_t start, int64_t limit, const std::function<bool(int64_t)>& meets) {
+  int64_t k = start;
+  if (meets(k)) {
+    while (k > 1 && meets(k - 1))
+      --k;
+    return k;
+  }
+  do {
+    ++k;
+  } while (k <= limit && !meets(k));
+  return k > limit ? -1 : k;
+}
+
 // BASE at RATE, simulated and judged against SPEC; an overloaded probe stops at its last arrival
 // unless FULL (a first probe, whose rejections identify the configuration, runs to its end). A
 // probe that meets the SLO but is too short to judge overload is lengthened (kMaxLengthenings)
 // or fails `too_short`.
 Probe probe_at(const RunSpec& base, const CapacitySpec& spec, double rate, Inputs& inputs,
-               bool full = false) {
+               bool full) {
   RunSpec s = base;
   s.request_rate = rate;
   Probe p = judge_run(s, spec, inputs, !full);
@@ -337,6 +343,8 @@ void count_stop(const Probe& p, CapacityResult& c) {
   c.probes_too_short += p.failed == "too_short";
   c.most_probe_requests = std::max<uint64_t>(c.most_probe_requests, p.requests);
 }
+
+namespace {
 
 // One search: the highest rate known to meet the SLO (LO, 0 = none) and the lowest known to fail
 // it (HI, 0 = none), with their probes.
@@ -490,355 +498,6 @@ CapacityResult search(const RunSpec& base, const CapacitySpec& spec, Inputs& inp
   c.probes_lengthened += point.probes_lengthened;
   c.probes_too_short += point.probes_too_short;
   return c;
-}
-
-namespace {
-
-// The cheapest split of the fewest disaggregated replicas meeting SPEC at TARGET (size_fleet).
-void size_split(const RunSpec& base, const CapacitySpec& spec, double target, int64_t ideal,
-                CapacityResult& c, Inputs& inputs) {
-  const int64_t limit =
-      std::min<int64_t>(2 * ideal * (base.prefill_replicas + base.decode_replicas) + 8, 64);
-  for (int64_t n = 2; n <= limit; ++n) {
-    double best = INFINITY;
-    for (int64_t p = 1; p < n; ++p) {
-      RunSpec s = base;
-      s.prefill_replicas = int(p);
-      s.decode_replicas = int(n - p);
-      ++c.iterations;
-      const Probe probe = probe_at(s, spec, target, inputs);
-      count_stop(probe, c);
-      if (!probe.ok) continue;
-      // The cheapest by dollars per hour, or by GPUs when a price is unknown.
-      const FleetPrice price = price_pools(probe.pools, spec.cost);
-      const double cost = std::isnan(price.usd_per_h) ? double(price.gpus) : price.usd_per_h;
-      if (cost < best) {
-        best = cost;
-        c.fleet_split = std::to_string(p) + "+" + std::to_string(n - p);
-        c.fleet_gpus = price.gpus;
-        c.fleet_usd_per_h = price.usd_per_h;
-      }
-    }
-    if (!c.fleet_split.empty()) {
-      c.fleet_replicas = n;
-      return;
-    }
-  }
-  c.fleet_replicas = -1;
-}
-
-}  // namespace
-
-namespace {
-
-// --replica-gpus with every group's count times K ("h100-sxm:2,a100-80g:1" x 2 =
-// "h100-sxm:4,a100-80g:2"); the items were checked when the configuration was.
-std::vector<GpuCount> scaled_groups(std::vector<GpuCount> groups, int64_t k) {
-  for (GpuCount& g : groups)
-    g.count = int(g.count * k);
-  return groups;
-}
-
-// GROUPS with GPU's count set to K (the others kept); empty when no group is GPU's. The count of
-// GPU's group in GROUPS is returned in FOUND.
-std::vector<GpuCount> with_group_count(std::vector<GpuCount> groups, const std::string& gpu,
-                                       int64_t k, int64_t* found = nullptr) {
-  bool seen = false;
-  for (GpuCount& g : groups) {
-    if (g.gpu != gpu) continue;
-    if (found != nullptr) *found = g.count;
-    g.count = int(k);
-    seen = true;
-  }
-  return seen ? groups : std::vector<GpuCount>{};
-}
-
-// size_fleet for --size-group: the fewest replicas of that group, from its given count START,
-// for which the fleet meets SPEC at TARGET (at least one, at most 4 x START + 8 and the fleet's
-// limit). fleet_replicas is that count; fleet_split the fleet's groups.
-void size_group(const RunSpec& base, const CapacitySpec& spec, double target, int64_t start,
-                CapacityResult& c, Inputs& inputs) {
-  int64_t others = 0;  // GPUs of the fixed groups
-  for (const GpuPool& p : c.pools)
-    others += p.gpu == spec.size_group ? 0 : int64_t(p.replicas) * p.tp;
-  std::map<int64_t, FleetPrice> priced;
-  auto meets = [&](int64_t k) {
-    RunSpec s = base;
-    s.replica_gpus = with_group_count(base.replica_gpus, spec.size_group, k);
-    ++c.iterations;
-    const Probe probe = probe_at(s, spec, target, inputs);
-    count_stop(probe, c);
-    if (probe.ok) priced[k] = price_pools(probe.pools, spec.cost);
-    if (c.router_warnings.empty()) c.router_warnings = probe.router_warnings;
-    return probe.ok;
-  };
-  const int64_t limit = std::min<int64_t>(4 * start + 8, kMaxReplicas - others);
-  const int64_t k = fewest_meeting(std::max<int64_t>(1, std::min(start, limit)), limit, meets);
-  c.fleet_replicas = k;
-  if (k > 0) {
-    c.fleet_split = replica_gpus_text(with_group_count(base.replica_gpus, spec.size_group, k));
-    c.fleet_gpus = priced[k].gpus;
-    c.fleet_usd_per_h = priced[k].usd_per_h;
-  }
-}
-
-}  // namespace
-
-void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, CapacityResult& c,
-                Inputs& inputs) {
-  const int64_t ideal = replicas_for(target, c);
-  if (ideal <= 0) return;
-  c.router = base.router;
-  if (base.prefill_replicas > 0 || base.decode_replicas > 0) {
-    size_split(base, spec, target, ideal, c, inputs);
-    return;
-  }
-  // Past the fleet's limit no simulated fleet can be checked: none (the ideal count still says
-  // how many it would take).
-  if (ideal > kMaxReplicas) {
-    c.fleet_replicas = -1;
-    return;
-  }
-  // A mixed fleet (--replica-gpus) grows in proportion: K copies of its groups (issue 25), K
-  // counted in fleet_replicas as copies of the whole fleet.
-  const bool mixed = !base.replica_gpus.empty();
-  // --size-group GPU: only that group's count moves, the others as given (issue 25).
-  const bool one_group = mixed && !spec.size_group.empty();
-  int64_t start = 0;
-  if (one_group && with_group_count(base.replica_gpus, spec.size_group, 0, &start).empty()) {
-    throw Error("size-group", "'" + spec.size_group + "' is not a group of --replica-gpus " +
-                                  replica_gpus_text(base.replica_gpus));
-  }
-  if (one_group) {
-    size_group(base, spec, target, start, c, inputs);
-    return;
-  }
-  const int64_t per_copy = mixed ? c.gpus : 1;  // GPUs per copy, to keep within the limit
-  if (mixed && ideal * std::max<int64_t>(per_copy, 1) > kMaxReplicas) {
-    c.fleet_replicas = -1;
-    return;
-  }
-  std::map<int64_t, FleetPrice> priced;  // the fleets that met it
-  auto meets = [&](int64_t k) {
-    RunSpec s = base;
-    if (mixed) {
-      s.replica_gpus = scaled_groups(base.replica_gpus, k);
-    } else {
-      s.num_replicas = int(k);
-      s.data_parallel_size.forget();
-    }
-    if (k == 1 && !mixed) {  // one replica has no router to configure
-      s.router.forget();
-      s.router_signal_delay_s.forget();
-      s.prefix_index.forget();
-    }
-    ++c.iterations;
-    try {
-      const Probe probe = probe_at(s, spec, target, inputs);
-      count_stop(probe, c);
-      if (probe.ok) priced[k] = price_pools(probe.pools, spec.cost);
-      if (c.router_warnings.empty()) c.router_warnings = probe.router_warnings;
-      return probe.ok;
-    } catch (const Error& e) {
-      throw Error("target-rate", format("sizing a fleet of %lld replicas for %g req/s: %s",
-                                        static_cast<long long>(k), target, e.what()));
-    }
-  };
-  const int64_t limit =
-      std::min<int64_t>(4 * ideal + 8, kMaxReplicas / std::max<int64_t>(per_copy, 1));
-  const int64_t k = fewest_meeting(ideal, limit, meets);
-  c.fleet_replicas = k;
-  if (k > 0) {
-    c.fleet_gpus = priced[k].gpus;
-    c.fleet_usd_per_h = priced[k].usd_per_h;
-  }
-}
-
-namespace {
-
-// "N of M requests (X%)": the requests C rejects at every rate.
-std::string rejected_text(const CapacityResult& c) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%llu of %llu requests (%.3g%%)",
-                static_cast<unsigned long long>(c.rejected),
-                static_cast<unsigned long long>(c.requests),
-                c.requests ? 100.0 * double(c.rejected) / double(c.requests) : 0.0);
-  return buf;
-}
-
-}  // namespace
-
-std::string capacity_note(const CapacityResult& c) {
-  // Notes open with "rejects" (no capacity), "at least" or "fails": scripts/plot.py reads them.
-  if (c.refused) {
-    return "rejects " + rejected_text(c) +
-           " at any rate (too long for its context, budget or KV), more than "
-           "--max-rejected-share";
-  }
-  std::string note;
-  if (c.above_max) note = "at least: meets the SLO at --rate-max";
-  if (c.below_min) {
-    note = c.binding == "too_short"
-               ? "fails to judge any rate tried: too few requests to tell a 5% backlog from "
-                 "noise, even at 16 x (give more requests or a longer trace)"
-               : "fails the SLO at every rate tried, down to --rate-start/1024";
-  }
-  if (c.rejected > 0) {
-    note += (note.empty() ? "" : "; ") + rejected_text(c) +
-            " rejected at every rate, within --max-rejected-share";
-  }
-  for (const std::string& w : c.router_warnings)
-    note += (note.empty() ? "" : "; ") + w;
-  // A short run overstates a capacity (issue 25: 500 requests gave 14.0 req/s where 2,000 gave
-  // 10.5): probes too short to judge were run longer (probe_at).
-  if (c.probes_lengthened > 0) {
-    note += (note.empty() ? "" : "; ") +
-            format("%d probes lengthened to judge overload (up to %llu requests)",
-                   c.probes_lengthened, static_cast<unsigned long long>(c.most_probe_requests));
-  }
-  if (!c.at.extrapolated.empty()) {
-    note += (note.empty() ? "" : "; ") + std::string("confident at the widest intervals: ") +
-            c.at.extrapolated.front();
-  }
-  if (c.probes_too_short > 0) {
-    note += (note.empty() ? "" : "; ") +
-            format(
-                "%d probes failed as too short to judge even so (a longer trace, or more "
-                "requests, would tell)",
-                c.probes_too_short);
-  }
-  return note;
-}
-
-int64_t replicas_for(double target, const CapacityResult& c) {
-  if (!(target > 0 && c.capacity > 0)) return 0;
-  // --target-rate is bounded at the command line; the clamp keeps the conversion defined.
-  return int64_t(std::min(std::ceil(target / c.capacity - 1e-9), 1e15));
-}
-
-namespace {
-
-double per_million(const CapacityResult& c, double tokens_per_s) {
-  if (!(c.capacity > 0) || !(tokens_per_s > 0)) return NAN;
-  return c.usd_per_h / (tokens_per_s * 3600) * 1e6;
-}
-
-}  // namespace
-
-double cost_per_million_output_tokens(const CapacityResult& c) {
-  return per_million(c, c.at.summary.output_tokens_per_s);
-}
-
-double cost_per_million_total_tokens(const CapacityResult& c) {
-  return per_million(c, c.at.summary.total_tokens_per_s);
-}
-
-double fleet_cost_per_hour(double target, const CapacityResult& c) {
-  if (c.fleet_gpus > 0) return c.fleet_usd_per_h;
-  const int64_t copies = replicas_for(target, c);
-  return copies > 0 ? double(copies) * c.usd_per_h : NAN;
-}
-
-int64_t fleet_gpu_count(double target, const CapacityResult& c) {
-  if (c.fleet_gpus > 0) return c.fleet_gpus;
-  return replicas_for(target, c) * c.gpus;
-}
-
-SweepTable capacity_table(const std::vector<CapacityResult>& results, double target,
-                          const std::string& slo_text) {
-  SweepTable t;
-  t.text_columns = {"label",   "gpu",         "model", "policy",       "note",
-                    "binding", "fleet_split", "fleet", "quantization", "cost_source"};
-  t.int_columns = {
-      "tp",         "max_num_batched_tokens", "replicas", "fleet_replicas", "iterations", "gpus",
-      "fleet_gpus", "probes_stopped"};
-  t.real_columns = {"capacity_req_s", "attainment", "gpu_hour_cost",
-                    "cost_per_million_output_tokens", "fleet_cost_per_hour",
-                    "cost_per_million_total_tokens", "usd_per_h",
-                    // 1 where the configuration rejects more than --max-rejected-share at
-                    // every rate (no capacity): what a figure must flag, never mark best.
-                    "rejection_heavy"};
-  for (const auto& [name, v] : summary_metrics(RunSummary{}))
-    t.real_columns.push_back(name);
-  // With --confidence: the level, the point answer beside the confident one (capacity_req_s),
-  // and why the capacity probe's intervals were the widest.
-  const bool confident = std::any_of(results.begin(), results.end(),
-                                     [](const CapacityResult& c) { return c.confidence > 0; });
-  if (confident) {
-    t.real_columns.insert(t.real_columns.end(), {"confidence", "point_capacity_req_s"});
-    t.text_columns.insert(t.text_columns.end(), {"point_binding", "extrapolated"});
-  }
-  t.points_total = results.size();
-  t.grid = slo_text;
-  for (size_t i = 0; i < results.size(); ++i) {
-    const CapacityResult& c = results[i];
-    SweepRow row;
-    row.point = int64_t(i);
-    row.text = {c.label,   c.gpu,         c.model, c.policy,       capacity_note(c),
-                c.binding, c.fleet_split, c.fleet, c.quantization, c.cost_source};
-    row.ints = {c.tp,         c.budget, replicas_for(target, c),    c.fleet_replicas,
-                c.iterations, c.gpus,   fleet_gpu_count(target, c), c.probes_stopped};
-    row.reals = {c.capacity,
-                 c.at.attained,
-                 c.gpu_hour_cost,
-                 cost_per_million_output_tokens(c),
-                 fleet_cost_per_hour(target, c),
-                 cost_per_million_total_tokens(c),
-                 c.usd_per_h,
-                 c.refused ? 1.0 : 0.0};
-    for (const auto& [name, v] : summary_metrics(c.at.summary))
-      row.reals.push_back(c.capacity > 0 ? v : NAN);
-    if (confident) {
-      row.reals.insert(row.reals.end(), {c.confidence, c.point_capacity});
-      std::string why;
-      for (const std::string& w : c.at.extrapolated)
-        why += (why.empty() ? "" : "; ") + w;
-      row.text.insert(row.text.end(), {c.point_binding, why});
-    }
-    t.rows.push_back(row);
-  }
-  return t;
-}
-
-// JSON of the results' types, field by field (ADL finds these in namespace servesim). A double
-// NaN stays NaN through CBOR, where JSON text would make it null.
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Stats, mean, p50, p90, p95, p99, max, count, extra)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Overload, overloaded, arrival_rate_req_s, completion_rate_req_s,
-                                   waiting_at_median_arrival, waiting_at_last_arrival,
-                                   in_system_at_median_arrival, in_system_at_last_arrival,
-                                   late_arrivals, late_departures, growth_threshold, judgeable,
-                                   drain_s, stopped_at_last_arrival, unfinished)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PrefixCacheSummary, enabled, queries, hits, preempted_queries,
-                                   preempted_hits, evictions, cached_prompt_tokens)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejected_by_reason,
-                                   input_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms, e2e_ms,
-                                   queue_ms, otps, otps_p50_ratio, requests_per_s,
-                                   output_tokens_per_s, total_tokens_per_s, goodput_req_s,
-                                   step_time_fraction, mfu, mbu, kv_usage_mean, kv_usage_max,
-                                   kv_usage_p50, kv_usage_p99, queue_len, overload, preemptions,
-                                   prefix_cache, steps, prefill_only_steps, decode_only_steps,
-                                   mixed_steps, prefill_tokens, decode_tokens, makespan_s, busy_s,
-                                   flops, bytes)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
-                                   model, cost_source, tp, budget, gpu_file_cost, pools,
-                                   router_warnings, stopped, requests, lengthened, extrapolated)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, cost_source, tp,
-                                   budget, capacity, above_max, below_min, refused, rejected,
-                                   requests, iterations, probes_stopped, requests_unfinished,
-                                   probes_lengthened, probes_too_short, most_probe_requests,
-                                   binding, gpu_hour_cost, pools, fleet, quantization, gpus,
-                                   usd_per_h, at, fleet_replicas, router, fleet_split,
-                                   router_warnings, fleet_gpus, fleet_usd_per_h, confidence,
-                                   point_capacity, point_binding)
-
-std::string capacity_result_bytes(const CapacityResult& r) {
-  const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));
-  return std::string(cbor.begin(), cbor.end());
-}
-
-CapacityResult capacity_result_from_bytes(const std::string& bytes) {
-  return nlohmann::json::from_cbor(bytes).get<CapacityResult>();
 }
 
 }  // namespace servesim

@@ -2,30 +2,24 @@
 // listed schedulers, token budgets, GPUs, models and TP degrees) sustains under an SLO
 // (analysis/capacity.hpp), searched in parallel, with the value of each SLO term at capacity,
 // the binding term and the cost per million output tokens.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <ostream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analysis/capacity.hpp"
+#include "analysis/capacity_configs.hpp"
 #include "analysis/capacity_plan.hpp"
+#include "analysis/capacity_table.hpp"
 #include "analysis/intervals.hpp"
-#include "analysis/report.hpp"
 #include "cli/commands.hpp"
 #include "cli/grid_args.hpp"
 #include "cli/run_flags.hpp"
-#include "util/distributed.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
-#include "util/parallel.hpp"
 
 namespace servesim::cli {
 
@@ -108,12 +102,6 @@ const std::set<std::string> kCapacityOwn = {
     "jobs",          "out",         "csv",         "config",      "over-time",
     "target-scale",  "size-group",  "confidence"};
 
-// The run flags that may be lists: one configuration per combination.
-const std::set<std::string> kListFlags = {
-    "scheduler", "max-num-batched-tokens", "gpu", "gpu-file", "model", "model-file",
-    "tp",        "tensor-parallel-size"};
-constexpr size_t kMaxConfigurations = 10000;
-
 // The goodput form's options into SPEC; Error naming the option on a bad one.
 void goodput_spec(std::map<std::string, std::string>& own, CapacitySpec& spec) {
   spec.attainment = get_number(own, "attainment", 0);
@@ -168,359 +156,11 @@ CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& targ
   return spec;
 }
 
-// One configuration to search: its flags (for messages) and its RunSpec.
-struct Configuration {
-  std::vector<std::pair<std::string, std::string>> flags;
-  RunSpec spec;
-};
-
-// The flags of RUN: shared ones in the first configuration, and each list flag's values (in
-// command-line order) in AXES.
-std::vector<Configuration> expand(
-    const std::vector<std::pair<std::string, std::string>>& run,
-    std::vector<std::pair<std::string, std::vector<std::string>>>& axes) {
-  Configuration shared;
-  size_t count = 1;
-  for (const auto& [flag, value] : run) {
-    if (flag == "request-rate") {
-      throw Error("request-rate", "is what capacity searches; see --rate-start and --rate-max");
-    }
-    if (flag == "time-scale") {  // the search's rate rescales the arrivals after it (issue 25)
-      throw Error("time-scale",
-                  "has no effect on capacity: each probe rescales the arrivals to its own rate "
-                  "(the trace's shape is kept)");
-    }
-    if (!kListFlags.count(flag) || value.empty()) {
-      shared.flags.emplace_back(flag, value);
-      continue;
-    }
-    axes.emplace_back(
-        flag, expand_values(flag, value, run_flag_is_numeric(flag), run_flag_separator(flag)));
-    count *= std::min(axes.back().second.size(), kMaxConfigurations + 1);
-    if (count > kMaxConfigurations) {
-      throw Error(flag, "the lists make more than " + std::to_string(kMaxConfigurations) +
-                            " configurations: split the search");
-    }
-  }
-  return {shared};
-}
-
-// One configuration per combination of the list flags, the first listed varying slowest; every
-// other flag is shared. Each is checked before any search starts.
-std::vector<Configuration> configurations(const SplitArgs& s, Inputs& inputs) {
-  std::vector<std::pair<std::string, std::vector<std::string>>> axes;
-  std::vector<Configuration> out = expand(s.run, axes);
-  for (const auto& [flag, values] : axes) {
-    std::vector<Configuration> next;
-    for (const Configuration& c : out) {
-      for (const std::string& v : values) {
-        next.push_back(c);
-        next.back().flags.emplace_back(flag, v);
-      }
-    }
-    out = std::move(next);
-  }
-  for (Configuration& c : out) {
-    c.spec = spec_from_flags(c.flags);
-    // Checked as a probe runs it, at a rate: a length-only trace (ShareGPT, Vidur's arXiv CSV)
-    // has no arrivals of its own, and each probe gives it Gamma arrivals at the probe's rate
-    // (issue 25: it was refused for lacking the --request-rate that capacity itself refuses).
-    RunSpec probe = one_replica(c.spec);
-    probe.request_rate = 1;
-    check_point(probe, inputs);
-  }
-  return out;
-}
-
-// Every GPU that --gpu-hour-cost prices by name is a GPU of CONFIGS (Error naming the flag).
-void check_prices(const GpuHourCost& cost, const std::vector<Configuration>& configs,
-                  Inputs& inputs) {
-  std::set<std::string> gpus;
-  for (const Configuration& c : configs) {
-    gpus.insert(inputs.gpu(c.spec.gpu, c.spec.gpu_file).name);
-    // The pools' GPUs: a mixed fleet's groups, the prefill and decode pools (issue 25).
-    for (const GpuCount& g : c.spec.replica_gpus)
-      gpus.insert(inputs.gpu(g.gpu, "").name);
-    for (const std::string& pool : {c.spec.prefill_gpu, c.spec.decode_gpu}) {
-      if (!pool.empty()) gpus.insert(inputs.gpu(pool, "").name);
-    }
-  }
-  std::string known;
-  for (const std::string& g : gpus)
-    known.append(known.empty() ? "" : ", ").append(g);
-  for (const auto& [gpu, price] : cost.by_gpu) {
-    if (!gpus.count(gpu)) {
-      throw Error("gpu-hour-cost",
-                  "'" + gpu + "' is not a GPU of the configurations (" + known + ")");
-    }
-  }
-}
-
-// The SLO as the header line says it.
-std::string slo_text(const std::map<std::string, std::string>& own, const CapacitySpec& spec) {
-  std::string text = get(own, "slo");
-  if (spec.attainment > 0) {
-    // Only the bounds given: an absent one is infinite, and "TPOT <= inf ms" says nothing.
-    std::string bounds;
-    if (std::isfinite(spec.ttft_ms)) bounds += format("TTFT <= %g ms", spec.ttft_ms);
-    if (std::isfinite(spec.tpot_ms)) {
-      bounds += format("%sTPOT <= %g ms", bounds.empty() ? "" : " and ", spec.tpot_ms);
-    }
-    text += format("%s%.0f%% of requests with %s", text.empty() ? "" : " and ",
-                   spec.attainment * 100, bounds.c_str());
-  }
-  return text;
-}
-
-// The progress line of the searches: probes simulated, configurations done, time spent.
-struct SearchProgress {
-  std::atomic<size_t> probes{0}, done{0};
-  size_t total = 0;
-  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
-
-  std::string text() const {
-    const double s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "capacity: %zu/%zu configurations, %zu probes, %.0f s",
-                  done.load(), total, probes.load(), s);
-    return buf;
-  }
-};
-
-// The capacity of CONFIG; an Error names the configuration.
-CapacityResult search_one(const Configuration& config, const CapacitySpec& spec, Inputs& inputs,
-                          const ProbeHook& on_probe = {}) {
-  try {
-    return search(config.spec, spec, inputs, on_probe);
-  } catch (const Error& e) {
-    throw Error("capacity", "configuration '" + flags_text(config.flags) + "': " + e.what());
-  }
-}
-
-// Searches every configuration on JOBS threads, in configuration order.
-std::vector<CapacityResult> search_all(const std::vector<Configuration>& configs,
-                                       const CapacitySpec& spec, int jobs, Inputs& inputs) {
-  std::vector<CapacityResult> results(configs.size());
-  SearchProgress progress;
-  progress.total = configs.size();
-  const ProbeHook count = [&](const Probe&) { ++progress.probes; };
-  parallel_for(
-      configs.size(), jobs, "capacity",
-      [&](size_t i) {
-        results[i] = search_one(configs[i], spec, inputs, count);
-        ++progress.done;
-      },
-      [](size_t) {}, [&] { return progress.text(); });
-  return results;
-}
-
-// A number for the table: "-" for NaN, fewer decimals for larger values.
-std::string cell(double v) {
-  if (std::isnan(v)) return "-";
-  char buf[48];
-  const double a = std::abs(v);
-  std::snprintf(buf, sizeof buf, a >= 1000 ? "%.0f" : a >= 10 ? "%.1f" : "%.3g", v);
-  return buf;
-}
-
-// The SLO's terms as table columns: summary-metric columns, then `attainment`.
-std::vector<std::string> term_names(const CapacitySpec& spec) {
-  std::vector<std::string> names;
-  for (const Bound& b : spec.bounds) {
-    if (std::find(names.begin(), names.end(), b.metric) == names.end()) names.push_back(b.metric);
-  }
-  if (spec.attainment > 0) names.push_back("attainment");
-  return names;
-}
-
-// TERM's value at C's capacity ("-" without one), starred when it binds.
-std::string term_cell(const CapacityResult& c, const std::string& term) {
-  double v = NAN;
-  if (c.capacity > 0 && term == "attainment") v = c.at.attained;
-  for (const auto& [name, value] : summary_metrics(c.at.summary)) {
-    if (c.capacity > 0 && name == term) v = value;
-  }
-  return cell(v) + (c.binding == term ? "*" : " ");
-}
-
-// A text table: left-aligned text columns first (LEFT of them), right-aligned numbers after.
-struct TextTable {
-  std::vector<std::string> header;
-  size_t left = 0;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<std::string> tails;  // after each row
-
-  void print(std::ostream& out) const {
-    std::vector<size_t> width(header.size());
-    for (size_t k = 0; k < header.size(); ++k) {
-      width[k] = header[k].size();
-      for (const auto& r : rows)
-        width[k] = std::max(width[k], r[k].size());
-    }
-    auto line = [&](const std::vector<std::string>& r, const std::string& tail) {
-      std::string s;
-      for (size_t k = 0; k < r.size(); ++k) {
-        const std::string pad(width[k] - r[k].size(), ' ');
-        s += (k ? "  " : "") + (k < left ? r[k] + pad : pad + r[k]);
-      }
-      if (!tail.empty()) s += "  " + tail;
-      while (!s.empty() && s.back() == ' ')
-        s.pop_back();
-      out << s << "\n";
-    };
-    line(header, "");
-    for (size_t i = 0; i < rows.size(); ++i)
-      line(rows[i], tails[i]);
-  }
-};
-
-// What the table shows beyond the capacity: the cost columns when a price is known, the
-// replicas with --target-rate.
-struct Shown {
-  std::vector<std::string> terms;
-  bool cost = false;
-  double target = 0;
-  bool quantization = false;  // a row is quantized
-  double confidence = 0;      // --confidence: point and confident capacities
-};
-
-std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) {
-  std::vector<std::string> r = {c.label, c.fleet.empty() ? c.gpu : c.fleet, c.model,
-                                std::to_string(c.tp), std::to_string(c.gpus)};
-  if (shown.quantization) r.push_back(c.quantization);
-  if (shown.confidence > 0) {
-    r.push_back(cell(c.point_capacity) +
-                (c.point_binding.empty() ? "" : " (" + c.point_binding + ")"));
-  }
-  r.push_back(cell(c.capacity));
-  for (const std::string& t : shown.terms)
-    r.push_back(term_cell(c, t));
-  r.push_back(std::to_string(c.iterations));
-  if (shown.cost) r.push_back(cell(cost_per_million_output_tokens(c)));
-  if (shown.target > 0) {
-    r.push_back(c.capacity > 0 ? std::to_string(replicas_for(shown.target, c)) : "n/a");
-    std::string fleet = c.fleet_replicas > 0   ? std::to_string(c.fleet_replicas)
-                        : c.fleet_replicas < 0 ? "none"
-                                               : "n/a";
-    if (!c.fleet_split.empty()) fleet += " (" + c.fleet_split + ")";
-    r.push_back(fleet);
-    r.push_back(c.capacity > 0 ? std::to_string(fleet_gpu_count(shown.target, c)) : "n/a");
-    if (shown.cost) r.push_back(cell(fleet_cost_per_hour(shown.target, c)));
-  }
-  return r;
-}
-
-TextTable capacity_text_table(const std::vector<CapacityResult>& results, const Shown& shown) {
-  TextTable t;
-  t.header = {"scheduler", "fleet", "model", "tp", "gpus"};
-  if (shown.quantization) t.header.push_back("quantization");
-  if (shown.confidence > 0) {
-    t.header.push_back("point_rps");
-    t.header.push_back(format("confident_rps@%g%%", shown.confidence * 100));
-  } else {
-    t.header.push_back("capacity_rps");
-  }
-  t.left = 3;
-  for (const std::string& term : shown.terms)
-    t.header.push_back(term + " ");
-  t.header.push_back("probes");
-  if (shown.cost) t.header.push_back("usd_per_Mtok");
-  if (shown.target > 0) {
-    t.header.push_back("replicas");
-    t.header.push_back("fleet_replicas");
-    t.header.push_back("fleet_gpus");
-  }
-  if (shown.target > 0 && shown.cost) t.header.push_back("fleet_usd_per_h");
-  for (const CapacityResult& c : results) {
-    t.rows.push_back(table_row(c, shown));
-    const std::string note = capacity_note(c);
-    t.tails.push_back(note.empty() ? "" : "(" + note + ")");
-  }
-  return t;
-}
-
-void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
-                  const Shown& shown) {
-  const bool starred = std::any_of(results.begin(), results.end(), [&](const CapacityResult& c) {
-    return std::count(shown.terms.begin(), shown.terms.end(), c.binding) > 0;
-  });
-  if (starred) {
-    out << "* the binding term: it failed at the lowest failing rate tried (by the widest "
-           "margin)\n";
-  }
-  int stopped = 0;
-  uint64_t unfinished = 0;
-  for (const CapacityResult& c : results) {
-    stopped += c.probes_stopped;
-    unfinished += c.requests_unfinished;
-  }
-  if (shown.confidence > 0) {
-    out << format(
-        "point_rps: the capacity at servesim's point predictions (its binding term in brackets); "
-        "confident_rps@%g%%: the highest rate meeting every bound at the pessimistic end of its "
-        "%g%% prediction interval (held-out error on real vLLM runs; a probe outside the fitted "
-        "range at the widest). Terms, replicas, fleet and costs are at the confident rate.\n",
-        shown.confidence * 100, shown.confidence * 100);
-  }
-  if (stopped > 0) {
-    out << stopped << " probe" << (stopped == 1 ? "" : "s")
-        << " stopped at the last arrival, judged overloaded (failing the SLO whatever came "
-           "next), leaving "
-        << unfinished << " queued requests unsimulated\n";
-  }
-  if (shown.cost) {
-    out << "usd_per_Mtok: dollars per million output tokens at capacity = the configuration's "
-           "$/h (every GPU: replicas * tp of each pool) / (output_tokens_per_s * 3600) * 1e6 "
-           "(per million total tokens in --csv/--out)\n";
-  }
-  if (shown.target > 0) {
-    out << "replicas serve --target-rate " << shown.target
-        << " req/s assuming ideal spreading: each replica sees target/replicas req/s with the "
-           "same arrival pattern (no router imbalance)"
-        << (shown.cost ? "; fleet_usd_per_h prices the fleet_replicas fleet as simulated (its "
-                         "gpus), else replicas copies"
-                       : "")
-        << ".\n"
-        << "fleet_replicas: the fewest replicas meeting the SLO at the target when simulated as "
-           "one fleet behind --router "
-        << (results.empty() || results.front().router.empty() ? std::string("round-robin")
-                                                              : results.front().router)
-        << " (none: not within 4 x replicas + 8); disaggregated, the fewest replicas in all with "
-           "the cheapest prefill+decode split that meets it"
-        << (results.empty() || results.front().fleet_split.empty() ||
-                    results.front().fleet_split.find(':') == std::string::npos
-                ? std::string()
-                : "; with --size-group, that group's count (the fleet in brackets)")
-        << ".\n";
-  }
-}
-
 // Whether the run flags RUN name no scheduler: every configuration is vllm-v1, the default.
 bool default_scheduler_flags(const std::vector<std::pair<std::string, std::string>>& run) {
   return std::none_of(run.begin(), run.end(), [](const auto& f) {
     return f.first == "scheduler" || f.first == "enable-chunked-prefill";
   });
-}
-
-void print_capacity(std::ostream& out, const std::vector<CapacityResult>& results,
-                    const CapacitySpec& spec, double target, const std::string& slo,
-                    bool default_scheduler) {
-  out << "servesim capacity: the highest request rate meeting " << slo;
-  if (spec.max_rejected_share > 0) {
-    out << ", with at most " << spec.max_rejected_share * 100 << "% of requests rejected";
-  }
-  out << "\n";
-  if (default_scheduler) out << kDefaultSchedulerNote << "\n";
-  Shown shown{term_names(spec), false, target};
-  shown.confidence = spec.confidence;
-  shown.quantization = std::any_of(results.begin(), results.end(), [](const CapacityResult& c) {
-    return !c.quantization.empty() && c.quantization != "none";
-  });
-  shown.cost = std::any_of(results.begin(), results.end(),
-                           [](const CapacityResult& c) { return !std::isnan(c.gpu_hour_cost); });
-  capacity_text_table(results, shown).print(out);
-  print_footer(out, results, shown);
 }
 
 // capacity --over-time: one configuration's day plan (analysis/capacity_plan.hpp).
@@ -532,7 +172,7 @@ int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& ou
     }
   }
   for (const auto& [flag, value] : s.run) {
-    if (kListFlags.count(flag) && value.find(',') != std::string::npos) {
+    if (capacity_list_flag(flag) && value.find(',') != std::string::npos) {
       throw Error(flag, "--over-time plans one configuration: give one value");
     }
     if (flag == "time-scale") {
@@ -574,6 +214,17 @@ int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& ou
   return 0;
 }
 
+// How capacity reads run flags: the run flags' table (run_flags.hpp, grid_args.hpp).
+RunFlagReading run_flag_reading() {
+  RunFlagReading read;
+  read.values = [](const std::string& flag, const std::string& value) {
+    return expand_values(flag, value, run_flag_is_numeric(flag), run_flag_separator(flag));
+  };
+  read.spec = spec_from_flags;
+  read.text = flags_text;
+  return read;
+}
+
 }  // namespace
 
 int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
@@ -597,7 +248,7 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
     paths.output("out", get(s.own, "out"));
     paths.output("csv", get(s.own, "csv"));
     paths.check();
-    return over_time(s, spec, jobs, out, slo_text(s.own, spec));
+    return over_time(s, spec, jobs, out, capacity_slo_text(get(s.own, "slo"), spec));
   }
   if (s.own.count("target-scale")) throw Error("target-scale", "goes with --over-time");
   bool fleet = target > 0;
@@ -616,41 +267,14 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   paths.output("csv", get(s.own, "csv"));
   paths.check();
   Inputs inputs;
-  const std::vector<Configuration> configs = configurations(s, inputs);
-  check_prices(spec.cost, configs, inputs);
-  for (const Configuration& c : configs) {
-    if (!spec.size_group.empty() && c.spec.replica_gpus.empty()) {
-      throw Error("size-group", "sizes one group of a mixed fleet: give --replica-gpus");
-    }
-  }
-  std::vector<CapacityResult> results;
-  if (mpi::world().distributed()) {
-    // Under mpirun: rank 0 hands the configurations out, the other ranks search (and size) them
-    // on their threads and send each result back whole; only rank 0 prints and writes.
-    results.resize(configs.size());
-    mpi::Batch all(configs.size());
-    for (size_t i = 0; i < all.size(); ++i)
-      all[i] = i;
-    const auto compute = [&](uint64_t i) {
-      CapacityResult r = search_one(configs[i], spec, inputs);
-      if (target > 0) size_fleet(configs[i].spec, spec, target, r, inputs);
-      return capacity_result_bytes(r);
-    };
-    mpi::work_queue(all, jobs, compute, [&](uint64_t i, const std::string& bytes) {
-      results[size_t(i)] = capacity_result_from_bytes(bytes);
-    });
-    if (mpi::world().rank != 0) return 0;
-  } else {
-    results = search_all(configs, spec, jobs, inputs);
-    if (target > 0) {
-      parallel_for(
-          configs.size(), jobs, "capacity",
-          [&](size_t i) { size_fleet(configs[i].spec, spec, target, results[i], inputs); },
-          [](size_t) {}, [] { return std::string("sizing the fleets"); });
-    }
-  }
-  const std::string slo = slo_text(s.own, spec);
-  print_capacity(out, results, spec, target, slo, default_scheduler_flags(s.run));
+  const std::vector<CapacityConfiguration> configs =
+      capacity_configurations(s.run, run_flag_reading(), inputs);
+  check_capacity_configurations(spec, configs, inputs);
+  const CapacitySearchOutcome searched = search_configurations(configs, spec, target, jobs, inputs);
+  if (searched.worker) return 0;
+  const std::vector<CapacityResult>& results = searched.results;
+  const std::string slo = capacity_slo_text(get(s.own, "slo"), spec);
+  out << capacity_text(results, spec, target, slo, default_scheduler_flags(s.run));
   const SweepTable t = capacity_table(results, target, slo);
   const std::string h5_out = get(s.own, "out"), csv_out = get(s.own, "csv");
   if (!h5_out.empty()) {
