@@ -159,7 +159,9 @@ class PyPolicies final : public SchedulingHooks, public RouterHook {
 
 // What a command left to raise once the GIL is held again.
 struct Failure {
-  std::string message, file, field, reason;
+  std::string message, file, field;
+  std::string field_path;  // the setting's path (util/field_path.hpp), or FIELD where none
+  std::string reason;
   int line = 0;
   bool internal = false;
   std::exception_ptr python;  // a policy's own exception, raised as it was
@@ -172,7 +174,7 @@ void run_caught(const std::vector<std::string>& args, std::ostringstream& out,
   try {
     status = run_command(args, out, hooks);
   } catch (const Error& e) {
-    failure = Failure{e.what(), e.file(), e.field(), e.reason(), e.line(), false, nullptr};
+    failure = Failure{e.what(), e.file(), e.field(), e.path(), e.reason(), e.line(), false, nullptr};
   } catch (const py::error_already_set&) {
     failure = Failure{};
     failure->python = std::current_exception();
@@ -238,7 +240,9 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
   py::object error = py::module_::import("servesim.errors").attr("Error");
   PyErr_SetObject(
       error.ptr(),
-      error(failure->message, failure->file, failure->line, failure->field, failure->reason).ptr());
+      error(failure->message, failure->file, failure->line, failure->field, failure->reason,
+            failure->field_path)
+          .ptr());
   throw py::error_already_set();
 }
 

@@ -93,6 +93,8 @@ def test_errors_are_exceptions_naming_the_field(tmp_path):
     with pytest.raises(servesim.Error) as e:
         servesim.run(max_num_seqs=-1)
     assert e.value.field == "max-num-seqs" and "1048576" in e.value.reason
+    # The setting's path, whatever its spelling: what code acting on an error tests (issue 45).
+    assert e.value.field_path == "scheduler.max_num_seqs"
     with pytest.raises(servesim.Error) as e:
         servesim.run(max_numseqs=3)
     assert e.value.field == "max-numseqs"
@@ -106,6 +108,7 @@ def test_errors_are_exceptions_naming_the_field(tmp_path):
         servesim.run(speculative_config='{"method": "eagle", "num_speculative_tokens": 0}',
                      spec_acceptance_rate=0.5, scheduler="vllm-v1")
     assert e.value.field == "speculative-config.num_speculative_tokens"
+    assert e.value.field_path == "speculative.config.num_speculative_tokens"
     with pytest.raises(servesim.Error):
         servesim.read(bad)
 
