@@ -52,6 +52,16 @@ def whole_run():
           % (N, cli, files, py, len(r.steps), lean, read))
 
 
+def small_call():
+    """A call's own cost (issue 45): a one-request run from Python against the same command run
+    in-process through servesim.command (no files), medians of 31."""
+    args = ("run", "--num-requests=1", "--seed=3")
+    cli, _ = median_s(lambda: servesim.command(*args), repeats=31)
+    py, _ = median_s(lambda: servesim.run(num_requests=1, seed=3), repeats=31)
+    print("one request: servesim.command %.2f ms, servesim.run %.2f ms: %.2f ms a call on top"
+          % (cli * 1e3, py * 1e3, (py - cli) * 1e3))
+
+
 def policies():
     cfg = dict(scheduler="vllm-v1", num_requests=N, num_gpu_blocks=3000, seed=5,
                keep_steps=False)
@@ -90,5 +100,6 @@ def policies():
 
 if __name__ == "__main__":
     imports()
+    small_call()
     whole_run()
     policies()
