@@ -324,7 +324,7 @@ void print_run_summary(std::ostream& out, const RunResult& r, const std::string&
 
 std::string engine_text(const SimConfig& c) {
   std::string t = std::string(engine_name(c.engine));
-  if (c.engine == Engine::kV1)
+  if (has_batch_queue(c.engine))
     t += c.scheduler.async_scheduling ? " (async scheduling)" : " (sync)";
   return t + format(", API server %.1f ms", c.frontend_latency_s * 1e3);
 }

@@ -13,6 +13,7 @@
 #include "analysis/workload_report.hpp"
 #include "models/calibration.hpp"
 #include "models/lora.hpp"
+#include "scheduler/capabilities.hpp"
 #include "scheduler/policy.hpp"
 #include "traces/datasets.hpp"
 #include "traces/rate_pattern.hpp"
@@ -40,7 +41,7 @@ void autoscale_options(const RunSpec& s, bool pools, FleetOptions& f) {
                   {field::kProvisionS, s.provision_s.given()},
                   {field::kEngineStartupS, s.engine_startup_s.given()},
                   {field::kModelLoadGbPerS, s.model_load_gb_per_s.given()}},
-                 "needs --autoscale METRIC");
+                 "needs {{autoscale.metric}} METRIC");
     return;
   }
   AutoscaleOptions& a = f.autoscale;
@@ -90,7 +91,7 @@ void lora(const RunSpec& s, SimConfig& c) {
                   {field::kLoraRank, s.lora_rank.given()},
                   {field::kLoraLoadGbPerS, s.lora_load_gb_per_s.given()},
                   {field::kLoraLoadLatencyS, s.lora_load_latency_s.given()}},
-                 "needs --enable-lora");
+                 "needs {{lora.enable}}");
     return;
   }
   LoraOptions& l = c.lora;
@@ -133,7 +134,7 @@ void kv_offload(const RunSpec& s, SimConfig& c) {
   if (!c.offload.enabled()) {
     refuse_given({{field::kKvOffloadGbPerS, s.kv_offload_gb_per_s.given()},
                   {field::kKvOffloadLatencyS, s.kv_offload_latency_s.given()}},
-                 "needs --kv-offloading-size or --kv-transfer-config");
+                 "needs {{kv_transfer.offloading_size_gib}} or {{kv_transfer.config}}");
     return;
   }
   if (!(s.kv_offload_gb_per_s >= 0 && s.kv_offload_gb_per_s <= 1e5)) {
@@ -350,31 +351,29 @@ namespace {
 // policy's configuration on ENGINE. The V1 scheduler's flags on a V0 policy, and async
 // scheduling on the V0 engine, would do nothing, so they are errors.
 void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engine) {
-  const bool v1 = v1_scheduler(c.policy);
   if (s.enable_prefix_caching.given() && s.no_enable_prefix_caching.given()) {
     throw Error(field::kNoEnablePrefixCaching, "contradicts {{cache.enable_prefix_caching}}");
   }
-  // vLLM's defaults: on in V1 (v0.8+), off in V0.
-  c.enable_prefix_caching = v1;
+  // vLLM's defaults: on where the policy has a prefix cache (V1, v0.8+), off in V0.
+  c.enable_prefix_caching = supports(c.policy, Feature::kPrefixCache);
   if (s.enable_prefix_caching.given()) c.enable_prefix_caching = s.enable_prefix_caching;
   if (s.no_enable_prefix_caching.given()) c.enable_prefix_caching = !s.no_enable_prefix_caching;
-  if (c.enable_prefix_caching && !v1) {
-    throw Error(
-        s.enable_prefix_caching.given() ? "enable-prefix-caching" : "scheduler",
-        std::string("the prefix cache is modelled for vllm-v1 only, not ") + policy_name(c.policy));
+  if (c.enable_prefix_caching) {
+    require(c.policy, Feature::kPrefixCache,
+            s.enable_prefix_caching.given() ? field::kEnablePrefixCaching : field::kScheduler);
   }
-  if (!v1) {
+  if (!supports(c.policy, Feature::kV1SchedulerOptions)) {
     refuse_given({{field::kSchedulingPolicy, s.scheduling_policy.given()},
                   {field::kLongPrefillTokenThreshold, s.long_prefill_token_threshold.given()},
                   {field::kSchedulerReserveFullIsl, s.scheduler_reserve_full_isl.given()}},
-                 std::string("is a vLLM V1 scheduler option; ") + policy_name(c.policy) +
-                     " is a V0 policy (use --scheduler vllm-v1)");
+                 refusal(c.policy, Feature::kV1SchedulerOptions));
   }
-  if (engine != Engine::kV1) {
+  if (!has_batch_queue(engine)) {
     refuse_given({{field::kAsyncScheduling, s.async_scheduling.given()},
                   {field::kNoAsyncScheduling, s.no_async_scheduling.given()}},
                  std::string("is the V1 engine's (EngineCore's batch queue); ") +
-                     policy_name(c.policy) + " runs on the V0 engine here (--engine v1)");
+                     policy_name(c.policy) +
+                     " runs on the V0 engine here ({{scheduler.engine}} v1)");
   }
   if (s.scheduling_policy == "fcfs") {
     c.scheduling_policy = WaitingOrder::kFcfs;
@@ -388,7 +387,7 @@ void apply_cache_and_v1_flags(SchedulerConfig& c, const RunSpec& s, Engine engin
   if (s.async_scheduling.given() && s.no_async_scheduling.given()) {
     throw Error(field::kNoAsyncScheduling, "contradicts {{scheduler.async_scheduling}}");
   }
-  c.async_scheduling = engine == Engine::kV1 && s.async_scheduling && !s.no_async_scheduling;
+  c.async_scheduling = has_batch_queue(engine) && s.async_scheduling && !s.no_async_scheduling;
   // VllmConfig: a drafter that cannot run under async scheduling turns it off by default: the
   // CPU n-gram proposer always, a draft model unless async scheduling is asked for.
   const bool asked = s.async_scheduling.given() && *s.async_scheduling;

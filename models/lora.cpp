@@ -55,7 +55,7 @@ LoraKernels::LoraKernels(const GpuSpec& gpu, const ModelSpec& m, int tp, const H
   flops_per_token_ = 2.0 * rank * (in + out) * m.num_layers;
   act_bytes_per_token_ = (in + 2 * out) * m.num_layers * m.dtype_bytes;
   adapter_bytes_ = double(rank) * (w.in + w.out) * m.num_layers * m.dtype_bytes;
-  const double graph = engine.engine == Engine::kV1 ? engine.floor_fraction : 1.0;
+  const double graph = graphs_every_step(engine.engine) ? engine.floor_fraction : 1.0;
   floor_s_ = hw.linear_latency_s_per_layer * m.num_layers * graph;
   flops_s_ = gpu.peak_flops() * tp * hw.linear_compute_efficiency;
   bytes_s_ = gpu.hbm_bytes_per_s() * tp * hw.linear_memory_efficiency;

@@ -25,7 +25,7 @@ double v1_activation_peak_bytes(const ModelSpec& m, int64_t num_tokens, int64_t 
 
 double runtime_reserve_gib(const MemoryPlanOptions& opt, const ServerShape& shape) {
   if (!std::isnan(opt.runtime_reserve_gib)) return opt.runtime_reserve_gib;
-  if (!shape.v1_engine) return 0.5;
+  if (!v1_memory_profile(shape.engine)) return 0.5;
   return shape.tp > 1 ? 0.64 : 0.49;
 }
 
@@ -49,7 +49,7 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
   p.drafter_weight_bytes = shape.drafter_weight_bytes;
   p.lora_bytes = shape.lora_bytes;
   p.weight_bytes = double(model.weight_bytes()) / shape.tp + p.drafter_weight_bytes + p.lora_bytes;
-  if (shape.v1_engine) {
+  if (v1_memory_profile(shape.engine)) {
     // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU.
     p.usable_bytes = std::ceil(p.usable_bytes);
     p.weight_bytes += double(model.max_position) * model.head_dim * model.dtype_bytes;
@@ -100,10 +100,10 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
                     " for the KV cache, less than one " + std::to_string(p.kv_bytes_per_block) +
                     "-byte block (raise " + field::ref(field::kTp) + " or " +
                     field::ref(field::kGpuMemoryUtilization) + ", or lower " +
-                    (shape.v1_engine ? field::ref(field::kMaxNumSeqs) + " or " +
-                                           field::ref(field::kMaxNumBatchedTokens) +
-                                           ", which size the activation reserve"
-                                     : field::ref(field::kMaxNumBatchedTokens)) +
+                    (v1_memory_profile(shape.engine) ? field::ref(field::kMaxNumSeqs) + " or " +
+                                                           field::ref(field::kMaxNumBatchedTokens) +
+                                                           ", which size the activation reserve"
+                                                     : field::ref(field::kMaxNumBatchedTokens)) +
                     ")");
   }
   return p;

@@ -23,6 +23,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "models/engine.hpp"
 #include "models/gpu.hpp"
 #include "models/model.hpp"
 
@@ -45,7 +46,7 @@ struct ServerShape {
   int block_size = 16;
   int64_t max_num_batched_tokens = 2048;
   int64_t max_num_seqs = 256;
-  bool v1_engine = false;  // vLLM V1's profile run (vllm-v1), else V0's
+  Engine engine = Engine::kV0;  // whose profile run sizes the KV cache (v1_memory_profile)
   // Weights and KV beyond the target model's, per GPU: a speculative drafter's (models/drafter.hpp:
   // its attention layers share the KV cache's blocks) and LoRA adapters' buffers.
   double drafter_weight_bytes = 0;

@@ -197,7 +197,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   const Efficiency linear_eff{hw_.linear_compute_efficiency, hw_.linear_memory_efficiency};
   const Efficiency attention_eff{hw_.attention_compute_efficiency, hw_.attention_memory_efficiency};
   // V1 replays every step as a (piecewise) CUDA graph; V0 its decode-only steps.
-  const bool graph = engine_.engine == Engine::kV1 ||
+  const bool graph = graphs_every_step(engine_.engine) ||
                      (b.prefill_tokens == 0 && b.max_context <= kV0MaxSeqLenToCapture);
   StepCost c;
   // Compute time counts the tokens the tiles process; FLOPs (for MFU) count the real ones.

@@ -54,8 +54,9 @@ int64_t default_max_num_batched_tokens(Policy p, Engine e, int64_t max_model_len
   return 2048;
 }
 
-int64_t default_max_num_seqs(Engine e, bool large_gpu) {
-  return e == Engine::kV1 && large_gpu ? 1024 : 256;
+int64_t default_max_num_seqs(Engine e, bool large_gpu, int64_t max_num_batched_tokens) {
+  if (e != Engine::kV1) return 256;
+  return std::min<int64_t>(large_gpu ? 1024 : 256, max_num_batched_tokens);
 }
 
 }  // namespace servesim

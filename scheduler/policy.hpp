@@ -59,7 +59,9 @@ bool v1_large_defaults(const GpuSpec& gpu);
 // (vllm/config.py SchedulerConfig, both engines); with it, 2048 on V0 (v0.6.5+,
 // DEFAULT_MAX_NUM_BATCHED_TOKENS) and on V1 as v1_large_defaults says.
 int64_t default_max_num_batched_tokens(Policy p, Engine e, int64_t max_model_len, bool large_gpu);
-// vLLM's default max_num_seqs: 256, or 1024 on the V1 engine and a large GPU.
-int64_t default_max_num_seqs(Engine e, bool large_gpu);
+// vLLM's default max_num_seqs: 256, or 1024 on the V1 engine and a large GPU; on V1 at most the
+// token budget (EngineArgs._set_default_max_num_seqs_and_batched_tokens_args, vllm/engine/
+// arg_utils.py: a max_num_seqs not given is at most max_num_batched_tokens). V0's was not.
+int64_t default_max_num_seqs(Engine e, bool large_gpu, int64_t max_num_batched_tokens);
 
 }  // namespace servesim

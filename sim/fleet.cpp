@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "scheduler/capabilities.hpp"
 #include "scheduler/policy.hpp"
 #include "sim/gateway.hpp"
 #include "sim/replica_config.hpp"
@@ -112,10 +113,8 @@ std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o
                   "CPU KV offload with disaggregated prefill is not modelled (vLLM would chain "
                   "two connectors: MultiConnector)");
     }
-    if (g.role != ReplicaRole::kColocated && !v1_scheduler(g.config.scheduler.policy)) {
-      throw Error(field::kScheduler,
-                  "disaggregated prefill is modelled for vllm-v1 (vLLM's KV "
-                  "connectors are V1's)");
+    if (g.role != ReplicaRole::kColocated) {
+      require(g.config.scheduler.policy, Feature::kDisaggregatedPrefill);
     }
     if (g.config.scheduler.block_size != o.groups[0].config.scheduler.block_size) {
       throw Error(field::kBlockSize, "every replica of a fleet must use the same block size");
@@ -244,7 +243,7 @@ std::vector<std::string> router_warnings(RouterKind kind, const std::vector<Repl
     }
     for (const ReplicaGroup& g : groups) {
       const SchedulerConfig& s = g.config.scheduler;
-      if (!v1_scheduler(s.policy) || !s.enable_prefix_caching) {
+      if (!supports(s.policy, Feature::kPrefixCache) || !s.enable_prefix_caching) {
         out.push_back(std::string("prefix-aware scores cached prefixes, but ") +
                       policy_name(s.policy) +
                       " keeps no prefix cache here (a V0 policy, or prefix caching off): it "

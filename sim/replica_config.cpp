@@ -6,6 +6,7 @@
 #include "models/roofline.hpp"
 #include "models/spec_decode_cost.hpp"
 #include "models/table_model.hpp"
+#include "scheduler/capabilities.hpp"
 #include "scheduler/policy.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
@@ -42,7 +43,7 @@ ServerShape server_shape(const SimConfig& c) {
   s.block_size = c.scheduler.block_size;
   s.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   s.max_num_seqs = c.scheduler.max_num_seqs;
-  s.v1_engine = c.engine == Engine::kV1;
+  s.engine = c.engine;
   s.drafter_weight_bytes = double(c.drafter.weight_bytes) / c.tp;
   if (c.lora.enabled) {
     s.lora_bytes = lora_buffer_bytes_per_gpu(c.model, c.tp, c.lora.max_loras, c.lora.max_lora_rank);
@@ -98,9 +99,11 @@ void set_host_link(Host& host, const SimConfig& c) {
 
 MemoryPlan checked_memory_plan(const SimConfig& c) {
   MemoryPlan m = plan_memory(c.gpu, c.model, c.memory, server_shape(c));
-  if (v1_scheduler(c.scheduler.policy) && m.num_gpu_blocks < 2) {
+  if (m.num_gpu_blocks < min_num_gpu_blocks(c.scheduler.policy)) {
     throw Error(field::kNumGpuBlocks,
-                "vllm-v1 needs at least 2 KV blocks (one is vLLM's null block)");
+                format("%s needs at least %lld KV blocks (one is vLLM's null block)",
+                       policy_name(c.scheduler.policy),
+                       static_cast<long long>(min_num_gpu_blocks(c.scheduler.policy))));
   }
   // vLLM refuses to start when one request of max_model_len tokens cannot fit the KV cache (V1:
   // kv_cache_utils.check_enough_kv_cache_memory; V0: Worker's raise_if_cache_size_invalid),

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "models/table_model.hpp"
+#include "scheduler/capabilities.hpp"
 #include "scheduler/policy.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/frontend.hpp"
@@ -51,11 +52,7 @@ void resolve_speculative(SimConfig& c) {
     s.max_num_scheduled_tokens = 0;
     return;
   }
-  if (!v1_scheduler(s.policy)) {
-    throw Error(field::kSpeculativeConfig, std::string("is modelled for vllm-v1 (vLLM V1's "
-                                                       "scheduler), not ") +
-                                               policy_name(s.policy));
-  }
+  require(s.policy, Feature::kSpeculativeDecoding);
   if (s.spec.num_speculative_tokens > kMaxSpecTokens) {
     throw Error(field::kNumSpeculativeTokens,
                 "must be in [1, " + std::to_string(kMaxSpecTokens) + "]");
@@ -78,11 +75,7 @@ void resolve_offload(SimConfig& c) {
   if (!o.enabled()) return;
   const char* flag = o.backend == OffloadBackend::kLmcache && o.per_rank ? field::kKvTransferConfig
                                                                          : field::kKvOffloadingSize;
-  if (!v1_scheduler(c.scheduler.policy)) {
-    throw Error(
-        flag, std::string("vLLM's KV connectors are V1's: use {{scheduler.policy}} vllm-v1, not ") +
-                  policy_name(c.scheduler.policy));
-  }
+  require(c.scheduler.policy, Feature::kKvConnector, flag);
   if (o.block_size % c.scheduler.block_size != 0) {
     throw Error(flag, "an offloaded block of " + std::to_string(o.block_size) +
                           " tokens is not a whole number of GPU blocks of " +
@@ -100,38 +93,27 @@ void resolve_scheduler(SimConfig& c) {
   SchedulerConfig& s = c.scheduler;
   if (!c.engine_given) c.engine = default_engine(s.policy);
   // Async scheduling is the V1 engine's (EngineCore.step_with_batch_queue), under any policy.
-  if (c.engine != Engine::kV1) s.async_scheduling = false;
+  if (!has_batch_queue(c.engine)) s.async_scheduling = false;
   const bool large = v1_large_defaults(c.gpu);
   if (s.max_num_batched_tokens == 0) {
     s.max_num_batched_tokens =
         default_max_num_batched_tokens(s.policy, c.engine, s.max_model_len, large);
   }
   if (s.max_num_seqs == 0) {
-    s.max_num_seqs = default_max_num_seqs(c.engine, large);
-    // V1's EngineArgs._set_default_max_num_seqs_and_batched_tokens_args (vllm/engine/
-    // arg_utils.py): a max_num_seqs not given is at most the token budget. V0's was not.
-    if (c.engine == Engine::kV1)
-      s.max_num_seqs = std::min(s.max_num_seqs, s.max_num_batched_tokens);
+    s.max_num_seqs = default_max_num_seqs(c.engine, large, s.max_num_batched_tokens);
   }
   check_scheduler_values(s);
   resolve_speculative(c);
   resolve_offload(c);
   if (s.hooks != nullptr) {
-    if (!v1_scheduler(s.policy)) {
-      throw Error(field::kScheduler, std::string("policies written outside servesim hook vllm-v1's "
-                                                 "scheduler, not ") +
-                                         policy_name(s.policy));
-    }
+    require(s.policy, Feature::kSchedulingHooks);
     if (s.hooks->orders_admission() && s.scheduling_policy == WaitingOrder::kPriority) {
       throw Error(field::kSchedulingPolicy,
                   "an admission key orders waiting requests itself: drop "
                   "{{scheduler.scheduling_policy}} priority");
     }
   }
-  if (c.lora.enabled && !v1_scheduler(s.policy)) {
-    throw Error(field::kEnableLora,
-                std::string("LoRA is modelled for vllm-v1, not ") + policy_name(s.policy));
-  }
+  if (c.lora.enabled) require(s.policy, Feature::kLora);
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid

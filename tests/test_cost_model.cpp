@@ -249,7 +249,7 @@ TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them",
                         Case{"Qwen/Qwen2.5-7B-Instruct", 1, 1024, 65368},
                         Case{"mistralai/Mistral-Nemo-Instruct-2407", 2, 1024, 48009}}) {
     ServerShape server;
-    server.v1_engine = true;
+    server.engine = Engine::kV1;
     server.tp = c.tp;
     server.max_num_batched_tokens = c.budget;
     server.max_num_seqs = 128;
@@ -262,7 +262,7 @@ TEST_CASE("memory plan: vLLM V1's KV blocks on H100 as vLLM 0.15.1 logged them",
   v0.max_num_batched_tokens = 2048;
   v0.max_num_seqs = 128;
   ServerShape v1 = v0;
-  v1.v1_engine = true;
+  v1.engine = Engine::kV1;
   const ModelSpec m = find_model("llama-2-7b");
   CHECK(plan_memory(find_gpu("h100-sxm"), m, {}, v0).activation_bytes !=
         plan_memory(find_gpu("h100-sxm"), m, {}, v1).activation_bytes);

@@ -123,7 +123,7 @@ TEST_CASE("fp8: expert weights stream at the MoE kernels' efficiency", "[cost][f
 
 TEST_CASE("fp8: the memory plan holds FP8 weights and an FP8 KV cache", "[cost][memory][fp8]") {
   ServerShape v1;
-  v1.v1_engine = true;
+  v1.engine = Engine::kV1;
   const GpuSpec h100 = find_gpu("h100-sxm");
   const ModelSpec bf16 = find_model("llama-3.1-8b");
   ModelSpec fp8 = bf16;
@@ -150,7 +150,7 @@ TEST_CASE("fp8: Llama-4-Scout's catalogue entries", "[cost][models][fp8]") {
   CHECK(bf16.weight_bytes() - fp8.weight_bytes() == int64_t(48) * 17 * 3 * 5120 * 8192);
   // BF16 Scout does not fit two H100s; FP8 does.
   ServerShape tp2;
-  tp2.v1_engine = true;
+  tp2.engine = Engine::kV1;
   tp2.tp = 2;
   CHECK(error_field([&] { plan_memory(find_gpu("h100-sxm"), bf16, {}, tp2); }) == "model");
   CHECK(plan_memory(find_gpu("h100-sxm"), fp8, {}, tp2).num_gpu_blocks > 0);

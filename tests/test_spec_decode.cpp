@@ -280,7 +280,7 @@ TEST_CASE("spec decode: the drafter's weights and KV in the memory plan", "[spec
   const ModelSpec m = find_model("llama-3.1-8b");
   const GpuSpec g = find_gpu("h100-sxm");
   ServerShape shape;
-  shape.v1_engine = true;
+  shape.engine = Engine::kV1;
   shape.max_num_batched_tokens = 8192;
   shape.max_num_seqs = 1024;
   const MemoryPlan plain = plan_memory(g, m, MemoryPlanOptions{}, shape);
