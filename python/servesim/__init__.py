@@ -11,8 +11,9 @@ file, line and field), and the same numbers, byte for byte: each function runs t
 own code, with the GIL released while it simulates. Policies written in Python (an admission key,
 a preemption victim, a router's scores) plug into run and compare.
 
-Functions: run, compare, sweep, capacity, validate, read; classes Result, Results, Comparison,
-Table (sweeps, capacity searches and day plans), Trace. Plots: servesim.plot.
+Functions: run, compare, sweep, capacity, validate, check, diagnose, read; classes Result,
+Results, Comparison, Table (sweeps, capacity searches and day plans), Trace, Verdict. Plots:
+servesim.plot.
 """
 import contextlib
 import json
@@ -27,8 +28,8 @@ from ._args import (a_kind, checked, core, flag_kind, flag_name, keyword_error, 
                     refuse, run_flags, value_text)
 from .errors import Error
 
-__all__ = ["run", "compare", "sweep", "capacity", "validate", "read", "command", "Result",
-           "Results", "Comparison", "Table", "Trace", "Error"]
+__all__ = ["run", "compare", "sweep", "capacity", "validate", "check", "diagnose", "read",
+           "command", "Result", "Results", "Comparison", "Table", "Trace", "Verdict", "Error"]
 
 
 POLICIES = ("admission_key", "preemption_victim", "router_score")
@@ -554,6 +555,77 @@ def validate(path, **options):
         df = pd.read_csv(csv)
     df.attrs["text"] = text
     return df
+
+
+class Verdict(dict):
+    """A verdict of `servesim check` or `servesim diagnose`: the command's JSON (--json) as a
+    dict; `passed`: what its exit status says (check: no metric moved beyond its tolerance;
+    diagnose: no alarm it was asked to fail on); `text`: what it printed. check's `lines` and
+    diagnose's `finding` and `headline` are there as attributes too."""
+
+    def __init__(self, data, passed, text):
+        super().__init__(data)
+        self.passed = passed
+        self.text = text
+
+    @property
+    def lines(self):
+        """check's lines, one a scenario and metric, as a frame."""
+        return pd.DataFrame(self.get("lines", []))
+
+    @property
+    def finding(self):
+        return self.get("verdict", {}).get("finding")
+
+    @property
+    def headline(self):
+        return self.get("verdict", {}).get("headline")
+
+
+def _verdict(argv, d):
+    """Runs ARGV with --json into D: exit status 0 passes, 1 fails (bad input raised already)."""
+    js = os.path.join(d, "verdict.json")
+    status, text = core().command([*argv, "--json=" + js], None, None, None)
+    if status not in (0, 1):
+        raise Error("servesim %s exited with status %d:\n%s" % (argv[0], status, text))
+    with open(js) as f:
+        return Verdict(json.load(f), status == 0, text)
+
+
+def check(spec, *, jobs=None, update=False):
+    """The CI gate from a notebook: `servesim check SPEC.ini` (spec's baseline, tolerances and
+    scenarios). Returns a Verdict (passed, lines, text). UPDATE: rerun the scenarios and rewrite
+    the baseline instead (returns the text printed)."""
+    spec = _path("spec", spec)
+    own = option_flags({"jobs": jobs})
+    if update:
+        return command("check", spec, *own, "--update")
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        return _verdict(["check", spec, *own], d)
+
+
+def _log(name, value):
+    """A results file or request log for diagnose: a path, or Results read from a file."""
+    if isinstance(value, Results):
+        if not value.path:
+            raise keyword_error(name, "these Results hold no file: give the file's name")
+        return value.path
+    return _path(name, value)
+
+
+def diagnose(baseline, current, **options):
+    """What changed between two runs or request logs, and the OTPS alarm: `servesim diagnose`.
+    BASELINE, CURRENT: results files (or Results read from one) or request-log CSVs; OPTIONS:
+    its own flags (baseline_run, current_run, tolerance, period_s, fail_on_alarm, ...).
+    Returns a Verdict: finding, headline, the dict of --json (verdict, alarm, change, ...)."""
+    for key in ("json", "baseline", "current"):
+        if key in options:
+            raise keyword_error(key, "diagnose sets it itself (the Verdict holds the JSON)"
+                                if key == "json" else "given as the positional argument")
+    argv = ["diagnose", _log("baseline", baseline), _log("current", current),
+            *option_flags(options)]
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d:
+        return _verdict(argv, d)
 
 
 def read(path):

@@ -589,3 +589,61 @@ def test_sweep_grid_values_use_each_flags_separator():
     t = servesim.sweep({"speculative_config": [spec, dict(spec, num_speculative_tokens=5)]},
                        spec_acceptance_rate=0.6, num_requests=20)
     assert len(t.table) == 2
+
+
+def cli_status(*args):
+    """Runs the command-line binary; returns (exit status, what it prints)."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    p = subprocess.run([SERVESIM, *map(str, args)], capture_output=True, text=True, env=env)
+    return p.returncode, p.stdout
+
+
+def test_check_verdicts_from_python_equal_the_command_lines(tmp_path):
+    spec = tmp_path / "check.ini"
+    spec.write_text("baseline = base.h5\nnum-requests = 150\nrequest-rate = 8\nseed = 1\n"
+                    "[tolerance]\nttft_ms.p50 = +10%\notps.p50 = -5%\n"
+                    "[scenario.v1]\nscheduler = vllm-v1\n[scenario.c512]\nscheduler = chunked:512\n")
+    assert "updated with 2 scenarios" in servesim.check(spec, update=True)
+    v = servesim.check(spec)
+    status, text = cli_status("check", spec, "--json", tmp_path / "cli.json")
+    assert status == 0 and v.passed and v.text == text
+    assert dict(v) == json.loads(read_text(tmp_path / "cli.json"))
+    assert v["regressions"] == 0 and set(v.lines.scenario) == {"v1", "c512"}
+    # The same scenarios at 1.5x the load: TTFT rises and OTPS falls beyond the tolerances.
+    worse = tmp_path / "worse.ini"
+    worse.write_text(read_text(spec).replace("request-rate = 8", "request-rate = 12"))
+    v = servesim.check(worse)
+    status, _ = cli_status("check", worse, "--json", tmp_path / "cli-worse.json")
+    assert status == 1 and not v.passed
+    assert dict(v) == json.loads(read_text(tmp_path / "cli-worse.json"))
+    bad = v.lines[v.lines.regression]
+    assert v["regressions"] == len(bad) > 0
+    assert {"ttft_ms.p50", "otps.p50"} <= set(bad.metric)
+    with pytest.raises(servesim.Error) as e:
+        servesim.check(tmp_path / "missing.ini")
+    assert "missing.ini" in str(e.value)
+
+
+def test_diagnose_verdicts_from_python_equal_the_command_lines(tmp_path):
+    a, b, c = tmp_path / "a.h5", tmp_path / "b.h5", tmp_path / "c.h5"
+    cli("run", "--num-requests", 200, "--request-rate", 8, "--out", a)
+    cli("run", "--num-requests", 200, "--request-rate", 12, "--out", b)
+    v = servesim.diagnose(a, servesim.read(b))
+    _, text = cli_status("diagnose", a, b, "--json", tmp_path / "d.json")
+    assert v.passed and v.text == text
+    assert dict(v) == json.loads(read_text(tmp_path / "d.json"))
+    # More requests a second is the workload's change, not the host's.
+    assert v.finding == "rate" and v.headline == v["verdict"]["headline"]
+    # The same load on a slower GPU: the alarm fires and the drop is the host's throughput.
+    cli("run", "--num-requests", 600, "--request-rate", 4, "--out", a)
+    cli("run", "--num-requests", 600, "--request-rate", 4, "--gpu", "a100-80g", "--out", c)
+    v = servesim.diagnose(a, c, period_s=30, fail_on_any_alarm=True)
+    status, _ = cli_status("diagnose", a, c, "--period-s", 30, "--fail-on-any-alarm")
+    assert status == 1 and not v.passed and v["alarm"]["fired"]
+    assert v.finding == "throughput"
+    with pytest.raises(servesim.Error) as e:
+        servesim.diagnose(a, c, tolerance=-1)
+    assert e.value.field == "tolerance"
+    with pytest.raises(servesim.Error) as e:
+        servesim.diagnose(a, c, json="x.json")
+    assert e.value.field == "json"
