@@ -174,7 +174,8 @@ void run_caught(const std::vector<std::string>& args, std::ostringstream& out,
   try {
     status = run_command(args, out, hooks);
   } catch (const Error& e) {
-    failure = Failure{e.what(), e.file(), e.field(), e.path(), e.reason(), e.line(), false, nullptr};
+    failure =
+        Failure{e.what(), e.file(), e.field(), e.path(), e.reason(), e.line(), false, nullptr};
   } catch (const py::error_already_set&) {
     failure = Failure{};
     failure->python = std::current_exception();
@@ -238,11 +239,9 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
   if (failure->python) std::rethrow_exception(failure->python);
   if (failure->internal) throw std::runtime_error("servesim internal error: " + failure->message);
   py::object error = py::module_::import("servesim.errors").attr("Error");
-  PyErr_SetObject(
-      error.ptr(),
-      error(failure->message, failure->file, failure->line, failure->field, failure->reason,
-            failure->field_path)
-          .ptr());
+  PyErr_SetObject(error.ptr(), error(failure->message, failure->file, failure->line, failure->field,
+                                     failure->reason, failure->field_path)
+                                   .ptr());
   throw py::error_already_set();
 }
 
