@@ -9,18 +9,6 @@ const char* engine_name(Engine e) {
   return e == Engine::kV1 ? "v1" : "v0";
 }
 
-bool has_batch_queue(Engine e) {
-  return e == Engine::kV1;
-}
-
-bool graphs_every_step(Engine e) {
-  return e == Engine::kV1;
-}
-
-bool v1_memory_profile(Engine e) {
-  return e == Engine::kV1;
-}
-
 Engine parse_engine(std::string_view name) {
   const std::string key = lowercase(name);
   if (key == "v0") return Engine::kV0;

@@ -30,15 +30,21 @@ const char* engine_name(Engine e);  // "v0", "v1"
 Engine parse_engine(std::string_view name);
 
 // The engine's own rules, consulted here rather than branched on by the layers that use them
-// (issue 45).
+// (issue 45). Inline: the roofline asks graphs_every_step once a step.
 // Whether the engine has EngineCore's batch queue (V1, step_with_batch_queue): async scheduling.
-bool has_batch_queue(Engine e);
+inline bool has_batch_queue(Engine e) {
+  return e == Engine::kV1;
+}
 // Whether every step replays a CUDA graph (V1's piecewise graphs under torch.compile), rather
 // than decode-only steps alone (V0).
-bool graphs_every_step(Engine e);
+inline bool graphs_every_step(Engine e) {
+  return e == Engine::kV1;
+}
 // Whether the engine sizes its KV cache by V1's profile run (gpu_worker.determine_available_memory:
 // the sampler's peak, the rotary cache on every GPU), rather than V0's (models/memory_plan.hpp).
-bool v1_memory_profile(Engine e);
+inline bool v1_memory_profile(Engine e) {
+  return e == Engine::kV1;
+}
 
 struct EngineParams {
   Engine engine = Engine::kV0;

@@ -18,11 +18,17 @@ SERVESIM = os.environ.get("SERVESIM", "servesim")
 SMALL = dict(num_requests=300, request_rate=12, seed=3)
 
 
-def cli(*args):
-    """Runs the command-line binary; returns what it prints. A sanitized build's ctest preloads
-    the sanitizer's shared runtime for Python; the binary links its own, so it is not passed on."""
+def run_binary(*args):
+    """Runs the command-line binary; returns the finished process. A sanitized build's ctest
+    preloads the sanitizer's shared runtime for Python; the binary links its own, so it is not
+    passed on."""
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    p = subprocess.run([SERVESIM, *map(str, args)], capture_output=True, text=True, env=env)
+    return subprocess.run([SERVESIM, *map(str, args)], capture_output=True, text=True, env=env)
+
+
+def cli(*args):
+    """Runs the command-line binary; returns what it prints (it must exit 0)."""
+    p = run_binary(*args)
     assert p.returncode == 0, p.stderr
     return p.stdout
 
@@ -593,8 +599,7 @@ def test_sweep_grid_values_use_each_flags_separator():
 
 def cli_status(*args):
     """Runs the command-line binary; returns (exit status, what it prints)."""
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    p = subprocess.run([SERVESIM, *map(str, args)], capture_output=True, text=True, env=env)
+    p = run_binary(*args)
     return p.returncode, p.stdout
 
 
