@@ -25,26 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/windows.hpp"
-#include "sim/simulation.hpp"
+#include "analysis/results_image.hpp"
 
 namespace servesim {
-
-struct ResultsOptions {
-  double period_s = 300;  // window length (CloudWatch's 5-minute period)
-  bool steps = true;      // write the per-step table
-  // The workload's input by modality, one requests column each (ServeGen's multimodal clients);
-  // null or empty: none.
-  const InputParts* input_parts = nullptr;
-  // The level of each run's summary's prediction_intervals (0: none; run --interval).
-  double interval_level = 0.9;
-};
-
-struct NamedRun {
-  std::string name;  // unique within the file
-  const RunResult* run;
-  const nlohmann::ordered_json* workload = nullptr;  // this run's, when not the file's
-};
 
 void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs,
                       const nlohmann::ordered_json& workload, const ResultsOptions& options);

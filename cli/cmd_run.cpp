@@ -18,6 +18,7 @@
 #include "analysis/windows.hpp"
 #include "cli/commands.hpp"
 #include "cli/common.hpp"
+#include "cli/run_capture.hpp"
 #include "cli/run_flags.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
@@ -41,8 +42,11 @@ struct RunArgs {
   std::string interval = "0.9";
   double period_s = 300;
   bool no_steps = false;
+  RunCapture* capture = nullptr;  // the caller's, beside --out and --json (cli/run_capture.hpp)
 
   MetricsTool tool() const { return parse_metrics_tool(metrics_as); }
+  // Whether the results file's contents are wanted: written by --out, or captured.
+  bool keeps_results() const { return !out.empty() || capture != nullptr; }
 };
 
 po::options_description options(RunArgs& a, bool compare) {
@@ -121,7 +125,7 @@ bool parse(int argc, const char* const* argv, RunArgs& a, bool compare, std::ost
   }
   if (!a.timeline.empty()) parse_timeline_window(a.timeline_window);
   for (const char* flag : {"period-s", "no-steps"}) {
-    if (!vm[flag].defaulted() && a.out.empty()) {
+    if (!vm[flag].defaulted() && !a.keeps_results()) {
       throw Error(flag, "has no effect without --out: it shapes the results file");
     }
   }
@@ -191,7 +195,7 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<Schedule
                                     const Workload& w, Inputs& inputs, bool compare) {
   if (!(a.period_s > 0) || !std::isfinite(a.period_s)) throw Error("period-s", "must be > 0");
   // --out's per-window table: refuse before simulating, not after printing the summary.
-  if (!a.out.empty() && !w.empty() &&
+  if (a.keeps_results() && !w.empty() &&
       (w.back().arrival_s - w.front().arrival_s) / a.period_s + 1 > double(kMaxWindows)) {
     throw Error("period-s",
                 format("a period of %g s cuts the workload's %.6g s of arrivals into "
@@ -199,13 +203,13 @@ std::vector<RunResult> run_policies(const RunArgs& a, const std::vector<Schedule
                        a.period_s, w.back().arrival_s - w.front().arrival_s, size_t(kMaxWindows)));
   }
   SimulateOptions keep = simulate_options(a.spec);
-  keep.keep_steps = (!a.out.empty() && !a.no_steps) || !a.timeline.empty();
-  if (!a.timeline.empty() && (a.out.empty() || a.no_steps)) {
+  keep.keep_steps = (a.keeps_results() && !a.no_steps) || !a.timeline.empty();
+  if (!a.timeline.empty() && (!a.keeps_results() || a.no_steps)) {
     // Only the timeline wants steps: those of its window (a run of 1M requests kept ~23 KB each).
     std::tie(keep.metrics.keep_steps_from_s, keep.metrics.keep_steps_to_s) =
         parse_timeline_window(a.timeline_window);
   }
-  keep.keep_histogram = !a.out.empty();
+  keep.keep_histogram = a.keeps_results();
   RunSpec row = a.spec;
   if (compare) row.engine = compare_engine(a.spec, specs);
   const SimConfig base = base_config(row, inputs);
@@ -273,9 +277,25 @@ ordered_json seed_summaries(const RunArgs& a, const std::vector<RunResult>& runs
   return j;
 }
 
+// The results NAMED (of WORKLOAD, as O shapes them) to --out's file and the caller's capture.
+void keep_results(const RunArgs& a, const std::vector<NamedRun>& named,
+                  const ordered_json& workload, const ResultsOptions& o) {
+  if (a.capture != nullptr) a.capture->results = results_image(named, workload, o);
+  if (!a.out.empty()) write_results_h5(a.out, named, workload, o);
+}
+
+// The JSON summary TEXT to --json's file and the caller's capture.
+void keep_json(const RunArgs& a, const ordered_json& j) {
+  if (!a.json.empty() || a.capture != nullptr) {
+    const std::string text = json_text(j, 2) + "\n";
+    if (a.capture != nullptr) a.capture->json = text;
+    if (!a.json.empty()) write_text_file(a.json, text);
+  }
+}
+
 // --out with --num-seeds: one run per policy and seed, named LABEL@seed=K.
 void write_seed_results(const RunArgs& a, const SeedRuns& s) {
-  if (a.out.empty()) return;
+  if (!a.keeps_results()) return;
   std::vector<NamedRun> named;
   for (const std::vector<RunResult>& policy : s.runs) {
     for (size_t k = 0; k < policy.size(); ++k) {
@@ -287,7 +307,7 @@ void write_seed_results(const RunArgs& a, const SeedRuns& s) {
   o.period_s = a.period_s;
   o.steps = !a.no_steps;
   o.interval_level = parse_interval_level(a.interval);
-  write_results_h5(a.out, named, s.workloads.front(), o);
+  keep_results(a, named, s.workloads.front(), o);
 }
 
 std::vector<int64_t> seeds_of(const RunSpec& s) {
@@ -310,11 +330,11 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
   const std::vector<Replicate> reps = replicate(runs);
   print_replicates(out, reps);
   print_replicate_warnings(out, runs);
-  if (!a.json.empty()) {
+  if (!a.json.empty() || a.capture != nullptr) {
     ordered_json j = {{"label", run_label(r)},
                       {"replicates", replicates_json(reps, seeds_of(a.spec))}};
     j["runs"] = seed_summaries(a, runs, seeded);
-    write_text_file(a.json, json_text(j, 2) + "\n");
+    keep_json(a, j);
   }
   write_seed_results(a, seeded);
   return 0;
@@ -342,14 +362,14 @@ int compare_replicates(const RunArgs& a, const std::vector<SchedulerChoice>& spe
     row["summaries"] = seed_summaries(a, policy, seeded);
     j["runs"].push_back(row);
   }
-  if (!a.json.empty()) write_text_file(a.json, json_text(j, 2) + "\n");
+  keep_json(a, j);
   write_seed_results(a, seeded);
   return 0;
 }
 
 // --out: the HDF5 results file, one group per run named by its label.
 void write_results(const RunArgs& a, const std::vector<RunResult>& runs, const LoadedWorkload& w) {
-  if (a.out.empty()) return;
+  if (!a.keeps_results()) return;
   std::vector<NamedRun> named;
   for (const RunResult& r : runs)
     named.push_back({run_label(r), &r});
@@ -358,22 +378,23 @@ void write_results(const RunArgs& a, const std::vector<RunResult>& runs, const L
   o.steps = !a.no_steps;
   o.interval_level = parse_interval_level(a.interval);
   o.input_parts = &w.requests.input_parts;
-  write_results_h5(a.out, named, w.json, o);
+  keep_results(a, named, w.json, o);
 }
 
-// HOOKS onto A's runs.
+// HOOKS onto A's runs; before parsing, so that --no-steps and --period-s shape the capture.
 void attach(RunArgs& a, const RunHooks* hooks) {
   if (hooks == nullptr) return;
   a.spec.scheduling_hooks = hooks->scheduling;
   a.spec.router_hook = hooks->router;
+  a.capture = hooks->capture;
 }
 
 }  // namespace
 
 int cmd_run(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks) {
   RunArgs a;
-  if (!parse(argc, argv, a, false, out)) return 0;
   attach(a, hooks);
+  if (!parse(argc, argv, a, false, out)) return 0;
   if (a.spec.num_seeds > 1) return run_replicates(a, out);
   Inputs inputs;
   const LoadedWorkload w = load_workload(a.spec, inputs);
@@ -384,7 +405,7 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out, const RunHooks
   print_intervals(out, r, prediction_intervals(regime_of(r), parse_interval_level(a.interval)));
   const ordered_json summary = run_summary_json(a, r, w.json);
   if (summary.contains("metrics_as")) print_metrics_as(out, summary["metrics_as"]);
-  if (!a.json.empty()) write_text_file(a.json, json_text(summary, 2) + "\n");
+  keep_json(a, summary);
   write_results(a, runs, w);
   if (!a.timeline.empty()) {
     const auto [from, to] = parse_timeline_window(a.timeline_window);
@@ -400,8 +421,8 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out, const RunHooks
 
 int cmd_compare(int argc, const char* const* argv, std::ostream& out, const RunHooks* hooks) {
   RunArgs a;
-  if (!parse(argc, argv, a, true, out)) return 0;
   attach(a, hooks);
+  if (!parse(argc, argv, a, true, out)) return 0;
   std::vector<std::string> names = split_list(a.schedulers);
   if (names.empty()) names = kDefaultCompare;
   std::vector<SchedulerChoice> specs;  // each NAME[:BUDGET] parsed once
@@ -420,12 +441,12 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out, const RunH
     for (const std::string& warning : run_warnings(r))
       out << "WARNING: " << run_label(r) << ": " << warning << "\n";
   }
-  if (!a.json.empty()) {
+  if (!a.json.empty() || a.capture != nullptr) {
     ordered_json j;
     j["runs"] = ordered_json::array();
     for (const RunResult& r : runs)
       j["runs"].push_back(run_summary_json(a, r, w.json));
-    write_text_file(a.json, json_text(j, 2) + "\n");
+    keep_json(a, j);
   }
   write_results(a, runs, w);
   return 0;

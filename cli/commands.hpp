@@ -13,11 +13,15 @@ class RouterHook;
 
 namespace servesim::cli {
 
+struct RunCapture;  // cli/run_capture.hpp
+
 // A policy's choices made outside servesim (the Python module's policies), for run and compare:
-// null members are vLLM's own.
+// null members are vLLM's own. CAPTURE: where run and compare hand back their results and JSON
+// summary in memory, as --out and --json would write them (null: files only).
 struct RunHooks {
   const SchedulingHooks* scheduling = nullptr;
   RouterHook* router = nullptr;
+  RunCapture* capture = nullptr;
 };
 
 int cmd_run(int argc, const char* const* argv, std::ostream& out,

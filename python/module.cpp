@@ -9,6 +9,7 @@
 // thread of its own while the calling thread waits, looking every 50 ms for a signal Python has
 // pending (only the main thread sees them): Ctrl-C asks every simulation to stop
 // (util/cancel.hpp) and raises KeyboardInterrupt within a fraction of a second.
+#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "cli/cli.hpp"
+#include "cli/run_capture.hpp"
 #include "cli/run_flags.hpp"
 #include "scheduler/scheduling_hooks.hpp"
 #include "sim/router.hpp"
@@ -190,13 +192,16 @@ void run_caught(const std::vector<std::string>& args, std::ostringstream& out,
 }
 
 // Runs servesim command ARGS (ARGS[0] the command, as after the program name) and returns what it
-// prints; KEY, VICTIM and SCORE are Python policies (None: vLLM's). The GIL is released while
-// it runs and taken back for each policy call, and every 50 ms to look for Ctrl-C.
+// prints; KEY, VICTIM and SCORE are Python policies (None: vLLM's); CAPTURE (run and compare):
+// where their results and JSON go instead of files. The GIL is released while it runs and taken
+// back for each policy call, and every 50 ms to look for Ctrl-C.
 std::pair<int, std::string> command(const std::vector<std::string>& args, py::object key,
-                                    py::object victim, py::object score) {
+                                    py::object victim, py::object score,
+                                    cli::RunCapture* capture = nullptr) {
   if (args.empty()) throw py::value_error("no command");
   std::optional<PyPolicies> policies;
   cli::RunHooks hooks;
+  hooks.capture = capture;
   if (!key.is_none() || !victim.is_none() || !score.is_none()) {
     policies.emplace(std::move(key), std::move(victim), std::move(score));
     if (policies->orders_admission() || policies->chooses_victim()) hooks.scheduling = &*policies;
@@ -212,7 +217,7 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
     std::condition_variable cv;
     bool done = false;
     std::thread worker([&] {
-      run_caught(args, out, policies ? &hooks : nullptr, status, failure);
+      run_caught(args, out, policies || capture ? &hooks : nullptr, status, failure);
       const std::lock_guard<std::mutex> lock(m);
       done = true;
       cv.notify_one();
@@ -245,14 +250,82 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
   throw py::error_already_set();
 }
 
+// V as a numpy array that owns V's storage (no copy).
+template <class T>
+py::array numpy(std::vector<T>&& v) {
+  auto* owned = new std::vector<T>(std::move(v));
+  const py::capsule free(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(py::ssize_t(owned->size()), owned->data(), free);
+}
+
+// TABLE's columns by name, in the order written.
+py::dict columns(ResultsTable& table) {
+  py::dict d;
+  for (auto& column : table.columns)
+    d[py::str(column.first)] =
+        std::visit([](auto& v) { return numpy(std::move(v)); }, column.second);
+  return d;
+}
+
+// A run's results as the layout of a results file (analysis/results.hpp): its attributes, and
+// each table as {column: numpy array}.
+py::dict run_dict(RunImage& r) {
+  py::dict d;
+  d["label"] = r.label;
+  d["baseline_otps"] = r.baseline_otps;
+  d["rejection_heavy"] = r.rejection_heavy;
+  d["overloaded"] = r.overloaded;
+  d["summary"] = r.summary_json;
+  d["status_codes"] = r.status_codes;
+  d["requests"] = columns(r.requests);
+  if (r.steps) d["steps"] = columns(*r.steps);
+  d["windows"] = columns(r.windows);
+  d["itl"] = columns(r.itl);
+  return d;
+}
+
+// `servesim run` or `compare` ARGS without --out or --json files: (status, what it printed, its
+// JSON text, its results as a results file holds them).
+py::tuple captured(const std::vector<std::string>& args, py::object key, py::object victim,
+                   py::object score) {
+  cli::RunCapture capture;
+  const auto [status, text] =
+      command(args, std::move(key), std::move(victim), std::move(score), &capture);
+  if (!capture.results) return py::make_tuple(status, text, capture.json, py::none());
+  ResultsImage& image = *capture.results;
+  py::dict header;
+  header["runs"] = image.header.runs;
+  header["period_s"] = image.header.period_s;
+  header["workload"] = image.header.workload_json;
+  header["alarm_fraction"] = image.header.alarm_fraction;
+  header["alarm_baseline_run"] = image.header.alarm_baseline_run;
+  header["alarm_threshold_otps"] = image.header.alarm_threshold_otps;
+  py::list runs;
+  for (RunImage& r : image.runs)
+    runs.append(run_dict(r));
+  header["run_groups"] = runs;
+  return py::make_tuple(status, text, capture.json, header);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_servesim, m) {
   m.doc() = "servesim's C++ core: every command as the command line runs it.";
-  m.def("command", &command, py::arg("args"), py::arg("admission_key") = py::none(),
+  m.def(
+      "command",
+      [](const std::vector<std::string>& args, py::object key, py::object victim,
+         py::object score) {
+        return command(args, std::move(key), std::move(victim), std::move(score));
+      },
+      py::arg("args"), py::arg("admission_key") = py::none(),
+      py::arg("preemption_victim") = py::none(), py::arg("router_score") = py::none(),
+      "Runs a servesim command (args[0] is the command, as after the program name): returns "
+      "(exit status, what it printed). Raises servesim.Error on bad input.");
+  m.def("captured", &captured, py::arg("args"), py::arg("admission_key") = py::none(),
         py::arg("preemption_victim") = py::none(), py::arg("router_score") = py::none(),
-        "Runs a servesim command (args[0] is the command, as after the program name): returns "
-        "(exit status, what it printed). Raises servesim.Error on bad input.");
+        "Runs `servesim run` or `compare` (args[0]) with its results kept in memory: returns "
+        "(exit status, what it printed, its --json text, a dict of its --out file's attributes "
+        "and tables as numpy arrays, or None). Raises servesim.Error on bad input.");
   m.def(
       "flag_kind",
       [](const std::string& name) -> std::string {

@@ -37,6 +37,15 @@ POLICIES = ("admission_key", "preemption_victim", "router_score")
 
 def command(*args, admission_key=None, preemption_victim=None, router_score=None):
     """Runs `servesim ARGS...` in this process and returns what it prints; raises Error."""
+    policies = (admission_key, preemption_victim, router_score)
+    status, out = core().command(_argv(args, policies), *policies)
+    if status != 0:
+        raise Error("servesim %s exited with status %d:\n%s" % (args[0], status, out))
+    return out
+
+
+def _argv(args, policies):
+    """ARGS as the command line's text, after checking them and the POLICIES."""
     argv = []
     for i, a in enumerate(args):
         a = os.fspath(a) if isinstance(a, os.PathLike) else a
@@ -49,15 +58,22 @@ def command(*args, admission_key=None, preemption_victim=None, router_score=None
     if not argv:
         raise Error("no command given (servesim.command('run', ...))", field="command",
                     reason="no command given")
-    policies = (admission_key, preemption_victim, router_score)
     for name, policy in zip(POLICIES, policies):
         if policy is not None and not callable(policy):
             raise Error("field '%s': a policy is a function (or None), not %s" %
                         (name, a_kind(policy)), field=name, reason="not callable")
-    status, out = core().command(argv, *policies)
+    return argv
+
+
+def _captured(args, policies):
+    """`servesim run` or `compare` ARGS with POLICIES, its results kept in memory rather than
+    written to --out and --json and read back: (what it printed, its JSON text, its Results)."""
+    order = [policies.get(k) for k in POLICIES]
+    status, text, json_text, image = core().captured(_argv(args, order), *order)
     if status != 0:
-        raise Error("servesim %s exited with status %d:\n%s" % (args[0], status, out))
-    return out
+        raise Error("servesim %s exited with status %d:\n%s" % (args[0], status, text))
+    runs, workload, period_s, alarm = _h5.results_in_memory(image)
+    return text, json_text, _results_of(runs, workload, period_s, alarm)
 
 
 class Result:
@@ -278,6 +294,17 @@ def _frame_errors(d):
         raise Error("%s: %s" % (where, e.reason), field=e.field, reason=e.reason) from None
 
 
+@contextlib.contextmanager
+def _frame_folder(workload):
+    """A temporary folder for a DataFrame or Trace WORKLOAD's csv (the command reads a file),
+    its errors named by the frame's column and row; None, and no folder, for any other."""
+    if not isinstance(workload, (pd.DataFrame, Trace)):
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="servesim-") as d, _frame_errors(d):
+        yield d
+
+
 def _path(name, value):
     """VALUE as a file name (text or a path-like), or an Error naming argument NAME."""
     if isinstance(value, os.PathLike):
@@ -310,7 +337,10 @@ def _workload_flags(workload, d):
 
 
 def _results(path):
-    runs, workload, period_s, alarm = _h5.read_results(path)
+    return _results_of(*_h5.read_results(path), path)
+
+
+def _results_of(runs, workload, period_s, alarm, path=""):
     out = {}
     for name, p in runs.items():
         out[name] = Result(p["label"], p["summary"], p["requests"], p["steps"], p["windows"],
@@ -324,10 +354,10 @@ def _policies(kwargs):
 
 # The keywords run and compare set themselves, and why a user's would not do.
 OWN = {
-    "out": "the module writes its own results file and reads it back (use servesim.command("
+    "out": "the module takes the results in memory, not from a file (use servesim.command("
            "'run', ..., '--out=FILE') to keep one)",
-    "json": "the module writes its own JSON (the result's json_text holds it; write that, or use "
-            "servesim.command('run', ..., '--json=FILE'))",
+    "json": "the module takes the JSON in memory (the result's json_text holds it; write that, or "
+            "use servesim.command('run', ..., '--json=FILE'))",
     "help": "use servesim.command('run', '--help') for the flags",
     "no_steps": "use keep_steps=False",
 }
@@ -370,18 +400,14 @@ def run(workload=None, *, keep_steps=True, period_s=None, interval=0.9, **config
     INTERVAL: the prediction intervals' level (None: none), in summary and `intervals`."""
     policies = _policies(config)
     _refuse_own(config, workload, "run")
-    with tempfile.TemporaryDirectory(prefix="servesim-") as d, _frame_errors(d):
-        js, h5 = os.path.join(d, "run.json"), os.path.join(d, "run.h5")
-        args = ["run", *run_flags(config), *_workload_flags(workload, d), "--json=" + js,
-                "--out=" + h5, *_interval_flags(interval)]
+    with _frame_folder(workload) as d:
+        args = ["run", *run_flags(config), *_workload_flags(workload, d),
+                *_interval_flags(interval)]
         if not keep_steps:
             args.append("--no-steps")
         if period_s is not None:
             args.append("--period-s=" + checked("period_s", value_text("period_s", period_s)))
-        text = command(*args, **policies)
-        with open(js) as f:
-            json_text = f.read()
-        results = _results(h5)
+        text, json_text, results = _captured(args, policies)
     _routed(policies, results)
     r = next(iter(results.values()))
     r.text = text
@@ -397,17 +423,13 @@ def compare(schedulers=None, workload=None, *, keep_steps=True, interval=0.9, **
     _refuse_own(config, workload, "compare")
     if schedulers is not None and config.get("scheduler") is not None:
         raise keyword_error("scheduler", "given twice: as schedulers and as scheduler=")
-    with tempfile.TemporaryDirectory(prefix="servesim-") as d, _frame_errors(d):
-        js, h5 = os.path.join(d, "compare.json"), os.path.join(d, "compare.h5")
+    with _frame_folder(workload) as d:
         sched = [] if schedulers is None else ["--scheduler=" + _schedulers(schedulers)]
         args = ["compare", *sched, *run_flags(config), *_workload_flags(workload, d),
-                "--json=" + js, "--out=" + h5, *_interval_flags(interval)]
+                *_interval_flags(interval)]
         if not keep_steps:
             args.append("--no-steps")
-        text = command(*args, **policies)
-        with open(js) as f:
-            json_text = f.read()
-        results = _results(h5)
+        text, json_text, results = _captured(args, policies)
     _routed(policies, results)
     rows = json.loads(json_text)["runs"]
     if rows and "replicates" in rows[0]:  # --num-seeds: one run per policy and seed

@@ -167,12 +167,17 @@ ORDER = {
 }
 
 
+def ordered(names, order):
+    """Column NAMES (as HDF5 lists a group's members: by name) with ORDER's first."""
+    names = list(names)
+    if order:
+        names = [n for n in order if n in names] + [n for n in names if n not in order]
+    return names
+
+
 def group_frame(r, g, order=None):
     """A group of equal-length 1-D columns: ORDER's first, then the rest."""
-    names = list(g.keys())
-    listed = order
-    if listed:
-        names = [n for n in listed if n in names] + [n for n in names if n not in listed]
+    names = ordered(g.keys(), order)
     cols, length = {}, None
     for n in names:
         cols[n] = column(r, g, n, length)
@@ -187,14 +192,20 @@ def requests_frame(r, g):
     """A run's requests: status (completed | rejected) and reason (none | context_length | ...)
     as categories from the status codes."""
     df = group_frame(r, g, ORDER["requests"])
+    return with_status(r, df, attr_text(g, "status_codes", "", r), g.name)
+
+
+def with_status(r, df, status_codes, where):
+    """DF with its status codes (STATUS_CODES: 'CODE NAME' lines) as the status and reason
+    categories."""
     codes = {}
-    for line in attr_text(g, "status_codes", "", r).splitlines():
+    for line in status_codes.splitlines():
         k, _, name = line.partition(" ")
         try:
             codes[int(k)] = name
         except ValueError:
             raise r.error("%r is not 'CODE NAME'" % line) from None
-    r.at(g.name, "status")
+    r.at(where, "status")
     if "status" not in df.columns:
         raise r.error("missing column 'status'")
     at = list(df.columns).index("status")
@@ -238,6 +249,36 @@ def read_results(path):
             if k in f.attrs:
                 alarm[k] = attr_value(f.attrs[r.at("/", k).field])
     return runs, workload, period_s, alarm
+
+
+def memory_frame(columns, order):
+    """A table servesim handed back in memory ({column: numpy array}) as group_frame reads it
+    from a file: the same columns, order and dtypes."""
+    names = ordered(sorted(columns), order)
+    return pd.DataFrame({n: columns[n] for n in names})  # columns= would take 4x as long
+
+
+def results_in_memory(image):
+    """What read_results returns, from the results `servesim run` or `compare` handed back in
+    memory (_servesim.captured): no file between them."""
+    r = Reading("(results in memory)")
+    runs = {}
+    for name, g in zip(image["runs"], image["run_groups"]):
+        runs[name] = {
+            "label": g["label"],
+            "baseline_otps": g["baseline_otps"],
+            "flags": {k: bool(g[k]) for k in ("rejection_heavy", "overloaded")},
+            "summary": json.loads(g["summary"]),
+            "requests": with_status(r, memory_frame(g["requests"], ORDER["requests"]),
+                                    g["status_codes"], "/runs/%s/requests" % name),
+            "steps": memory_frame(g["steps"], ORDER["steps"]) if "steps" in g
+            else pd.DataFrame(),
+            "windows": memory_frame(g["windows"], ORDER["windows"]),
+            "itl": memory_frame(g["itl"], ORDER["itl"]),
+        }
+    workload = json.loads(image["workload"]) if image["workload"].strip() else {}
+    alarm = {k: image[k] for k in ("alarm_fraction", "alarm_baseline_run", "alarm_threshold_otps")}
+    return runs, workload, image["period_s"], alarm
 
 
 def summary_of(r, g):

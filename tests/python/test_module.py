@@ -75,6 +75,46 @@ def test_compare_and_sweep_equal_the_command_lines_bytes(tmp_path):
     assert len(s.table) == 4
 
 
+def assert_results_equal(got, want):
+    """Two Results (the module's, handed back in memory; the same command's --out file, read
+    back) hold the same runs, attributes and tables, dtypes and column order included."""
+    assert list(got) == list(want)
+    assert got.workload == want.workload and got.period_s == want.period_s
+    assert got.alarm.keys() == want.alarm.keys()
+    for k, v in want.alarm.items():
+        assert got.alarm[k] == v or (v != v and got.alarm[k] != got.alarm[k]), k
+    for name, w in want.items():
+        g = got[name]
+        assert g.label == w.label and g.summary == w.summary and g.flags == w.flags
+        assert g.baseline_otps == w.baseline_otps or (w.baseline_otps != w.baseline_otps and
+                                                      g.baseline_otps != g.baseline_otps)
+        for table in ("requests", "steps", "windows", "itl"):
+            pd.testing.assert_frame_equal(getattr(g, table), getattr(w, table),
+                                          check_index_type=False, obj=name + " " + table)
+
+
+@pytest.mark.parametrize("command, flags", [
+    ("run", ["--scheduler=chunked:512"]),
+    ("run", ["--no-steps", "--period-s=5"]),
+    ("run", ["--kv-offloading-size=8", "--dataset-name=prefix_repetition",
+             "--num-gpu-blocks=1500"]),
+    ("run", ["--num-seeds=2"]),
+    ("compare", ["--scheduler=vllm-v0,vllm-v1", "--max-model-len=2048",
+                 "--input-len=uniform:100:2500"]),
+    ("compare", ["--num-seeds=2", "--scheduler=chunked:512,vllm-v1"]),
+])
+def test_results_in_memory_equal_the_results_file(tmp_path, command, flags):
+    """run and compare hand their results to the module in memory: every run, attribute and
+    table equal to what the same command's --out file reads back as."""
+    args = [command, "--num-requests=100", "--request-rate=12", "--seed=3", *flags]
+    out = tmp_path / "r.h5"
+    js = tmp_path / "r.json"
+    want_text = servesim.command(*args, "--out=%s" % out, "--json=%s" % js)
+    text, json_text, got = servesim._captured(args, {})
+    assert_results_equal(got, servesim.read(out))
+    assert text == want_text and json_text == read_text(js)
+
+
 def test_frames_have_proper_dtypes():
     r = servesim.run(scheduler="vllm-v1", max_model_len=2048,
                      input_len="uniform:100:2500", output_len="fixed:20", **SMALL)
