@@ -313,7 +313,6 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   c.memory.gpu_memory_utilization = s.gpu_memory_utilization;
   c.memory.runtime_reserve_gib = s.runtime_reserve_gib.given() ? *s.runtime_reserve_gib : NAN;
   c.memory.num_gpu_blocks_override = s.num_gpu_blocks;
-  if (s.max_num_batched_tokens < 0) throw Error(field::kMaxNumBatchedTokens, "must be >= 1");
   c.cost_model = s.cost_model;
   if (!s.calibration.empty()) {
     if (s.cost_model != "roofline")
