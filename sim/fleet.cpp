@@ -69,18 +69,6 @@ struct Replica {
   Host host;
 };
 
-// The fleet's prefix cache: every replica's counters summed (cached_prompt_tokens is counted
-// over the fleet's records).
-void add_prefix_cache(const PrefixCacheSummary& r, PrefixCacheSummary& p) {
-  if (!r.enabled) return;
-  p.enabled = true;
-  p.queries += r.queries;
-  p.hits += r.hits;
-  p.preempted_queries += r.preempted_queries;
-  p.preempted_hits += r.preempted_hits;
-  p.evictions += r.evictions;
-}
-
 double max_over_mean(const std::vector<double>& v) {
   double sum = 0, mx = 0;
   for (double x : v) {
@@ -313,28 +301,15 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
     RunSummary s =
         r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp, rc.gpu.hbm_bytes_per_s() * rc.tp,
                           r.scheduler->usable_blocks());
-    s.prefix_cache = prefix_cache_summary(*r.scheduler, mine);
-    add_prefix_cache(s.prefix_cache, result.summary.prefix_cache);
-    s.spec_decode = spec_decode_summary(*r.scheduler);
-    add_spec_decode(s.spec_decode, result.summary.spec_decode);
-    s.kv_offload = kv_offload_summary(*r.scheduler, r.host.host_link_busy_s(), mine);
-    const KvOffloadOptions& o = rc.offload;
-    s.kv_offload.cpu_bytes = o.cpu_bytes * (o.per_rank ? rc.tp : 1);
-    add_kv_offload(s.kv_offload, result.summary.kv_offload);
-    s.lora = lora_summary(rc, r.host, mine);
-    add_lora(s.lora, result.summary.lora);
+    summarize_features(rc, *r.scheduler, r.host, mine, s);
+    add_features(s, result.summary);
     result.discarded_tokens += r.scheduler->discarded_tokens();
     busy[i] = s.busy_s;
     queue[i] = s.queue_len.mean;
     out.replicas.push_back(std::move(s));
   }
   if (!uniform) out.pools = pool_summaries(replicas, records, out);
-  for (const RequestRecord& r : result.requests)
-    result.summary.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
-  if (result.summary.kv_offload.enabled) {
-    result.summary.kv_offload.load_ms = kv_load_ms(result.requests);
-  }
-  if (result.summary.lora.enabled) count_lora_requests(result.requests, result.summary.lora);
+  finish_features(result.requests, result.summary);
   if (autoscaled) {
     std::vector<double> b, q;
     for (size_t i = 0; i < n; ++i) {

@@ -28,6 +28,16 @@ PrefixCacheSummary prefix_cache_summary(const Scheduler& scheduler,
   return p;
 }
 
+void add_prefix_cache(const PrefixCacheSummary& r, PrefixCacheSummary& p) {
+  if (!r.enabled) return;
+  p.enabled = true;
+  p.queries += r.queries;
+  p.hits += r.hits;
+  p.preempted_queries += r.preempted_queries;
+  p.preempted_hits += r.preempted_hits;
+  p.evictions += r.evictions;
+}
+
 SpecDecodeSummary spec_decode_summary(const Scheduler& scheduler) {
   SpecDecodeSummary d;
   const SpecDecodeStats* stats = scheduler.spec_decode_stats();
@@ -125,6 +135,30 @@ void add_lora(const LoraSummary& r, LoraSummary& into) {
   into.activations += r.activations;
   into.load_s += r.load_s;
   into.kernel_s += r.kernel_s;
+}
+
+void summarize_features(const SimConfig& c, const Scheduler& scheduler, const Host& host,
+                        const std::vector<RequestRecord>& requests, RunSummary& s) {
+  s.prefix_cache = prefix_cache_summary(scheduler, requests);
+  s.spec_decode = spec_decode_summary(scheduler);
+  s.kv_offload = kv_offload_summary(scheduler, host.host_link_busy_s(), requests);
+  // LMCache's per-rank size is each TP rank's.
+  s.kv_offload.cpu_bytes = c.offload.cpu_bytes * (c.offload.per_rank ? c.tp : 1);
+  s.lora = lora_summary(c, host, requests);
+}
+
+void add_features(const RunSummary& replica, RunSummary& into) {
+  add_prefix_cache(replica.prefix_cache, into.prefix_cache);
+  add_spec_decode(replica.spec_decode, into.spec_decode);
+  add_kv_offload(replica.kv_offload, into.kv_offload);
+  add_lora(replica.lora, into.lora);
+}
+
+void finish_features(const std::vector<RequestRecord>& requests, RunSummary& into) {
+  for (const RequestRecord& r : requests)
+    into.prefix_cache.cached_prompt_tokens += std::max(r.cached_tokens, 0);
+  if (into.kv_offload.enabled) into.kv_offload.load_ms = kv_load_ms(requests);
+  if (into.lora.enabled) count_lora_requests(requests, into.lora);
 }
 
 }  // namespace servesim

@@ -248,12 +248,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   result.requests = metrics.records(scheduler->seqs());
   result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.tp,
                                    c.gpu.hbm_bytes_per_s() * c.tp, scheduler->usable_blocks());
-  result.summary.prefix_cache = prefix_cache_summary(*scheduler, result.requests);
-  result.summary.spec_decode = spec_decode_summary(*scheduler);
-  result.summary.kv_offload =
-      kv_offload_summary(*scheduler, host.host_link_busy_s(), result.requests);
-  result.summary.kv_offload.cpu_bytes = c.offload.cpu_bytes * (c.offload.per_rank ? c.tp : 1);
-  result.summary.lora = lora_summary(c, host, result.requests);
+  summarize_features(c, *scheduler, host, result.requests, result.summary);
   if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   result.steps = metrics.take_steps();
   if (options.keep_histogram) keep_histogram(metrics, result);
