@@ -1,6 +1,8 @@
-// How a user spells each field path (util/field_path.hpp): the one table from a path to the flag
-// `servesim` takes for it (its INI key, check-spec key and sweep grid name are the same word;
-// vLLM's underscore spelling of a flag is taken too, cli/cli.cpp). Errors made below cli/ name
+// How a user spells each field path (util/field_path.hpp): the flag `servesim` takes for it, from
+// the run flag table's rows (cli/run_flag_table.cpp: each flag with its path) and, for the paths
+// of a command's own flags, this folder's short table (its INI key, check-spec key, sweep grid
+// name and Python keyword are the same word; vLLM's underscore spelling is taken too,
+// cli/cli.cpp). Errors made below cli/ name
 // paths; the speller installed here makes them name flags.
 #pragma once
 

@@ -1,5 +1,7 @@
-// The run flags' table (cli/run_flags.cpp reads it): each flag's name, help group, binding to
-// its RunSpec field, whether --help shows its default, and its help text. Split from
+// The run flags' table (cli/run_flags.cpp reads it): each flag's name, its field path
+// (util/field_path.hpp: the setting a message below cli/ names, spelled back as this flag by
+// cli/field_spellings.cpp), help group, binding to its RunSpec field, whether --help shows its
+// default, and its help text. Split from
 // run_flags.cpp so that neither file passes 600 lines nor one function 300 (issue 45).
 #pragma once
 
@@ -8,6 +10,7 @@
 #include <vector>
 
 #include "cli/run_flags.hpp"
+#include "util/field_path.hpp"
 
 namespace servesim::cli::run_flag_table {
 
@@ -36,6 +39,7 @@ using Binding = std::variant<Plain<std::string>, Plain<Given<std::string>>, Plai
                              Rate, Length, Window, OptionalBool, Goodput, Percentiles, GpuGroups>;
 struct RunFlag {
   const char* name;
+  const char* path;  // one per flag: an alias (--tp) is a path of its own
   FlagGroup group;
   Binding binding;
   bool show_default;  // --help shows RunSpec's default value

@@ -7,6 +7,7 @@
 
 #include "analysis/run_spec.hpp"
 #include "cli/field_spellings.hpp"
+#include "cli/run_flag_table.hpp"
 #include "cli/run_flags.hpp"
 #include "util/error.hpp"
 #include "util/field_path.hpp"
@@ -38,6 +39,19 @@ TEST_CASE("a run flag's path spells back to the flag", "[field_paths]") {
   CHECK(cli::field_flag(field::kMaxNumBatchedTokens) == "max-num-batched-tokens");
   CHECK(cli::field_flag(field::kKvOffloadingSize) == "kv-offloading-size");
   CHECK(cli::field_flag(field::kRequestRate) == "request-rate");
+}
+
+TEST_CASE("each run flag's row carries its own path, which spells back to it", "[field_paths]") {
+  // One table: a run flag's path is in its row (cli/run_flag_table.cpp); two rows sharing a path
+  // would spell one of them as the other.
+  std::set<std::string> declared(std::begin(field::kAll), std::end(field::kAll)), seen;
+  for (const cli::run_flag_table::RunFlag& f : cli::run_flag_table::run_flags()) {
+    INFO(f.name);
+    CHECK(declared.count(f.path) == 1);
+    CHECK(seen.insert(f.path).second);
+    CHECK(cli::field_flag(f.path) == f.name);
+  }
+  CHECK(seen.size() == cli::run_flag_names().size());
 }
 
 TEST_CASE("an error below cli names its path, the speller names the flag", "[field_paths]") {
