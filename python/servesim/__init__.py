@@ -617,11 +617,12 @@ def _verdict(argv, d):
 def check(spec, *, jobs=None, update=False):
     """The CI gate from a notebook: `servesim check SPEC.ini` (spec's baseline, tolerances and
     scenarios). Returns a Verdict (passed, lines, text). UPDATE: rerun the scenarios and rewrite
-    the baseline instead (returns the text printed)."""
+    the baseline instead: a Verdict {"updated": True} with the text printed and no lines (nothing
+    was compared)."""
     spec = _path("spec", spec)
     own = option_flags({"jobs": jobs})
     if update:
-        return command("check", spec, *own, "--update")
+        return Verdict({"updated": True}, True, command("check", spec, *own, "--update"))
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         return _verdict(["check", spec, *own], d)
 

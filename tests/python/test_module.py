@@ -648,7 +648,9 @@ def test_check_verdicts_from_python_equal_the_command_lines(tmp_path):
     spec.write_text("baseline = base.h5\nnum-requests = 150\nrequest-rate = 8\nseed = 1\n"
                     "[tolerance]\nttft_ms.p50 = +10%\notps.p50 = -5%\n"
                     "[scenario.v1]\nscheduler = vllm-v1\n[scenario.c512]\nscheduler = chunked:512\n")
-    assert "updated with 2 scenarios" in servesim.check(spec, update=True)
+    u = servesim.check(spec, update=True)
+    assert isinstance(u, servesim.Verdict) and u.passed and u["updated"] and u.lines.empty
+    assert "updated with 2 scenarios" in u.text
     v = servesim.check(spec)
     status, text = cli_status("check", spec, "--json", tmp_path / "cli.json")
     assert status == 0 and v.passed and v.text == text
