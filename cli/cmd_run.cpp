@@ -47,6 +47,8 @@ struct RunArgs {
   MetricsTool tool() const { return parse_metrics_tool(metrics_as); }
   // Whether the results file's contents are wanted: written by --out, or captured.
   bool keeps_results() const { return !out.empty() || capture != nullptr; }
+  // Whether the JSON summary is wanted: written by --json, or captured.
+  bool keeps_json() const { return !json.empty() || capture != nullptr; }
 };
 
 po::options_description options(RunArgs& a, bool compare) {
@@ -286,11 +288,10 @@ void keep_results(const RunArgs& a, const std::vector<NamedRun>& named,
 
 // The JSON summary TEXT to --json's file and the caller's capture.
 void keep_json(const RunArgs& a, const ordered_json& j) {
-  if (!a.json.empty() || a.capture != nullptr) {
-    const std::string text = json_text(j, 2) + "\n";
-    if (a.capture != nullptr) a.capture->json = text;
-    if (!a.json.empty()) write_text_file(a.json, text);
-  }
+  if (!a.keeps_json()) return;
+  const std::string text = json_text(j, 2) + "\n";
+  if (a.capture != nullptr) a.capture->json = text;
+  if (!a.json.empty()) write_text_file(a.json, text);
 }
 
 // --out with --num-seeds: one run per policy and seed, named LABEL@seed=K.
@@ -330,7 +331,7 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
   const std::vector<Replicate> reps = replicate(runs);
   print_replicates(out, reps);
   print_replicate_warnings(out, runs);
-  if (!a.json.empty() || a.capture != nullptr) {
+  if (a.keeps_json()) {
     ordered_json j = {{"label", run_label(r)},
                       {"replicates", replicates_json(reps, seeds_of(a.spec))}};
     j["runs"] = seed_summaries(a, runs, seeded);
@@ -441,7 +442,7 @@ int cmd_compare(int argc, const char* const* argv, std::ostream& out, const RunH
     for (const std::string& warning : run_warnings(r))
       out << "WARNING: " << run_label(r) << ": " << warning << "\n";
   }
-  if (!a.json.empty() || a.capture != nullptr) {
+  if (a.keeps_json()) {
     ordered_json j;
     j["runs"] = ordered_json::array();
     for (const RunResult& r : runs)

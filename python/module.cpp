@@ -254,8 +254,8 @@ std::pair<int, std::string> command(const std::vector<std::string>& args, py::ob
 template <class T>
 py::array numpy(std::vector<T>&& v) {
   auto* owned = new std::vector<T>(std::move(v));
-  const py::capsule free(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
-  return py::array_t<T>(py::ssize_t(owned->size()), owned->data(), free);
+  const py::capsule owner(owned, [](void* p) { delete static_cast<std::vector<T>*>(p); });
+  return py::array_t<T>(py::ssize_t(owned->size()), owned->data(), owner);
 }
 
 // TABLE's columns by name, in the order written.
