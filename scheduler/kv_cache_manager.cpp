@@ -16,6 +16,9 @@ KvCacheManager::KvCacheManager(int64_t num_gpu_blocks, int block_size, bool enab
       hasher_(hasher),
       usable_(num_gpu_blocks - 1),
       blocks_(size_t(num_gpu_blocks)),
+      cached_(size_t(num_gpu_blocks), kNotCached),
+      hashed_(enable_caching ? size_t(num_gpu_blocks) : 0),
+      queue_(size_t(num_gpu_blocks) * 2, 0),
       table_of_(num_requests, -1) {
   assert(num_gpu_blocks >= 2 && block_size > 0 && max_model_len > 0);
   assert(!enable_caching || hasher != nullptr);
@@ -37,37 +40,49 @@ KvCacheManager::KvCacheManager(int64_t num_gpu_blocks, int block_size, bool enab
 // --- free queue -------------------------------------------------------------------------------
 
 void KvCacheManager::queue_append(int32_t b) {
-  Block& k = blocks_[size_t(b)];
-  k.prev = tail_;
-  k.next = -1;
-  if (tail_ >= 0) {
-    blocks_[size_t(tail_)].next = b;
-  } else {
-    head_ = b;
+  if (queue_end_ == queue_.size()) {
+    // Compact: the free blocks (at most all but the null block, half of queue_) to the front, in
+    // order, their removed entries dropped.
+    size_t to = 0;
+    for (size_t i = queue_head_; i < queue_end_; ++i) {
+      const int32_t f = queue_[i];
+      if (f == 0) continue;
+      queue_[to] = f;
+      blocks_[size_t(f)].queue_pos = int32_t(to);
+      ++to;
+    }
+    std::fill(queue_.begin() + std::ptrdiff_t(to), queue_.end(), 0);
+    queue_head_ = 0;
+    queue_end_ = to;
   }
-  tail_ = b;
+  blocks_[size_t(b)].queue_pos = int32_t(queue_end_);
+  queue_[queue_end_++] = b;
   ++num_free_;
 }
 
 void KvCacheManager::queue_remove(int32_t b) {
   Block& k = blocks_[size_t(b)];
-  (k.prev >= 0 ? blocks_[size_t(k.prev)].next : head_) = k.next;
-  (k.next >= 0 ? blocks_[size_t(k.next)].prev : tail_) = k.prev;
-  k.prev = k.next = -1;
+  assert(k.queue_pos >= 0 && queue_[size_t(k.queue_pos)] == b);
+  queue_[size_t(k.queue_pos)] = 0;
+  k.queue_pos = -1;
   --num_free_;
 }
 
 int32_t KvCacheManager::queue_pop_front() {
-  const int32_t b = head_;
-  assert(b >= 0);
-  queue_remove(b);
+  assert(num_free_ > 0);
+  while (queue_[queue_head_] == 0)
+    ++queue_head_;
+  // Its queue_pos is stale until it is free again, and read only while it is.
+  const int32_t b = queue_[queue_head_++];
+  --num_free_;
   return b;
 }
 
 std::vector<int32_t> KvCacheManager::free_queue() const {
   std::vector<int32_t> out;
-  for (int32_t b = head_; b >= 0; b = blocks_[size_t(b)].next)
-    out.push_back(b);
+  for (size_t i = queue_head_; i < queue_end_; ++i) {
+    if (queue_[i] != 0) out.push_back(queue_[i]);
+  }
   return out;
 }
 
@@ -92,27 +107,28 @@ void KvCacheManager::erase(uint64_t hash) {
 }
 
 void KvCacheManager::uncache(int32_t b) {
-  Block& k = blocks_[size_t(b)];
-  if (k.dup_prev >= 0) {
-    blocks_[size_t(k.dup_prev)].dup_next = k.dup_next;
-    if (k.dup_next >= 0) blocks_[size_t(k.dup_next)].dup_prev = k.dup_prev;
-  } else if (k.dup_next >= 0) {  // the chain's head: its successor becomes the one found
-    blocks_[size_t(k.dup_next)].dup_prev = -1;
-    map_values_[slot_of(k.hash)] = k.dup_next;
-  } else if (k.mapped) {
-    erase(k.hash);
-    if (k.shared && sink_ != nullptr) sink_->hash_removed(k.hash);  // shared content's last block
+  uint8_t& state = cached_[size_t(b)];
+  if (state == kHashed) {
+    Hashed& k = hashed_[size_t(b)];
+    if (k.dup_prev >= 0) {
+      hashed_[size_t(k.dup_prev)].dup_next = k.dup_next;
+      if (k.dup_next >= 0) hashed_[size_t(k.dup_next)].dup_prev = k.dup_prev;
+    } else if (k.dup_next >= 0) {  // the chain's head: its successor becomes the one found
+      hashed_[size_t(k.dup_next)].dup_prev = -1;
+      map_values_[slot_of(k.hash)] = k.dup_next;
+    } else {
+      erase(k.hash);
+      if (k.shared && sink_ != nullptr) sink_->hash_removed(k.hash);  // shared content's last
+    }
+    k = Hashed{};
   }
-  k.mapped = false;
-  k.dup_prev = k.dup_next = -1;
-  k.hash = 0;
-  k.shared = false;
+  state = kNotCached;
 }
 
 template <class F>
 void KvCacheManager::for_each_shared_hash(F f) const {
   for (size_t i = 0; i < map_keys_.size(); ++i) {
-    if (map_keys_[i] != 0 && blocks_[size_t(map_values_[i])].shared) f(map_keys_[i]);
+    if (map_keys_[i] != 0 && hashed_[size_t(map_values_[i])].shared) f(map_keys_[i]);
   }
 }
 
@@ -125,12 +141,8 @@ bool KvCacheManager::reset_prefix_cache() {
   if (used_blocks() > 0) return false;
   // AllBlocksCleared, hash by hash.
   if (sink_ != nullptr) for_each_shared_hash([&](uint64_t h) { sink_->hash_removed(h); });
-  for (Block& b : blocks_) {
-    b.hash = 0;
-    b.dup_prev = b.dup_next = -1;
-    b.shared = false;
-    b.mapped = false;
-  }
+  std::fill(cached_.begin(), cached_.end(), uint8_t(kNotCached));
+  std::fill(hashed_.begin(), hashed_.end(), Hashed{});
   std::fill(map_keys_.begin(), map_keys_.end(), 0);
   return true;
 }
@@ -254,18 +266,17 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
       t.blocks.push_back(b);
     }
     t.num_cached = hit_blocks;
-    t.last_hash = blocks_[size_t(hits_.back())].hash;
+    t.last_hash = hashed_[size_t(hits_.back())].hash;  // a hit is always kHashed
   }
   // allocate_new_blocks: from the head of the free queue, evicting what they cached.
   for (int64_t i = 0; i < num_new_blocks; ++i) {
     const int32_t b = queue_pop_front();
-    Block& k = blocks_[size_t(b)];
-    if (k.hash != 0) {  // _maybe_evict_cached_block
+    if (cached_[size_t(b)] != kNotCached) {  // _maybe_evict_cached_block
       uncache(b);
       ++stats_.evictions;
     }
-    assert(k.ref == 0);
-    k.ref = 1;
+    assert(blocks_[size_t(b)].ref == 0);
+    blocks_[size_t(b)].ref = 1;
     t.blocks.push_back(b);
   }
   keep(s, t);
@@ -283,25 +294,23 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t shared = hasher_->shared_blocks(id);
   for (int64_t k = t.num_cached; k < num_full; ++k) {
     const int32_t b = t.blocks[size_t(k)];
-    Block& blk = blocks_[size_t(b)];
-    assert(blk.hash == 0);
+    assert(cached_[size_t(b)] == kNotCached);
     if (k >= shared) {  // its own content: hashed when a lookup may ask for it (free())
-      blk.hash = kUnhashed;
+      cached_[size_t(b)] = kOwn;
       continue;
     }
-    blk.hash = hasher_->block_hash(id, k, t.last_hash);
-    blk.shared = true;
-    map_block(b);
-    t.last_hash = blk.hash;
+    hashed_[size_t(b)].shared = true;
+    t.last_hash = hasher_->block_hash(id, k, t.last_hash);
+    map_block(b, t.last_hash);
   }
   t.num_cached = num_full;
 }
 
-void KvCacheManager::map_block(int32_t b) {
-  Block& blk = blocks_[size_t(b)];
-  const uint64_t h = blk.hash;
+void KvCacheManager::map_block(int32_t b, uint64_t h) {
+  Hashed& blk = hashed_[size_t(b)];
+  blk.hash = h;
+  cached_[size_t(b)] = kHashed;
   const size_t slot = slot_of(h);
-  blk.mapped = true;
   if (map_keys_[slot] != h) {  // the first block with this content (one probe for both)
     map_keys_[slot] = h;
     map_values_[slot] = b;
@@ -311,9 +320,9 @@ void KvCacheManager::map_block(int32_t b) {
   // BlockHashToBlockMap.insert: no de-duplication, the newer block joins the end of the chain
   // (chains are short: one block per request computing the content at once).
   int32_t last = map_values_[slot];
-  while (blocks_[size_t(last)].dup_next >= 0)
-    last = blocks_[size_t(last)].dup_next;
-  blocks_[size_t(last)].dup_next = b;
+  while (hashed_[size_t(last)].dup_next >= 0)
+    last = hashed_[size_t(last)].dup_next;
+  hashed_[size_t(last)].dup_next = b;
   blk.dup_prev = last;
 }
 
@@ -329,19 +338,15 @@ void KvCacheManager::free(uint32_t id, SeqState& s, bool preempted) {
     uint64_t parent = 0;
     for (int64_t k = 0; k < t.num_cached; ++k) {
       const int32_t b = t.blocks[size_t(k)];
-      Block& blk = blocks_[size_t(b)];
-      if (!blk.mapped) {
-        blk.hash = hasher_->block_hash(id, k, parent);
-        map_block(b);
-      }
-      parent = blk.hash;
+      if (cached_[size_t(b)] != kHashed) map_block(b, hasher_->block_hash(id, k, parent));
+      parent = hashed_[size_t(b)].hash;
     }
   }
   // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first.
   for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
-    Block& k = blocks_[size_t(*it)];
-    assert(k.ref > 0);
-    if (--k.ref == 0) queue_append(*it);
+    int32_t& ref = blocks_[size_t(*it)].ref;
+    assert(ref > 0);
+    if (--ref == 0) queue_append(*it);
   }
   release_table(id);
 }

@@ -150,23 +150,34 @@ class KvCacheManager {
 
   // For tests: the block ids request ID holds, in order, and whether BLOCK is cached.
   std::span<const int32_t> blocks_of(uint32_t id) const;
-  bool is_cached(int32_t block) const { return blocks_[size_t(block)].hash != 0; }
+  bool is_cached(int32_t block) const { return cached_[size_t(block)] != kNotCached; }
   int32_t ref_count(int32_t block) const { return blocks_[size_t(block)].ref; }
   // The free queue from its head (evicted first), for tests; O(blocks).
   std::vector<int32_t> free_queue() const;
 
  private:
-  // The hash of a cached block of a request's own content until its request is preempted
-  // (unmapped: no lookup can ask for it before).
-  static constexpr uint64_t kUnhashed = 1;
+  // The block pool's layout: what every allocation and free touches is 8 bytes a block, in one
+  // array (Block), with a byte of cache state beside it (cached_); a block's hash and its links
+  // to the blocks cached under the same hash (Hashed) are read only for content a lookup can
+  // find. The free queue is an array of block ids in queue order, not a linked list through the
+  // blocks: popping its head reads the next id from a line the prefetcher brings, where a list
+  // made each pop wait for the popped block's record to learn the next (in a fleet of 64
+  // replicas the pools outgrow the caches and every pop missed; docs/speed.md).
   struct Block {
-    uint64_t hash = 0;  // 0: not cached; kUnhashed while a request's own and unmapped
     int32_t ref = 0;
-    int32_t prev = -1, next = -1;          // free-queue links
+    int32_t queue_pos = -1;  // its entry in queue_ while free
+  };
+  enum CacheState : uint8_t {
+    kNotCached,
+    // Cached content of its request's own, whose hash nobody has asked for: unmapped (no lookup
+    // can ask for it before its request is preempted).
+    kOwn,
+    kHashed,  // cached under Hashed::hash and in the hash map
+  };
+  struct Hashed {
+    uint64_t hash = 0;
     int32_t dup_prev = -1, dup_next = -1;  // other blocks cached under the same hash, oldest first
     bool shared = false;  // cached content other requests may hold (BlockHasher::shared_blocks)
-    bool mapped = false;  // in the hash map (shared content at once; a request's own when it
-                          // is preempted, the one time a lookup can ask for it)
   };
   struct Table {
     std::vector<int32_t> blocks;
@@ -174,7 +185,9 @@ class KvCacheManager {
     uint64_t last_hash = 0;  // hash of block num_cached - 1 while its content is shared
   };
 
-  // Free queue (vLLM FreeKVCacheBlockQueue): a doubly linked list, head evicted first.
+  // Free queue (vLLM FreeKVCacheBlockQueue, head evicted first): the ids of queue_ from
+  // queue_head_ to queue_end_, a block taken from the middle (a hit on a free block) leaving a 0
+  // (the null block's id, never free) that popping skips; compacted when an append finds no room.
   void queue_remove(int32_t b);
   void queue_append(int32_t b);
   int32_t queue_pop_front();
@@ -195,8 +208,9 @@ class KvCacheManager {
                  : INT32_MAX;
   }
   void cache_blocks(uint32_t id, Table& t, int64_t num_tokens);
-  // Puts cached block B into the hash map, at the end of its hash's chain.
-  void map_block(int32_t b);
+  // Caches block B under HASH (kHashed) and puts it into the hash map, at the end of its hash's
+  // chain.
+  void map_block(int32_t b, uint64_t hash);
   // F(hash) for every hash of shared content in the map.
   template <class F>
   void for_each_shared_hash(F f) const;
@@ -213,8 +227,11 @@ class KvCacheManager {
   const BlockHasher* hasher_;
   KvEventSink* sink_ = nullptr;
   int64_t usable_;
-  std::vector<Block> blocks_;  // index 0 is vLLM's null block, never used
-  int32_t head_ = -1, tail_ = -1;
+  std::vector<Block> blocks_;    // index 0 is vLLM's null block, never used
+  std::vector<uint8_t> cached_;  // CacheState, by block
+  std::vector<Hashed> hashed_;   // read while cached_ is kHashed
+  std::vector<int32_t> queue_;   // its size fixed: twice the blocks
+  size_t queue_head_ = 0, queue_end_ = 0;
   int64_t num_free_ = 0;
   std::vector<uint64_t> map_keys_;  // 0 = empty
   std::vector<int32_t> map_values_;
