@@ -170,6 +170,7 @@ void KvCacheManager::release_table(uint32_t id) {
   k.blocks.clear();  // keeps its capacity for the next request
   k.num_cached = 0;
   k.last_hash = 0;
+  k.shared_blocks = -1;
   spare_tables_.push_back(t);
   table_of_[id] = -1;
 }
@@ -291,7 +292,9 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
 
 void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t num_full = num_tokens / block_size_;
-  const int64_t shared = hasher_->shared_blocks(id);
+  // Asked once a request: it reads the request's spec, a line of its own in a large workload.
+  if (t.shared_blocks < 0) t.shared_blocks = hasher_->shared_blocks(id);
+  const int64_t shared = t.shared_blocks;
   for (int64_t k = t.num_cached; k < num_full; ++k) {
     const int32_t b = t.blocks[size_t(k)];
     assert(cached_[size_t(b)] == kNotCached);

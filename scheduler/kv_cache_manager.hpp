@@ -181,8 +181,9 @@ class KvCacheManager {
   };
   struct Table {
     std::vector<int32_t> blocks;
-    int64_t num_cached = 0;  // leading blocks whose hash is known (cached or hit)
-    uint64_t last_hash = 0;  // hash of block num_cached - 1 while its content is shared
+    int64_t num_cached = 0;      // leading blocks whose hash is known (cached or hit)
+    uint64_t last_hash = 0;      // hash of block num_cached - 1 while its content is shared
+    int64_t shared_blocks = -1;  // the hasher's shared_blocks(request), asked once; -1: not yet
   };
 
   // Free queue (vLLM FreeKVCacheBlockQueue, head evicted first): the ids of queue_ from

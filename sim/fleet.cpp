@@ -278,8 +278,14 @@ double collect_records(const Workload& w, const std::vector<std::unique_ptr<Repl
   double end_s = w.empty() ? 0.0 : w.back().arrival_s;
   for (size_t id = 0; id < w.size(); ++id) {
     const Replica& r = *replicas[finisher(id)];
-    result.requests.push_back(metrics.record(uint32_t(id), r.scheduler->seqs()[local_of[id]]));
-    end_s = std::max(end_s, result.requests.back().last_token_s);
+    const SeqState& seq = r.scheduler->seqs()[local_of[id]];
+    RequestRecord rec = metrics.record(uint32_t(id), seq);
+    // A colocated replica told the fleet's collector only its tokens' gaps (Host::finish_step).
+    if (r.host.role() == ReplicaRole::kColocated) {
+      MetricsCollector::with_token_times(rec, r.metrics.record(local_of[id], seq));
+    }
+    end_s = std::max(end_s, rec.last_token_s);
+    result.requests.push_back(rec);
   }
   return end_s;
 }

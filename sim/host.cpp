@@ -260,12 +260,21 @@ void Host::finish_step() {
   // One call per request and step: its tokens arrive as one streamed chunk (speculative decoding
   // sends the accepted drafts with the sampled token), one inter-token gap as vLLM bench counts.
   scheduler_.update_from_output([&](uint32_t id, int32_t, bool first, bool finished) {
-    metrics_.on_token(id, now, first);
+    const double gap_s = metrics_.on_token(id, now, first);
     if (role_ == ReplicaRole::kPrefill) {
       if (finished && listener_ != nullptr) listener_->on_prefill_done(global(id));
       return;
     }
-    if (fleet_ != nullptr) fleet_->on_token(global(id), now, first);
+    // A colocated replica's collector keeps the request's token times, which the fleet's records
+    // take at the end (fleet.cpp collect_records): the fleet's collector adds only the gap, not
+    // a second per-request update at the workload id (a line of its own in a large fleet).
+    if (fleet_ != nullptr) {
+      if (role_ == ReplicaRole::kColocated) {
+        fleet_->on_gap(gap_s, first);
+      } else {
+        fleet_->on_token(global(id), now, first);
+      }
+    }
     if (finished && listener_ != nullptr) listener_->on_request_done(global(id));
   });
 }

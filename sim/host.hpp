@@ -74,6 +74,7 @@ class Host final : public EventLoop::Process {
   // Requests waiting to start at this replica (its scheduler's `waiting`).
   size_t waiting() const { return scheduler_.num_waiting(); }
   const Scheduler& scheduler() const { return scheduler_; }
+  ReplicaRole role() const { return role_; }
   Scheduler& scheduler() { return scheduler_; }
   void handle(EventLoop& loop, uint32_t tag) override;
   // KV offload (the scheduler's OffloadingConnector): the GPU's link to host memory, per GPU of

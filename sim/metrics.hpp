@@ -299,17 +299,34 @@ class MetricsCollector {
     double& first = times_[id].first_scheduled_s;
     if (first < 0) first = t;
   }
-  // REQUIRES: FIRST exactly for the request's first token.
-  void on_token(uint32_t id, double t, bool first) {
+  // REQUIRES: FIRST exactly for the request's first token. Returns the inter-token gap (0 for a
+  // first token).
+  double on_token(uint32_t id, double t, bool first) {
     TokenTimes& r = tokens_[id];
+    double gap = 0;
     if (first) {
       times_[id].first_token_s = t;
     } else {
-      const double gap = t - r.last_token_s;
+      gap = t - r.last_token_s;
       itl_s_.add(gap);
       if (gap > r.max_itl_s) r.max_itl_s = gap;
     }
     r.last_token_s = t;
+    return gap;
+  }
+  // A fleet's collector, told of a token of a request whose replica's collector keeps its
+  // times: only its inter-token gap GAP (0 for a first token: none). The fleet's records take
+  // the token times from the replica's collector (with_token_times); the fleet's ITL histogram
+  // adds the gaps in the same order as if told on_token.
+  void on_gap(double gap_s, bool first) {
+    if (!first) itl_s_.add(gap_s);
+  }
+  // REC (this collector's record of a request told only on_gap) with the token times of OWN
+  // (the record of the collector that was told on_token).
+  static void with_token_times(RequestRecord& rec, const RequestRecord& own) {
+    rec.first_token_s = own.first_token_s;
+    rec.last_token_s = own.last_token_s;
+    rec.max_itl_s = own.max_itl_s;
   }
   // Request ID's KV, TOKENS tokens of it, took SECONDS to load from the CPU tier.
   void on_kv_load(uint32_t id, double seconds, int32_t tokens) {
