@@ -1,6 +1,7 @@
 #include "sim/gateway.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "scheduler/kv_cache_manager.hpp"
@@ -104,6 +105,9 @@ void Gateway::set_routable(uint32_t replica, bool routable) {
 void Gateway::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
   replicas_ = std::move(replicas);
   outstanding_.assign(replicas_.size(), 0);
+  waiting_at_replicas_ = 0;
+  for (const ReplicaLink& r : replicas_)
+    r.host->keep_waiting_sum(&waiting_at_replicas_);
   std::vector<uint32_t> entry, decode;
   for (uint32_t i = 0; i < replicas_.size(); ++i)
     (replicas_[i].role == ReplicaRole::kDecode ? decode : entry).push_back(i);
@@ -137,9 +141,13 @@ void Gateway::handle(EventLoop& loop, uint32_t tag) {
   } else {
     send(next_);
   }
-  size_t waiting = held_.size();
+  const size_t waiting = held_.size() + size_t(waiting_at_replicas_);
+#ifndef NDEBUG
+  size_t scanned = 0;
   for (const ReplicaLink& r : replicas_)
-    waiting += r.host->waiting();
+    scanned += r.host->waiting();
+  assert(scanned == size_t(waiting_at_replicas_));
+#endif
   metrics_.on_offered(loop.now(), waiting, next_ + 1 - done_);
   if (++next_ < w_.size()) {
     loop.schedule(w_[next_].arrival_s, EventLoop::kArrival, this, kNext);

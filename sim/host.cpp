@@ -20,6 +20,7 @@ void Host::arrive(const RequestSpec& r, double sent_s) {
   // Scheduling ahead, the next schedule() is at the end of the running step, for the step after
   // the one queued: the same lag, from the scheduler's own state.
   admit(r, sent_s);
+  report_waiting();
 }
 
 void Host::admit_deferred(std::vector<std::pair<const RequestSpec*, double>>& requests) {
@@ -57,6 +58,11 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
 }
 
 void Host::handle(EventLoop&, uint32_t tag) {
+  step(tag);
+  report_waiting();
+}
+
+void Host::step(uint32_t tag) {
   if (tag == kWake || tag == kTransferDone) {
     (tag == kWake ? wake_pending_ : transfer_wake_pending_) = false;
     if (!busy_) start_steps(/*back_to_back=*/false);
