@@ -94,21 +94,6 @@ void Scheduler::begin_step() {
   step_cached_tokens_ = 0;
 }
 
-bool Scheduler::add_to_batch(uint32_t id, int64_t new_tokens, int drafts) {
-  const SeqState& s = seqs_[id];
-  SeqShape shape;
-  shape.new_tokens = static_cast<int32_t>(new_tokens);
-  shape.context_tokens = s.num_computed_tokens;
-  shape.prefill = s.prefill_stage;
-  shape.draft_tokens = static_cast<uint16_t>(drafts);
-  // Not a partial prefill: it computes every known token (V1's is_prefill_chunk is false: the
-  // computed tokens reach num_tokens + num_output_placeholders; drafts cut by the budget still
-  // sample).
-  shape.emits_token = s.num_computed_tokens + new_tokens >= s.num_tokens() + s.placeholders;
-  building().add(id, shape);
-  return shape.emits_token;
-}
-
 void Scheduler::mark_preempted(uint32_t id) {
   // Recompute (V0's PreemptionMode.RECOMPUTE for single-sequence groups; V1's only mode): prompt
   // and generated tokens are computed again when the request is re-admitted.

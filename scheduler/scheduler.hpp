@@ -111,6 +111,16 @@ class Scheduler {
   template <class OnToken>
   void update_from_output(OnToken&& on_token);
 
+  // What one entry of a batch that has run sampled: TOKENS (0: none), whether they include the
+  // request's first token and whether it finished.
+  struct Applied {
+    int32_t tokens = 0;
+    int16_t accepted = -1;  // the drafts its verification accepted (-1: no drafts verified)
+    bool first = false, finished = false;
+  };
+  // What each entry of the batch the last update_from_output() applied sampled, in the batch's
+  // order (ON_TOKEN was called for those with tokens, in this order).
+  std::span<const Applied> last_applied() const { return {applied_.data(), last_applied_}; }
   // The batch the last schedule() returned.
   const Batch& batch() const { return bufs_[cur_]; }
   // Batches scheduled and not yet applied (0, 1, or 2 when scheduling ahead), and the oldest.
@@ -173,9 +183,22 @@ class Scheduler {
 
   // The engine's step rules: fills building() (vLLM Scheduler.schedule()).
   virtual void schedule_step() = 0;
-  // Applies one entry of a batch that has run (its shape as scheduled); returns the tokens it
-  // sampled (0: none). A request that finishes sets kFinished and calls finished().
-  virtual int32_t apply(uint32_t id, const SeqShape& shape) = 0;
+  // Applies every entry of batch B that has run, in order, into OUT[i] (B.size() entries): each
+  // engine's apply(id, shape), whose tokens are counted and a request that finishes set kFinished
+  // and passed to finished(). One call a batch, the per-entry apply inlined in the engine's loop
+  // (apply_each), where a virtual call an entry took a fifth of a decode step's instructions.
+  virtual void apply_batch(const Batch& b, Applied* out) = 0;
+  template <class Engine>
+  static void apply_each(Engine& engine, const Batch& b, Applied* out) {
+    const auto ids = b.ids();
+    const auto shapes = b.shapes();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const int32_t tokens = engine.apply(ids[i], shapes[i]);
+      const SeqState& s = engine.seqs_[ids[i]];
+      out[i] = {tokens, engine.accepted_by(shapes[i]), tokens > 0 && s.generated == tokens,
+                s.status == SeqStatus::kFinished};
+    }
+  }
 
   // The engine's own admission rule beyond the context length, applied to the request's worst
   // case, LIFETIME tokens (kNone: admitted).
@@ -193,7 +216,21 @@ class Scheduler {
   void begin_step();
   // Request ID enters the batch with NEW_TOKENS to compute, DRAFTS of them speculative; returns
   // whether it then samples a token (its shape's emits_token).
-  bool add_to_batch(uint32_t id, int64_t new_tokens, int drafts = 0);
+  // Inline: once per scheduled request and step.
+  [[gnu::always_inline]] bool add_to_batch(uint32_t id, int64_t new_tokens, int drafts = 0) {
+    const SeqState& s = seqs_[id];
+    SeqShape shape;
+    shape.new_tokens = static_cast<int32_t>(new_tokens);
+    shape.context_tokens = s.num_computed_tokens;
+    shape.prefill = s.prefill_stage;
+    shape.draft_tokens = static_cast<uint16_t>(drafts);
+    // Not a partial prefill: it computes every known token (V1's is_prefill_chunk is false: the
+    // computed tokens reach num_tokens + num_output_placeholders; drafts cut by the budget still
+    // sample).
+    shape.emits_token = s.num_computed_tokens + new_tokens >= s.num_tokens() + s.placeholders;
+    building().add(id, shape);
+    return shape.emits_token;
+  }
   // Preemption by recompute, the engine's blocks already freed: its computed tokens are thrown
   // away, it is waiting again and recorded as preempted this step.
   void mark_preempted(uint32_t id);
@@ -212,6 +249,8 @@ class Scheduler {
 
   // Two batches, for a scheduler that schedules ahead; CUR_ the last built.
   Batch bufs_[2];
+  std::vector<Applied> applied_;  // update_from_output's, grown to the largest batch
+  size_t last_applied_ = 0;
   int cur_ = 0, oldest_ = 0, in_flight_ = 0;
 
   bool any_finished_ = false;
@@ -231,14 +270,15 @@ template <class OnToken>
 void Scheduler::update_from_output(OnToken&& on_token) {
   if (in_flight_ == 0) return;
   const Batch& b = bufs_[oldest_];
+  // Every entry applied before any is reported: ON_TOKEN reaches the listeners, which may add
+  // requests (a client's next) but touch no running request's state.
+  if (applied_.size() < b.size()) applied_.resize(b.size());
+  apply_batch(b, applied_.data());
+  last_applied_ = b.size();
   const auto ids = b.ids();
-  const auto shapes = b.shapes();
   for (size_t i = 0; i < ids.size(); ++i) {
-    const uint32_t id = ids[i];
-    const int32_t tokens = apply(id, shapes[i]);
-    if (tokens == 0) continue;
-    const SeqState& s = seqs_[id];
-    on_token(id, tokens, s.generated == tokens, s.status == SeqStatus::kFinished);
+    const Applied& a = applied_[i];
+    if (a.tokens > 0) on_token(ids[i], a.tokens, a.first, a.finished);
   }
   free_finished_seq_groups();
   --in_flight_;

@@ -139,7 +139,7 @@ void V0Scheduler::schedule_prefills(SchedulingBudget& budget, bool enable_chunki
   }
 }
 
-int32_t V0Scheduler::apply(uint32_t id, const SeqShape& shape) {
+inline int32_t V0Scheduler::apply(uint32_t id, const SeqShape& shape) {
   SeqState& s = seqs_[id];
   assert(s.status == SeqStatus::kRunning &&
          s.num_computed_tokens + shape.new_tokens <= s.num_tokens());
@@ -154,6 +154,10 @@ int32_t V0Scheduler::apply(uint32_t id, const SeqShape& shape) {
   free_request(id);
   finished(id);
   return 1;
+}
+
+void V0Scheduler::apply_batch(const Batch& b, Applied* out) {
+  apply_each(*this, b, out);
 }
 
 void V0Scheduler::preempt(uint32_t id) {

@@ -40,7 +40,10 @@ class V0Scheduler final : public Scheduler {
   void free_request(uint32_t id) override { blocks_.free(seqs_[id]); }
   // The step's tokens are computed now (update_num_computed_tokens); one that completes the
   // known tokens samples, and at max_tokens the request finishes and frees its blocks (free_seq).
-  int32_t apply(uint32_t id, const SeqShape& shape) override;
+  [[gnu::always_inline]] inline int32_t apply(uint32_t id, const SeqShape& shape);
+  void apply_batch(const Batch& b, Applied* out) override;
+  static int16_t accepted_by(const SeqShape&) { return -1; }  // no drafts on V0
+  friend class Scheduler;                                     // apply_each
 
   void schedule_default(SchedulingBudget& budget);
   void schedule_chunked_prefill(SchedulingBudget& budget);

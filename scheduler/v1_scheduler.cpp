@@ -88,7 +88,7 @@ void V1Scheduler::schedule_step() {
   }
 }
 
-void V1Scheduler::schedule_tokens(uint32_t id, int64_t new_tokens) {
+inline void V1Scheduler::schedule_tokens(uint32_t id, int64_t new_tokens) {
   SeqState& s = seqs_[id];
   // "Speculative decode related": the drafts among the scheduled tokens (the budget or
   // max_model_len may cut them); "New spec tokens will be set in update_draft_token_ids".
@@ -121,7 +121,7 @@ int64_t V1Scheduler::unschedule(uint32_t id) {
   return shape.new_tokens;
 }
 
-int32_t V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
+inline int32_t V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
   SeqState& s = seqs_[id];
   // "The request is already finished" (aborted while the model ran it), or a partial prefill.
   if (s.status == SeqStatus::kFinished || !shape.emits_token) return 0;
@@ -131,6 +131,7 @@ int32_t V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
     // update_from_output: num_accepted = len(generated_token_ids) - 1; the rejected drafts'
     // tokens were counted as computed when scheduled (and as placeholders, async).
     const int accepted = config_.spec.accepted(id, s.generated, shape.draft_tokens);
+    last_accepted_ = int16_t(accepted);
     const int rejected = shape.draft_tokens - accepted;
     if (s.num_computed_tokens > 0) s.num_computed_tokens -= rejected;
     if (s.placeholders > 0) s.placeholders -= rejected;
@@ -164,6 +165,10 @@ int32_t V1Scheduler::apply(uint32_t id, const SeqShape& shape) {
     s.spec_tokens = spec_tokens_;
   }
   return tokens;
+}
+
+void V1Scheduler::apply_batch(const Batch& b, Applied* out) {
+  apply_each(*this, b, out);
 }
 
 uint32_t V1Scheduler::victim() {

@@ -81,13 +81,20 @@ class V1Scheduler final : public Scheduler {
   // rolled back), the stop at max_tokens, under async scheduling the blocks its tokens now fill
   // cached (AsyncScheduler._update_request_with_output), and without it the drafter's next
   // proposals (update_draft_token_ids).
-  int32_t apply(uint32_t id, const SeqShape& shape) override;
+  [[gnu::always_inline]] inline int32_t apply(uint32_t id, const SeqShape& shape);
+  void apply_batch(const Batch& b, Applied* out) override;
+  // The drafts accepted by the apply() of an entry of SHAPE just now (-1: it verified none).
+  int16_t accepted_by(const SeqShape& shape) const {
+    return shape.draft_tokens > 0 ? last_accepted_ : int16_t(-1);
+  }
+  int16_t last_accepted_ = -1;
+  friend class Scheduler;  // apply_each
 
   void schedule_running(int64_t& token_budget);
   // Request ID enters the batch with NEW_TOKENS, which count as computed at once
   // (_update_after_schedule), its drafts among them; one that will sample holds placeholders
   // for its token and drafts under async scheduling, and its next drafts.
-  void schedule_tokens(uint32_t id, int64_t new_tokens);
+  [[gnu::always_inline]] inline void schedule_tokens(uint32_t id, int64_t new_tokens);
   // Takes ID, scheduled earlier in this step, out of the batch again; returns its tokens.
   int64_t unschedule(uint32_t id);
   void schedule_waiting(int64_t& token_budget);

@@ -256,21 +256,27 @@ class Replay {
     queue_.erase(queue_.begin());
     json outputs = json::array();
     if (nonempty) {
-      // The verifications' accepted drafts, as servesim counted them (SpecDecodeStats: each
-      // entry's apply() adds its verification just before its token callback).
+      // The verifications' accepted drafts, as servesim counted them (each entry's Applied, in
+      // the order of the token callbacks), and summed in SpecDecodeStats.
       const SpecDecodeStats* stats = sched_.spec_decode_stats();
-      int64_t drafts = stats ? stats->num_drafts : 0,
-              accepted = stats ? stats->num_accepted_tokens : 0;
+      const int64_t accepted_before = stats ? stats->num_accepted_tokens : 0;
       sched_.update_from_output([&](uint32_t id, int32_t tokens, bool, bool done) {
         if (done) finished.push_back(id);
-        json out = {{"id", reqs_[id].name}, {"tokens", tokens}};
-        if (stats != nullptr && stats->num_drafts > drafts) {
-          out["accepted"] = stats->num_accepted_tokens - accepted;
-          drafts = stats->num_drafts;
-          accepted = stats->num_accepted_tokens;
-        }
-        outputs.push_back(std::move(out));
+        outputs.push_back({{"id", reqs_[id].name}, {"tokens", tokens}});
       });
+      size_t k = 0;
+      int64_t accepted_sum = 0;
+      for (const Scheduler::Applied& a : sched_.last_applied()) {
+        if (a.tokens == 0) continue;
+        if (a.accepted >= 0) {
+          outputs[k]["accepted"] = a.accepted;
+          accepted_sum += a.accepted;
+        }
+        ++k;
+      }
+      if (stats != nullptr && stats->num_accepted_tokens - accepted_before != accepted_sum) {
+        throw std::runtime_error("the entries' accepted drafts do not add up to the stats'");
+      }
     }
     if (!finished.empty()) finished_since_schedule_ = true;
     rec["finished"] = finished_json(finished, sched_, reqs_);
