@@ -4,6 +4,7 @@
 // shape: the same shape always costs the same, which keeps simulations deterministic.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -19,6 +20,35 @@ struct SeqShape {
   // Speculative decoding: of the new tokens, the drafts this step verifies (new_tokens - 1 of a
   // decode's). The LM head scores each of them and the token before them.
   uint16_t draft_tokens = 0;
+};
+
+// The sums over a batch that a step's cost rests on, kept as the batch is built (Batch::add) so
+// that costing a step reads a few numbers instead of every sequence's shape. Integers: summed in
+// any order they are the same, and exactly the doubles a pass over the shapes summed.
+struct BatchTotals {
+  // Index 1: sequences in their prefill stage (SeqShape::prefill), 0: decodes.
+  int64_t seqs[2] = {0, 0}, tokens[2] = {0, 0};
+  // Token i of a chunk attends to the c cached tokens and to tokens 0..i of the chunk: n c +
+  // n (n + 1) / 2 (query, key) pairs; an attention kernel reads a sequence's KV once (c + n).
+  int64_t pairs[2] = {0, 0}, kv_tokens[2] = {0, 0};
+  int64_t emitting = 0;     // positions the LM head scores: each sampled one and its drafts
+  int32_t max_context = 0;  // of any sequence, its context and new tokens
+  void add(const SeqShape& s) {
+    const int64_t n = s.new_tokens, c = s.context_tokens;
+    const int p = s.prefill ? 1 : 0;
+    ++seqs[p];
+    tokens[p] += n;
+    pairs[p] += n * c + n * (n + 1) / 2;
+    kv_tokens[p] += c + n;
+    emitting += s.emits_token ? 1 + s.draft_tokens : 0;
+    max_context = std::max(max_context, s.context_tokens + s.new_tokens);
+  }
+  static BatchTotals of(std::span<const SeqShape> batch) {
+    BatchTotals t;
+    for (const SeqShape& s : batch)
+      t.add(s);
+    return t;
+  }
 };
 
 // Seconds of each part of a step, in the order they run; seconds is their sum.
@@ -39,6 +69,11 @@ class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual StepCost cost(std::span<const SeqShape> batch) const = 0;
+  // The same, given also BATCH's totals (BatchTotals::of(batch)), which a model that needs no
+  // more than the sums costs without reading the shapes.
+  virtual StepCost cost(std::span<const SeqShape> batch, const BatchTotals& /*totals*/) const {
+    return cost(batch);
+  }
   virtual std::string name() const = 0;
 };
 

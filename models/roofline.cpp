@@ -72,38 +72,25 @@ double RooflineCostModel::allreduce_seconds(double bytes) const {
 
 namespace {
 
-// The sums over a batch that the parts of a step need, gathered in one pass.
+// A batch's totals as the parts of a step use them (exact: integers below 2^53).
 struct BatchSums {
-  double tokens = 0, emitting = 0;
-  double prefill_pairs = 0, prefill_kv_tokens = 0, prefill_tokens = 0;
-  double decode_pairs = 0, decode_kv_tokens = 0, decode_seqs = 0;
-  int32_t max_context = 0;  // of any sequence
+  explicit BatchSums(const BatchTotals& t)
+      : tokens(double(t.tokens[0] + t.tokens[1])),
+        emitting(double(t.emitting)),
+        prefill_pairs(double(t.pairs[1])),
+        prefill_kv_tokens(double(t.kv_tokens[1])),
+        prefill_tokens(double(t.tokens[1])),
+        decode_pairs(double(t.pairs[0])),
+        decode_kv_tokens(double(t.kv_tokens[0])),
+        decode_seqs(double(t.seqs[0])),
+        seqs(double(t.seqs[0] + t.seqs[1])),
+        max_context(t.max_context) {}
+  double tokens, emitting;
+  double prefill_pairs, prefill_kv_tokens, prefill_tokens;
+  double decode_pairs, decode_kv_tokens, decode_seqs;
+  double seqs;
+  int32_t max_context;
 };
-
-BatchSums sum_batch(std::span<const SeqShape> batch) {
-  BatchSums b;
-  for (const SeqShape& s : batch) {
-    const double n = s.new_tokens, c = s.context_tokens;
-    b.tokens += n;
-    // The LM head scores the sampled position and, in a speculative verification, every draft.
-    b.emitting += s.emits_token ? 1 + s.draft_tokens : 0;
-    b.max_context = std::max(b.max_context, s.context_tokens + s.new_tokens);
-    // Token i of the chunk attends to the c cached tokens and to tokens 0..i of the chunk.
-    const double pairs = n * c + n * (n + 1) / 2;
-    if (s.prefill) {
-      b.prefill_pairs += pairs;
-      b.prefill_kv_tokens += c + n;
-      b.prefill_tokens += n;
-    } else {
-      b.decode_pairs += pairs;
-      // The decode kernel reads a sequence's KV once for all its query tokens (a speculative
-      // verification has k + 1; for one token this equals the pairs).
-      b.decode_kv_tokens += c + n;
-      b.decode_seqs += 1;
-    }
-  }
-  return b;
-}
 
 struct Efficiency {
   double compute, memory;  // fractions of the peak FLOP/s and HBM bandwidth
@@ -190,7 +177,11 @@ RooflineCostModel::Work RooflineCostModel::lm_head_work(double emitting) const {
 }
 
 StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
-  const BatchSums b = sum_batch(batch);
+  return cost(batch, BatchTotals::of(batch));
+}
+
+StepCost RooflineCostModel::cost(std::span<const SeqShape>, const BatchTotals& totals) const {
+  const BatchSums b(totals);
   const double tp = tp_;
   const Roof roof{gpu_.peak_flops() * tp, gpu_.hbm_bytes_per_s() * tp, hw_.knee_sharpness,
                   inverse_knee_};
@@ -237,7 +228,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
 
   // Ring all-reduce of the hidden states after attention and after the MLP.
   c.allreduce_s = 2.0 * layers_ * allreduce_seconds(b.tokens * model_.hidden_size * dtype_);
-  const double seqs = double(batch.size());
+  const double seqs = b.seqs;
   c.cpu_overhead_s = engine_.cpu_s + engine_.cpu_s_per_seq * seqs;
   c.engine_s = engine_.step_s + engine_.step_s_per_seq * seqs;
 

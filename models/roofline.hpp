@@ -50,6 +50,8 @@ class RooflineCostModel final : public CostModel {
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp, const RooflineParams& p)
       : RooflineCostModel(gpu, model, tp, p.hw, p.engine) {}
   StepCost cost(std::span<const SeqShape> batch) const override;
+  // Reads TOTALS only.
+  StepCost cost(std::span<const SeqShape> batch, const BatchTotals& totals) const override;
   std::string name() const override { return "roofline"; }
   const HardwareParams& hardware() const { return hw_; }
   const EngineParams& engine() const { return engine_; }

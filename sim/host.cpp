@@ -102,7 +102,7 @@ bool Host::plan(Planned& p, bool overlapped) {
     metrics_.on_scheduled(id, now);
     if (fleet_ != nullptr) fleet_->on_scheduled(global(id), now);
   }
-  p.run = cost_.cost(batch.shapes());
+  p.run = cost_.cost(batch.shapes(), batch.totals());
   if (lora_) add_lora(batch, p.run);
   const KvOffloadConnector* offload = scheduler_.kv_offload();
   if (offload != nullptr && !offload->config().async_load()) {
