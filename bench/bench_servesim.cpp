@@ -15,6 +15,10 @@
 //    by replica count, the router asking each replica's cache (Arg 0) or the KV-event index (1).
 //  - BM_Capacity: the capacity search of the default scenario under ttft_ms_p99=2000, with its
 //    probes and the probes stopped at their last arrival as counters.
+//  - BM_KvBlockPool: V1's block pool alone, one request's 64 blocks allocated and freed, over 1
+//    or 64 pools of 28,000 blocks taken in turn (a fleet's pools outgrowing the caches).
+//  - BM_Fleet: W1-shaped requests over 8 or 64 replicas (round-robin, 11 req/s and 150 requests
+//    a replica), chunked (Arg 0) or vllm-v1 (Arg 1); simulated output tokens as items.
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
@@ -24,6 +28,7 @@
 #include "analysis/run_spec.hpp"
 #include "bench/alloc_counter.hpp"
 #include "bench/azure2024_csv.hpp"
+#include "scheduler/kv_cache_manager.hpp"
 #include "scheduler/scheduler.hpp"
 #include "sim/event_loop.hpp"
 #include "sim/router.hpp"
@@ -277,6 +282,54 @@ void BM_Capacity(benchmark::State& state) {
   state.SetLabel("searches");
 }
 BENCHMARK(BM_Capacity)->Unit(benchmark::kMillisecond);
+
+void BM_KvBlockPool(benchmark::State& state) {
+  const size_t pools = size_t(state.range(0));
+  const int64_t blocks = 28000, block_size = 16, tokens = 64 * block_size;
+  std::vector<std::unique_ptr<KvCacheManager>> kv;
+  for (size_t i = 0; i < pools; ++i)
+    kv.push_back(
+        std::make_unique<KvCacheManager>(blocks, int(block_size), false, 1 << 20, nullptr, 1));
+  SeqState s;
+  s.input_tokens = int32_t(tokens);
+  s.output_tokens = 1;
+  size_t i = 0;
+  for (auto _ : state) {
+    KvCacheManager& k = *kv[i];
+    i = i + 1 == pools ? 0 : i + 1;
+    s.num_computed_tokens = 0;
+    if (!k.allocate_slots(0, s, tokens, 0, false)) state.SkipWithError("no room");
+    k.free(0, s);
+  }
+  state.SetItemsProcessed(int64_t(state.iterations()) * 64);
+  state.SetLabel("blocks");
+}
+BENCHMARK(BM_KvBlockPool)->Arg(1)->Arg(64);
+
+void BM_Fleet(benchmark::State& state) {
+  RunSpec spec;
+  spec.model = "llama-3.1-8b";
+  spec.gpu = "h100-sxm";
+  const int replicas = int(state.range(1));
+  spec.num_replicas = replicas;
+  spec.num_requests = 150 * replicas;
+  spec.request_rate = 11.0 * replicas;
+  spec.input_len = LengthDist::parse("normal:512:256:2:7000", "input-len");
+  spec.output_len = LengthDist::parse("normal:512:256:2:7000", "output-len");
+  spec.scheduler = state.range(0) == 0 ? "chunked:2048" : "vllm-v1:2048";
+  spec.max_num_seqs = 256;
+  spec.router = "round-robin";
+  spec.seed = 42;
+  Inputs inputs;
+  double tokens = 0;
+  for (auto _ : state) {
+    const PointRun p = run_point(spec, inputs);
+    tokens += p.run.summary.output_tokens_per_s * p.run.summary.makespan_s;
+  }
+  state.SetItemsProcessed(int64_t(tokens));
+  state.SetLabel(spec.scheduler + " output tokens");
+}
+BENCHMARK(BM_Fleet)->ArgsProduct({{0, 1}, {8, 64}})->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
