@@ -10,7 +10,8 @@
 //    requests generated and simulated): points per second, what bounds `servesim sweep`.
 //  - BM_ResultsFile: writing W1's HDF5 results file (requests, steps, 5-minute windows, ITL
 //    histogram).
-//  - BM_Router: one routing decision, per router and replica count (8, 64, 512).
+//  - BM_Router: one routing decision, per router and replica count (8, 64, 512), the fleet
+//    telling the router which replicas' loads changed (two a decision), as a simulation's does.
 //  - BM_PrefixFleet: a prefix-aware fleet end to end (prefix_repetition, 4,000 requests, vllm-v1)
 //    by replica count, the router asking each replica's cache (Arg 0) or the KV-event index (1).
 //  - BM_Capacity: the capacity search of the default scenario under ttft_ms_p99=2000, with its
@@ -221,6 +222,7 @@ class BenchFleet final : public Router::Fleet {
     std::fill(out.begin(), out.end(), 0);
   }
   int block_size() const override { return 16; }
+  bool tells_load_changes() const override { return true; }
   std::vector<ReplicaLoad> loads;
 };
 
@@ -240,7 +242,9 @@ void BM_Router(benchmark::State& state) {
     ReplicaLoad& l = fleet.loads[chosen];
     ++l.outstanding;
     l.kv_usage = double(++n % 97) / 97;
+    router.load_changed(chosen);
     fleet.loads[n % replicas].outstanding /= 2;  // others finish
+    router.load_changed(n % replicas);
     benchmark::DoNotOptimize(chosen);
   }
   state.SetLabel(router_name(o.kind));

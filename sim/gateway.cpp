@@ -15,7 +15,16 @@ namespace servesim {
 // The replicas of one role, as its router sees them.
 class Gateway::Pool final : public Router::Fleet {
  public:
-  Pool(Gateway& a, std::vector<uint32_t> members) : a_(a), members_(std::move(members)) {}
+  Pool(Gateway& a, std::vector<uint32_t> members) : a_(a), members_(std::move(members)) {
+    member_of_.assign(a_.replicas_.size(), -1);
+    for (size_t i = 0; i < members_.size(); ++i)
+      member_of_[members_[i]] = int32_t(i);
+  }
+  // Replica REPLICA's (fleet index) load may have changed: its router re-reads it.
+  void load_changed(uint32_t replica) {
+    if (router_ && member_of_[replica] >= 0) router_->load_changed(size_t(member_of_[replica]));
+  }
+  bool tells_load_changes() const override { return true; }
   void make_router(const RouterOptions& o) {
     router_.emplace(o, *this, a_.w_);
     if (o.kind != RouterKind::kPrefixAware || !o.prefix_kv_index || a_.hasher_ == nullptr) return;
@@ -69,6 +78,7 @@ class Gateway::Pool final : public Router::Fleet {
  private:
   Gateway& a_;
   std::vector<uint32_t> members_;
+  std::vector<int32_t> member_of_;  // by fleet index: its index in members_, -1 when not one
   std::optional<Router> router_;
   std::optional<PrefixIndex> index_;      // prefix-aware's, unless it asks each replica
   mutable std::vector<uint64_t> hashes_;  // asking each replica: the prompt's block hashes
@@ -158,10 +168,12 @@ void Gateway::handle(EventLoop& loop, uint32_t tag) {
 
 void Gateway::on_prefill_done(uint32_t id) {
   --outstanding_[replica_of_[id]];
+  on_load_change(replica_of_[id]);
   const double now = loop_->now();
   const uint32_t d = decode_->route(id, now);
   decode_of_[id] = d;
   ++outstanding_[d];
+  on_load_change(d);
   // Every GPU of the prefill instance sends its shard of the prompt's KV over its own link.
   const ReplicaLink& p = replicas_[replica_of_[id]];
   const double bytes = p.kv_bytes_per_token * w_[id].input_tokens;
@@ -178,6 +190,7 @@ void Gateway::on_request_done(uint32_t id) {
   if (!replica_of_.empty()) {
     const bool decoded = !decode_of_.empty() && decode_of_[id] != kNone;
     const uint32_t r = decoded ? decode_of_[id] : replica_of_[id];
+    on_load_change(r);
     if (--outstanding_[r] == 0 && autoscaler_ != nullptr) autoscaler_->on_idle(r, loop_->now());
   }
   ++done_;
@@ -190,6 +203,11 @@ void Gateway::on_request_done(uint32_t id) {
   send(i);
 }
 
+void Gateway::on_load_change(uint32_t replica) {
+  entry_->load_changed(replica);
+  decode_->load_changed(replica);
+}
+
 void Gateway::send(size_t i) {
   if (limited()) ++in_flight_;
   const double now = loop_->now();
@@ -197,6 +215,7 @@ void Gateway::send(size_t i) {
     const uint32_t r = entry_->route(i, now);
     replica_of_[i] = r;
     ++outstanding_[r];
+    entry_->load_changed(r);
   }
   if (frontend_s_ <= 0) {
     host_of(i).arrive(w_[i], now);

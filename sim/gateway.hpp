@@ -48,6 +48,7 @@ class Gateway final : public EventLoop::Process, public Host::Listener {
   void handle(EventLoop& loop, uint32_t tag) override;
   void on_request_done(uint32_t id) override;
   void on_prefill_done(uint32_t id) override;
+  void on_load_change(uint32_t replica) override;
 
   // Each request's first replica (colocated or prefill) and its decode replica (kNone when it
   // had none), by id; KV transfers: how many, their bytes and seconds summed.

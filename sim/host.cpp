@@ -11,6 +11,7 @@
 namespace servesim {
 
 void Host::arrive(const RequestSpec& r, double sent_s) {
+  if (listener_ != nullptr) listener_->on_load_change(index_);
   if (busy_ && lag_) {
     // The step after the running one counts as scheduled already: this request can join the
     // step after that.
@@ -21,6 +22,7 @@ void Host::arrive(const RequestSpec& r, double sent_s) {
   // the one queued: the same lag, from the scheduler's own state.
   admit(r, sent_s);
   report_waiting();
+  if (listener_ != nullptr) listener_->on_load_change(index_);
 }
 
 void Host::admit_deferred(std::vector<std::pair<const RequestSpec*, double>>& requests) {
@@ -58,8 +60,10 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
 }
 
 void Host::handle(EventLoop&, uint32_t tag) {
+  if (listener_ != nullptr) listener_->on_load_change(index_);
   step(tag);
   report_waiting();
+  if (listener_ != nullptr) listener_->on_load_change(index_);
 }
 
 void Host::step(uint32_t tag) {

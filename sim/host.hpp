@@ -35,6 +35,9 @@ class Host final : public EventLoop::Process {
     virtual void on_request_done(uint32_t id) = 0;
     // A prefill instance computed request ID's prompt (its KV is ready to send).
     virtual void on_prefill_done(uint32_t id) { on_request_done(id); }
+    // Replica REPLICA (the host's index) starts or ends an event (an arrival, a step's end, a
+    // wake): its waiting requests and KV usage may change in between.
+    virtual void on_load_change(uint32_t /*replica*/) {}
 
    protected:
     ~Listener() = default;

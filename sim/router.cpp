@@ -1,6 +1,7 @@
 #include "sim/router.hpp"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "util/error.hpp"
@@ -36,13 +37,63 @@ const char* router_name(RouterKind kind) {
   return "?";
 }
 
+void Router::MinTree::assign(size_t n) {
+  n_ = n;
+  leaves_ = 1;
+  while (leaves_ < n)
+    leaves_ *= 2;
+  t_.assign(2 * leaves_, INFINITY);
+}
+
+void Router::MinTree::set(size_t i, double key) {
+  size_t k = i + leaves_;
+  t_[k] = key;
+  for (k /= 2; k >= 1; k /= 2)
+    t_[k] = std::min(t_[2 * k], t_[2 * k + 1]);
+}
+
+size_t Router::MinTree::find(size_t node, size_t lo, size_t hi, size_t from, double m) const {
+  if (hi <= from || lo >= n_ || t_[node] > m) return n_;
+  if (hi - lo == 1) return lo;
+  const size_t mid = lo + (hi - lo) / 2;
+  const size_t left = find(2 * node, lo, mid, from, m);
+  return left < n_ ? left : find(2 * node + 1, mid, hi, from, m);
+}
+
+size_t Router::MinTree::first_min_from(size_t from, double m) const {
+  return find(1, 0, leaves_, from, m);
+}
+
 Router::Router(const RouterOptions& options, const Fleet& fleet, const Workload& workload)
     : options_(options), fleet_(fleet), workload_(workload) {
-  seen_.resize(fleet.size());
-  scores_.resize(fleet.size());
-  if (options.kind == RouterKind::kPrefixAware) cached_.resize(fleet.size());
-  off_.assign(fleet.size(), 0);
-  last_ = fleet.size() - 1;  // the first pick among equals is replica 0
+  const size_t n = fleet.size();
+  seen_.resize(n);
+  scores_.resize(n);
+  if (options.kind == RouterKind::kPrefixAware) cached_.resize(n);
+  off_.assign(n, 0);
+  last_ = n - 1;  // the first pick among equals is replica 0
+  pushed_ = fleet.tells_load_changes() && options.signal_delay_s <= 0;
+  stale_.assign(n, 0);
+  use_tree_ = pushed_ && options.hook == nullptr &&
+              (options.kind == RouterKind::kLeastRequests || options.kind == RouterKind::kLeastKv ||
+               options.kind == RouterKind::kSession);
+  if (use_tree_) tree_.assign(n);
+  // Every replica unread.
+  for (size_t i = 0; i < n; ++i)
+    load_changed(i);
+}
+
+double Router::tree_key(size_t i) const {
+  if (off_[i]) return INFINITY;
+  return options_.kind == RouterKind::kLeastKv ? seen_[i].kv_usage : double(seen_[i].outstanding);
+}
+
+size_t Router::least_from_tree() {
+  // best_score()'s rule: the lowest key, ties to the first after the last pick, cyclically.
+  const double m = tree_.min();
+  const size_t start = (last_ + 1) % seen_.size();
+  const size_t at = tree_.first_min_from(start, m);
+  return at < seen_.size() ? at : tree_.first_min_from(0, m);
 }
 
 void Router::set_routable(size_t replica, bool routable) {
@@ -50,9 +101,26 @@ void Router::set_routable(size_t replica, bool routable) {
   if (off_[replica] == off) return;
   off_[replica] = off;
   num_off_ += off ? 1 : size_t(-1);
+  if (use_tree_) tree_.set(replica, tree_key(replica));
 }
 
 void Router::refresh(double now) {
+  if (pushed_) {
+    for (const uint32_t i : stale_list_) {
+      seen_[i] = fleet_.load(i);
+      stale_[i] = 0;
+      if (use_tree_) tree_.set(i, tree_key(i));
+    }
+    stale_list_.clear();
+#ifndef NDEBUG
+    for (size_t i = 0; i < seen_.size(); ++i) {
+      const ReplicaLoad l = fleet_.load(i);
+      assert(l.outstanding == seen_[i].outstanding && l.waiting == seen_[i].waiting &&
+             l.kv_usage == seen_[i].kv_usage);  // the fleet told every change
+    }
+#endif
+    return;
+  }
   if (options_.signal_delay_s > 0 && now < next_refresh_s_) return;
   for (size_t i = 0; i < seen_.size(); ++i)
     seen_[i] = fleet_.load(i);
@@ -82,6 +150,7 @@ size_t Router::best_score() {
 }
 
 size_t Router::least(double (*key)(const ReplicaLoad&)) {
+  if (use_tree_) return least_from_tree();
   for (size_t i = 0; i < seen_.size(); ++i)
     scores_[i] = -key(seen_[i]);
   return best_score();

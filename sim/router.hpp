@@ -105,6 +105,10 @@ class Router {
     // Request R's LoRA adapter on a replica: 1 when its running or waiting requests use it, 0.8
     // when it has room for one more adapter, 0 otherwise.
     virtual double lora_affinity(size_t /*replica*/, const RequestSpec& /*r*/) const { return 0; }
+    // True when the fleet calls Router::load_changed(i) whenever replica i's load may have
+    // changed: a live router then re-reads only those, and least-requests, least-kv and session
+    // pick in O(log replicas). False (the default): every decision reads every replica's load.
+    virtual bool tells_load_changes() const { return false; }
 
    protected:
     ~Fleet() = default;
@@ -118,6 +122,13 @@ class Router {
   // An autoscaled fleet: a replica that is starting, draining or stopped gets no request (a
   // session pinned to it moves). REQUIRES: at least one replica stays routable.
   void set_routable(size_t replica, bool routable);
+  // REPLICA's load may have changed (a fleet that tells_load_changes()).
+  void load_changed(size_t replica) {
+    if (pushed_ && !stale_[replica]) {
+      stale_[replica] = 1;
+      stale_list_.push_back(uint32_t(replica));
+    }
+  }
 
  private:
   void refresh(double now);
@@ -128,6 +139,27 @@ class Router {
   // The best of SCORES_ (highest), ties to the first after the last pick.
   size_t best_score();
 
+  // The minimum of one key per replica and where it is, in O(log replicas) per change and query
+  // (a segment tree: leaves padded with +inf).
+  class MinTree {
+   public:
+    void assign(size_t n);
+    void set(size_t i, double key);
+    double min() const { return t_[1]; }
+    // The first replica at or after FROM whose key is the minimum M; size() when none.
+    size_t first_min_from(size_t from, double m) const;
+    size_t size() const { return n_; }
+
+   private:
+    size_t find(size_t node, size_t lo, size_t hi, size_t from, double m) const;
+    size_t n_ = 0, leaves_ = 1;
+    std::vector<double> t_;
+  };
+  // The key a tree-backed router minimises for replica I (+inf when it is not routable).
+  double tree_key(size_t i) const;
+  // least-requests, least-kv and session's fewest-requests pick from the tree.
+  size_t least_from_tree();
+
   RouterOptions options_;
   const Fleet& fleet_;
   const Workload& workload_;
@@ -137,6 +169,12 @@ class Router {
   double next_refresh_s_ = -1;
   size_t last_ = 0;
   std::vector<uint8_t> off_;  // per replica: 1 when not routable
+  // A fleet that tells_load_changes(), live: the replicas whose seen_ may be out of date.
+  bool pushed_ = false;
+  std::vector<uint8_t> stale_;
+  std::vector<uint32_t> stale_list_;
+  bool use_tree_ = false;  // pushed_ and least-requests, least-kv or session, no hook
+  MinTree tree_;
   size_t num_off_ = 0;
   std::unordered_map<uint64_t, uint32_t> sessions_;
 };
