@@ -78,6 +78,18 @@ int32_t KvCacheManager::queue_pop_front() {
   return b;
 }
 
+bool KvCacheManager::is_cached(int32_t block) const {
+  if (cached_[size_t(block)] != kNotCached) return true;
+  for (const int32_t t : table_of_) {  // held: among its table's cached blocks
+    if (t < 0) continue;
+    const Table& k = tables_[size_t(t)];
+    for (int64_t i = 0; i < k.num_cached; ++i) {
+      if (k.blocks[size_t(i)] == block) return true;
+    }
+  }
+  return false;
+}
+
 std::vector<int32_t> KvCacheManager::free_queue() const {
   std::vector<int32_t> out;
   for (size_t i = queue_head_; i < queue_end_; ++i) {
@@ -294,14 +306,13 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
   const int64_t num_full = num_tokens / block_size_;
   // Asked once a request: it reads the request's spec, a line of its own in a large workload.
   if (t.shared_blocks < 0) t.shared_blocks = hasher_->shared_blocks(id);
-  const int64_t shared = t.shared_blocks;
-  for (int64_t k = t.num_cached; k < num_full; ++k) {
+  // Blocks of the request's own content (from shared_blocks on) are hashed when a lookup may ask
+  // for them (free() of a preempted request) and marked cached when freed: nothing to do now,
+  // not even reading their ids (a line a request, cold in a large fleet).
+  const int64_t shared_end = std::min(num_full, t.shared_blocks);
+  for (int64_t k = t.num_cached; k < shared_end; ++k) {
     const int32_t b = t.blocks[size_t(k)];
     assert(cached_[size_t(b)] == kNotCached);
-    if (k >= shared) {  // its own content: hashed when a lookup may ask for it (free())
-      cached_[size_t(b)] = kOwn;
-      continue;
-    }
     hashed_[size_t(b)].shared = true;
     t.last_hash = hasher_->block_hash(id, k, t.last_hash);
     map_block(b, t.last_hash);
@@ -345,11 +356,16 @@ void KvCacheManager::free(uint32_t id, SeqState& s, bool preempted) {
       parent = hashed_[size_t(b)].hash;
     }
   }
-  // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first.
-  for (auto it = t.blocks.rbegin(); it != t.blocks.rend(); ++it) {
-    int32_t& ref = blocks_[size_t(*it)].ref;
+  // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first. A
+  // block among the table's cached ones that nobody else holds is cached content of the
+  // request's own, unless it was mapped (kOwn: cache_blocks left it unmarked).
+  for (size_t k = t.blocks.size(); k-- > 0;) {
+    const int32_t b = t.blocks[k];
+    int32_t& ref = blocks_[size_t(b)].ref;
     assert(ref > 0);
-    if (--ref == 0) queue_append(*it);
+    if (--ref > 0) continue;
+    if (int64_t(k) < t.num_cached && cached_[size_t(b)] == kNotCached) cached_[size_t(b)] = kOwn;
+    queue_append(b);
   }
   release_table(id);
 }

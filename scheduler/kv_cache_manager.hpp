@@ -150,7 +150,7 @@ class KvCacheManager {
 
   // For tests: the block ids request ID holds, in order, and whether BLOCK is cached.
   std::span<const int32_t> blocks_of(uint32_t id) const;
-  bool is_cached(int32_t block) const { return cached_[size_t(block)] != kNotCached; }
+  bool is_cached(int32_t block) const;
   int32_t ref_count(int32_t block) const { return blocks_[size_t(block)].ref; }
   // The free queue from its head (evicted first), for tests; O(blocks).
   std::vector<int32_t> free_queue() const;
@@ -170,7 +170,8 @@ class KvCacheManager {
   enum CacheState : uint8_t {
     kNotCached,
     // Cached content of its request's own, whose hash nobody has asked for: unmapped (no lookup
-    // can ask for it before its request is preempted).
+    // can ask for it before its request is preempted). Marked when its request frees it: while
+    // held, its table's num_cached says it is cached, and nothing reads its state.
     kOwn,
     kHashed,  // cached under Hashed::hash and in the hash map
   };
