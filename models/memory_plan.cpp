@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "util/error.hpp"
+#include "util/format.hpp"
 
 namespace servesim {
 
@@ -64,13 +65,22 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
   p.kv_bytes_per_block = int64_t(shape.block_size) * (model.kv_bytes_per_token_per_gpu(shape.tp) +
                                                       shape.drafter_kv_bytes_per_token);
   if (opt.num_gpu_blocks_override > 0) {
+    if (opt.num_gpu_blocks_override > kMaxKvBlocks) {
+      throw Error(field::kNumGpuBlocks, std::to_string(opt.num_gpu_blocks_override) + ": at most " +
+                                            std::to_string(kMaxKvBlocks));
+    }
     p.num_gpu_blocks = opt.num_gpu_blocks_override;
     p.overridden = true;
     return p;
   }
-  p.num_gpu_blocks = p.kv_cache_bytes > 0
-                         ? static_cast<int64_t>(std::floor(p.kv_cache_bytes / p.kv_bytes_per_block))
-                         : 0;
+  const double blocks =
+      p.kv_cache_bytes > 0 ? std::floor(p.kv_cache_bytes / p.kv_bytes_per_block) : 0.0;
+  if (blocks > double(kMaxKvBlocks)) {
+    throw Error(field::kGpu, gpu.name + " leaves room for " + format("%.3g", blocks) +
+                                 " KV blocks of " + model.name + ", more than the " +
+                                 std::to_string(kMaxKvBlocks) + " a replica may have");
+  }
+  p.num_gpu_blocks = static_cast<int64_t>(blocks);
   if (p.num_gpu_blocks < 1) {
     // Issue 44: the target alone would fit, a speculative drafter or LoRA buffers do not: blame
     // them, not the model (a 70B draft on a 1B target was "llama-3.2-1b does not fit").

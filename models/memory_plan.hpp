@@ -54,6 +54,10 @@ struct ServerShape {
   double lora_bytes = 0;
 };
 
+// The most KV blocks a replica may have: V1's free queue keeps a block's id in 30 bits
+// (scheduler/kv_cache_manager.hpp). A billion blocks is terabytes of KV on any GPU.
+inline constexpr int64_t kMaxKvBlocks = (int64_t(1) << 30) - 1;
+
 struct MemoryPlan {
   double usable_bytes = 0;  // total x gpu_memory_utilization
   double weight_bytes = 0;  // per GPU, the drafter's and the LoRA buffers included

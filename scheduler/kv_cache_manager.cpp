@@ -21,6 +21,7 @@ KvCacheManager::KvCacheManager(int64_t num_gpu_blocks, int block_size, bool enab
       queue_(size_t(num_gpu_blocks) * 2, 0),
       table_of_(num_requests, -1) {
   assert(num_gpu_blocks >= 2 && block_size > 0 && max_model_len > 0);
+  assert(num_gpu_blocks <= int64_t(kIdMask));
   assert(!enable_caching || hasher != nullptr);
   // BlockPool.__init__: every block in the free queue in id order; the null block (0) is taken
   // out for good.
@@ -45,10 +46,10 @@ void KvCacheManager::queue_append(int32_t b) {
     // order, their removed entries dropped.
     size_t to = 0;
     for (size_t i = queue_head_; i < queue_end_; ++i) {
-      const int32_t f = queue_[i];
-      if (f == 0) continue;
-      queue_[to] = f;
-      blocks_[size_t(f)].queue_pos = int32_t(to);
+      const uint32_t e = queue_[i];
+      if (e == 0) continue;
+      queue_[to] = e;
+      blocks_[e & kIdMask].queue_pos = int32_t(to);
       ++to;
     }
     std::fill(queue_.begin() + std::ptrdiff_t(to), queue_.end(), 0);
@@ -56,26 +57,25 @@ void KvCacheManager::queue_append(int32_t b) {
     queue_end_ = to;
   }
   blocks_[size_t(b)].queue_pos = int32_t(queue_end_);
-  queue_[queue_end_++] = b;
+  queue_[queue_end_++] = uint32_t(b) | uint32_t(cached_[size_t(b)]) << kStateShift;
   ++num_free_;
 }
 
 void KvCacheManager::queue_remove(int32_t b) {
   Block& k = blocks_[size_t(b)];
-  assert(k.queue_pos >= 0 && queue_[size_t(k.queue_pos)] == b);
+  assert(k.queue_pos >= 0 && (queue_[size_t(k.queue_pos)] & kIdMask) == uint32_t(b));
   queue_[size_t(k.queue_pos)] = 0;
   k.queue_pos = -1;
   --num_free_;
 }
 
-int32_t KvCacheManager::queue_pop_front() {
+uint32_t KvCacheManager::queue_pop_front() {
   assert(num_free_ > 0);
   while (queue_[queue_head_] == 0)
     ++queue_head_;
   // Its queue_pos is stale until it is free again, and read only while it is.
-  const int32_t b = queue_[queue_head_++];
   --num_free_;
-  return b;
+  return queue_[queue_head_++];
 }
 
 bool KvCacheManager::is_cached(int32_t block) const {
@@ -93,7 +93,7 @@ bool KvCacheManager::is_cached(int32_t block) const {
 std::vector<int32_t> KvCacheManager::free_queue() const {
   std::vector<int32_t> out;
   for (size_t i = queue_head_; i < queue_end_; ++i) {
-    if (queue_[i] != 0) out.push_back(queue_[i]);
+    if (queue_[i] != 0) out.push_back(int32_t(queue_[i] & kIdMask));
   }
   return out;
 }
@@ -155,6 +155,8 @@ bool KvCacheManager::reset_prefix_cache() {
   if (sink_ != nullptr) for_each_shared_hash([&](uint64_t h) { sink_->hash_removed(h); });
   std::fill(cached_.begin(), cached_.end(), uint8_t(kNotCached));
   std::fill(hashed_.begin(), hashed_.end(), Hashed{});
+  for (size_t i = queue_head_; i < queue_end_; ++i)
+    queue_[i] &= kIdMask;  // every free block's entry: not cached
   std::fill(map_keys_.begin(), map_keys_.end(), 0);
   return true;
 }
@@ -283,9 +285,15 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
   }
   // allocate_new_blocks: from the head of the free queue, evicting what they cached.
   for (int64_t i = 0; i < num_new_blocks; ++i) {
-    const int32_t b = queue_pop_front();
-    if (cached_[size_t(b)] != kNotCached) {  // _maybe_evict_cached_block
-      uncache(b);
+    const uint32_t e = queue_pop_front();
+    const int32_t b = int32_t(e & kIdMask);
+    if (const uint32_t state = e >> kStateShift;
+        state != kNotCached) {  // _maybe_evict_cached_block
+      if (state == kOwn) {
+        cached_[size_t(b)] = kNotCached;  // unmapped: nothing else to undo
+      } else {
+        uncache(b);
+      }
       ++stats_.evictions;
     }
     assert(blocks_[size_t(b)].ref == 0);

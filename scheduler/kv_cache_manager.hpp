@@ -28,6 +28,7 @@
 #include <span>
 #include <vector>
 
+#include "models/memory_plan.hpp"
 #include "scheduler/block_hasher.hpp"
 #include "scheduler/sequence.hpp"
 
@@ -187,12 +188,18 @@ class KvCacheManager {
     int64_t shared_blocks = -1;  // the hasher's shared_blocks(request), asked once; -1: not yet
   };
 
-  // Free queue (vLLM FreeKVCacheBlockQueue, head evicted first): the ids of queue_ from
+  // Free queue (vLLM FreeKVCacheBlockQueue, head evicted first): the entries of queue_ from
   // queue_head_ to queue_end_, a block taken from the middle (a hit on a free block) leaving a 0
-  // (the null block's id, never free) that popping skips; compacted when an append finds no room.
+  // (the null block's entry, never free) that popping skips; compacted when an append finds no
+  // room. An entry is the block's id with its CacheState above kStateShift, which cannot change
+  // while the block is free (reset_prefix_cache rewrites them): a pop learns whether it evicts
+  // from the entry, not from a random byte of cached_.
+  static constexpr int kStateShift = 30;
+  static constexpr uint32_t kIdMask = (1u << kStateShift) - 1;
+  static_assert(kMaxKvBlocks <= int64_t(kIdMask));
   void queue_remove(int32_t b);
   void queue_append(int32_t b);
-  int32_t queue_pop_front();
+  uint32_t queue_pop_front();  // the head's entry
   // Hash map from a block hash to the oldest block cached under it (the others follow in its
   // dup chain): open addressing, linear probing.
   size_t slot_of(uint64_t hash) const;
@@ -232,7 +239,7 @@ class KvCacheManager {
   std::vector<Block> blocks_;    // index 0 is vLLM's null block, never used
   std::vector<uint8_t> cached_;  // CacheState, by block
   std::vector<Hashed> hashed_;   // read while cached_ is kHashed
-  std::vector<int32_t> queue_;   // its size fixed: twice the blocks
+  std::vector<uint32_t> queue_;  // its size fixed: twice the blocks
   size_t queue_head_ = 0, queue_end_ = 0;
   int64_t num_free_ = 0;
   std::vector<uint64_t> map_keys_;  // 0 = empty

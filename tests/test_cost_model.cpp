@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "cost_fixtures.hpp"
+#include "helpers.hpp"
 #include "models/memory_plan.hpp"
 #include "models/roofline.hpp"
 
@@ -136,6 +137,18 @@ TEST_CASE("memory plan: Llama-2-7B on one A100-80GB, vLLM's formula by hand", "[
   CHECK(p.num_gpu_blocks == 7513);  // by hand above, not by the code's formula
   o.num_gpu_blocks_override = 100;
   CHECK(plan_memory(find_gpu("a100-80g"), find_model("llama-2-7b"), o).num_gpu_blocks == 100);
+}
+
+TEST_CASE("memory plan: more KV blocks than a block id holds are refused, not wrapped",
+          "[cost][memory]") {
+  MemoryPlanOptions o;
+  o.num_gpu_blocks_override = kMaxKvBlocks;
+  CHECK(plan_memory(find_gpu("a100-80g"), find_model("llama-2-7b"), o).num_gpu_blocks ==
+        kMaxKvBlocks);
+  o.num_gpu_blocks_override = kMaxKvBlocks + 1;  // a 31st bit: V1's free queue has 30
+  CHECK(test::error_field([&] {
+          plan_memory(find_gpu("a100-80g"), find_model("llama-2-7b"), o);
+        }) == "num-gpu-blocks");
 }
 
 TEST_CASE("memory plan: a model that does not fit is an error stating the bytes",
