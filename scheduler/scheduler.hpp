@@ -195,8 +195,8 @@ class Scheduler {
     for (size_t i = 0; i < ids.size(); ++i) {
       const int32_t tokens = engine.apply(ids[i], shapes[i]);
       const SeqState& s = engine.seqs_[ids[i]];
-      out[i] = {tokens, engine.accepted_by(shapes[i]), tokens > 0 && s.generated == tokens,
-                s.status == SeqStatus::kFinished};
+      out[i] = {tokens, tokens > 0 ? engine.accepted_by(shapes[i]) : int16_t(-1),
+                tokens > 0 && s.generated == tokens, s.status == SeqStatus::kFinished};
     }
   }
 

@@ -116,8 +116,7 @@ void Gateway::start(EventLoop& loop, std::vector<ReplicaLink> replicas) {
   replicas_ = std::move(replicas);
   outstanding_.assign(replicas_.size(), 0);
   waiting_at_replicas_ = 0;
-  for (const ReplicaLink& r : replicas_)
-    r.host->keep_waiting_sum(&waiting_at_replicas_);
+  waiting_seen_.assign(replicas_.size(), 0);
   std::vector<uint32_t> entry, decode;
   for (uint32_t i = 0; i < replicas_.size(); ++i)
     (replicas_[i].role == ReplicaRole::kDecode ? decode : entry).push_back(i);
@@ -204,6 +203,10 @@ void Gateway::on_request_done(uint32_t id) {
 }
 
 void Gateway::on_load_change(uint32_t replica) {
+  // The requests waiting at the replicas, summed without asking each at every arrival.
+  const int64_t w = int64_t(replicas_[replica].host->waiting());
+  waiting_at_replicas_ += w - waiting_seen_[replica];
+  waiting_seen_[replica] = w;
   entry_->load_changed(replica);
   decode_->load_changed(replica);
 }

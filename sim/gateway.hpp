@@ -91,7 +91,9 @@ class Gateway final : public EventLoop::Process, public Host::Listener {
   std::vector<uint32_t> replica_of_;      // with a router: each request's first replica
   std::vector<uint32_t> decode_of_;       // disaggregated: each request's decode replica
   std::vector<int64_t> outstanding_;      // per replica: routed, not yet done there
-  int64_t waiting_at_replicas_ = 0;       // their waiting(), summed (Host::keep_waiting_sum)
+  // Each replica's waiting() as its last event left it (on_load_change), and their sum.
+  std::vector<int64_t> waiting_seen_;
+  int64_t waiting_at_replicas_ = 0;
   EventLoop* loop_ = nullptr;
   Autoscaler* autoscaler_ = nullptr;
   size_t next_ = 0, in_flight_ = 0, done_ = 0;

@@ -21,7 +21,6 @@ void Host::arrive(const RequestSpec& r, double sent_s) {
   // Scheduling ahead, the next schedule() is at the end of the running step, for the step after
   // the one queued: the same lag, from the scheduler's own state.
   admit(r, sent_s);
-  report_waiting();
   if (listener_ != nullptr) listener_->on_load_change(index_);
 }
 
@@ -62,7 +61,6 @@ bool Host::admit(const RequestSpec& r, double sent_s) {
 void Host::handle(EventLoop&, uint32_t tag) {
   if (listener_ != nullptr) listener_->on_load_change(index_);
   step(tag);
-  report_waiting();
   if (listener_ != nullptr) listener_->on_load_change(index_);
 }
 

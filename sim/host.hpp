@@ -36,7 +36,7 @@ class Host final : public EventLoop::Process {
     // A prefill instance computed request ID's prompt (its KV is ready to send).
     virtual void on_prefill_done(uint32_t id) { on_request_done(id); }
     // Replica REPLICA (the host's index) starts or ends an event (an arrival, a step's end, a
-    // wake): its waiting requests and KV usage may change in between.
+    // wake): its waiting requests and KV usage may change in between, and not outside.
     virtual void on_load_change(uint32_t /*replica*/) {}
 
    protected:
@@ -76,14 +76,6 @@ class Host final : public EventLoop::Process {
   void arrive(const RequestSpec& r, double sent_s);
   // Requests waiting to start at this replica (its scheduler's `waiting`).
   size_t waiting() const { return scheduler_.num_waiting(); }
-  // A fleet's count of the requests waiting at its replicas, which this replica keeps up to date
-  // with its own waiting() after each of its events (arrive, handle), so that the fleet reads the
-  // sum at each arrival without asking every replica. SUM outlives this.
-  void keep_waiting_sum(int64_t* sum) {
-    waiting_sum_ = sum;
-    reported_waiting_ = 0;
-    report_waiting();
-  }
   const Scheduler& scheduler() const { return scheduler_; }
   ReplicaRole role() const { return role_; }
   Scheduler& scheduler() { return scheduler_; }
@@ -133,7 +125,7 @@ class Host final : public EventLoop::Process {
   // BACK_TO_BACK: it follows the previous step with no idle time.
   void start_steps(bool back_to_back);
   double step_seconds(const StepCost& cost, bool overlapped) const;
-  // handle() but for keeping the fleet's waiting count.
+  // handle() but for telling the listener of the load change around it.
   void step(uint32_t tag);
   void finish_step();
   // Starts TRANSFERS now on the host links, each after the copies before it in its direction.
@@ -159,14 +151,6 @@ class Host final : public EventLoop::Process {
   std::vector<uint32_t>* global_of_;
   ReplicaRole role_;
   uint32_t index_;  // the replica's number in its fleet
-  void report_waiting() {
-    if (waiting_sum_ == nullptr) return;
-    const int64_t w = int64_t(scheduler_.num_waiting());
-    *waiting_sum_ += w - reported_waiting_;
-    reported_waiting_ = w;
-  }
-  int64_t* waiting_sum_ = nullptr;
-  int64_t reported_waiting_ = 0;
   // The workload id of the scheduler's request ID.
   uint32_t global(uint32_t id) const { return global_of_ ? (*global_of_)[id] : id; }
   bool busy_ = false;  // a step runs on the GPU

@@ -148,7 +148,6 @@ class Router {
     double min() const { return t_[1]; }
     // The first replica at or after FROM whose key is the minimum M; size() when none.
     size_t first_min_from(size_t from, double m) const;
-    size_t size() const { return n_; }
 
    private:
     size_t find(size_t node, size_t lo, size_t hi, size_t from, double m) const;

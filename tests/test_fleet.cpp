@@ -29,6 +29,9 @@ struct FakeFleet final : Router::Fleet {
     std::copy(cached.begin(), cached.end(), out.begin());
   }
   int block_size() const override { return 16; }
+  // As a simulation's gateway does: the router then re-reads only the replicas it is told of.
+  bool tells = false;
+  bool tells_load_changes() const override { return tells; }
 };
 
 RequestSpec request(uint32_t id, int32_t input = 64, uint32_t first_span = 0,
@@ -102,6 +105,42 @@ TEST_CASE("router: round-robin, least-requests and least-kv by hand", "[fleet]")
   CHECK(kv.route(request(0), 0) == 2);
   f.loads[0].kv_usage = 0.1;
   CHECK(kv.route(request(1), 0) == 0);
+}
+
+TEST_CASE("router: told of each load change, least-requests and least-kv pick from their tree",
+          "[fleet]") {
+  // The case above, the fleet telling the router what changed: the same picks, ties included.
+  FakeFleet f;
+  f.tells = true;
+  f.loads = {{3, 0, 0.5}, {1, 0, 0.2}, {1, 0, 0.2}};
+  f.cached = {0, 0, 0};
+  const Workload w;
+  Router least(kind(RouterKind::kLeastRequests), f, w);
+  CHECK(least.route(request(0), 0) == 1);
+  CHECK(least.route(request(1), 0) == 2);
+  f.loads[1].outstanding = 5;
+  CHECK(least.route(request(2), 0) == 1);  // not told yet: the router still sees 1 there
+  least.load_changed(1);
+  CHECK(least.route(request(3), 0) == 2);  // told: 3, 5, 1
+  f.loads[0].outstanding = 0;
+  least.load_changed(0);
+  CHECK(least.route(request(4), 0) == 0);
+  least.set_routable(0, false);
+  CHECK(least.route(request(5), 0) == 2);
+
+  Router kv(kind(RouterKind::kLeastKv), f, w);
+  f.loads[1].kv_usage = 0.3;
+  kv.load_changed(1);
+  CHECK(kv.route(request(0), 0) == 2);
+  f.loads[0].kv_usage = 0.1;
+  kv.load_changed(0);
+  CHECK(kv.route(request(1), 0) == 0);
+  // Ties over many replicas go to the first after the last pick, cyclically.
+  f.loads.assign(40, {2, 0, 0.5});
+  f.cached.assign(40, 0);
+  Router many(kind(RouterKind::kLeastRequests), f, w);
+  for (size_t i = 0; i < 45; ++i)
+    CHECK(many.route(request(uint32_t(i)), 0) == i % 40);
 }
 
 TEST_CASE("router: prefix-aware weighs cached blocks against the queue and KV usage", "[fleet]") {
