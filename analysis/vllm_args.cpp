@@ -126,6 +126,10 @@ const std::vector<VllmArg> kArgs = {
      "bandwidth (Hopper: FlashInfer's published benchmark and the real runs)"},
     {"behaviour: MoE routing", "", A,
      "tokens routed uniformly over the experts: a step reads the experts some token reaches"},
+    {"behaviour: MLA attention", "", A,
+     "multi-head latent attention (DeepSeek-V3, Kimi-K2) from its shapes: the latent KV cache as "
+     "vLLM sizes it; prefills up-project the latents, decodes attend in the latent, on the "
+     "standard attention kernels' efficiencies (no MLA kernel profile)"},
     {"behaviour: GPU without profiles", "--gpu", A,
      "a GPU whose architecture has no operator profile (ada, blackwell, cdna3) takes the nearest "
      "fitted architecture's efficiencies against its own datasheet peaks"},
@@ -187,6 +191,7 @@ std::vector<std::string> approximated_args(const SimConfig& c) {
   if (c.drafter.method != SpecMethod::kNone) used.push_back("--speculative-config");
   if (c.lora.enabled) used.push_back("--enable-lora");
   if (c.model.num_experts > 1) used.push_back("behaviour: MoE routing");
+  if (c.model.mla()) used.push_back("behaviour: MLA attention");
   if (fitted_arch(c.gpu.arch) != c.gpu.arch) used.push_back("behaviour: GPU without profiles");
   return used;
 }

@@ -47,10 +47,12 @@ void list_models(std::ostream& out) {
                 "experts", "params", "active", "kv_KiB/tok", "dtype");
   out << buf;
   for (const ModelSpec& m : model_catalogue()) {
+    // MLA keeps one latent per token, not KV heads.
+    const std::string kv = m.mla() ? "mla" : std::to_string(m.num_kv_heads);
     std::snprintf(buf, sizeof buf,
-                  "%-25s %-36s %6d %6d %5d %4d %6d %6d %8d %5d/%-2d %6.2fB %7.2fB %8.0f %5s\n",
+                  "%-25s %-36s %6d %6d %5d %4s %6d %6d %8d %5d/%-2d %6.2fB %7.2fB %8.0f %5s\n",
                   m.name.c_str(), m.hf_id.c_str(), m.num_layers, m.hidden_size, m.num_heads,
-                  m.num_kv_heads, m.intermediate_size, m.vocab_size, m.max_position,
+                  kv.c_str(), m.intermediate_size, m.vocab_size, m.max_position,
                   m.experts_per_token, m.num_experts, double(m.total_params()) / 1e9,
                   double(m.active_params()) / 1e9, double(m.kv_bytes_per_token_per_gpu(1)) / 1024,
                   m.quantization().empty() ? "bf16" : m.quantization().c_str());

@@ -1,10 +1,16 @@
 // Fuzz target: load_model_file (models/model.hpp), a file of fixed, typed keys with physical
-// ranges.
+// ranges, and the parameter and byte counts of what it loads.
 #include "fuzz_common.hpp"
 #include "models/model.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = servesim::fuzz::input_file(data, size, ".ini");
-  servesim::fuzz::expect_errors([&] { servesim::load_model_file(path); });
+  servesim::fuzz::expect_errors([&] {
+    // The counts of whatever loads stay within int64 (UBSan traps an overflow).
+    const servesim::ModelSpec m = servesim::load_model_file(path);
+    (void)(m.total_params() + m.active_params() + m.weight_bytes() + m.active_linear_params() +
+           m.kv_bytes_per_token_per_gpu(1));
+    (void)m.weight_bytes_per_gpu(8);
+  });
   return 0;
 }

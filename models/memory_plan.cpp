@@ -10,11 +10,11 @@
 namespace servesim {
 
 double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int64_t num_seqs) {
-  const double per_token =
-      4.0 * m.hidden_size +
-      3.0 *
-          (m.experts_per_token * double(m.intermediate_size) + m.shared_expert_intermediate_size) /
-          tp;
+  // The widest layer's MLP (a MoE layer's routed and shared experts, or a dense layer's).
+  const double inter = std::max(
+      m.experts_per_token * double(m.intermediate_size) + m.shared_expert_intermediate_size,
+      double(m.dense_intermediate_size));
+  const double per_token = 4.0 * m.hidden_size + 3.0 * inter / tp;
   const double logits = double(std::min(num_tokens, num_seqs)) * m.vocab_size * 4.0 * 2.0;
   return double(num_tokens) * per_token * m.dtype_bytes + logits;
 }
@@ -49,11 +49,13 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
   p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
   p.drafter_weight_bytes = shape.drafter_weight_bytes;
   p.lora_bytes = shape.lora_bytes;
-  p.weight_bytes = double(model.weight_bytes()) / shape.tp + p.drafter_weight_bytes + p.lora_bytes;
+  p.weight_bytes = model.weight_bytes_per_gpu(shape.tp) + p.drafter_weight_bytes + p.lora_bytes;
   if (v1_memory_profile(shape.engine)) {
-    // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU.
+    // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU
+    // (MLA's rotates only the qk_rope_head_dim part).
     p.usable_bytes = std::ceil(p.usable_bytes);
-    p.weight_bytes += double(model.max_position) * model.head_dim * model.dtype_bytes;
+    p.weight_bytes += double(model.max_position) *
+                      (model.mla() ? model.qk_rope_head_dim : model.head_dim) * model.dtype_bytes;
     p.activation_bytes =
         v1_activation_peak_bytes(model, shape.max_num_batched_tokens, shape.max_num_seqs);
   } else {

@@ -9,10 +9,30 @@
 namespace servesim {
 
 int64_t ModelSpec::attention_params_per_layer() const {
+  if (mla()) {
+    // vLLM DeepseekV2MLAAttention: q_a_proj and q_b_proj (or q_proj), kv_a_proj_with_mqa,
+    // kv_b_proj, o_proj; no bias.
+    const int64_t h = hidden_size, heads = num_heads;
+    const int64_t qk = qk_nope_head_dim + qk_rope_head_dim;
+    const int64_t q =
+        q_lora_rank > 0 ? h * q_lora_rank + int64_t(q_lora_rank) * heads * qk : h * heads * qk;
+    const int64_t kv_a = h * (kv_lora_rank + qk_rope_head_dim);
+    const int64_t kv_b = int64_t(kv_lora_rank) * heads * (qk_nope_head_dim + v_head_dim);
+    return q + kv_a + kv_b + heads * v_head_dim * h;
+  }
   const int64_t q = int64_t(num_heads) * head_dim;
   const int64_t kv = int64_t(num_kv_heads) * head_dim;
   const int64_t bias = qkv_bias ? q + 2 * kv : 0;
   return int64_t(hidden_size) * (q + 2 * kv) + q * hidden_size + bias;
+}
+
+int64_t ModelSpec::latent_norm_params_per_layer() const {
+  return mla() ? int64_t(q_lora_rank) + kv_lora_rank : 0;
+}
+
+int64_t ModelSpec::replicated_attention_params_per_layer() const {
+  if (!mla()) return 0;
+  return int64_t(hidden_size) * (q_lora_rank + kv_lora_rank + qk_rope_head_dim);
 }
 
 int64_t ModelSpec::expert_params() const {
@@ -23,24 +43,38 @@ int64_t ModelSpec::shared_expert_params() const {
   return 3 * int64_t(hidden_size) * shared_expert_intermediate_size;
 }
 
-int64_t ModelSpec::active_linear_params_per_layer() const {
-  const int64_t router = num_experts > 1 ? int64_t(hidden_size) * num_experts : 0;
-  return attention_params_per_layer() + experts_per_token * expert_params() +
-         shared_expert_params() + router;
+int64_t ModelSpec::dense_mlp_params() const {
+  return 3 * int64_t(hidden_size) * dense_intermediate_size;
+}
+
+int64_t ModelSpec::router_params() const {
+  return int64_t(moe_layers()) * hidden_size * num_experts;
+}
+
+int64_t ModelSpec::active_mlp_params() const {
+  // A dense model's layers each pass through their one MLP (intermediate_size).
+  if (num_experts <= 1) return int64_t(num_layers) * (expert_params() + shared_expert_params());
+  return moe_layers() * (experts_per_token * expert_params() + shared_expert_params()) +
+         dense_layers * dense_mlp_params();
+}
+
+int64_t ModelSpec::active_linear_params() const {
+  return num_layers * attention_params_per_layer() + active_mlp_params() + router_params();
 }
 
 namespace {
-// Parameters kept in the model's dtype: router and norms of every layer, the embedding, the LM
-// head unless tied, the final norm and any encoder.
+// Parameters kept in the model's dtype: routers and norms of every layer (MLA's latent norms
+// too), the embedding, the LM head unless tied, the final norm and any encoder.
 int64_t unquantized_params(const ModelSpec& m) {
-  const int64_t router = m.num_experts > 1 ? int64_t(m.hidden_size) * m.num_experts : 0;
-  const int64_t norms = 2 * int64_t(m.hidden_size);
+  const int64_t norms = 2 * int64_t(m.hidden_size) + m.latent_norm_params_per_layer();
   const int64_t embed = int64_t(m.vocab_size) * m.hidden_size;
-  return m.num_layers * (router + norms) + embed +
+  return m.router_params() + m.num_layers * norms + embed +
          (m.tie_word_embeddings ? 0 : m.lm_head_params()) + m.hidden_size + m.encoder_params;
 }
 int64_t mlp_params(const ModelSpec& m) {
-  return m.num_layers * (m.num_experts * m.expert_params() + m.shared_expert_params());
+  if (m.num_experts <= 1) return m.active_mlp_params();
+  return m.moe_layers() * (m.num_experts * m.expert_params() + m.shared_expert_params()) +
+         m.dense_layers * m.dense_mlp_params();
 }
 }  // namespace
 
@@ -51,6 +85,14 @@ int64_t ModelSpec::total_params() const {
 int64_t ModelSpec::weight_bytes() const {
   return num_layers * attention_params_per_layer() * attention_weight_bytes +
          mlp_params(*this) * mlp_weight_bytes + unquantized_params(*this) * dtype_bytes;
+}
+
+double ModelSpec::weight_bytes_per_gpu(int tp) const {
+  // Only MLA's down projections are counted whole on every GPU; the norms and routers every GPU
+  // also holds whole (a few MB) are split with the rest, as before MLA was modelled.
+  const double replicated =
+      double(num_layers) * double(replicated_attention_params_per_layer()) * attention_weight_bytes;
+  return (double(weight_bytes()) - replicated) / tp + replicated;
 }
 
 std::string ModelSpec::quantization() const {
@@ -81,7 +123,7 @@ void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
 
 int64_t ModelSpec::active_params() const {
   return total_params() - encoder_params -
-         int64_t(num_layers) * (num_experts - experts_per_token) * expert_params();
+         int64_t(moe_layers()) * (num_experts - experts_per_token) * expert_params();
 }
 
 namespace {
@@ -165,6 +207,90 @@ const std::vector<ModelSpec>& model_catalogue() {
       // vision tower left in BF16 (the Llama 4 recipe's ignore list).
       {"llama-4-scout-17b-16e-fp8", "RedHatAI/Llama-4-Scout-17B-16E-Instruct-FP8-dynamic", 48, 5120,
        40, 8, 128, 8192, 202048, 10485760, 16, 1, false, false, 8192, kLlama4VisionParams, 2, 2, 1},
+      // Llama 4 Maverick: 128 routed experts (top-1) and a shared expert of width 8192 in every
+      // other layer (interleave_moe_layer_step 2), the 24 others a dense MLP of 16384
+      // (intermediate_size_mlp); Scout's vision tower. 400 B parameters, 17 B active.
+      {"llama-4-maverick-17b-128e",
+       "meta-llama/Llama-4-Maverick-17B-128E-Instruct",
+       48,
+       5120,
+       40,
+       8,
+       128,
+       8192,
+       202048,
+       1048576,
+       128,
+       1,
+       false,
+       false,
+       8192,
+       kLlama4VisionParams,
+       2,
+       2,
+       2,
+       2,
+       0,
+       0,
+       0,
+       0,
+       0,
+       24,
+       16384},
+      // Qwen3's large MoE: 128 experts of width 1536 (moe_intermediate_size), 8 routed per token,
+      // no shared expert, every layer sparse. 235 B parameters, 22 B active.
+      {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 94, 4096, 64, 4, 128, 1536, 151936, 40960, 128,
+       8},
+      // DeepSeek-V3 (and R1, its reasoning fine-tune): multi-head latent attention (q_lora_rank
+      // 1536, kv_lora_rank 512, heads of 128 + 64 rope for q and k, 128 for v), 256 routed experts
+      // of width 2048 (top-8) and one shared expert in 58 layers, the first 3
+      // (first_k_dense_replace) dense of width 18432. The published checkpoint is FP8 (128 x 128
+      // blocks) but for the embedding, the LM head, the routers and the norms. The multi-token
+      // prediction layer (num_nextn_predict_layers 1, 14 B) is loaded only as a drafter: left out.
+      // 671 B parameters, 37 B active.
+      {"deepseek-v3",
+       "deepseek-ai/DeepSeek-V3",
+       61,
+       7168,
+       128,
+       128,
+       192,
+       2048,
+       129280,
+       163840,
+       256,
+       8,
+       false,
+       false,
+       2048,
+       0,
+       2,
+       1,
+       1,
+       2,
+       1536,
+       512,
+       128,
+       64,
+       128,
+       3,
+       18432},
+      // Kimi K2: DeepSeek-V3's architecture with 64 heads, 384 routed experts and one dense layer;
+      // FP8 (128 x 128 blocks) as published. 1.04 T parameters, 32 B active.
+      {"kimi-k2", "moonshotai/Kimi-K2-Instruct",
+       61,        7168,
+       64,        64,
+       192,       2048,
+       163840,    131072,
+       384,       8,
+       false,     false,
+       2048,      0,
+       2,         1,
+       1,         2,
+       1536,      512,
+       128,       64,
+       128,       1,
+       18432},
   };
   return models;
 }
@@ -198,6 +324,9 @@ const std::pair<const char*, const char*> kDerivedModels[] = {
     {"qwq-32b", "qwen2.5-32b"},
     {"meta-llama-3.1-8b", "llama-3.1-8b"},
     {"meta-llama-3.1-70b", "llama-3.1-70b"},
+    {"deepseek-r1", "deepseek-v3"},
+    {"deepseek-r1-0528", "deepseek-v3"},
+    {"deepseek-v3-0324", "deepseek-v3"},
 };
 
 }  // namespace
@@ -265,6 +394,55 @@ void validate(const ModelSpec& m, const std::string& source) {
   if (m.shared_expert_intermediate_size < 0 || m.shared_expert_intermediate_size > (1 << 20)) {
     throw Error(source, 0, "shared_expert_intermediate_size", "must be an integer in [0, 1048576]");
   }
+  // MLA: every rank and width given, or none (kv_lora_rank 0); q_lora_rank may be 0 (no q latent).
+  const Field latent[] = {{"q_lora_rank", m.q_lora_rank, 1 << 16},
+                          {"kv_lora_rank", m.kv_lora_rank, 1 << 16},
+                          {"qk_nope_head_dim", m.qk_nope_head_dim, 1 << 12},
+                          {"qk_rope_head_dim", m.qk_rope_head_dim, 1 << 12},
+                          {"v_head_dim", m.v_head_dim, 1 << 12}};
+  for (const Field& f : latent) {
+    if (f.value < 0 || f.value > f.max) {
+      throw Error(source, 0, f.name, "must be an integer in [0, " + std::to_string(f.max) + "]");
+    }
+  }
+  // Blame a key the file has: the latent rank for a width it lacks, a width without the rank.
+  if (m.mla()) {
+    for (const Field& f : latent) {
+      if (f.value == 0 && std::string_view(f.name) != "q_lora_rank") {
+        throw Error(source, 0, "kv_lora_rank",
+                    "multi-head latent attention needs " + std::string(f.name) + " too");
+      }
+    }
+  } else {
+    for (const Field& f : latent) {
+      if (f.value > 0) {
+        throw Error(source, 0, f.name,
+                    "is a multi-head latent attention width: give kv_lora_rank too, or leave "
+                    "it out");
+      }
+    }
+  }
+  if (m.dense_layers != 0) {
+    if (m.num_experts <= 1) {
+      throw Error(source, 0, "dense_layers",
+                  "is for a MoE model's dense layers: a dense model's MLP is intermediate_size");
+    }
+    if (m.dense_layers < 0 || m.dense_layers >= m.num_layers) {
+      throw Error(source, 0, "dense_layers",
+                  "must be an integer in [0, num_hidden_layers - 1] (" +
+                      std::to_string(m.num_layers - 1) + ")");
+    }
+    if (m.dense_intermediate_size == 0) {
+      throw Error(source, 0, "dense_layers", "needs dense_intermediate_size, their MLP's width");
+    }
+    if (m.dense_intermediate_size < 1 || m.dense_intermediate_size > (1 << 20)) {
+      throw Error(source, 0, "dense_intermediate_size",
+                  "must be an integer in [1, 1048576] with dense_layers");
+    }
+  } else if (m.dense_intermediate_size != 0) {
+    throw Error(source, 0, "dense_intermediate_size",
+                "is the width of dense_layers' MLP: give dense_layers too, or leave it out");
+  }
   if (m.encoder_params < 0 || m.encoder_params > (int64_t(1) << 40)) {
     throw Error(source, 0, "encoder_params", "must be an integer in [0, 2^40]");
   }
@@ -298,6 +476,13 @@ ModelSpec load_model_file(const std::string& path) {
              {"qkv_bias", &m.qkv_bias},
              {"tie_word_embeddings", &m.tie_word_embeddings},
              {"shared_expert_intermediate_size", &m.shared_expert_intermediate_size},
+             {"q_lora_rank", &m.q_lora_rank},
+             {"kv_lora_rank", &m.kv_lora_rank},
+             {"qk_nope_head_dim", &m.qk_nope_head_dim},
+             {"qk_rope_head_dim", &m.qk_rope_head_dim},
+             {"v_head_dim", &m.v_head_dim},
+             {"dense_layers", &m.dense_layers},
+             {"dense_intermediate_size", &m.dense_intermediate_size},
              {"quantization", &quantization}});
   // A checkpoint's quantization_config: fp8 quantizes every linear layer but the LM head.
   if (!quantization.empty() && quantization != "fp8") {
@@ -306,6 +491,10 @@ ModelSpec load_model_file(const std::string& path) {
   }
   if (quantization == "fp8") m.attention_weight_bytes = m.mlp_weight_bytes = 1;
   if (!given.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
+  // MLA's q and k heads are qk_nope_head_dim + qk_rope_head_dim wide, whatever head_dim says.
+  if (m.kv_lora_rank > 0 && m.qk_nope_head_dim > 0 && m.qk_rope_head_dim > 0) {
+    head_dim = m.qk_nope_head_dim + m.qk_rope_head_dim;
+  }
   if (m.num_heads > 0) m.head_dim = head_dim > 0 ? head_dim : m.hidden_size / m.num_heads;
   if (!given.count("head_dim") && m.num_heads > 0 && m.hidden_size > 0 && m.head_dim < 1) {
     // config.json's head_dim is hidden_size / num_attention_heads when absent: blame the keys

@@ -40,16 +40,51 @@ struct ModelSpec {
   int attention_weight_bytes = 2;
   int mlp_weight_bytes = 2;
   int kv_cache_bytes = 2;  // per K or V element: 1 under --kv-cache-dtype fp8
+  // Multi-head latent attention (DeepSeek-V2/V3/R1, Kimi-K2; config.json's names), when
+  // kv_lora_rank > 0: q is projected down to q_lora_rank (0: straight from the hidden state) and
+  // up to num_heads x (qk_nope_head_dim + qk_rope_head_dim); keys and values are one latent of
+  // kv_lora_rank plus a shared rope key of qk_rope_head_dim, up-projected to num_heads x
+  // (qk_nope_head_dim + v_head_dim). The KV cache holds the latent and the rope key only, one
+  // copy on every GPU of a TP group (vLLM's MLAAttentionSpec: num_kv_heads 1, head_size
+  // kv_lora_rank + qk_rope_head_dim, no separate V). head_dim is then qk_nope + qk_rope.
+  int q_lora_rank = 0;
+  int kv_lora_rank = 0;
+  int qk_nope_head_dim = 0;
+  int qk_rope_head_dim = 0;
+  int v_head_dim = 0;
+  // A MoE model's layers whose MLP is one dense gated MLP of dense_intermediate_size instead of
+  // experts: DeepSeek-V3's first_k_dense_replace (the first 3 of 61), Kimi-K2's first one,
+  // Llama 4 Maverick's every other layer (interleave_moe_layer_step 2, intermediate_size_mlp).
+  int dense_layers = 0;
+  int dense_intermediate_size = 0;
 
-  // Parameters of one layer's attention block (q, k, v, o projections, with bias if any).
+  bool mla() const { return kv_lora_rank > 0; }
+  // Layers whose MLP is routed experts (all of them in a MoE model without dense layers; none in
+  // a dense model).
+  int moe_layers() const { return num_experts > 1 ? num_layers - dense_layers : 0; }
+
+  // Parameters of one layer's attention block (q, k, v, o projections, with bias if any; MLA's
+  // down and up projections, its two norms apart in latent_norm_params_per_layer).
   int64_t attention_params_per_layer() const;
+  // MLA's RMSNorms on the q and kv latents, in the model's dtype (0 without MLA).
+  int64_t latent_norm_params_per_layer() const;
+  // Parameters every GPU of a TP group holds whole: MLA's down projections of q and kv (vLLM's
+  // ReplicatedLinear), in attention_weight_bytes; 0 without MLA.
+  int64_t replicated_attention_params_per_layer() const;
   // Parameters of one expert's gated MLP (gate, up, down).
   int64_t expert_params() const;
   // Parameters of the shared expert of one MoE layer (0 without one).
   int64_t shared_expert_params() const;
-  // Linear-layer parameters a token passes through in one layer (attention + top-k experts
-  // + router): FLOPs per token per layer are twice this.
-  int64_t active_linear_params_per_layer() const;
+  // Parameters of the gated MLP of one dense layer of a MoE model (dense_layers).
+  int64_t dense_mlp_params() const;
+  // MoE router parameters of all layers (0 for a dense model).
+  int64_t router_params() const;
+  // Linear-layer parameters of the MLPs (experts, shared experts, dense layers) a token passes
+  // through, all layers.
+  int64_t active_mlp_params() const;
+  // Linear-layer parameters a token passes through, all layers (attention + top-k experts +
+  // shared experts + dense MLPs + routers): FLOPs per token are twice this.
+  int64_t active_linear_params() const;
   // All parameters (embedding, every expert, norms, LM head unless tied, any encoder).
   int64_t total_params() const;
   // Bytes the weights occupy, each part in its own precision: what memory holds.
@@ -62,10 +97,14 @@ struct ModelSpec {
   int64_t lm_head_params() const { return int64_t(vocab_size) * hidden_size; }
   // KV heads held by one GPU of a tensor-parallel group (replicated when kv_heads < tp).
   int kv_heads_per_gpu(int tp) const { return num_kv_heads >= tp ? num_kv_heads / tp : 1; }
-  // KV-cache bytes one token occupies on one GPU, all layers, keys and values.
+  // KV-cache bytes one token occupies on one GPU, all layers, keys and values (MLA: its latent
+  // and rope key, whole on every GPU).
   int64_t kv_bytes_per_token_per_gpu(int tp) const {
+    if (mla()) return int64_t(num_layers) * (kv_lora_rank + qk_rope_head_dim) * kv_cache_bytes;
     return int64_t(2) * num_layers * kv_heads_per_gpu(tp) * head_dim * kv_cache_bytes;
   }
+  // Weight bytes on one GPU of a TP group of TP: the sharded weights split, the replicated whole.
+  double weight_bytes_per_gpu(int tp) const;
 };
 
 // vLLM's --quantization and --kv-cache-dtype on a model: QUANTIZATION "" (the checkpoint's own),
@@ -89,7 +128,9 @@ bool same_architecture_id(std::string_view a, std::string_view b);
 // Reads a model from an INI file whose keys are the config.json names (num_hidden_layers,
 // hidden_size, num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
 // max_position_embeddings, num_local_experts, num_experts_per_tok, qkv_bias, tie_word_embeddings,
-// shared_expert_intermediate_size), quantization (fp8 for an FP8 checkpoint), name and hf_id.
+// shared_expert_intermediate_size, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
+// v_head_dim), dense_layers and dense_intermediate_size (above), quantization (fp8 for an FP8
+// checkpoint), name and hf_id.
 // Throws Error with file, line and field on bad input.
 ModelSpec load_model_file(const std::string& path);
 

@@ -23,35 +23,76 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   graph_attention_floor_s_ = attention_floor_s_ * engine_.floor_fraction;
   layers_ = m.num_layers;
   dtype_ = m.dtype_bytes;
-  const double h = m.hidden_size, q = double(m.num_heads) * m.head_dim,
-               kv = double(m.num_kv_heads) * m.head_dim,
-               inter = double(m.intermediate_size) * m.experts_per_token +
-                       m.shared_expert_intermediate_size;  // MLP width a token passes through
-  linear_flops_per_token_ = 2.0 * double(m.active_linear_params_per_layer()) * layers_;
+  const double h = m.hidden_size, heads = m.num_heads;
+  // The MLP widths a token passes through, summed over the layers (a MoE layer's top-k experts
+  // and shared expert; a dense layer's MLP).
+  const double moe_width =
+      double(m.intermediate_size) * m.experts_per_token + m.shared_expert_intermediate_size;
+  const double inter_sum =
+      (layers_ - m.dense_layers) * moe_width + double(m.dense_layers) * m.dense_intermediate_size;
+  linear_flops_per_token_ = 2.0 * double(m.active_linear_params());
   // FP8 GEMMs run at the FP8 peak: their FLOPs count for bf16 / fp8 of a BF16 FLOP in time.
   const double fp8_time = gpu.peak_flops() / gpu.fp8_peak_flops();
-  const double router = m.num_experts > 1 ? h * m.num_experts : 0;
+  // Per layer (averages over the layers where dense and MoE layers mix).
+  const double router = double(m.router_params()) / layers_;
   const double attention = double(m.attention_params_per_layer()),
-               mlp = double(m.active_linear_params_per_layer()) - attention - router;
+               mlp = double(m.active_mlp_params()) / layers_;
   linear_time_flops_per_token_ = 2.0 * layers_ *
                                  (attention * (m.attention_weight_bytes == 1 ? fp8_time : 1.0) +
                                   mlp * (m.mlp_weight_bytes == 1 ? fp8_time : 1.0) + router);
-  dense_weight_bytes_ = (attention * m.attention_weight_bytes + router * dtype_ +
-                         double(m.shared_expert_params()) * m.mlp_weight_bytes) *
-                        layers_;
-  expert_weight_bytes_ = double(m.expert_params()) * layers_ * m.mlp_weight_bytes;
-  // q/k/v in and out, o in and out, gate/up in and out, down in and out.
-  linear_act_bytes_per_token_ =
-      (h + (q + 2 * kv) + q + h + h + 2 * inter + inter + h) * layers_ * dtype_;
+  dense_weight_bytes_ = attention * m.attention_weight_bytes * layers_ +
+                        double(m.router_params()) * dtype_ +
+                        (double(m.shared_expert_params()) * (layers_ - m.dense_layers) +
+                         double(m.dense_mlp_params()) * m.dense_layers) *
+                            m.mlp_weight_bytes;
+  // A dense model's MLP counts as its one expert, in every layer.
+  const double expert_layers = m.num_experts > 1 ? m.moe_layers() : layers_;
+  expert_weight_bytes_ = double(m.expert_params()) * expert_layers * m.mlp_weight_bytes;
+  // Each GEMM's input and output: gate/up in and out, down in and out; then attention's.
+  const double mlp_io = 2 * h * layers_ + 3 * inter_sum;
+  double attention_io = 0, rope_width = 0;
+  if (m.mla()) {
+    // q_a (or q_proj), q_b, kv_a, kv_b, o: each one's input and output.
+    const double qk = heads * (m.qk_nope_head_dim + m.qk_rope_head_dim);
+    const double q_io = m.q_lora_rank > 0 ? h + 2.0 * m.q_lora_rank + qk : h + qk;
+    attention_io = q_io + h + (m.kv_lora_rank + m.qk_rope_head_dim) + m.kv_lora_rank +
+                   heads * (m.qk_nope_head_dim + m.v_head_dim) + heads * m.v_head_dim + h;
+    rope_width = heads * m.qk_rope_head_dim + m.qk_rope_head_dim;
+  } else {
+    const double q = heads * m.head_dim, kv = double(m.num_kv_heads) * m.head_dim;
+    // q/k/v in and out, o in and out.
+    attention_io = h + (q + 2 * kv) + q + h;
+    rope_width = q + kv;
+  }
+  linear_act_bytes_per_token_ = (attention_io * layers_ + mlp_io) * dtype_;
   // Two RMSNorms (read, write) and two residual adds (two reads, a write) run on the full hidden
-  // state on every GPU of the TP group; rotary embedding on q and k (read, write) and SiLU x mul
-  // (two reads, a write) on each GPU's shard.
-  elementwise_replicated_bytes_per_token_ = (2 * 2 * h + 2 * 3 * h) * layers_ * dtype_;
-  elementwise_sharded_bytes_per_token_ = (2 * (q + kv) + 3 * inter) * layers_ * dtype_;
-  attn_flops_per_pair_ = 4.0 * q * layers_;  // QK^T and PV, 2 FLOPs per multiply-add
-  // K and V over the whole group: KV heads are replicated when there are fewer than GPUs.
+  // state on every GPU of the TP group (and MLA's two latent norms); rotary embedding on q and k
+  // (read, write) and SiLU x mul (two reads, a write) on each GPU's shard.
+  elementwise_replicated_bytes_per_token_ =
+      (2 * 2 * h + 2 * 3 * h + 2.0 * double(m.latent_norm_params_per_layer())) * layers_ * dtype_;
+  elementwise_sharded_bytes_per_token_ = (2 * rope_width * layers_ + 3 * inter_sum) * dtype_;
+  if (m.mla()) {
+    // vLLM's MLA (v0.15 mla/common.py): a prefill up-projects the latents (kv_b_proj) and
+    // attends with heads of qk_nope + qk_rope for q.k and v_head_dim for p.v, the cached context
+    // up-projected the same way, chunk by chunk; a decode absorbs kv_b_proj into q and o and
+    // attends in the latent: q.k over kv_lora_rank + qk_rope, p.v over kv_lora_rank, every head.
+    attn_flops_per_pair_ =
+        2.0 * heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * layers_;
+    decode_attn_flops_per_pair_ =
+        2.0 * heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim) * layers_;
+    context_flops_per_token_ =
+        2.0 * m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim) * layers_;
+    qo_bytes_per_token_ =
+        heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * layers_ * dtype_;
+  } else {
+    const double q = heads * m.head_dim;
+    attn_flops_per_pair_ = 4.0 * q * layers_;  // QK^T and PV, 2 FLOPs per multiply-add
+    decode_attn_flops_per_pair_ = attn_flops_per_pair_;
+    qo_bytes_per_token_ = 2.0 * q * layers_ * dtype_;
+  }
+  // K and V over the whole group: KV heads are replicated when there are fewer than GPUs (MLA's
+  // latent is whole on every GPU).
   kv_bytes_per_token_ = double(m.kv_bytes_per_token_per_gpu(tp)) * tp;
-  qo_bytes_per_token_ = 2.0 * q * layers_ * dtype_;
   lm_head_bytes_ = double(m.lm_head_params()) * dtype_;
 }
 
@@ -155,9 +196,11 @@ double RooflineCostModel::padded_tokens(double tokens) const {
 }
 
 RooflineCostModel::Work RooflineCostModel::attention_work(double pairs, double kv_tokens,
-                                                          double new_tokens) const {
-  return {attn_flops_per_pair_ * pairs,
-          kv_bytes_per_token_ * (kv_tokens + new_tokens) + qo_bytes_per_token_ * new_tokens};
+                                                          double new_tokens, bool decode) const {
+  const double flops =
+      decode ? decode_attn_flops_per_pair_ * pairs
+             : attn_flops_per_pair_ * pairs + context_flops_per_token_ * (kv_tokens - new_tokens);
+  return {flops, kv_bytes_per_token_ * (kv_tokens + new_tokens) + qo_bytes_per_token_ * new_tokens};
 }
 
 // Per GPU: the replicated part whole, the sharded part split.
@@ -203,9 +246,10 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape>, const BatchTotals& t
   // Attention: the prefill kernel and the decode kernel each read the K and V they attend to and
   // write the new tokens' K and V. Each pays its launch latency on top of its work (measured
   // decode kernels at small batches are latency plus transfer, not the larger of the two).
-  const Work prefill = attention_work(b.prefill_pairs, b.prefill_kv_tokens, b.prefill_tokens);
-  const Work decode =
-      attention_work(b.decode_pairs, b.decode_kv_tokens, b.tokens - b.prefill_tokens);
+  const Work prefill =
+      attention_work(b.prefill_pairs, b.prefill_kv_tokens, b.prefill_tokens, /*decode=*/false);
+  const Work decode = attention_work(b.decode_pairs, b.decode_kv_tokens,
+                                     b.tokens - b.prefill_tokens, /*decode=*/true);
   const double floor_attn = graph ? graph_attention_floor_s_ : attention_floor_s_;
   if (b.prefill_tokens > 0) {
     c.attention_s +=

@@ -70,7 +70,8 @@ class RooflineCostModel final : public CostModel {
   double padded_tokens(double tokens) const;  // to whole GEMM tiles
   // One attention kernel: PAIRS (query, key) pairs; reads the K and V of KV_TOKENS tokens,
   // writes NEW_TOKENS tokens' K and V, reads their Q and writes their O.
-  Work attention_work(double pairs, double kv_tokens, double new_tokens) const;
+  // DECODE: the decode kernel (MLA attends in the latent there).
+  Work attention_work(double pairs, double kv_tokens, double new_tokens, bool decode) const;
   double elementwise_gpu_bytes(double tokens) const;  // on each GPU
   double elementwise_seconds(double gpu_bytes, bool graph) const;
   Work lm_head_work(double emitting) const;
@@ -97,6 +98,8 @@ class RooflineCostModel final : public CostModel {
   double elementwise_replicated_bytes_per_token_;  // norms, residual adds: every GPU, full width
   double elementwise_sharded_bytes_per_token_;     // rope, SiLU x mul: split over the TP group
   double attn_flops_per_pair_;                     // per (query token, key token) pair, all layers
+  double decode_attn_flops_per_pair_;              // the same in the decode kernel (MLA: latent)
+  double context_flops_per_token_ = 0;             // MLA: a prefill's up-projection of its context
   double kv_bytes_per_token_;                      // K and V, all layers, whole model
   double qo_bytes_per_token_;                      // Q read and O written, all layers
   double lm_head_bytes_;

@@ -41,6 +41,13 @@ double between_keys(const std::map<int, Curve>& m, double k, double x, Scale sca
 
 TableCostModel::TableCostModel(const ProfileSet& p, const GpuSpec& gpu, const ModelSpec& m, int tp)
     : model_(m), counts_(gpu, m, tp), attention_(nullptr) {
+  // Vidur's tables profile standard attention and one MLP width.
+  if (m.mla() || m.dense_layers > 0) {
+    throw Error(p.dir, 0, "mlp.csv",
+                "no profile for " + m.name + "'s " +
+                    (m.mla() ? "multi-head latent attention" : "dense and MoE layers mixed") +
+                    ": use the roofline");
+  }
   const MlpProfile* mlp =
       p.find_mlp(ProfileShape{m.num_heads, m.num_kv_heads, m.hidden_size, m.intermediate_size});
   if (mlp == nullptr) {

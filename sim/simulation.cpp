@@ -41,6 +41,13 @@ void resolve_model(SimConfig& c) {
                                          "'s max_position_embeddings " +
                                          std::to_string(c.model.max_position));
   }
+  // models/lora.hpp sizes adapters on q/k/v/o and every layer's experts or MLP alike.
+  if (c.lora.enabled && (c.model.mla() || c.model.dense_layers > 0)) {
+    throw Error(field::kEnableLora,
+                "servesim models LoRA adapters on standard attention and uniform MLP layers; " +
+                    c.model.name + " has " +
+                    (c.model.mla() ? "multi-head latent attention" : "dense and MoE layers mixed"));
+  }
 }
 
 // Speculative decoding: vLLM V1's, with its drafter; a draft model's own slots come out of the

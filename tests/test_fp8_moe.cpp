@@ -29,8 +29,8 @@ TEST_CASE("fp8: shared experts, encoders and FP8 weights in the counts by hand",
   m.shared_expert_intermediate_size = 16;
   m.encoder_params = 100;
   CHECK(m.shared_expert_params() == 3 * 8 * 16);  // 384
-  // attention 192 + one routed expert 384 + the shared expert 384 + router 8 x 4.
-  CHECK(m.active_linear_params_per_layer() == 192 + 384 + 384 + 32);
+  // Two layers of attention 192 + one routed expert 384 + the shared expert 384 + router 8 x 4.
+  CHECK(m.active_linear_params() == 2 * (192 + 384 + 384 + 32));
   // Layers: attention 192, 4 experts and the shared one 5 x 384, router 32, norms 16; embedding
   // and LM head 256 each; final norm 8; encoder 100.
   const int64_t total = 2 * (192 + 5 * 384 + 32 + 16) + 256 + 256 + 8 + 100;
