@@ -130,6 +130,10 @@ const std::vector<VllmArg> kArgs = {
      "multi-head latent attention (DeepSeek-V3, Kimi-K2) from its shapes: the latent KV cache as "
      "vLLM sizes it; prefills up-project the latents, decodes attend in the latent, on the "
      "standard attention kernels' efficiencies (no MLA kernel profile)"},
+    {"behaviour: TP across nodes", "--tensor-parallel-size", A,
+     "a TP group larger than the GPU's node (gpus_per_node) all-reduces through NCCL over the "
+     "nodes' NICs: their bandwidth and an inter-node latency from published nccl-tests runs, no "
+     "multi-node profile"},
     {"behaviour: GPU without profiles", "--gpu", A,
      "a GPU whose architecture has no operator profile (ada, blackwell, cdna3) takes the nearest "
      "fitted architecture's efficiencies against its own datasheet peaks"},
@@ -192,6 +196,7 @@ std::vector<std::string> approximated_args(const SimConfig& c) {
   if (c.lora.enabled) used.push_back("--enable-lora");
   if (c.model.num_experts > 1) used.push_back("behaviour: MoE routing");
   if (c.model.mla()) used.push_back("behaviour: MLA attention");
+  if (c.tp > c.gpu.gpus_per_node) used.push_back("behaviour: TP across nodes");
   if (fitted_arch(c.gpu.arch) != c.gpu.arch) used.push_back("behaviour: GPU without profiles");
   return used;
 }

@@ -23,16 +23,16 @@ const char* kListUsage =
 
 void list_gpus(std::ostream& out) {
   char buf[320];
-  std::snprintf(buf, sizeof buf, "%-13s %-26s %-9s %11s %10s %8s %12s %21s %16s  %s\n", "name",
+  std::snprintf(buf, sizeof buf, "%-13s %-26s %-9s %11s %10s %8s %12s %21s %16s %13s  %s\n", "name",
                 "description", "arch", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gb_per_s",
-                "interconnect_gb_per_s", "network_gb_per_s", "hardware fit");
+                "interconnect_gb_per_s", "network_gb_per_s", "gpus_per_node", "hardware fit");
   out << buf;
   for (const GpuSpec& g : gpu_catalogue()) {
     std::snprintf(buf, sizeof buf,
-                  "%-13s %-26s %-9s %11.1f %10.1f %8.1f %12.0f %21.0f %16.1f  %s\n", g.name.c_str(),
-                  g.description.c_str(), arch_name(g.arch), g.bf16_tflops, g.fp8_tflops, g.hbm_gib,
-                  g.hbm_gb_per_s, g.interconnect_gb_per_s, g.network_gb_per_s,
-                  hardware_source(g).c_str());
+                  "%-13s %-26s %-9s %11.1f %10.1f %8.1f %12.0f %21.0f %16.1f %13d  %s\n",
+                  g.name.c_str(), g.description.c_str(), arch_name(g.arch), g.bf16_tflops,
+                  g.fp8_tflops, g.hbm_gib, g.hbm_gb_per_s, g.interconnect_gb_per_s,
+                  g.network_gb_per_s, g.gpus_per_node, hardware_source(g).c_str());
     out << buf;
   }
   out << "interconnect and network: GB/s in one direction (half the datasheets' bidirectional "

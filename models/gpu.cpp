@@ -141,7 +141,8 @@ GpuSpec load_gpu_file(const std::string& path) {
                              {"fp8_tflops", &g.fp8_tflops},
                              {"network_gb_per_s", &g.network_gb_per_s},
                              {"host_link_gb_per_s", &g.host_link_gb_per_s},
-                             {"cost_per_hour", &g.cost_per_hour}});
+                             {"cost_per_hour", &g.cost_per_hour},
+                             {"gpus_per_node", &g.gpus_per_node}});
   try {
     g.arch = parse_arch(arch);
   } catch (const Error& e) {
@@ -165,6 +166,10 @@ GpuSpec load_gpu_file(const std::string& path) {
   if (given.count("cost_per_hour") && !(g.cost_per_hour > 0 && g.cost_per_hour <= 1e7)) {
     throw Error(path, ini_line_of(path, "cost_per_hour"), "cost_per_hour",
                 "dollars per GPU-hour: a number in (0, 1e7]");
+  }
+  if (g.gpus_per_node < 1 || g.gpus_per_node > 1024) {
+    throw Error(path, ini_line_of(path, "gpus_per_node"), "gpus_per_node",
+                "must be an integer in [1, 1024]");
   }
   if (g.name.empty()) throw Error(path, ini_line_of(path, "name"), "name", "must not be empty");
   g.name = lowercase(g.name);

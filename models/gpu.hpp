@@ -48,6 +48,10 @@ struct GpuSpec {
   // Dollars per GPU-hour, for `servesim capacity`'s cost columns: optional in a GPU file, NaN
   // when unknown (the catalogue has no prices: they differ between clouds and contracts).
   double cost_per_hour = NAN;
+  // GPUs a node holds, joined by interconnect_gb_per_s; a TP group larger than this spans nodes
+  // and all-reduces over the network (network_gb_per_s per GPU). 8 for every catalogue GPU (HGX
+  // and DGX boards, MI300X platforms, 8-card PCIe servers).
+  int gpus_per_node = 8;
 
   double peak_flops() const { return bf16_tflops * 1e12; }
   // The peak an FP8 GEMM runs at: FP8 tensor cores where there are, else BF16's.
@@ -73,7 +77,8 @@ GpuSpec find_gpu(std::string_view name);
 
 // Reads a GPU from an INI file: keys name, description, arch, bf16_tflops, hbm_gib,
 // hbm_gb_per_s, interconnect_gb_per_s (one direction), and optionally fp8_tflops,
-// network_gb_per_s and cost_per_hour. Throws Error with file, line and field on bad input.
+// network_gb_per_s, host_link_gb_per_s, cost_per_hour and gpus_per_node. Throws Error with file,
+// line and field on bad input.
 GpuSpec load_gpu_file(const std::string& path);
 
 }  // namespace servesim

@@ -99,6 +99,21 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
 double RooflineCostModel::allreduce_seconds(double bytes) const {
   if (tp_ <= 1) return 0;
   const double tp = tp_;
+  const int per_node = gpu_.gpus_per_node;
+  if (tp_ > per_node) {
+    // A TP group across nodes: NCCL only (vLLM's custom all-reduce is disabled when a group
+    // spans nodes, custom_all_reduce.py). NCCL's rings leave each node through its GPUs' NICs
+    // (one channel a NIC), so the group's bus bandwidth is the NICs of its emptiest node, at
+    // what an NDR NIC carries in a two-node ring (nccl-tests issue 290, NVIDIA: 46-48 of 50
+    // GB/s), never above the NVLink ring's; each call pays an inter-node latency (nccl-tests
+    // issue 150: 19-20 us for 8 bytes between two nodes over InfiniBand).
+    constexpr double kNicBusEfficiency = 0.94, kInterNodeLatencyS = 20e-6;
+    const int nodes = (tp_ + per_node - 1) / per_node;
+    const int emptiest = tp_ - (nodes - 1) * per_node;
+    const double bus = std::min(emptiest * gpu_.network_gb_per_s * 1e9 * kNicBusEfficiency,
+                                gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency);
+    return kInterNodeLatencyS + 2.0 * (tp - 1) / tp * bytes / bus;
+  }
   if (bytes < hw_.custom_allreduce_max_bytes) {
     return hw_.custom_allreduce_latency_s +
            2.0 * (tp - 1) / tp * bytes /

@@ -10,7 +10,8 @@
 //    (linear in context, KV bytes read at the KV cache's dtype) as two kernels;
 //  - elementwise: RMSNorms, rotary embedding, SiLU x mul, residual adds (memory-bound);
 //  - lm_head: logits for the sequences that emit a token this step;
-//  - allreduce: two per layer under tensor parallelism, ring formula plus a per-call latency;
+//  - allreduce: two per layer under tensor parallelism, ring formula plus a per-call latency (a
+//    group larger than the GPU's node: over the nodes' NICs, with an inter-node latency);
 //  - cpu_overhead: the engine's per-step CPU work (schedule, prepare inputs, process outputs);
 //  - engine: the engine's GPU-side work around the model (input copies, the sampler).
 // Each kernel's floor shrinks to the engine's floor_fraction in a step replayed as a CUDA graph

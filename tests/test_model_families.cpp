@@ -1,12 +1,15 @@
-// Model families beyond dense GQA (issue 47): multi-head latent attention (DeepSeek-V3/R1,
-// Kimi-K2) and MoE models whose layers mix dense and routed MLPs (Llama 4 Maverick), with their
-// parameter counts against the model cards, KV bytes against vLLM's own computation, a memory plan
-// and an MLA step worked by hand, and the model file's new keys, good and hostile.
+// Model families beyond dense GQA and deployments beyond one node (issue 47): multi-head latent
+// attention (DeepSeek-V3/R1, Kimi-K2) and MoE models whose layers mix dense and routed MLPs (Llama
+// 4 Maverick), with their parameter counts against the model cards, KV bytes against vLLM's own
+// computation, a memory plan and an MLA step worked by hand, the model file's new keys, good and
+// hostile; and TP groups that span nodes.
 #include <catch2/catch.hpp>
 
 #include "cli_helpers.hpp"
 #include "cost_fixtures.hpp"
 #include "helpers.hpp"
+#include "models/gpu.hpp"
+#include "models/hardware.hpp"
 #include "models/memory_plan.hpp"
 #include "models/model.hpp"
 #include "models/roofline.hpp"
@@ -204,4 +207,49 @@ TEST_CASE("model file: MLA and dense-layer keys, and what they refuse", "[models
   CHECK(lora.code == 2);
   CHECK_THAT(lora.err, Catch::Contains("enable-lora"));
   CHECK_THAT(lora.err, Catch::Contains("multi-head latent attention"));
+}
+
+TEST_CASE("roofline: a TP group across nodes all-reduces over the NICs, by hand",
+          "[cost][models]") {
+  const ModelSpec m = find_model("deepseek-v3");
+  const GpuSpec h100 = find_gpu("h100-sxm");
+  CHECK(h100.gpus_per_node == 8);
+  const double bytes = 1 << 20;
+  // Two nodes of 8: NCCL (no custom all-reduce across nodes), 20 us a call, the bus bandwidth of a
+  // node's 8 NICs at 47 of 50 GB/s each (376 GB/s), under the NVLink ring's.
+  const RooflineCostModel two_nodes(h100, m, 16, hardware_params(GpuArch::kHopper));
+  const double nvlink = 450e9 * two_nodes.hardware().interconnect_efficiency;
+  CHECK(two_nodes.allreduce_seconds(bytes) ==
+        Approx(20e-6 + 2.0 * 15 / 16 * bytes / std::min(8 * 50e9 * 0.94, nvlink)));
+  // TP 12 over nodes of 8: the second node holds 4 GPUs, 4 NICs.
+  const RooflineCostModel uneven(h100, find_model("mixtral-8x22b"), 12,
+                                 hardware_params(GpuArch::kHopper));
+  CHECK(uneven.allreduce_seconds(bytes) ==
+        Approx(20e-6 + 2.0 * 11 / 12 * bytes / std::min(4 * 50e9 * 0.94, nvlink)));
+  GpuSpec small = h100;
+  small.gpus_per_node = 4;
+  const RooflineCostModel four(small, find_model("llama-3.1-70b"), 8,
+                               hardware_params(GpuArch::kHopper));
+  CHECK(four.allreduce_seconds(bytes) ==
+        Approx(20e-6 + 2.0 * 7 / 8 * bytes / std::min(4 * 50e9 * 0.94, nvlink)));
+  // The same group inside one node of 16 is the intra-node formula: cheaper.
+  GpuSpec big = h100;
+  big.gpus_per_node = 16;
+  const RooflineCostModel one_node(big, m, 16, hardware_params(GpuArch::kHopper));
+  CHECK(one_node.allreduce_seconds(bytes) < two_nodes.allreduce_seconds(bytes));
+  // TP8 on one node is unchanged by the node size.
+  const RooflineCostModel eight(h100, m, 8, hardware_params(GpuArch::kHopper));
+  const RooflineCostModel eight_big(big, m, 8, hardware_params(GpuArch::kHopper));
+  CHECK(eight.allreduce_seconds(bytes) == eight_big.allreduce_seconds(bytes));
+  // A GPU file sets the node size; out of range, it is refused naming the line.
+  const std::filesystem::path dir = scratch("multi_node");
+  const std::string gpu =
+      "name = g\narch = hopper\nbf16_tflops = 989\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
+      "interconnect_gb_per_s = 450\n";
+  write(dir / "g4.ini", gpu + "gpus_per_node = 4\n");
+  CHECK(load_gpu_file((dir / "g4.ini").string()).gpus_per_node == 4);
+  write(dir / "g0.ini", gpu + "gpus_per_node = 0\n");
+  const auto r = call_cli({"run", "--gpu-file", (dir / "g0.ini").string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("g0.ini:7: field 'gpus_per_node'"));
 }

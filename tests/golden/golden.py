@@ -105,6 +105,12 @@ def make_data(root):
     write(d("mini.ini"), "name = mini-llama\nnum_hidden_layers = 8\nhidden_size = 1024\n"
           "num_attention_heads = 8\nnum_key_value_heads = 8\nintermediate_size = 4096\n"
           "vocab_size = 32000\nmax_position_embeddings = 4096\n")
+    write(d("mini-mla.ini"), "name = mini-mla\nnum_hidden_layers = 6\nhidden_size = 1024\n"
+          "num_attention_heads = 8\nintermediate_size = 512\nvocab_size = 32000\n"
+          "max_position_embeddings = 4096\nnum_local_experts = 16\nnum_experts_per_tok = 2\n"
+          "shared_expert_intermediate_size = 512\nq_lora_rank = 256\nkv_lora_rank = 128\n"
+          "qk_nope_head_dim = 64\nqk_rope_head_dim = 32\nv_head_dim = 64\ndense_layers = 1\n"
+          "dense_intermediate_size = 2048\n")
     write(d("gpu.ini"), "name = my-h100\nbf16_tflops = 989.4\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
           "interconnect_gb_per_s = 900\narch = hopper\ncost_per_hour = 2.75\n")
     write(d("cal.ini"), "arch = hopper\nlinear_memory_efficiency = 0.6125\nv1_cpu_s = 0.0012\n")
