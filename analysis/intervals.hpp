@@ -6,9 +6,11 @@
 // of a figure is [point / f, point x f] with ln f the ceil((n + 1) LEVEL)-th smallest of the n
 // absolute held-out log errors of its metric, so that a new run exchangeable with the held-out
 // ones falls inside with probability >= LEVEL. A configuration outside what the fit saw (a GPU
-// architecture without real runs, a TP degree, a decode batch or a context past the runs') is
+// architecture without real runs, a TP degree, a decode batch or a context past the runs', MLA
+// attention, a TP group across nodes) is
 // not exchangeable with them: it says why and gets the widest interval the table holds (each
-// metric's largest held-out error), which is still no guarantee.
+// metric's largest held-out error), which is still no guarantee; an MLA model, whose published
+// runs were off by far more than that, gets none ([0, inf]).
 #pragma once
 
 #include <array>
@@ -36,6 +38,8 @@ struct Regime {
   double context_tokens = 0;  // a decoding sequence's mean context: mean prompt + half the output
   int tp = 1;
   GpuArch arch = GpuArch::kHopper;
+  bool mla = false;         // multi-head latent attention (no real run fitted)
+  bool multi_node = false;  // a TP group larger than the GPU's node
 };
 Regime regime_of(const RunResult& r);
 // Why REGIME lies outside what the held-out runs covered ("" entries none: in range).

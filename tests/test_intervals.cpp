@@ -50,7 +50,11 @@ TEST_CASE("intervals: wider with the level, widest out of the fitted range", "[i
   wide.tp = 8;
   Regime gpu = in_range_regime();
   gpu.arch = GpuArch::kBlackwell;
-  for (const Regime& g : {busy, longer, wide, gpu}) {
+  Regime mla = in_range_regime();
+  mla.mla = true;
+  Regime nodes = in_range_regime();
+  nodes.multi_node = true;
+  for (const Regime& g : {busy, longer, wide, gpu, mla, nodes}) {
     const IntervalSet out = prediction_intervals(g, 0.9);
     REQUIRE(out.extrapolated.size() == 1);
     const IntervalSet top = prediction_intervals(in_range_regime(), max_interval_level());
@@ -60,6 +64,11 @@ TEST_CASE("intervals: wider with the level, widest out of the fitted range", "[i
     }
   }
   CHECK_THAT(prediction_intervals(busy, 0.9).extrapolated[0], Catch::Contains("245"));
+  CHECK_THAT(prediction_intervals(mla, 0.9).extrapolated[0], Catch::Contains("TPOT"));
+  // MLA's published runs were off by more than any held-out row: no bound at all.
+  CHECK(prediction_intervals(mla, 0.9).lo(IntervalMetric::kTpotMean, 10) == 0);
+  CHECK(std::isinf(prediction_intervals(mla, 0.9).hi(IntervalMetric::kE2eP99, 10)));
+  CHECK(std::isfinite(prediction_intervals(nodes, 0.9).hi(IntervalMetric::kE2eP99, 10)));
 }
 
 TEST_CASE("intervals: levels the table cannot support are errors naming --interval",

@@ -112,7 +112,7 @@ class Result:
             metric, _, stat = name.rpartition(".")
             point = (self.summary.get(metric, {}).get(stat) if metric else
                      self.summary.get("throughput", {}).get(name))
-            rows.append({"figure": name, "point": point, "lo": lo, "hi": hi})
+            rows.append({"figure": name, "point": point, "lo": lo, "hi": _upper(hi)})
         df = pd.DataFrame(rows, columns=["figure", "point", "lo", "hi"]).set_index("figure")
         df.attrs["level"] = p.get("level", 0)
         df.attrs["extrapolated"] = p.get("extrapolated", [])
@@ -142,6 +142,11 @@ class Results(dict):
         self.alarm = alarm or {}
 
 
+def _upper(hi):
+    """An interval's upper end: JSON writes an unbounded one (an MLA model's) as null."""
+    return float("inf") if hi is None else hi
+
+
 def summary_row(summary):
     """A run's summary as one flat row: nested keys joined with '_' (ttft_ms_p99); each
     prediction interval's ends as FIGURE_lo and FIGURE_hi (ttft_ms_p99_lo)."""
@@ -149,7 +154,7 @@ def summary_row(summary):
     figures = summary.get("prediction_intervals", {}).get("figures", {})
     for name, (lo, hi) in figures.items():
         row[name.replace(".", "_") + "_lo"] = lo
-        row[name.replace(".", "_") + "_hi"] = hi
+        row[name.replace(".", "_") + "_hi"] = _upper(hi)
 
     def walk(prefix, v):
         if isinstance(v, dict):

@@ -378,6 +378,13 @@ def test_prediction_intervals_reach_the_frames():
     row = cap.table.iloc[0]
     assert row["confidence"] == 0.9
     assert 0 < row["capacity_req_s"] <= row["point_capacity_req_s"]
+    # An MLA model's intervals are unbounded (its published runs were off by up to 28x): the
+    # upper ends are infinite floats, not None, in both frames.
+    mla = servesim.run(model="deepseek-v3", gpu="h200-sxm", tp=8, num_requests=20)
+    assert (mla.intervals["lo"] == 0).all()
+    assert (mla.intervals["hi"] == float("inf")).all()
+    assert "multi-head latent attention" in mla.intervals.attrs["extrapolated"][-1]
+    assert servesim.summary_row(mla.summary)["tpot_ms_mean_hi"] == float("inf")
 
 
 # Issue 44: hostile input from Python. Every failure a user can cause is a servesim.Error naming
