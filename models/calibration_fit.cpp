@@ -229,29 +229,43 @@ Measurements collect(const ProfileSet& p) {
 
 namespace {
 
+// The totals of a batch of COUNT sequences of shape S (integers: exactly BatchTotals::of of the
+// COUNT copies, without building them: a decode-attention row is a batch of up to hundreds).
+BatchTotals totals_of(const SeqShape& s, int64_t count) {
+  BatchTotals t;
+  t.add(s);
+  for (int p = 0; p < 2; ++p) {
+    t.seqs[p] *= count;
+    t.tokens[p] *= count;
+    t.pairs[p] *= count;
+    t.kv_tokens[p] *= count;
+  }
+  t.emitting *= count;
+  return t;
+}
+
 // Predicted ms of one measurement under PARAMS.
 // MODELS: one per shape, under PARAMS (built once per parameter vector, not per row: a model
-// copies its GPU and model specs).
+// copies its GPU and model specs). The roofline reads only a batch's totals.
 double predict(const OpRow& r, const std::vector<RooflineCostModel>& models,
-               const RooflineParams& params, std::vector<SeqShape>& scratch) {
+               const RooflineParams& params) {
   if (r.cls == OpClass::kCpu) {
     return (params.engine.cpu_s + params.engine.cpu_s_per_seq * r.x1) * 1e3;
   }
   const RooflineCostModel& model = models[size_t(r.group)];
-  scratch.clear();
   switch (r.cls) {
     case OpClass::kLinear:
     case OpClass::kElementwise: {
-      scratch.push_back({int32_t(r.x1), 0, true, false});
-      const StepCost c = model.cost(scratch);
+      const StepCost c = model.cost({}, totals_of({int32_t(r.x1), 0, true, false}, 1));
       return (r.cls == OpClass::kLinear ? c.linear_s : c.elementwise_s) * 1e3;
     }
     case OpClass::kPrefillAttention:
-      scratch.push_back({int32_t(r.x1), int32_t(r.x2), true, false});
-      return model.cost(scratch).attention_s * 1e3;
+      return model.cost({}, totals_of({int32_t(r.x1), int32_t(r.x2), true, false}, 1)).attention_s *
+             1e3;
     case OpClass::kDecodeAttention:
-      scratch.assign(size_t(r.x1), SeqShape{1, int32_t(r.x2), false, false});
-      return model.cost(scratch).attention_s * 1e3;
+      return model.cost({}, totals_of({1, int32_t(r.x2), false, false}, int64_t(r.x1)))
+                 .attention_s *
+             1e3;
     case OpClass::kAllReduce:
       return model.allreduce_seconds(r.x1) * 1e3;
     case OpClass::kCpu:
@@ -267,9 +281,8 @@ void relative_residuals(const std::vector<const OpRow*>& rows, const std::vector
   models.reserve(shapes.size());
   for (const Shape& s : shapes)
     models.emplace_back(gpu, s.model, s.tp, p);
-  std::vector<SeqShape> scratch;
   for (size_t i = 0; i < rows.size(); ++i) {
-    f[Eigen::Index(i)] = predict(*rows[i], models, p, scratch) / rows[i]->ms - 1;
+    f[Eigen::Index(i)] = predict(*rows[i], models, p) / rows[i]->ms - 1;
   }
 }
 
