@@ -173,8 +173,10 @@ void print_intervals(std::ostream& out, const RunResult& r, const IntervalSet& s
   line += format("  output_tok_per_s %.0f [%.0f, %.0f]", tps, s.lo(IntervalMetric::kTpotMean, tps),
                  s.hi(IntervalMetric::kTpotMean, tps));
   out << line << "\n";
+  // An unbounded set (an MLA model's) is no widest interval.
+  const char* what = std::isinf(s.factor[0]) ? "no bound" : "the widest interval";
   for (const std::string& w : s.extrapolated)
-    out << "  outside the fitted range, the widest interval: " << w << "\n";
+    out << "  outside the fitted range, " << what << ": " << w << "\n";
 }
 
 std::vector<std::pair<std::string, double>> interval_columns(const RunResult& r, double level) {

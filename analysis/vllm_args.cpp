@@ -128,8 +128,10 @@ const std::vector<VllmArg> kArgs = {
      "tokens routed uniformly over the experts: a step reads the experts some token reaches"},
     {"behaviour: MLA attention", "", A,
      "multi-head latent attention (DeepSeek-V3, Kimi-K2) from its shapes: the latent KV cache as "
-     "vLLM sizes it; prefills up-project the latents, decodes attend in the latent, on the "
-     "standard attention kernels' efficiencies (no MLA kernel profile)"},
+     "vLLM sizes it, in --block-size blocks (vLLM forces 64 tokens for FlashMLA on Hopper, 128 "
+     "on Blackwell); prefills up-project the latents, decodes attend in the latent, on the "
+     "standard attention kernels' efficiencies (no MLA kernel profile; published DeepSeek runs "
+     "were 1.4-3.6x slower a token)"},
     {"behaviour: TP across nodes", "--tensor-parallel-size", A,
      "a TP group larger than the GPU's node (gpus_per_node) all-reduces through NCCL over the "
      "nodes' NICs: their bandwidth and an inter-node latency from published nccl-tests runs, no "

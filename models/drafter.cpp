@@ -75,6 +75,9 @@ Drafter make_drafter(SpecMethod method, const ModelSpec& target, const ModelSpec
   d.model.name = target.name + "-" + spec_method_name(method) + "-head";
   d.model.num_layers = 1;
   d.model.encoder_params = 0;
+  // One of the target's routed-expert layers (DeepSeek's MTP layer is one), never a dense one.
+  d.model.dense_layers = 0;
+  d.model.dense_intermediate_size = 0;
   const int64_t h = target.hidden_size;
   int64_t params = layer_params(target) + 2 * h * h;  // the layer and the 2h -> h projection
   if (method == SpecMethod::kEagle3) {

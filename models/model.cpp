@@ -260,7 +260,8 @@ const std::vector<ModelSpec>& model_catalogue() {
        .dense_layers = 3,
        .dense_intermediate_size = 18432},
       // Kimi K2: DeepSeek-V3's architecture with 64 heads, 384 routed experts and one dense layer;
-      // FP8 (128 x 128 blocks) as published. 1.04 T parameters, 32 B active.
+      // FP8 (128 x 128 blocks) as published. 1,026 B parameters by this count (the card: 1 T),
+      // 32.9 B active (the card: 32 B).
       {.name = "kimi-k2",
        .hf_id = "moonshotai/Kimi-K2-Instruct",
        .num_layers = 61,

@@ -61,6 +61,7 @@ struct ModelSpec {
   bool mla() const { return kv_lora_rank > 0; }
   // Layers whose MLP is routed experts (all of them in a MoE model without dense layers; none in
   // a dense model).
+  // REQUIRES: dense_layers < num_layers (validate()).
   int moe_layers() const { return num_experts > 1 ? num_layers - dense_layers : 0; }
 
   // Parameters of one layer's attention block (q, k, v, o projections, with bias if any; MLA's

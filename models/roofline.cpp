@@ -37,14 +37,23 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   const double router = double(m.router_params()) / layers_;
   const double attention = double(m.attention_params_per_layer()),
                mlp = double(m.active_mlp_params()) / layers_;
-  linear_time_flops_per_token_ = 2.0 * layers_ *
-                                 (attention * (m.attention_weight_bytes == 1 ? fp8_time : 1.0) +
-                                  mlp * (m.mlp_weight_bytes == 1 ? fp8_time : 1.0) + router);
+  const double attention_time = m.attention_weight_bytes == 1 ? fp8_time : 1.0;
+  linear_time_flops_per_token_ =
+      2.0 * layers_ *
+      (attention * attention_time + mlp * (m.mlp_weight_bytes == 1 ? fp8_time : 1.0) + router);
   dense_weight_bytes_ = attention * m.attention_weight_bytes * layers_ +
                         double(m.router_params()) * dtype_ +
                         (double(m.shared_expert_params()) * (layers_ - m.dense_layers) +
                          double(m.dense_mlp_params()) * m.dense_layers) *
                             m.mlp_weight_bytes;
+  // MLA's down projections are whole on every GPU of the group (ReplicatedLinear): each of the
+  // tp GPUs reads them and multiplies every token by them, tp - 1 copies beyond the split work
+  // (0 without MLA).
+  const double replicated = double(m.replicated_attention_params_per_layer()) * layers_ * (tp - 1);
+  if (replicated > 0) {
+    dense_weight_bytes_ += replicated * m.attention_weight_bytes;
+    linear_time_flops_per_token_ += 2.0 * replicated * attention_time;
+  }
   // A dense model's MLP counts as its one expert, in every layer.
   const double expert_layers = m.num_experts > 1 ? m.moe_layers() : layers_;
   expert_weight_bytes_ = double(m.expert_params()) * expert_layers * m.mlp_weight_bytes;
@@ -84,11 +93,15 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
         2.0 * m.kv_lora_rank * heads * (m.qk_nope_head_dim + m.v_head_dim) * layers_;
     qo_bytes_per_token_ =
         heads * (m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim) * layers_ * dtype_;
+    // The absorbed decode's q is in the latent (kv_lora + qk_rope a head), its o too (kv_lora).
+    decode_qo_bytes_per_token_ =
+        heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim) * layers_ * dtype_;
   } else {
     const double q = heads * m.head_dim;
     attn_flops_per_pair_ = 4.0 * q * layers_;  // QK^T and PV, 2 FLOPs per multiply-add
     decode_attn_flops_per_pair_ = attn_flops_per_pair_;
     qo_bytes_per_token_ = 2.0 * q * layers_ * dtype_;
+    decode_qo_bytes_per_token_ = qo_bytes_per_token_;
   }
   // K and V over the whole group: KV heads are replicated when there are fewer than GPUs (MLA's
   // latent is whole on every GPU).
@@ -215,7 +228,8 @@ RooflineCostModel::Work RooflineCostModel::attention_work(double pairs, double k
   const double flops =
       decode ? decode_attn_flops_per_pair_ * pairs
              : attn_flops_per_pair_ * pairs + context_flops_per_token_ * (kv_tokens - new_tokens);
-  return {flops, kv_bytes_per_token_ * (kv_tokens + new_tokens) + qo_bytes_per_token_ * new_tokens};
+  const double qo = decode ? decode_qo_bytes_per_token_ : qo_bytes_per_token_;
+  return {flops, kv_bytes_per_token_ * (kv_tokens + new_tokens) + qo * new_tokens};
 }
 
 // Per GPU: the replicated part whole, the sharded part split.

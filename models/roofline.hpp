@@ -103,6 +103,7 @@ class RooflineCostModel final : public CostModel {
   double context_flops_per_token_ = 0;             // MLA: a prefill's up-projection of its context
   double kv_bytes_per_token_;                      // K and V, all layers, whole model
   double qo_bytes_per_token_;                      // Q read and O written, all layers
+  double decode_qo_bytes_per_token_;               // the same in the decode kernel (MLA: latent)
   double lm_head_bytes_;
 };
 

@@ -8,6 +8,7 @@
 #include "cli_helpers.hpp"
 #include "cost_fixtures.hpp"
 #include "helpers.hpp"
+#include "models/drafter.hpp"
 #include "models/gpu.hpp"
 #include "models/hardware.hpp"
 #include "models/memory_plan.hpp"
@@ -157,6 +158,52 @@ TEST_CASE("roofline: MLA attention by hand, prefill up-projected and decode in t
   const double more =
       model.cost(std::span(&chunk, 1)).bytes - model.cost(std::span(&fresh, 1)).bytes;
   CHECK(more == Approx(6 * 12));
+  // A decode's q and o are in the latent: 2 heads x (2 x 4 + 2) values, against a prefill
+  // token's 2 x (2 + 2 + 2): 16 B more than the same token as a one-token prefill.
+  const SeqShape as_prefill{1, 10, true, true};
+  CHECK(model.cost(std::span(&decode, 1)).bytes - model.cost(std::span(&as_prefill, 1)).bytes ==
+        Approx((20 - 12) * 2));
+  // At TP2 each GPU also reads the replicated down projection (8 x (4 + 2) parameters, 96 B a
+  // copy), every GPU its own norms' and adds' bytes (176 B a token) and the whole latent
+  // (12 B x 12 tokens): the group reads that much more than at TP1.
+  const RooflineCostModel tp2(slow_gpu(), m, 2, ideal_params());
+  CHECK(tp2.cost(std::span(&decode, 1)).bytes - model.cost(std::span(&decode, 1)).bytes ==
+        Approx(96 + 176 + 12 * 12));
+}
+
+TEST_CASE("catalogue: a MoE model with dense layers, counted by hand", "[cost][models]") {
+  // Four layers: one dense MLP of width 32, three of 4 experts of width 16 (top-2) and a shared
+  // expert of 8; hidden 8, attention as tiny_model's.
+  ModelSpec m = servesim::test::tiny_model();
+  m.num_layers = 4;
+  m.num_experts = 4;
+  m.experts_per_token = 2;
+  m.shared_expert_intermediate_size = 8;
+  m.dense_layers = 1;
+  m.dense_intermediate_size = 32;
+  CHECK(m.moe_layers() == 3);
+  CHECK(m.router_params() == 3 * 8 * 4);
+  // Active MLP: 3 x (2 x 384 + 192) + 768.
+  CHECK(m.active_mlp_params() == 3 * (2 * 384 + 192) + 768);
+  // All: attention 4 x 192; experts 3 x (4 x 384 + 192) and the dense 768; routers 96; norms 4 x
+  // 16; embedding and LM head 256 each; the final norm 8.
+  const int64_t total = 4 * 192 + 3 * (4 * 384 + 192) + 768 + 96 + 4 * 16 + 256 + 256 + 8;
+  CHECK(m.total_params() == total);
+  CHECK(m.active_params() == total - 3 * 2 * 384);
+  // A speculative head of it is one routed-expert layer, whatever the target's dense layers.
+  const Drafter eagle = make_drafter(SpecMethod::kEagle, m);
+  CHECK(eagle.model.moe_layers() == 1);
+  CHECK(eagle.model.router_params() == 8 * 4);
+  // One token's decode: the dense layer's MLP (2 x 768 FLOPs) where, as a MoE layer, it would
+  // pass through 2 experts and the shared one (2 x (2 x 384 + 192)) and a router (2 x 32).
+  ModelSpec all_moe = m;
+  all_moe.dense_layers = 0;
+  all_moe.dense_intermediate_size = 0;
+  const RooflineCostModel model(slow_gpu(), m, 1, ideal_params());
+  const RooflineCostModel moe(slow_gpu(), all_moe, 1, ideal_params());
+  const SeqShape one{1, 10, false, true};
+  CHECK(model.cost(std::span(&one, 1)).flops - moe.cost(std::span(&one, 1)).flops ==
+        Approx(2.0 * 768 - 2.0 * (2 * 384 + 192) - 2.0 * 32));
 }
 
 TEST_CASE("model file: MLA and dense-layer keys, and what they refuse", "[models][cli]") {
