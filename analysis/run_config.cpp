@@ -296,6 +296,24 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
                 "expected network or nvlink, got '" + *s.kv_transfer_link + "'");
   }
   o.fleet.kv_transfer_nvlink = s.kv_transfer_link == "nvlink";
+  if (o.fleet.kv_transfer_nvlink) {
+    // NVLink joins the GPUs of one node: the pools must fit in the smallest node among them.
+    int gpus = 0;
+    const GpuSpec* smallest = nullptr;
+    for (const ReplicaGroup& g : o.fleet.groups) {
+      gpus += g.count * g.config.tp;
+      if (smallest == nullptr || g.config.gpu.gpus_per_node < smallest->gpus_per_node) {
+        smallest = &g.config.gpu;
+      }
+    }
+    if (smallest != nullptr && gpus > smallest->gpus_per_node) {
+      throw Error(field::kKvTransferLink, "nvlink joins the GPUs of one node: the pools hold " +
+                                              std::to_string(gpus) + " GPUs, a node of " +
+                                              smallest->name + " " +
+                                              std::to_string(smallest->gpus_per_node) +
+                                              " (network: the prompts' KV crosses the NICs)");
+    }
+  }
   if (!(s.kv_transfer_latency_s >= 0 && s.kv_transfer_latency_s <= 3600)) {
     throw Error(field::kKvTransferLatencyS, "must be in [0, 3600] seconds");
   }

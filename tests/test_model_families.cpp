@@ -299,4 +299,14 @@ TEST_CASE("roofline: a TP group across nodes all-reduces over the NICs, by hand"
   const auto r = call_cli({"run", "--gpu-file", (dir / "g0.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("g0.ini:7: field 'gpus_per_node'"));
+  // Disaggregated pools that send KV over NVLink must fit one node: 4 x TP2 + 2 x TP1 do not.
+  const auto pd =
+      call_cli({"run", "--prefill-replicas", "4", "--prefill-tp", "2", "--decode-replicas", "2",
+                "--kv-transfer-link", "nvlink", "--num-requests", "4"});
+  CHECK(pd.code == 2);
+  CHECK_THAT(pd.err, Catch::Contains("kv-transfer-link") && Catch::Contains("10 GPUs"));
+  const auto fits =
+      call_cli({"run", "--prefill-replicas", "3", "--prefill-tp", "2", "--decode-replicas", "2",
+                "--kv-transfer-link", "nvlink", "--num-requests", "4"});
+  CHECK(fits.code == 0);
 }
