@@ -134,6 +134,38 @@ constexpr int64_t kVisionLayer =
     4 * (1408LL * 1408 + 1408) + (1408LL * 5632 + 5632) + (5632LL * 1408 + 1408) + 4 * 1408;
 constexpr int64_t kLlama4VisionParams = 34 * kVisionLayer + 3 * 14 * 14 * 1408 + 1408 + 577 * 1408 +
                                         4 * 1408 + 5632LL * 4096 + 4096LL * 4096 + 4096LL * 5120;
+
+// DeepSeek-V3's architecture (DeepseekV3ForCausalLM), as its FP8 checkpoints publish it: 61
+// layers of width 7168; multi-head latent attention with q_lora_rank 1536, kv_lora_rank 512,
+// heads of 128 + 64 rope for q and k and 128 for v; routed experts of width 2048, 8 a token, and
+// one shared expert; the first DENSE_LAYERS layers (first_k_dense_replace) a dense MLP of 18432.
+// Linear layers in FP8 (128 x 128 blocks); the embedding, LM head, routers and norms in BF16.
+ModelSpec deepseek_v3_architecture(const char* name, const char* hf_id, int heads, int vocab,
+                                   int max_position, int experts, int dense_layers) {
+  return {.name = name,
+          .hf_id = hf_id,
+          .num_layers = 61,
+          .hidden_size = 7168,
+          .num_heads = heads,
+          .num_kv_heads = heads,
+          .head_dim = 192,
+          .intermediate_size = 2048,
+          .vocab_size = vocab,
+          .max_position = max_position,
+          .num_experts = experts,
+          .experts_per_token = 8,
+          .shared_expert_intermediate_size = 2048,
+          .attention_weight_bytes = 1,
+          .mlp_weight_bytes = 1,
+          .q_lora_rank = 1536,
+          .kv_lora_rank = 512,
+          .qk_nope_head_dim = 128,
+          .qk_rope_head_dim = 64,
+          .v_head_dim = 128,
+          .dense_layers = dense_layers,
+          .dense_intermediate_size = 18432};
+}
+
 }  // namespace
 
 const std::vector<ModelSpec>& model_catalogue() {
@@ -230,60 +262,16 @@ const std::vector<ModelSpec>& model_catalogue() {
       // no shared expert, every layer sparse. 235 B parameters, 22 B active.
       {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", 94, 4096, 64, 4, 128, 1536, 151936, 40960, 128,
        8},
-      // DeepSeek-V3 (and R1, its reasoning fine-tune): multi-head latent attention (q_lora_rank
-      // 1536, kv_lora_rank 512, heads of 128 + 64 rope for q and k, 128 for v), 256 routed experts
-      // of width 2048 (top-8) and one shared expert in 58 layers, the first 3
-      // (first_k_dense_replace) dense of width 18432. The published checkpoint is FP8 (128 x 128
-      // blocks) but for the embedding, the LM head, the routers and the norms. The multi-token
-      // prediction layer (num_nextn_predict_layers 1, 14 B) is loaded only as a drafter: left out.
-      // 671 B parameters, 37 B active.
-      {.name = "deepseek-v3",
-       .hf_id = "deepseek-ai/DeepSeek-V3",
-       .num_layers = 61,
-       .hidden_size = 7168,
-       .num_heads = 128,
-       .num_kv_heads = 128,
-       .head_dim = 192,
-       .intermediate_size = 2048,
-       .vocab_size = 129280,
-       .max_position = 163840,
-       .num_experts = 256,
-       .experts_per_token = 8,
-       .shared_expert_intermediate_size = 2048,
-       .attention_weight_bytes = 1,
-       .mlp_weight_bytes = 1,
-       .q_lora_rank = 1536,
-       .kv_lora_rank = 512,
-       .qk_nope_head_dim = 128,
-       .qk_rope_head_dim = 64,
-       .v_head_dim = 128,
-       .dense_layers = 3,
-       .dense_intermediate_size = 18432},
+      // DeepSeek-V3 (and R1, its reasoning fine-tune): 128 heads, 256 routed experts, the first 3
+      // layers dense. The multi-token prediction layer (num_nextn_predict_layers 1, 14 B) is
+      // loaded only as a drafter: left out. 671 B parameters, 37 B active.
+      deepseek_v3_architecture("deepseek-v3", "deepseek-ai/DeepSeek-V3", 128, 129280, 163840, 256,
+                               3),
       // Kimi K2: DeepSeek-V3's architecture with 64 heads, 384 routed experts and one dense layer;
       // FP8 (128 x 128 blocks) as published. 1,026 B parameters by this count (the card: 1 T),
       // 32.9 B active (the card: 32 B).
-      {.name = "kimi-k2",
-       .hf_id = "moonshotai/Kimi-K2-Instruct",
-       .num_layers = 61,
-       .hidden_size = 7168,
-       .num_heads = 64,
-       .num_kv_heads = 64,
-       .head_dim = 192,
-       .intermediate_size = 2048,
-       .vocab_size = 163840,
-       .max_position = 131072,
-       .num_experts = 384,
-       .experts_per_token = 8,
-       .shared_expert_intermediate_size = 2048,
-       .attention_weight_bytes = 1,
-       .mlp_weight_bytes = 1,
-       .q_lora_rank = 1536,
-       .kv_lora_rank = 512,
-       .qk_nope_head_dim = 128,
-       .qk_rope_head_dim = 64,
-       .v_head_dim = 128,
-       .dense_layers = 1,
-       .dense_intermediate_size = 18432},
+      deepseek_v3_architecture("kimi-k2", "moonshotai/Kimi-K2-Instruct", 64, 163840, 131072, 384,
+                               1),
   };
   return models;
 }

@@ -16,7 +16,7 @@ TEST_CASE("roofline: parameter counts of the tiny model", "[cost]") {
   const ModelSpec m = tiny_model();
   CHECK(m.attention_params_per_layer() == 8 * (8 + 2 * 4) + 8 * 8);  // 192
   CHECK(m.expert_params() == 3 * 8 * 16);                            // 384
-  CHECK(m.active_linear_params() == 2 * 576);  // two layers
+  CHECK(m.active_linear_params() == 2 * 576);                        // two layers
   CHECK(m.total_params() == 2 * (576 + 16) + 2 * 32 * 8 + 8);
   CHECK(m.kv_bytes_per_token_per_gpu(1) == 2 * 2 * 1 * 4 * 2);
 }

@@ -25,19 +25,14 @@ using servesim::test::write;
 
 namespace {
 
-// One layer, two heads, no q latent: q_proj 8 x 2 x (2 + 2) = 64, kv_a 8 x (4 + 2) = 48,
-// kv_b 4 x 2 x (2 + 2) = 32, o 2 x 2 x 8 = 32: 176 attention parameters.
+// tiny_model's widths in one layer, MLA over its two heads, no q latent: q_proj 8 x 2 x (2 + 2)
+// = 64, kv_a 8 x (4 + 2) = 48, kv_b 4 x 2 x (2 + 2) = 32, o 2 x 2 x 8 = 32: 176 attention
+// parameters.
 ModelSpec tiny_mla() {
-  ModelSpec m;
+  ModelSpec m = servesim::test::tiny_model();
   m.name = "tiny-mla";
   m.num_layers = 1;
-  m.hidden_size = 8;
-  m.num_heads = 2;
   m.num_kv_heads = 2;
-  m.head_dim = 4;
-  m.intermediate_size = 16;
-  m.vocab_size = 32;
-  m.max_position = 1000;
   m.kv_lora_rank = 4;
   m.qk_nope_head_dim = 2;
   m.qk_rope_head_dim = 2;
@@ -299,14 +294,15 @@ TEST_CASE("roofline: a TP group across nodes all-reduces over the NICs, by hand"
   const auto r = call_cli({"run", "--gpu-file", (dir / "g0.ini").string()});
   CHECK(r.code == 2);
   CHECK_THAT(r.err, Catch::Contains("g0.ini:7: field 'gpus_per_node'"));
-  // Disaggregated pools that send KV over NVLink must fit one node: 4 x TP2 + 2 x TP1 do not.
-  const auto pd =
-      call_cli({"run", "--prefill-replicas", "4", "--prefill-tp", "2", "--decode-replicas", "2",
-                "--kv-transfer-link", "nvlink", "--num-requests", "4"});
+  // Disaggregated pools that send KV over NVLink must fit one node: 4 x TP2 + 2 x TP1 do not,
+  // 3 x TP2 + 2 x TP1 do.
+  const auto nvlink_pools = [](const char* prefill_replicas) {
+    return call_cli({"run", "--prefill-replicas", prefill_replicas, "--prefill-tp", "2",
+                     "--decode-replicas", "2", "--kv-transfer-link", "nvlink", "--num-requests",
+                     "4"});
+  };
+  const auto pd = nvlink_pools("4");
   CHECK(pd.code == 2);
   CHECK_THAT(pd.err, Catch::Contains("kv-transfer-link") && Catch::Contains("10 GPUs"));
-  const auto fits =
-      call_cli({"run", "--prefill-replicas", "3", "--prefill-tp", "2", "--decode-replicas", "2",
-                "--kv-transfer-link", "nvlink", "--num-requests", "4"});
-  CHECK(fits.code == 0);
+  CHECK(nvlink_pools("3").code == 0);
 }
