@@ -149,7 +149,9 @@ FleetPrice price_pools(const std::vector<GpuPool>& pools, const GpuHourCost& cos
 }
 
 std::string describe_pools(const std::vector<GpuPool>& pools) {
-  if (pools.size() == 1 && pools[0].replicas == 1) return pools[0].gpu;
+  if (pools.size() == 1 && pools[0].replicas == 1) {
+    return pools[0].gpu + (pools[0].pp > 1 ? " pp" + std::to_string(pools[0].pp) : "");
+  }
   bool tps_differ = false;
   for (const GpuPool& p : pools)
     tps_differ = tps_differ || p.tp != pools.front().tp;
@@ -157,6 +159,7 @@ std::string describe_pools(const std::vector<GpuPool>& pools) {
   for (const GpuPool& p : pools) {
     s += (s.empty() ? "" : " + ") + std::to_string(p.replicas) + "x " + p.gpu;
     if (tps_differ) s += " tp" + std::to_string(p.tp);
+    if (p.pp > 1) s += " pp" + std::to_string(p.pp);
     if (p.role != "colocated") s += " " + p.role;
   }
   return s;

@@ -79,7 +79,7 @@ void size_group(const RunSpec& base, const CapacitySpec& spec, double target, in
                 CapacityResult& c, Inputs& inputs) {
   int64_t others = 0;  // GPUs of the fixed groups
   for (const GpuPool& p : c.pools)
-    others += p.gpu == spec.size_group ? 0 : int64_t(p.replicas) * p.tp;
+    others += p.gpu == spec.size_group ? 0 : p.gpus();
   std::map<int64_t, FleetPrice> priced;
   auto meets = [&](int64_t k) {
     RunSpec s = base;

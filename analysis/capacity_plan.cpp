@@ -146,7 +146,7 @@ DayRun run_day(const std::string& name, const RunSpec& s, const CapacitySpec& sp
     d.peak_replicas = r.fleet.num_replicas;
     d.replica_hours = std::isfinite(first) ? double(d.peak_replicas) * (end - first) / 3600 : 0;
   }
-  d.gpu_hours = d.replica_hours * p.tp;
+  d.gpu_hours = d.replica_hours * p.gpus_per_replica;
   d.usd = d.replica_hours * usd_per_replica_h;
   CapacitySpec judged = spec;
   judged.bounds.clear();
@@ -228,6 +228,7 @@ DayPlan plan_day(const RunSpec& base, const CapacitySpec& spec, double window_s,
   // The three fleets over the whole day, priced per replica-hour.
   const PointRun one = run_point(window_of(fixed_fleet(base, 1), first, first + 1e-6), inputs);
   p.tp = one.run.config.tp;
+  p.gpus_per_replica = one.run.config.gpus();
   std::vector<GpuPool> pools = one.pools;
   for (GpuPool& g : pools)
     g.replicas = 1;

@@ -51,7 +51,7 @@ struct DayRun {
 
 struct DayPlan {
   double window_s = 0, span_s = 0;
-  int tp = 1;
+  int tp = 1, gpus_per_replica = 1;  // a replica's TP degree, and its GPUs (TP x PP)
   double usd_per_gpu_h = NAN;
   double ttft_ms = INFINITY, tpot_ms = INFINITY;  // the per-request bounds of request_attainment
   int max_replicas = 0;                           // the search's limit per window

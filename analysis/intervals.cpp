@@ -60,6 +60,7 @@ Regime regime_of(const RunResult& r) {
   g.arch = r.config.gpu.arch;
   g.mla = r.config.model.mla();
   g.multi_node = r.config.tp > r.config.gpu.gpus_per_node;
+  g.pp = r.config.pp;
   return g;
 }
 
@@ -86,6 +87,12 @@ std::vector<std::string> outside_fitted_range(const Regime& g) {
         "TTFT up to 28x, so no bound is given");
   }
   if (g.multi_node) why.push_back("a TP group across nodes, which no real run covered");
+  if (g.pp > 1) {
+    why.push_back(
+        format("%d pipeline stages, which no real run covered (the stages' split, the "
+               "sends and the batch queue are modelled from vLLM's code, not fitted)",
+               g.pp));
+  }
   if (g.context_tokens > kMaxContextTokens) {
     why.push_back(format("a mean context of %.0f tokens, past the runs' %.0f", g.context_tokens,
                          kMaxContextTokens));

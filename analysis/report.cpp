@@ -276,6 +276,12 @@ std::string run_label(const RunResult& r) {
   return std::string(policy_name(s.policy)) + ":" + std::to_string(s.max_num_batched_tokens);
 }
 
+std::string replica_gpus_text(const SimConfig& c) {
+  std::string s = c.gpu.name + " x" + std::to_string(c.gpus());
+  if (c.pp > 1) s += " (TP" + std::to_string(c.tp) + " x PP" + std::to_string(c.pp) + ")";
+  return s;
+}
+
 ordered_json summary_json(const RunResult& r, const ordered_json& workload, double interval_level) {
   const RunSummary& s = r.summary;
   const SimConfig& c = r.config;
@@ -385,6 +391,12 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
         {"kv_cache", r.memory.kv_cache_bytes / 1073741824.0}}},
       {"cost_model", cost_json},
   };
+  if (c.pp > 1) {
+    // Present with pipeline stages only (absent: 1). memory_plan_gib is the stage with the fewest
+    // KV blocks, which sizes every stage's cache.
+    j["config"]["pipeline_parallel_size"] = c.pp;
+    j["config"]["memory_plan_stage"] = r.memory.stage;
+  }
   add_settings(r, j["config"]);
   j["config"]["workload"] = workload;
   const FleetSummary& f = r.fleet;

@@ -18,6 +18,8 @@ namespace servesim {
 
 // The scheduler label of a run with its resolved token budget, e.g. "chunked:512".
 std::string run_label(const RunResult& r);
+// A replica's GPUs: "h100-sxm x4", or with pipeline stages "h100-sxm x8 (TP4 x PP2)".
+std::string replica_gpus_text(const SimConfig& c);
 
 // Every summary metric as a flat (name, value) list in a fixed order: completed, rejected,
 // preemptions, then mean/p50/p90/p95/p99/max of ttft_ms, itl_ms, tpot_ms, e2e_ms, queue_ms and

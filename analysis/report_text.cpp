@@ -40,7 +40,7 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
       out << (k ? " + " : "") << pools[k].replicas << "x " << pools[k].name;
     out << " (TP " << c.tp << " in the first)";
   } else {
-    out << c.gpu.name << " x" << c.tp;
+    out << replica_gpus_text(c);
   }
   if (r.fleet.autoscale.enabled) {
     out << ", " << r.fleet.autoscale.min_replicas << " to " << r.fleet.autoscale.max_replicas
@@ -57,10 +57,14 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
       << c.hardware_source << "\n";
   if (pools.size() > 1) out << "first pool (" << pools.front().name << "): ";
   out << format(
-      "KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU\n",
+      "KV cache: %lld blocks of %d tokens (%.2f GiB per GPU%s); weights %.2f GiB per GPU%s\n",
       static_cast<long long>(r.memory.num_gpu_blocks), c.scheduler.block_size,
       double(r.memory.num_gpu_blocks) * r.memory.kv_bytes_per_block / 1073741824.0,
-      r.memory.overridden ? ", --num-gpu-blocks" : "", r.memory.weight_bytes / 1073741824.0);
+      r.memory.overridden ? ", --num-gpu-blocks" : "", r.memory.weight_bytes / 1073741824.0,
+      r.memory.stages > 1 ? format(" (pipeline stage %d of %d, the one with the fewest blocks)",
+                                   r.memory.stage + 1, r.memory.stages)
+                                .c_str()
+                          : "");
   out << "workload: " << workload << "\n";
   out << format("requests: %llu total, %llu completed, %llu rejected",
                 static_cast<unsigned long long>(s.total),
@@ -324,8 +328,14 @@ void print_run_summary(std::ostream& out, const RunResult& r, const std::string&
 
 std::string engine_text(const SimConfig& c) {
   std::string t = std::string(engine_name(c.engine));
-  if (has_batch_queue(c.engine))
+  if (c.pp > 1) {
+    t += format(
+        " (a batch queue of %d through %d pipeline stages; no request scheduled again while "
+        "its token is in flight)",
+        c.pp, c.pp);
+  } else if (has_batch_queue(c.engine)) {
     t += c.scheduler.async_scheduling ? " (async scheduling)" : " (sync)";
+  }
   return t + format(", API server %.1f ms", c.frontend_latency_s * 1e3);
 }
 
@@ -342,7 +352,7 @@ std::string row_differences(const RunResult& r, const RunResult& reference) {
   if (c.engine == ref.engine && c.scheduler.async_scheduling != ref.scheduler.async_scheduling) {
     add(c.scheduler.async_scheduling ? "async" : "sync");
   }
-  if (c.gpu.name != ref.gpu.name || c.tp != ref.tp) add(c.gpu.name + " x" + std::to_string(c.tp));
+  if (c.gpu.name != ref.gpu.name || c.tp != ref.tp || c.pp != ref.pp) add(replica_gpus_text(c));
   if (c.cost_model != ref.cost_model || c.hardware_source != ref.hardware_source) {
     add("hardware fit");
   } else if (c.engine == ref.engine && c.engine_source != ref.engine_source) {

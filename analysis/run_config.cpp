@@ -244,6 +244,10 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
                       SimulateOptions& o, SimConfig& config) {
   const bool disaggregated = s.prefill_replicas > 0 || s.decode_replicas > 0;
   if (disaggregated) {
+    if (pipeline_parallel_size(s) > 1) {
+      throw Error(field::kPipelineParallelSize,
+                  "servesim does not model disaggregated pools with pipeline stages");
+    }
     if (s.prefill_replicas < 1 || s.decode_replicas < 1) {
       throw Error(s.prefill_replicas < 1 ? field::kPrefillReplicas : field::kDecodeReplicas,
                   "a disaggregated fleet needs both pools: >= 1 each");
@@ -325,6 +329,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   apply_serving_dtypes(c.model, s.quantization, s.kv_cache_dtype);
   c.gpu = inputs.gpu(s.gpu, s.gpu_file);
   c.tp = tensor_parallel_size(s);
+  c.pp = pipeline_parallel_size(s);
   c.scheduler.max_model_len = s.max_model_len;
   c.scheduler.max_num_seqs = s.max_num_seqs;
   c.scheduler.block_size = s.block_size;
@@ -477,6 +482,7 @@ std::vector<GpuPool> gpu_pools(const SimConfig& c, const SimulateOptions& o) {
     p.quantization = g.model.quantization();
     p.replicas = replicas;
     p.tp = g.tp;
+    p.pp = g.pp;
     p.file_cost = g.gpu.cost_per_hour;
     return p;
   };

@@ -143,6 +143,7 @@ void refuse_given(std::initializer_list<Setting> settings, const std::string& me
 
 void check_flags(const RunSpec& s) {
   tensor_parallel_size(s);
+  pipeline_parallel_size(s);
   simulate_options(s);  // the fleet's flags
   num_requests(s);
   scheduler_choice(s);
@@ -278,6 +279,14 @@ int tensor_parallel_size(const RunSpec& s) {
     throw Error(field::kTp, "conflicts with {{parallel.tensor_parallel_size}}");
   }
   return s.tp;
+}
+
+int pipeline_parallel_size(const RunSpec& s) {
+  if (!s.pp.given()) return s.pipeline_parallel_size;
+  if (s.pipeline_parallel_size.given() && s.pipeline_parallel_size != s.pp) {
+    throw Error(field::kPp, "conflicts with {{parallel.pipeline_parallel_size}}");
+  }
+  return s.pp;
 }
 
 std::vector<GpuCount> parse_replica_gpus(const std::string& text) {

@@ -122,6 +122,8 @@ struct RunSpec {
   std::string kv_cache_dtype = "auto";  // vLLM's --kv-cache-dtype: auto | fp8
   Given<int> tensor_parallel_size{1};
   Given<int> tp{0};  // --tp, the alias of --tensor-parallel-size
+  Given<int> pipeline_parallel_size{1};
+  Given<int> pp{0};  // --pp, the alias of --pipeline-parallel-size
   // A fleet: replicas behind a router (vLLM's --data-parallel-size is the alias).
   Given<int> num_replicas{1}, data_parallel_size{0};
   Given<std::string> router{"round-robin"};
@@ -295,6 +297,7 @@ inline constexpr const char* kDefaultSchedulerNote =
     "(--scheduler names another)";
 // The tensor-parallel degree, the number of requests and the scheduler the flags ask for.
 int tensor_parallel_size(const RunSpec& s);
+int pipeline_parallel_size(const RunSpec& s);
 int64_t num_requests(const RunSpec& s);
 SchedulerChoice scheduler_choice(const RunSpec& s);
 // The simulation options the flags ask for (percentiles, goodput, concurrency).
@@ -336,9 +339,9 @@ SimConfig policy_config(const SimConfig& base, const RunSpec& s, const Scheduler
 struct GpuPool {
   std::string gpu, role;  // catalogue or file name; "colocated", "prefill", "decode"
   std::string quantization;
-  int replicas = 1, tp = 1;
+  int replicas = 1, tp = 1, pp = 1;
   double file_cost = NAN;  // the GPU file's cost_per_hour
-  int64_t gpus() const { return int64_t(replicas) * tp; }
+  int64_t gpus() const { return int64_t(replicas) * tp * pp; }
 };
 
 struct PointRun {

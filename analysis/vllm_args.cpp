@@ -69,7 +69,12 @@ const std::vector<VllmArg> kArgs = {
     {"--tensor-parallel-size", "--tensor-parallel-size, --tp", M,
      "work split over the group, two all-reduces per layer (vLLM's custom all-reduce under 8 "
      "MiB, NCCL above), KV heads replicated when fewer than GPUs"},
-    {"--pipeline-parallel-size", "", I, "pipeline parallelism is not modelled"},
+    {"--pipeline-parallel-size", "--pipeline-parallel-size, --pp", A,
+     "vllm-v1 on the v1 engine: layers split as vLLM splits them, each stage's weights, KV and "
+     "activations (the fewest blocks of any stage), the batch queue of one batch a stage with no "
+     "request scheduled twice in flight, a stage at a time per batch with NCCL sends and an "
+     "all-gather between stages; no real PP run checks it. Refused with V0 policies, "
+     "speculative decoding, LoRA, KV offload and disaggregated pools"},
     {"--data-parallel-size", "--data-parallel-size, --num-replicas", A,
      "independent engines behind a router; MoE data parallelism with expert parallelism (shared "
      "experts, DP synchronisation) is not modelled"},
@@ -199,6 +204,7 @@ std::vector<std::string> approximated_args(const SimConfig& c) {
   if (c.model.num_experts > 1) used.push_back("behaviour: MoE routing");
   if (c.model.mla()) used.push_back("behaviour: MLA attention");
   if (c.tp > c.gpu.gpus_per_node) used.push_back("behaviour: TP across nodes");
+  if (c.pp > 1) used.push_back("--pipeline-parallel-size");
   if (fitted_arch(c.gpu.arch) != c.gpu.arch) used.push_back("behaviour: GPU without profiles");
   return used;
 }

@@ -33,6 +33,12 @@ std::vector<RunFlag> model_and_fleet_flags() {
        Plain<Given<int>>{FIELD(tensor_parallel_size)}, kShowDefault, "GPUs per replica (vLLM -tp)"},
       {"tp", field::kTp, G::kHardware, Plain<Given<int>>{FIELD(tp)}, kNoDefault,
        "same as --tensor-parallel-size"},
+      {"pipeline-parallel-size", field::kPipelineParallelSize, G::kHardware,
+       Plain<Given<int>>{FIELD(pipeline_parallel_size)}, kShowDefault,
+       "pipeline stages per replica, each a TP group (vLLM -pp; engine v1): a replica has TP x PP "
+       "GPUs"},
+      {"pp", field::kPp, G::kHardware, Plain<Given<int>>{FIELD(pp)}, kNoDefault,
+       "same as --pipeline-parallel-size"},
       {"num-replicas", field::kNumReplicas, G::kHardware, Plain<Given<int>>{FIELD(num_replicas)},
        kShowDefault,
        "replicas of this server behind a router, each with its own scheduler and KV cache"},

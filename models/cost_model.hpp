@@ -75,6 +75,16 @@ class CostModel {
     return cost(batch);
   }
   virtual std::string name() const = 0;
+  // Pipeline parallelism: the stages a step passes through one after the other, each a TP
+  // group of its own (1: none).
+  virtual int pipeline_stages() const { return 1; }
+  // The seconds of each stage of a step that COST costed (the whole model's, from TOTALS) and of
+  // each send between stages: OUT[2 s] stage s's GPU work, OUT[2 s + 1] the send from stage s
+  // to s + 1; 2 x pipeline_stages() - 1 values. Without a pipeline, the step's GPU work.
+  virtual void pipeline_seconds(const StepCost& cost, const BatchTotals& /*totals*/,
+                                std::span<double> out) const {
+    out[0] = cost.seconds - cost.cpu_overhead_s;
+  }
 };
 
 }  // namespace servesim

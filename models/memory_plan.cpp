@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "models/pipeline.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
 
@@ -27,7 +28,7 @@ double v1_activation_peak_bytes(const ModelSpec& m, int64_t num_tokens, int64_t 
 double runtime_reserve_gib(const MemoryPlanOptions& opt, const ServerShape& shape) {
   if (!std::isnan(opt.runtime_reserve_gib)) return opt.runtime_reserve_gib;
   if (!v1_memory_profile(shape.engine)) return 0.5;
-  return shape.tp > 1 ? 0.64 : 0.49;
+  return shape.tp * shape.pp > 1 ? 0.64 : 0.49;
 }
 
 namespace {
@@ -36,6 +37,15 @@ std::string gib(double bytes) {
   std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / (1024.0 * 1024.0 * 1024.0));
   return buf;
 }
+// "TP4", or "TP4 x PP2 (stage 2 of 2)": the stage whose plan P is.
+std::string layout(const ServerShape& shape, const MemoryPlan& p) {
+  std::string s = "TP" + std::to_string(shape.tp);
+  if (shape.pp > 1) {
+    s += " x PP" + std::to_string(shape.pp) + " (stage " + std::to_string(p.stage + 1) + " of " +
+         std::to_string(shape.pp) + ")";
+  }
+  return s;
+}
 std::string fixed2(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.2f", v);
@@ -43,13 +53,21 @@ std::string fixed2(double v) {
 }
 }  // namespace
 
-MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt,
-                       const ServerShape& shape) {
+namespace {
+
+// One stage's plan, of LAYERS layers (all of them without a pipeline), before its block count.
+MemoryPlan plan_stage(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt,
+                      const ServerShape& shape, int stage, int layers) {
   MemoryPlan p;
+  const bool first = stage == 0, last = stage == shape.pp - 1;
+  p.stage = stage;
+  p.stages = shape.pp;
   p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
   p.drafter_weight_bytes = shape.drafter_weight_bytes;
   p.lora_bytes = shape.lora_bytes;
-  p.weight_bytes = model.weight_bytes_per_gpu(shape.tp) + p.drafter_weight_bytes + p.lora_bytes;
+  p.weight_bytes = (shape.pp > 1 ? model.stage_weight_bytes_per_gpu(shape.tp, layers, first, last)
+                                 : model.weight_bytes_per_gpu(shape.tp)) +
+                   p.drafter_weight_bytes + p.lora_bytes;
   if (v1_memory_profile(shape.engine)) {
     // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU
     // (MLA's rotates only the qk_rope_head_dim part).
@@ -57,15 +75,41 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
     p.weight_bytes += double(model.max_position) *
                       (model.mla() ? model.qk_rope_head_dim : model.head_dim) * model.dtype_bytes;
     p.activation_bytes =
-        v1_activation_peak_bytes(model, shape.max_num_batched_tokens, shape.max_num_seqs);
+        last ? v1_activation_peak_bytes(model, shape.max_num_batched_tokens, shape.max_num_seqs)
+             : 4.0 * double(shape.max_num_batched_tokens) * model.hidden_size;
   } else {
     p.activation_bytes =
-        activation_peak_bytes(model, shape.tp, shape.max_num_batched_tokens, shape.max_num_seqs);
+        last ? activation_peak_bytes(model, shape.tp, shape.max_num_batched_tokens,
+                                     shape.max_num_seqs)
+             : activation_peak_bytes(model, shape.tp, shape.max_num_batched_tokens, 0);
   }
   p.reserve_bytes = runtime_reserve_gib(opt, shape) * 1024.0 * 1024.0 * 1024.0;
   p.kv_cache_bytes = p.usable_bytes - p.weight_bytes - p.activation_bytes - p.reserve_bytes;
-  p.kv_bytes_per_block = int64_t(shape.block_size) * (model.kv_bytes_per_token_per_gpu(shape.tp) +
-                                                      shape.drafter_kv_bytes_per_token);
+  const int64_t kv_per_token =
+      model.kv_bytes_per_token_per_gpu(shape.tp) / model.num_layers * layers;
+  p.kv_bytes_per_block =
+      int64_t(shape.block_size) * (kv_per_token + shape.drafter_kv_bytes_per_token);
+  return p;
+}
+
+double blocks_of(const MemoryPlan& p) {
+  return p.kv_cache_bytes > 0 ? std::floor(p.kv_cache_bytes / p.kv_bytes_per_block) : 0.0;
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt,
+                       const ServerShape& shape) {
+  MemoryPlan p;
+  if (shape.pp <= 1) {
+    p = plan_stage(gpu, model, opt, shape, 0, model.num_layers);
+  } else {
+    const std::vector<int> layers = pp_layer_partition(model.num_layers, shape.pp);
+    for (int s = 0; s < shape.pp; ++s) {
+      MemoryPlan stage = plan_stage(gpu, model, opt, shape, s, layers[size_t(s)]);
+      if (s == 0 || blocks_of(stage) < blocks_of(p)) p = stage;
+    }
+  }
   if (opt.num_gpu_blocks_override > 0) {
     if (opt.num_gpu_blocks_override > kMaxKvBlocks) {
       throw Error(field::kNumGpuBlocks, std::to_string(opt.num_gpu_blocks_override) + ": at most " +
@@ -75,8 +119,7 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
     p.overridden = true;
     return p;
   }
-  const double blocks =
-      p.kv_cache_bytes > 0 ? std::floor(p.kv_cache_bytes / p.kv_bytes_per_block) : 0.0;
+  const double blocks = blocks_of(p);
   if (blocks > double(kMaxKvBlocks)) {
     throw Error(field::kGpu, gpu.name + " leaves room for " + format("%.3g", blocks) +
                                  " KV blocks of " + model.name + ", more than the " +
@@ -93,7 +136,7 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
       const bool draft = p.drafter_weight_bytes >= p.lora_bytes;
       throw Error(
           draft ? field::kSpeculativeModel : field::kMaxLoras,
-          model.name + " fits on " + gpu.name + " at TP" + std::to_string(shape.tp) +
+          model.name + " fits on " + gpu.name + " at " + layout(shape, p) +
               " alone, but not with " +
               (draft
                    ? "the speculative drafter's weights (" + gib(p.drafter_weight_bytes) + " a GPU)"
@@ -104,7 +147,7 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
               ")");
     }
     throw Error(field::kModel,
-                model.name + " does not fit on " + gpu.name + " at TP" + std::to_string(shape.tp) +
+                model.name + " does not fit on " + gpu.name + " at " + layout(shape, p) +
                     ": usable " + gib(p.usable_bytes) + " (" + gib(gpu.hbm_bytes()) + " x " +
                     fixed2(opt.gpu_memory_utilization) + ") - weights " + gib(p.weight_bytes) +
                     " - activations " + gib(p.activation_bytes) + " - runtime reserve " +

@@ -43,6 +43,10 @@ struct MemoryPlanOptions {
 // scheduler and engine: sim/replica_config.hpp server_shape builds one): the plan only reads it.
 struct ServerShape {
   int tp = 1;
+  // Pipeline stages (models/pipeline.hpp), each a TP group: vLLM sizes every worker's KV cache
+  // from its own memory and layers, and the engine takes the fewest blocks of any
+  // (kv_cache_utils.get_kv_cache_configs).
+  int pp = 1;
   int block_size = 16;
   int64_t max_num_batched_tokens = 2048;
   int64_t max_num_seqs = 256;
@@ -68,8 +72,14 @@ struct MemoryPlan {
   int64_t kv_bytes_per_block = 0;
   int64_t num_gpu_blocks = 0;
   bool overridden = false;
+  // With pipeline stages, the figures above are those of the stage with the fewest blocks.
+  int stage = 0, stages = 1;
 };
 
+// Of a pipeline (ServerShape::pp > 1), each stage's GPUs hold their layers' weights and KV (the
+// first the embedding, the last the LM head: ModelSpec::stage_weight_bytes_per_gpu); the last alone
+// runs the sampler, so the others' activation peak is the hidden states' alone; every GPU of a
+// pipeline has the runtime reserve of tensor parallelism (NCCL is set up).
 // Activation peak of vLLM's profiling run: hidden states, the MLP's gate/up and activation
 // outputs for every token, and float32 logits and probabilities for one token per sequence.
 double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int64_t num_seqs);

@@ -95,6 +95,18 @@ double ModelSpec::weight_bytes_per_gpu(int tp) const {
   return (double(weight_bytes()) - replicated) / tp + replicated;
 }
 
+double ModelSpec::stage_weight_bytes_per_gpu(int tp, int layers, bool first, bool last) const {
+  if (first && last) return weight_bytes_per_gpu(tp);
+  const double embed = double(vocab_size) * hidden_size * dtype_bytes;
+  const double head = double(lm_head_params()) * dtype_bytes + double(hidden_size) * dtype_bytes;
+  const double encoder = double(encoder_params) * dtype_bytes;
+  const double outside = embed +
+                         (tie_word_embeddings ? 0 : double(lm_head_params()) * dtype_bytes) +
+                         double(hidden_size) * dtype_bytes + encoder;
+  const double decoder = weight_bytes_per_gpu(tp) - outside / tp;
+  return decoder * layers / num_layers + ((first ? embed + encoder : 0) + (last ? head : 0)) / tp;
+}
+
 std::string ModelSpec::quantization() const {
   return attention_weight_bytes == 1 || mlp_weight_bytes == 1 ? "fp8" : "";
 }

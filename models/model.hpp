@@ -106,6 +106,12 @@ struct ModelSpec {
   }
   // Weight bytes on one GPU of a TP group of TP: the sharded weights split, the replicated whole.
   double weight_bytes_per_gpu(int tp) const;
+  // The same on one GPU of a pipeline stage of LAYERS layers (models/pipeline.hpp): the layers'
+  // share of the decoder's weights, with the embedding (and any encoder) on the FIRST stage and
+  // the final norm and LM head on the LAST (vLLM's last rank holds its own LM head even when
+  // tied to the embedding). The layers' share is even: a MoE model's dense layers are spread
+  // over the stages, not placed.
+  double stage_weight_bytes_per_gpu(int tp, int layers, bool first, bool last) const;
 };
 
 // vLLM's --quantization and --kv-cache-dtype on a model: QUANTIZATION "" (the checkpoint's own),

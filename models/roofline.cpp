@@ -3,11 +3,19 @@
 #include <algorithm>
 #include <cmath>
 
+#include "models/pipeline.hpp"
+
 namespace servesim {
 
 RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int tp,
-                                     const HardwareParams& hw, const EngineParams& engine)
-    : gpu_(gpu), model_(m), tp_(tp), hw_(hw), engine_(engine) {
+                                     const HardwareParams& hw, const EngineParams& engine, int pp)
+    : gpu_(gpu),
+      model_(m),
+      tp_(tp),
+      hw_(hw),
+      engine_(engine),
+      stage_layers_(pp > 1 ? pp_layer_partition(m.num_layers, pp)
+                           : std::vector<int>{m.num_layers}) {
   inverse_knee_ = hw_.knee_sharpness > 0 ? 1.0 / hw_.knee_sharpness : 0;
   // FP8 experts run through another fused-MoE kernel than BF16 ones: each has its efficiency.
   const double moe_eff =
@@ -109,34 +117,67 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   lm_head_bytes_ = double(m.lm_head_params()) * dtype_;
 }
 
-double RooflineCostModel::allreduce_seconds(double bytes) const {
-  if (tp_ <= 1) return 0;
+namespace {
+// NCCL between nodes: NCCL's rings leave each node through its GPUs' NICs (one channel a NIC), at
+// what an NDR NIC carries in a two-node ring (nccl-tests issue 290, NVIDIA: 46-48 of 50 GB/s);
+// each call pays an inter-node latency (nccl-tests issue 150: 19-20 us for 8 bytes between two
+// nodes over InfiniBand).
+constexpr double kNicBusEfficiency = 0.94, kInterNodeLatencyS = 20e-6;
+}  // namespace
+
+double RooflineCostModel::nccl_ring_seconds(double bytes, double passes) const {
   const double tp = tp_;
   const int per_node = gpu_.gpus_per_node;
   if (tp_ > per_node) {
-    // A TP group across nodes: NCCL only (vLLM's custom all-reduce is disabled when a group
-    // spans nodes, custom_all_reduce.py). NCCL's rings leave each node through its GPUs' NICs
-    // (one channel a NIC), so the group's bus bandwidth is the NICs of its emptiest node, at
-    // what an NDR NIC carries in a two-node ring (nccl-tests issue 290, NVIDIA: 46-48 of 50
-    // GB/s), never above the NVLink ring's; each call pays an inter-node latency (nccl-tests
-    // issue 150: 19-20 us for 8 bytes between two nodes over InfiniBand).
-    constexpr double kNicBusEfficiency = 0.94, kInterNodeLatencyS = 20e-6;
+    // A TP group across nodes: the group's bus bandwidth is the NICs of its emptiest node, never
+    // above the NVLink ring's.
     const int nodes = (tp_ + per_node - 1) / per_node;
     const int emptiest = tp_ - (nodes - 1) * per_node;
     const double bus = std::min(emptiest * gpu_.network_gb_per_s * 1e9 * kNicBusEfficiency,
                                 gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency);
-    return kInterNodeLatencyS + 2.0 * (tp - 1) / tp * bytes / bus;
-  }
-  if (bytes < hw_.custom_allreduce_max_bytes) {
-    return hw_.custom_allreduce_latency_s +
-           2.0 * (tp - 1) / tp * bytes /
-               (gpu_.interconnect_bytes_per_s() * hw_.custom_allreduce_efficiency);
+    return kInterNodeLatencyS + passes * (tp - 1) / tp * bytes / bus;
   }
   const double latency = hw_.allreduce_switch_bytes > 0 && bytes > hw_.allreduce_switch_bytes
                              ? hw_.allreduce_large_latency_s
                              : hw_.allreduce_latency_s;
-  return latency + 2.0 * (tp - 1) / tp * bytes /
+  return latency + passes * (tp - 1) / tp * bytes /
                        (gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency);
+}
+
+double RooflineCostModel::allreduce_seconds(double bytes) const {
+  if (tp_ <= 1) return 0;
+  // A TP group across nodes is NCCL's only (vLLM's custom all-reduce is disabled when a group
+  // spans nodes, custom_all_reduce.py).
+  if (tp_ <= gpu_.gpus_per_node && bytes < hw_.custom_allreduce_max_bytes) {
+    const double tp = tp_;
+    return hw_.custom_allreduce_latency_s +
+           2.0 * (tp - 1) / tp * bytes /
+               (gpu_.interconnect_bytes_per_s() * hw_.custom_allreduce_efficiency);
+  }
+  return nccl_ring_seconds(bytes, 2.0);
+}
+
+double RooflineCostModel::pipeline_send_seconds(int stage, double bytes) const {
+  const double per_gpu = bytes / tp_;
+  const bool leaves_node = pp_send_crosses_node(stage, tp_, gpu_.gpus_per_node);
+  const double send =
+      leaves_node ? kInterNodeLatencyS + per_gpu / (gpu_.network_gb_per_s * 1e9 * kNicBusEfficiency)
+                  : hw_.allreduce_latency_s +
+                        per_gpu / (gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency);
+  return send + (tp_ > 1 ? nccl_ring_seconds(bytes, 1.0) : 0.0);
+}
+
+void RooflineCostModel::pipeline_seconds(const StepCost& c, const BatchTotals& totals,
+                                         std::span<double> out) const {
+  const int stages = pipeline_stages();
+  const double layer_s = c.linear_s + c.attention_s + c.elementwise_s + c.allreduce_s;
+  const double tokens = double(totals.tokens[0] + totals.tokens[1]);
+  const double send_bytes = 2.0 * tokens * model_.hidden_size * dtype_;
+  for (int s = 0; s < stages; ++s) {
+    out[size_t(2 * s)] = layer_s * stage_layers_[size_t(s)] / layers_ + c.engine_s +
+                         (s == stages - 1 ? c.lm_head_s : 0.0);
+    if (s + 1 < stages) out[size_t(2 * s + 1)] = pipeline_send_seconds(s, send_bytes);
+  }
 }
 
 namespace {

@@ -15,8 +15,9 @@
 //  - cpu_overhead: the engine's per-step CPU work (schedule, prepare inputs, process outputs);
 //  - engine: the engine's GPU-side work around the model (input copies, the sampler).
 // Each kernel's floor shrinks to the engine's floor_fraction in a step replayed as a CUDA graph
-// (V0: decode-only steps; V1: every step). Work is split evenly over the TP group. Not counted:
-// embedding lookup, the LM head's gather, pipeline parallelism, overlap between parts.
+// (V0: decode-only steps; V1: every step). Work is split evenly over the TP group. A pipeline's
+// stages split the per-layer parts by their layers (pipeline_seconds). Not counted: embedding
+// lookup, the LM head's gather, overlap between parts.
 #pragma once
 
 #include <vector>
@@ -46,8 +47,9 @@ inline constexpr int32_t kV0MaxSeqLenToCapture = 8192;
 
 class RooflineCostModel final : public CostModel {
  public:
+  // PP > 1: pipeline stages of TP GPUs each (models/pipeline.hpp); cost() is the whole model's.
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp,
-                    const HardwareParams& hw = {}, const EngineParams& engine = {});
+                    const HardwareParams& hw = {}, const EngineParams& engine = {}, int pp = 1);
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp, const RooflineParams& p)
       : RooflineCostModel(gpu, model, tp, p.hw, p.engine) {}
   StepCost cost(std::span<const SeqShape> batch) const override;
@@ -58,6 +60,17 @@ class RooflineCostModel final : public CostModel {
   const EngineParams& engine() const { return engine_; }
   // One ring all-reduce of BYTES over this model's TP group, seconds (0 without TP).
   double allreduce_seconds(double bytes) const;
+  int pipeline_stages() const override { return int(stage_layers_.size()); }
+  // Each stage runs its layers' share of the step's per-layer parts (linear, attention,
+  // element-wise, all-reduce: exact, as every part scales with the layers), and the engine's
+  // GPU-side work (each worker copies its inputs; taken to cost the same on every stage, not
+  // measured); the last also the LM head. A send is one NCCL point-to-point of 1/TP of the
+  // hidden states and residual from each GPU to its peer (over NVLink, or the NICs when it
+  // leaves a node), then an all-gather across the receiving TP group.
+  void pipeline_seconds(const StepCost& cost, const BatchTotals& totals,
+                        std::span<double> out) const override;
+  // One send from stage STAGE to the next of BYTES (the whole hidden states and residual).
+  double pipeline_send_seconds(int stage, double bytes) const;
 
  private:
   // FLOPs and HBM bytes of one part of a step, all GPUs.
@@ -75,6 +88,9 @@ class RooflineCostModel final : public CostModel {
   Work attention_work(double pairs, double kv_tokens, double new_tokens, bool decode) const;
   double elementwise_gpu_bytes(double tokens) const;  // on each GPU
   double elementwise_seconds(double gpu_bytes, bool graph) const;
+  // NCCL's ring over the TP group moving PASSES x (tp - 1) / tp x BYTES per GPU (2: all-reduce,
+  // 1: all-gather), with its latency.
+  double nccl_ring_seconds(double bytes, double passes) const;
   Work lm_head_work(double emitting) const;
 
   GpuSpec gpu_;
@@ -105,6 +121,7 @@ class RooflineCostModel final : public CostModel {
   double qo_bytes_per_token_;                      // Q read and O written, all layers
   double decode_qo_bytes_per_token_;               // the same in the decode kernel (MLA: latent)
   double lm_head_bytes_;
+  std::vector<int> stage_layers_;  // layers of each pipeline stage (one stage: all)
 };
 
 }  // namespace servesim

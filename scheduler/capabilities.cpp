@@ -41,6 +41,9 @@ const std::vector<Capability>& capabilities() {
       {Feature::kV1SchedulerOptions, "V1 scheduler options", field::kSchedulingPolicy, kV1Only,
        "is a vLLM V1 scheduler option; {policy} is a V0 policy (use {{scheduler.policy}} "
        "vllm-v1)"},
+      {Feature::kPipelineParallel, "pipeline parallelism", field::kPipelineParallelSize, kV1Only,
+       "is modelled for vllm-v1 (V1's batch queue of one batch a stage), not {policy}: vLLM V0 "
+       "ran a scheduler per stage (virtual engines)"},
   };
   return rows;
 }

@@ -27,6 +27,7 @@ enum class Feature : uint8_t {
   kLora,                  // LoRA adapters in per-step slots
   kSchedulingHooks,       // policies written outside servesim (Python hooks)
   kV1SchedulerOptions,    // waiting order, long-prefill threshold, full-ISL reservation
+  kPipelineParallel,      // several batches in flight through pipeline stages (V1's batch queue)
 };
 
 struct Capability {

@@ -8,7 +8,10 @@
 namespace servesim {
 
 Scheduler::Scheduler(const SchedulerConfig& config, size_t num_requests)
-    : config_(config), seqs_(num_requests), running_(64) {
+    : config_(config),
+      seqs_(num_requests),
+      running_(64),
+      bufs_(size_t(std::max(2, config.max_batches_in_flight()))) {
   assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0 &&
          config_.max_num_seqs > 0);
   // A scheduler that grows (num_requests 0, a fleet's replica) may run up to max_num_seqs.
@@ -77,8 +80,9 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
 }
 
 const Batch& Scheduler::schedule() {
-  assert(in_flight_ == 0 || (in_flight_ == 1 && schedules_ahead()));
-  if (in_flight_ == 1) cur_ = oldest_ ^ 1;  // the other buffer: the oldest has not run yet
+  assert(in_flight_ == 0 || in_flight_ < config_.max_batches_in_flight());
+  // The buffer after the newest in flight: none in flight has run yet.
+  if (in_flight_ > 0) cur_ = int(size_t(oldest_ + in_flight_) % bufs_.size());
   begin_step();
   schedule_step();
   if (!bufs_[cur_].empty()) {

@@ -55,6 +55,12 @@ struct SchedulerConfig {
   // V1Scheduler counts the tokens in flight as AsyncScheduler does (SeqState::placeholders).
   bool async_scheduling = true;
   bool reserve_full_isl = true;  // vLLM scheduler_reserve_full_isl
+  // Batches that may be in flight at once beyond async scheduling's two: a pipeline's stages
+  // (EngineCore's batch queue of max_concurrent_batches); 0: 2 when async, else 1.
+  int batch_queue_size = 0;
+  int max_batches_in_flight() const {
+    return batch_queue_size > 0 ? batch_queue_size : (async_scheduling ? 2 : 1);
+  }
   // vLLM V1's speculative decoding (--speculative-config; scheduler/spec_decode.hpp).
   SpecDecodeConfig spec;
   // vLLM V1's KV offload to CPU memory (--kv-offloading-size; scheduler/kv_offload.hpp).
@@ -96,7 +102,7 @@ class Scheduler {
                            uint16_t lora = 0);
 
   // Decides the next step (vLLM Scheduler.schedule()). An empty batch is not in flight.
-  // REQUIRES: no batch in flight, or one and schedules_ahead().
+  // REQUIRES: fewer batches in flight than config().max_batches_in_flight() (or none).
   const Batch& schedule();
   // Whether schedule() may be called with a batch in flight (vLLM V1's AsyncScheduler).
   virtual bool schedules_ahead() const { return false; }
@@ -123,7 +129,8 @@ class Scheduler {
   std::span<const Applied> last_applied() const { return {applied_.data(), last_applied_}; }
   // The batch the last schedule() returned.
   const Batch& batch() const { return bufs_[cur_]; }
-  // Batches scheduled and not yet applied (0, 1, or 2 when scheduling ahead), and the oldest.
+  // Batches scheduled and not yet applied (up to config().max_batches_in_flight()), and the
+  // oldest.
   int batches_in_flight() const { return in_flight_; }
   const Batch& oldest_in_flight() const { return bufs_[oldest_]; }
   // The requests this step admitted from `waiting` (first scheduled, or re-admitted after a
@@ -247,8 +254,9 @@ class Scheduler {
  private:
   void free_finished_seq_groups();
 
-  // Two batches, for a scheduler that schedules ahead; CUR_ the last built.
-  Batch bufs_[2];
+  // A ring of batches, one for each that may be in flight (two at least); CUR_ the last built.
+  std::vector<Batch> bufs_;
+  int next_buffer(int i) const { return i + 1 == int(bufs_.size()) ? 0 : i + 1; }
   std::vector<Applied> applied_;  // update_from_output's, grown to the largest batch
   size_t last_applied_ = 0;
   int cur_ = 0, oldest_ = 0, in_flight_ = 0;
@@ -282,7 +290,7 @@ void Scheduler::update_from_output(OnToken&& on_token) {
   }
   free_finished_seq_groups();
   --in_flight_;
-  oldest_ ^= 1;
+  oldest_ = next_buffer(oldest_);
 }
 
 }  // namespace servesim

@@ -305,8 +305,8 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
     records[i] = r.metrics.records(r.scheduler->seqs());
     const std::vector<RequestRecord>& mine = records[i];
     RunSummary s =
-        r.metrics.summary(mine, rc.gpu.peak_flops() * rc.tp, rc.gpu.hbm_bytes_per_s() * rc.tp,
-                          r.scheduler->usable_blocks());
+        r.metrics.summary(mine, rc.gpu.peak_flops() * rc.gpus(),
+                          rc.gpu.hbm_bytes_per_s() * rc.gpus(), r.scheduler->usable_blocks());
     summarize_features(rc, *r.scheduler, r.host, mine, s);
     add_features(s, result.summary);
     result.discarded_tokens += r.scheduler->discarded_tokens();
@@ -381,8 +381,8 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
       link.link_bytes_per_s = kv_link_gb_per_s(fleet, gc.gpu, groups) * 1e9;
       link.link_latency_s = fleet.kv_transfer_latency_s;
       links.push_back(link);
-      peak_flops += gc.gpu.peak_flops() * gc.tp;
-      peak_bytes += gc.gpu.hbm_bytes_per_s() * gc.tp;
+      peak_flops += gc.gpu.peak_flops() * gc.gpus();
+      peak_bytes += gc.gpu.hbm_bytes_per_s() * gc.gpus();
       out.pool.push_back(std::string(role_name(g.group->role)) +
                          (*role_name(g.group->role) ? " " : "") + gc.gpu.name);
     }

@@ -65,6 +65,10 @@ void Host::handle(EventLoop&, uint32_t tag) {
 }
 
 void Host::step(uint32_t tag) {
+  if (stages_ > 1) {
+    pipeline_event(tag);
+    return;
+  }
   if (tag == kWake || tag == kTransferDone) {
     (tag == kWake ? wake_pending_ : transfer_wake_pending_) = false;
     if (!busy_) start_steps(/*back_to_back=*/false);
@@ -121,21 +125,26 @@ bool Host::plan(Planned& p, bool overlapped) {
   return true;
 }
 
-void Host::launch(const Planned& p, const Batch& batch) {
+void Host::check_step_seconds(double seconds) const {
   const double now = loop_.now();
   // A cost model fed extreme figures (a GPU of 1e-300 TFLOP/s, a subnormal parameter) gives steps
   // of inf, NaN or centuries: refuse rather than report them.
-  if (!(p.run.seconds >= 0 && p.run.seconds <= 1e6)) {
+  if (!(seconds >= 0 && seconds <= 1e6)) {
     throw Error(field::kCostModel,
                 format("a step of %.6g s at t = %.6g s: the GPU's figures or the "
                        "cost model's parameters are out of any physical range",
-                       p.run.seconds, now));
+                       seconds, now));
   }
-  if (!(now + p.run.seconds <= kMaxSimTime_s)) {
+  if (!(now + seconds <= kMaxSimTime_s)) {
     throw Error("", format("the run passes %g s of simulated time (a step at t = %.6g s): its "
                            "arrivals, think times or KV transfers reach too far",
                            kMaxSimTime_s, now));
   }
+}
+
+void Host::launch(const Planned& p, const Batch& batch) {
+  const double now = loop_.now();
+  check_step_seconds(p.run.seconds);
   busy_ = true;
   start_transfers(p.transfers);
   metrics_.on_step(now, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens);
@@ -198,6 +207,84 @@ void Host::start_steps(bool back_to_back) {
   }
   launch(next, scheduler_.batch());
   if (ahead_) plan(queued_, /*overlapped=*/true);
+}
+
+void Host::pipeline_event(uint32_t tag) {
+  switch (tag) {
+    case kWake:  // an arrival at an idle engine
+      wake_pending_ = false;
+      if (busy_) return;
+      busy_ = true;
+      engine_call();
+      return;
+    case kStepDone:  // the oldest batch is done: its output, then the next call at once
+      finish_step();
+      done_head_ = done_head_ + 1 == done_s_.size() ? 0 : done_head_ + 1;
+      engine_call();
+      return;
+    default:  // kEngineCall: the engine core's CPU is free to schedule again
+      engine_call();
+      return;
+  }
+}
+
+void Host::engine_call() {
+  const double now = loop_.now();
+  const int queue = int(done_s_.size());
+  double ready_s = now;  // when the engine core's CPU is free (after a batch's CPU work)
+  if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
+    Planned& next = next_;
+    if (plan(next, /*overlapped=*/false)) {
+      launch_into_pipeline(next, scheduler_.batch());
+      ready_s = now + next.run.cpu_overhead_s;
+      // "Don't block on next worker response unless the queue is full or there are no more
+      // requests to schedule": the oldest is checked once this batch is handed over.
+      if (scheduler_.batches_in_flight() < queue && done_s_[done_head_] > ready_s) {
+        loop_.schedule(ready_s, EventLoop::kWake, this, kEngineCall);
+        return;
+      }
+    }
+  }
+  if (scheduler_.batches_in_flight() == 0) {
+    busy_ = false;
+    // With every request that could never finish rejected up front, an empty batch with nothing
+    // in flight means no work.
+    if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
+      throw std::logic_error("scheduler stalled at t=" + std::to_string(now) + " s with " +
+                             std::to_string(scheduler_.num_waiting()) + " waiting and " +
+                             std::to_string(scheduler_.running().size()) + " running requests");
+    }
+    return;
+  }
+  // Block until the oldest batch's output is back.
+  loop_.schedule(std::max(ready_s, done_s_[done_head_]), EventLoop::kStepDone, this, kStepDone);
+}
+
+void Host::launch_into_pipeline(Planned& p, const Batch& batch) {
+  const double now = loop_.now();
+  cost_.pipeline_seconds(p.run, batch.totals(), stage_work_s_);
+  // Stage after stage, each when the batch before it has left the stage; the sends between
+  // stages go while the next batch runs on the sender.
+  double enter = now + p.run.cpu_overhead_s;
+  for (int s = 0; s < stages_; ++s) {
+    const double start = std::max(enter, stage_free_s_[size_t(s)]);
+    stage_free_s_[size_t(s)] = start + stage_work_s_[size_t(2 * s)];
+    if (s + 1 < stages_) enter = stage_free_s_[size_t(s)] + stage_work_s_[size_t(2 * s + 1)];
+  }
+  const double done = stage_free_s_[size_t(stages_ - 1)];
+  check_step_seconds(done - now);
+  const size_t slot = (done_head_ + size_t(scheduler_.batches_in_flight()) - 1) % done_s_.size();
+  done_s_[slot] = done;
+  // The step's record covers the time from the batch before it coming out of the pipeline to this
+  // one coming out, so that busy time, and the KV and queue averages it weights, count each
+  // moment once while batches overlap.
+  const double from = std::max(now, last_done_s_);
+  p.run.seconds = done - from;
+  last_done_s_ = done;
+  metrics_.on_step(from, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens);
+  if (fleet_ != nullptr) {
+    fleet_->on_step(from, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens, index_);
+  }
 }
 
 void Host::add_lora(const Batch& batch, StepCost& run) {

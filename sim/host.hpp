@@ -64,7 +64,14 @@ class Host final : public EventLoop::Process {
         role_(role),
         index_(index),
         ahead_(scheduler.schedules_ahead()),
-        lag_(scheduler.config().async_scheduling && !ahead_) {}
+        lag_(scheduler.config().async_scheduling && !ahead_),
+        stages_(cost.pipeline_stages()) {
+    if (stages_ > 1) {
+      stage_free_s_.assign(size_t(stages_), 0.0);
+      stage_work_s_.assign(size_t(2 * stages_ - 1), 0.0);
+      done_s_.assign(size_t(scheduler.config().max_batches_in_flight()), 0.0);
+    }
+  }
   Host(const Host&) = delete;
   Host& operator=(const Host&) = delete;
 
@@ -99,7 +106,7 @@ class Host final : public EventLoop::Process {
   double lora_kernel_s() const { return lora_kernel_s_; }
 
  private:
-  enum Tag : uint32_t { kWake, kStepDone, kTransferDone };
+  enum Tag : uint32_t { kWake, kStepDone, kTransferDone, kEngineCall };
   // A batch scheduled and costed, and the state it was scheduled in (for the step's record), with
   // the KV copies its schedule() asked for (started with its step).
   struct Planned {
@@ -127,6 +134,16 @@ class Host final : public EventLoop::Process {
   double step_seconds(const StepCost& cost, bool overlapped) const;
   // handle() but for telling the listener of the load change around it.
   void step(uint32_t tag);
+  // Refuses a step of SECONDS from now that no physical GPU would take.
+  void check_step_seconds(double seconds) const;
+  // Pipeline parallelism (stages_ > 1): vLLM 0.15.1's EngineCore.step_with_batch_queue with a
+  // batch queue of one batch a stage. Each call schedules a batch if requests are unfinished and
+  // sends it into the pipeline (its CPU work first, then stage after stage, each stage after the
+  // batch before it); it returns to schedule the next while the queue has room and the oldest
+  // batch is not done, and otherwise waits for the oldest and applies its output.
+  void pipeline_event(uint32_t tag);
+  void engine_call();
+  void launch_into_pipeline(Planned& p, const Batch& b);
   void finish_step();
   // Starts TRANSFERS now on the host links, each after the copies before it in its direction.
   void start_transfers(const std::vector<KvTransfer>& transfers);
@@ -174,6 +191,13 @@ class Host final : public EventLoop::Process {
   std::unique_ptr<LoraManager> lora_;
   std::vector<uint16_t> step_loras_;  // the distinct adapters of the step being planned
   double lora_kernel_s_ = 0;
+  // Pipeline parallelism: the stages, when each is next free, a step's work per stage and send
+  // (CostModel::pipeline_seconds), and when each batch in flight is done, oldest at DONE_HEAD_ (a
+  // ring as long as the batch queue), the newest's at LAST_DONE_S_.
+  int stages_ = 1;
+  std::vector<double> stage_free_s_, stage_work_s_, done_s_;
+  size_t done_head_ = 0;
+  double last_done_s_ = 0;
 };
 
 }  // namespace servesim

@@ -20,7 +20,8 @@ std::unique_ptr<CostModel> target_cost_model(const SimConfig& c) {
   if (c.cost_model == "table") {
     return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
   }
-  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params);
+  return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params,
+                                             c.pp);
 }
 
 }  // namespace
@@ -40,6 +41,7 @@ std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
 ServerShape server_shape(const SimConfig& c) {
   ServerShape s;
   s.tp = c.tp;
+  s.pp = c.pp;
   s.block_size = c.scheduler.block_size;
   s.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   s.max_num_seqs = c.scheduler.max_num_seqs;
@@ -55,6 +57,13 @@ ServerShape server_shape(const SimConfig& c) {
 SchedulerConfig replica_scheduler_config(const SimConfig& c, const MemoryPlan& m) {
   SchedulerConfig s = c.scheduler;
   s.max_loras = c.lora.enabled ? c.lora.max_loras : 0;
+  if (c.pp > 1) {
+    // A batch a stage in flight. vLLM schedules no request whose last token is still in flight
+    // (AsyncScheduler's constraint under PP, vLLM pull request 32359, in 0.15): V1's scheduler
+    // without placeholders, as the synchronous one, whether or not async scheduling is on.
+    s.batch_queue_size = c.pp;
+    s.async_scheduling = false;
+  }
   const KvOffloadOptions& o = c.offload;
   if (!o.enabled()) return s;
   KvOffloadConfig& k = s.offload;

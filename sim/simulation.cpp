@@ -26,6 +26,12 @@ namespace {
 // The model's shape against the TP degree, and max_model_len against the model.
 void resolve_model(SimConfig& c) {
   if (c.tp < 1) throw Error(field::kTensorParallelSize, "must be >= 1");
+  if (c.pp < 1 || c.pp > c.model.num_layers) {
+    // vLLM's get_pp_indices gives every stage a layer at least.
+    throw Error(field::kPipelineParallelSize, "must be in [1, " +
+                                                  std::to_string(c.model.num_layers) + "], " +
+                                                  c.model.name + "'s layers");
+  }
   if (c.model.num_heads % c.tp != 0) {
     // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."
     throw Error(field::kTensorParallelSize, "must divide " + c.model.name + "'s " +
@@ -93,6 +99,28 @@ void resolve_offload(SimConfig& c) {
   }
 }
 
+// Pipeline parallelism: V1's scheduler on the V1 engine, whose batch queue holds a batch a stage
+// (vLLM 0.15.1 MultiprocExecutor.max_concurrent_batches = pp; the replica's scheduler:
+// replica_scheduler_config). The features servesim does not model through a pipeline are
+// refused.
+void resolve_pipeline(SimConfig& c) {
+  if (c.pp == 1) return;
+  SchedulerConfig& s = c.scheduler;
+  require(s.policy, Feature::kPipelineParallel);
+  if (c.engine != Engine::kV1) {
+    throw Error(field::kEngine, "pipeline parallelism is modelled on the v1 engine");
+  }
+  const char* unmodelled = s.spec.enabled()             ? field::kSpeculativeConfig
+                           : c.offload.enabled()        ? field::kKvOffloadingSize
+                           : c.lora.enabled             ? field::kEnableLora
+                           : c.cost_model != "roofline" ? field::kCostModel
+                                                        : nullptr;
+  if (unmodelled != nullptr) {
+    throw Error(unmodelled,
+                "servesim does not model it with {{parallel.pipeline_parallel_size}} > 1");
+  }
+}
+
 // The token budget's default, max_num_seqs's, and the budgets' ranges. vLLM's start-up checks
 // of the budget against max_model_len and max_num_seqs are made where a user's flags become a
 // configuration (analysis/run_config.cpp): hand-built configurations run them, as tests do.
@@ -121,6 +149,7 @@ void resolve_scheduler(SimConfig& c) {
     }
   }
   if (c.lora.enabled) require(s.policy, Feature::kLora);
+  resolve_pipeline(c);
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
@@ -253,8 +282,8 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   loop.run();
 
   result.requests = metrics.records(scheduler->seqs());
-  result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.tp,
-                                   c.gpu.hbm_bytes_per_s() * c.tp, scheduler->usable_blocks());
+  result.summary = metrics.summary(result.requests, c.gpu.peak_flops() * c.gpus(),
+                                   c.gpu.hbm_bytes_per_s() * c.gpus(), scheduler->usable_blocks());
   summarize_features(c, *scheduler, host, result.requests, result.summary);
   if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   result.steps = metrics.take_steps();

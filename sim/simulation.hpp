@@ -65,6 +65,9 @@ struct SimConfig {
   GpuSpec gpu;
   ModelSpec model;
   int tp = 1;
+  // Pipeline stages (vLLM --pipeline-parallel-size; models/pipeline.hpp), each TP GPUs.
+  int pp = 1;
+  int gpus() const { return tp * pp; }  // a replica's GPUs
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
   // Speculative decoding's drafter (scheduler.spec says how many drafts and their acceptance).
   Drafter drafter;

@@ -165,6 +165,9 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
     f.emplace_back("kv-offloading-size", d.pick<std::string>({"0.05", "0.5", "4"}));
     if (d.chance(30)) f.emplace_back("kv-offloading-backend", "lmcache");
   }
+  // Pipeline stages (issue 47); vLLM V0's policies, the features a pipeline does not
+  // model and disaggregated pools are refused.
+  if (v1 && d.chance(15)) f.emplace_back("pp", std::to_string(d.pick<int>({2, 3, 4})));
   const int fleet = int(d.in(1, 100));
   if (fleet > 94) {  // a fleet of one replica of a named GPU, or of two GPUs
     const std::string gpu = d.pick<std::string>({"a100-80g", "h100-sxm", "l40s", "h200-sxm"});
@@ -248,6 +251,8 @@ std::string broken_property(const RunResult& r, const Flags& flags) {
     if (latency && s.completed > 0 && std::isnan(v)) return "NaN " + name;
   }
   if (!std::isfinite(s.makespan_s) || s.makespan_s < 0) return "makespan";
+  // Busy time counts each moment once, however many batches a pipeline holds.
+  if (s.step_time_fraction > 1 + 1e-9) return "a step in flight at most all of the time";
   return "";
 }
 
@@ -334,6 +339,7 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       if (name == "speculative-config") ++policies["spec"];
       if (name == "kv-offloading-size") ++policies["offload"];
       if (name == "enable-lora") ++policies["lora"];
+      if (name == "pp") ++policies["pp"];
     }
     INFO("configuration:" << describe(flags));
     const std::string broken = broken_property(first.run, flags);
@@ -359,4 +365,5 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
   CHECK(policies["spec"] >= 10);
   CHECK(policies["offload"] >= 10);
   CHECK(policies["lora"] >= 10);
+  CHECK(policies["pp"] >= 10);
 }

@@ -25,6 +25,7 @@
   X(kGpu, "hardware.gpu")                                                     \
   X(kGpuFile, "hardware.gpu_file")                                            \
   X(kTensorParallelSize, "parallel.tensor_parallel_size")                     \
+  X(kPipelineParallelSize, "parallel.pipeline_parallel_size")                 \
   X(kBlockSize, "cache.block_size")                                           \
   X(kGpuMemoryUtilization, "cache.gpu_memory_utilization")                    \
   X(kNumGpuBlocks, "cache.num_gpu_blocks")                                    \
@@ -130,6 +131,7 @@
   X(kDataParallelSize, "fleet.data_parallel_size")                            \
   X(kPrefixIndex, "fleet.prefix_index")                                       \
   X(kTp, "parallel.tp")                                                       \
+  X(kPp, "parallel.pp")                                                       \
   X(kKvTransferLink, "fleet.kv_transfer_link")                                \
   X(kNoEnablePrefixCaching, "cache.no_enable_prefix_caching")                 \
   X(kEnablePrefixCaching, "cache.enable_prefix_caching")                      \
