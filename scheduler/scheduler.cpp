@@ -11,14 +11,15 @@ Scheduler::Scheduler(const SchedulerConfig& config, size_t num_requests)
     : config_(config),
       seqs_(num_requests),
       running_(64),
-      bufs_(size_t(std::max(2, config.max_batches_in_flight()))) {
+      num_bufs_(std::max(2, config.max_batches_in_flight())) {
+  assert(num_bufs_ <= kMaxBatchesInFlight);
   assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0 &&
          config_.max_num_seqs > 0);
   // A scheduler that grows (num_requests 0, a fleet's replica) may run up to max_num_seqs.
   const size_t most = num_requests > 0 ? num_requests : size_t(1) << 16;
   const size_t per_step = std::min<size_t>(size_t(config_.max_num_seqs), most) + 1;
-  for (Batch& b : bufs_)
-    b.reserve(per_step);
+  for (int i = 0; i < num_bufs_; ++i)
+    bufs_[i].reserve(per_step);
   for (auto* v : {&out_.decodes, &out_.prefills, &out_.new_prefills, &out_.preempted}) {
     v->reserve(per_step);
   }
@@ -82,7 +83,7 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
 const Batch& Scheduler::schedule() {
   assert(in_flight_ == 0 || in_flight_ < config_.max_batches_in_flight());
   // The buffer after the newest in flight: none in flight has run yet.
-  if (in_flight_ > 0) cur_ = int(size_t(oldest_ + in_flight_) % bufs_.size());
+  if (in_flight_ > 0) cur_ = (oldest_ + in_flight_) % num_bufs_;
   begin_step();
   schedule_step();
   if (!bufs_[cur_].empty()) {

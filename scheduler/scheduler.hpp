@@ -40,6 +40,9 @@ class KvEventSink;
 // (policy.hpp), which is the scheduling algorithm.
 enum class WaitingOrder : uint8_t { kFcfs, kPriority };
 
+// The most batches a scheduler keeps in flight: a pipeline of up to this many stages.
+inline constexpr int kMaxBatchesInFlight = 32;
+
 struct SchedulerConfig {
   Policy policy = Policy::kChunked;
   int64_t max_num_batched_tokens = 0;  // 0 = the policy's vLLM default
@@ -58,6 +61,7 @@ struct SchedulerConfig {
   // Batches that may be in flight at once beyond async scheduling's two: a pipeline's stages
   // (EngineCore's batch queue of max_concurrent_batches); 0: 2 when async, else 1.
   int batch_queue_size = 0;
+  // REQUIRES: batch_queue_size <= kMaxBatchesInFlight (scheduler.hpp).
   int max_batches_in_flight() const {
     return batch_queue_size > 0 ? batch_queue_size : (async_scheduling ? 2 : 1);
   }
@@ -254,9 +258,11 @@ class Scheduler {
  private:
   void free_finished_seq_groups();
 
-  // A ring of batches, one for each that may be in flight (two at least); CUR_ the last built.
-  std::vector<Batch> bufs_;
-  int next_buffer(int i) const { return i + 1 == int(bufs_.size()) ? 0 : i + 1; }
+  // A ring of NUM_BUFS_ batches, one for each that may be in flight (two at least); CUR_ the last
+  // built. An array, not a vector: the step's loops reach the batch being built at a fixed offset.
+  Batch bufs_[kMaxBatchesInFlight];
+  int num_bufs_ = 2;
+  int next_buffer(int i) const { return i + 1 == num_bufs_ ? 0 : i + 1; }
   std::vector<Applied> applied_;  // update_from_output's, grown to the largest batch
   size_t last_applied_ = 0;
   int cur_ = 0, oldest_ = 0, in_flight_ = 0;

@@ -26,11 +26,14 @@ namespace {
 // The model's shape against the TP degree, and max_model_len against the model.
 void resolve_model(SimConfig& c) {
   if (c.tp < 1) throw Error(field::kTensorParallelSize, "must be >= 1");
-  if (c.pp < 1 || c.pp > c.model.num_layers) {
-    // vLLM's get_pp_indices gives every stage a layer at least.
-    throw Error(field::kPipelineParallelSize, "must be in [1, " +
-                                                  std::to_string(c.model.num_layers) + "], " +
-                                                  c.model.name + "'s layers");
+  if (c.pp < 1 || c.pp > c.model.num_layers || c.pp > kMaxBatchesInFlight) {
+    // vLLM's get_pp_indices gives every stage a layer at least; servesim keeps up to
+    // kMaxBatchesInFlight batches in flight.
+    const int most = std::min(c.model.num_layers, kMaxBatchesInFlight);
+    throw Error(field::kPipelineParallelSize,
+                "must be in [1, " + std::to_string(most) + "] (" + c.model.name + " has " +
+                    std::to_string(c.model.num_layers) + " layers; servesim models up to " +
+                    std::to_string(kMaxBatchesInFlight) + " stages)");
   }
   if (c.model.num_heads % c.tp != 0) {
     // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."

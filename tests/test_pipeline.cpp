@@ -214,6 +214,9 @@ TEST_CASE("pipeline: what vLLM refuses and what servesim does not model", "[pipe
   CHECK_THAT(too_deep.err, Catch::Contains("field 'pipeline-parallel-size'") &&
                                Catch::Contains("must be in [1, 32]"));
   CHECK(run({"--pp", "0"}).code == 2);
+  // Llama-3.1-70B has 80 layers; servesim keeps up to 32 batches in flight.
+  CHECK_THAT(call_cli({"run", "--model", "llama-3.1-70b", "--pp", "40", "--num-prompts", "4"}).err,
+             Catch::Contains("must be in [1, 32]") && Catch::Contains("up to 32 stages"));
   CHECK_THAT(run({"--pp", "2", "--pipeline-parallel-size", "4"}).err,
              Catch::Contains("field 'pp'") && Catch::Contains("conflicts"));
   // V0 ran a scheduler per stage (virtual engines): not modelled.
