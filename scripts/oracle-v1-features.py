@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Drive vLLM's real V1 scheduler (the oracle in ../shared/vllm-oracle) with the engine features
-the oracle's own driver (run_v1.py) leaves out: speculative decoding and LoRA adapters.
+the oracle's own driver (run_v1.py) leaves out: speculative decoding, LoRA adapters, and the batch
+queue of pipeline parallelism.
 
     scripts/oracle-v1-features.py WORKLOAD.json CONFIG.json [-o steps.jsonl] [--oracle DIR]
 
@@ -22,6 +23,10 @@ Config beyond run_v1.py's keys:
       model's drafting slots); absent: max_num_batched_tokens.
   "max_loras": a LoRA config with that many adapters per batch; a request's "lora": INT is its
       adapter (LoRARequest.lora_int_id, name "lora-INT").
+  "batch_queue_size": EngineCore's batch queue (max_concurrent_batches); absent: 2 under async
+      scheduling, else 1. With the synchronous Scheduler and a queue of PP it is vLLM's pipeline
+      parallelism (MultiprocExecutor.max_concurrent_batches = pipeline_parallel_size), the GPU
+      always busy as under async: a request whose token is in flight has no token to schedule.
 
 The engine glue (NOT upstream; vllm/v1/engine/core.py at the oracle's commit):
   - fake model runner: a request whose chunk is not a partial prefill samples 1 token, or with
@@ -68,6 +73,7 @@ DEFAULTS = dict(
     max_steps=200,
     speculative=None,
     max_loras=None,
+    batch_queue_size=None,
 )
 
 SPEC_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model")
@@ -339,15 +345,19 @@ class Engine:
         rec["num_batched_tokens"] = so.total_num_scheduled_tokens
         rec["preempted"] = sorted(so.preempted_req_ids)
         rec["kv_free_after_schedule"] = self.sched.kv_cache_manager.block_pool.get_num_free_blocks()
-        if self.cfg["async_scheduling"]:
+        if self.queue_size() > 1:
             # step_with_batch_queue: block on the oldest batch only when the queue is full or
             # nothing was scheduled.
             self.batch_queue.append((so, self.step, samplers))
-            if len(self.batch_queue) >= 2 or so.total_num_scheduled_tokens == 0:
+            if len(self.batch_queue) >= self.queue_size() or so.total_num_scheduled_tokens == 0:
                 self.process(*self.batch_queue.pop(0), rec)
         else:
             self.process(so, self.step, samplers, rec)
             self.propose_drafts(so, rec)
+
+    def queue_size(self):
+        q = self.cfg["batch_queue_size"]
+        return q if q else (2 if self.cfg["async_scheduling"] else 1)
 
     def write(self, rec):
         self.out.write(self.o.common.dumps(rec) + "\n")

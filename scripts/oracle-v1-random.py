@@ -2,7 +2,7 @@
 """Randomized differential runs of servesim's vllm-v1 scheduler against vLLM's real V1 scheduler.
 
     scripts/oracle-v1-random.py [-n 50] [--seed 1] [--out DIR] [--tests BIN] [--oracle DIR]
-                                [--tied-arrivals] [--spec] [--lora] [--shrink]
+                                [--tied-arrivals] [--spec] [--lora] [--pp] [--shrink]
 
 Generates N small random workloads and configs (small KV caches that force preemption, shared
 prefixes and prefix blocks for the prefix cache, sometimes a long_prefill_token_threshold, the
@@ -32,6 +32,12 @@ skipped_waiting queue and the adapter, an extra key of every block hash, splits 
 cache's hits; a third of the cases tie same-step arrivals and a third add speculative decoding.
 Those cases also run through scripts/oracle-v1-features.py (run_v1.py passes no LoRA request).
 A case on which vLLM fails its own max_loras assertion (vllm_lora_assertion) is drawn again.
+
+--pp runs every case as pipeline parallelism does: vLLM's synchronous Scheduler under
+EngineCore's batch queue of 2 to 4 batches (max_concurrent_batches = pipeline_parallel_size), the
+GPU always busy, through scripts/oracle-v1-features.py: prefill chunks of one request in
+consecutive batches, decodes skipped while their token is in flight, preemptions of requests in
+flight.
 
 --shrink greedily reduces each mismatching case (drop requests, shorten prompts and outputs) while
 the first difference stays on the same fields, and writes the result to DIR/case_NNN.min.
@@ -215,7 +221,7 @@ def run_oracle(oracle, d):
     scripts/oracle-v1-features.py instead (speculative decoding, LoRA)."""
     with open(os.path.join(d, "config.json")) as f:
         cfg = json.load(f)
-    if "speculative" in cfg or "max_loras" in cfg:
+    if "speculative" in cfg or "max_loras" in cfg or "batch_queue_size" in cfg:
         return run_features(oracle, d)
     script = os.path.join(oracle, "run_v1.py")
     argv, path = sys.argv, list(sys.path)
@@ -327,6 +333,8 @@ def main():
                     help="speculative decoding in every case (scripts/oracle-v1-features.py)")
     ap.add_argument("--lora", action="store_true",
                     help="LoRA adapters and max_loras in every case (oracle-v1-features.py)")
+    ap.add_argument("--pp", action="store_true",
+                    help="a batch queue of 2-4 with the sync scheduler (pipeline parallelism)")
     ap.add_argument("--shrink", action="store_true", help="reduce each mismatching case")
     args = ap.parse_args()
 
@@ -349,6 +357,9 @@ def main():
                 add_speculative(rng, workload, cfg)
             if args.lora:
                 add_lora(rng, workload, cfg)
+            if args.pp:
+                cfg["async_scheduling"] = False
+                cfg["batch_queue_size"] = rng.choice([2, 3, 4])
             d = os.path.join(out, "case_%03d" % k)
             if os.path.exists(d):
                 shutil.rmtree(d)

@@ -10,8 +10,10 @@
 // Async scheduling (vLLM's AsyncScheduler, async_scheduling=true) is driven as run_v1.py drives
 // it, EngineCore.step_with_batch_queue with a batch queue of 2: each schedule() comes before the
 // previous step's output is applied, which is applied once two batches are queued or nothing was
-// scheduled. Not modelled step by step: disabled chunked prefill, explicit prompt token ids; a
-// scenario that needs them fails. V0 scenarios: tests/test_oracle_v0.cpp.
+// scheduled. A config's "batch_queue_size" (oracle-v1-features.py) sets the queue for the sync
+// scheduler too: pipeline parallelism's batch queue of one batch a stage. Not modelled step by
+// step: disabled chunked prefill, explicit prompt token ids; a scenario that needs them fails. V0
+// scenarios: tests/test_oracle_v0.cpp.
 //
 // Speculative decoding (a config's "speculative" object) comes from the project's driver,
 // scripts/oracle-v1-features.py, which feeds vLLM's scheduler the drafter's proposals and the
@@ -64,6 +66,7 @@ struct OracleConfig : DriverConfig {
   SpecDecodeConfig spec;
   int64_t max_num_scheduled_tokens = 0;  // 0: max_num_batched_tokens
   int max_loras = 0;                     // 0: no LoRA config
+  int batch_queue_size = 0;              // 0: 2 under async scheduling, else 1
 };
 
 // oracle-v1-features.py's "speculative" object: {method, num_speculative_tokens,
@@ -93,6 +96,12 @@ OracleConfig parse_config(const json& j) {
   }
   if (j.contains("max_num_scheduled_tokens") && !j["max_num_scheduled_tokens"].is_null()) {
     c.max_num_scheduled_tokens = j["max_num_scheduled_tokens"].get<int64_t>();
+  }
+  if (j.contains("batch_queue_size") && !j["batch_queue_size"].is_null()) {
+    c.batch_queue_size = j["batch_queue_size"].get<int>();
+    if (c.batch_queue_size < 1 || c.batch_queue_size > kMaxBatchesInFlight) {
+      throw std::runtime_error("batch_queue_size: 1 to kMaxBatchesInFlight");
+    }
   }
   if (j.contains("max_loras") && !j["max_loras"].is_null()) {
     c.max_loras = j["max_loras"].get<int>();
@@ -162,6 +171,7 @@ SchedulerConfig scheduler_config(const OracleConfig& c) {
   s.spec = c.spec;
   s.max_num_scheduled_tokens = c.max_num_scheduled_tokens;
   s.max_loras = c.max_loras;
+  s.batch_queue_size = c.batch_queue_size;
   return s;
 }
 
@@ -209,10 +219,11 @@ class Replay {
         process(rec);
       } else {
         schedule(rec);
-        // Sync: every step's output is applied at once. Async: once two batches are queued, or
-        // when nothing was scheduled (model_executed false).
+        // Sync: every step's output is applied at once. A batch queue (async: 2; a pipeline: its
+        // stages): once it is full, or when nothing was scheduled (model_executed false).
         queue_.push_back(!sched_.batch().empty());
-        if (!cfg_.async_scheduling || queue_.size() >= 2 || sched_.batch().empty()) process(rec);
+        const size_t depth = size_t(scheduler_config(cfg_).max_batches_in_flight());
+        if (queue_.size() >= depth || sched_.batch().empty()) process(rec);
       }
       snapshot(rec);
       out.push_back(std::move(rec));
