@@ -10,6 +10,7 @@
 #include <set>
 
 #include "analysis/sweep.hpp"
+#include "sim/replica_config.hpp"
 #include "util/distributed.hpp"
 #include "util/error.hpp"
 #include "util/field_path.hpp"
@@ -20,9 +21,19 @@ namespace servesim {
 namespace {
 
 // The run flags that may be lists: one configuration per combination.
-const std::set<std::string> kCapacityListFlags = {
-    "scheduler", "max-num-batched-tokens", "gpu", "gpu-file", "model", "model-file",
-    "tp",        "tensor-parallel-size"};
+const std::set<std::string> kCapacityListFlags = {"scheduler", "max-num-batched-tokens",
+                                                  "gpu",       "gpu-file",
+                                                  "model",     "model-file",
+                                                  "tp",        "tensor-parallel-size",
+                                                  "pp",        "pipeline-parallel-size"};
+
+// The flags of a replica's parallel layout: when one is a list, a layout vLLM would refuse at
+// start-up (the model does not fit, the heads or layers do not divide) is left out and named,
+// not an error.
+bool layout_flag(const std::string& flag) {
+  return flag == "tp" || flag == "tensor-parallel-size" || flag == "pp" ||
+         flag == "pipeline-parallel-size";
+}
 
 // The flags of RUN: shared ones in the first configuration, and each list flag's values (in
 // command-line order) in AXES.
@@ -97,7 +108,8 @@ bool capacity_list_flag(const std::string& flag) {
 
 std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
                                                            const RunFlagReading& read,
-                                                           Inputs& inputs) {
+                                                           Inputs& inputs,
+                                                           std::vector<std::string>* refused) {
   std::vector<std::pair<std::string, std::vector<std::string>>> axes;
   std::vector<CapacityConfiguration> out = shared_configuration(run, read, axes);
   for (const auto& [flag, values] : axes) {
@@ -110,6 +122,10 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
     }
     out = std::move(next);
   }
+  const bool layouts = std::any_of(axes.begin(), axes.end(),
+                                   [](const auto& axis) { return layout_flag(axis.first); });
+  std::vector<CapacityConfiguration> kept;
+  std::string first_refusal;
   for (CapacityConfiguration& c : out) {
     c.text = read.text(c.flags);
     c.spec = read.spec(c.flags);
@@ -118,9 +134,30 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
     // (issue 25: it was refused for lacking the --request-rate that capacity itself refuses).
     RunSpec probe = one_replica(c.spec);
     probe.request_rate = 1;
-    check_point(probe, inputs);
+    try {
+      check_point(probe, inputs);
+      if (layouts) {
+        // vLLM's start-up memory check, which a probe would otherwise meet mid-search.
+        checked_memory_plan(
+            policy_config(base_config(probe, inputs), probe, scheduler_choice(probe)));
+      }
+    } catch (const Error& e) {
+      const bool start_up = (e.path() == field::kModel &&
+                             e.reason().find(" does not fit on ") != std::string::npos) ||
+                            e.path() == field::kMaxModelLen || e.path() == field::kNumGpuBlocks ||
+                            e.path() == field::kTensorParallelSize ||
+                            e.path() == field::kPipelineParallelSize;
+      if (!layouts || refused == nullptr || !start_up) throw;
+      refused->push_back(c.text + ": " + e.reason());
+      if (first_refusal.empty()) first_refusal = refused->back();
+      continue;
+    }
+    kept.push_back(std::move(c));
   }
-  return out;
+  if (kept.empty() && !first_refusal.empty()) {
+    throw Error(field::kTp, "no parallel layout listed can run; the first: " + first_refusal);
+  }
+  return kept;
 }
 
 void check_capacity_configurations(const CapacitySpec& spec,

@@ -24,8 +24,8 @@ namespace servesim {
 using RunFlags = std::vector<std::pair<std::string, std::string>>;
 
 // Whether run flag FLAG may be a list in a capacity search: --scheduler,
-// --max-num-batched-tokens, --gpu, --gpu-file, --model, --model-file, --tp and
-// --tensor-parallel-size.
+// --max-num-batched-tokens, --gpu, --gpu-file, --model, --model-file, --tp,
+// --tensor-parallel-size, --pp and --pipeline-parallel-size.
 bool capacity_list_flag(const std::string& flag);
 
 // The most configurations one command searches.
@@ -51,9 +51,12 @@ struct CapacityConfiguration {
 // One configuration per combination of RUN's list flags, each checked as a probe runs it (at a
 // rate). Error naming --request-rate or --time-scale (the search sets the rate), a list flag
 // whose lists make more than kMaxCapacityConfigurations, or a flag a configuration cannot run.
-std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
-                                                           const RunFlagReading& read,
-                                                           Inputs& inputs);
+// When a parallel-layout flag (--tp, --pp and their long names) is a list, a layout that vLLM
+// refuses at start-up (the model does not fit, TP does not divide the heads, PP exceeds the
+// layers) is left out and, with REFUSED, named there ("flags: reason"); Error when none is left.
+std::vector<CapacityConfiguration> capacity_configurations(
+    const RunFlags& run, const RunFlagReading& read, Inputs& inputs,
+    std::vector<std::string>* refused = nullptr);
 
 // Error naming --gpu-hour-cost when it prices a GPU by name that no configuration has (its
 // fleets' pools included), or --size-group when a configuration is not a mixed fleet

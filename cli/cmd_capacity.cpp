@@ -32,9 +32,10 @@ const char* kCapacityHelp =
     "The highest request rate (req/s) each configuration sustains under the SLO, by bisection on\n"
     "--request-rate over the same trace or generator (same seed: the same requests, arriving\n"
     "faster). --scheduler, --max-num-batched-tokens, --gpu, --gpu-file, --model, --model-file,\n"
-    "--tp and --tensor-parallel-size may be lists (a,b,c; numbers also LO:HI:STEP): one capacity\n"
-    "per combination, the first listed flag varying slowest. Every configuration is checked\n"
-    "before any search starts.\n"
+    "--tp, --tensor-parallel-size, --pp and --pipeline-parallel-size may be lists (a,b,c; numbers\n"
+    "also LO:HI:STEP): one capacity per combination, the first listed flag varying slowest. Every\n"
+    "configuration is checked before any search starts; with --tp or --pp a list, the layouts\n"
+    "vLLM refuses at start-up are left out and named.\n"
     "\n"
     "  --slo LIST           bounds on summary metrics, e.g. ttft_p99_ms=2000,itl_p99_ms=100;\n"
     "                       latencies are upper bounds, otps_*/throughput lower bounds (or\n"
@@ -267,14 +268,20 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   paths.output("csv", get(s.own, "csv"));
   paths.check();
   Inputs inputs;
+  std::vector<std::string> refused;
   const std::vector<CapacityConfiguration> configs =
-      capacity_configurations(s.run, run_flag_reading(), inputs);
+      capacity_configurations(s.run, run_flag_reading(), inputs, &refused);
   check_capacity_configurations(spec, configs, inputs);
   const CapacitySearchOutcome searched = search_configurations(configs, spec, target, jobs, inputs);
   if (searched.worker) return 0;
   const std::vector<CapacityResult>& results = searched.results;
   const std::string slo = capacity_slo_text(get(s.own, "slo"), spec);
   out << capacity_text(results, spec, target, slo, default_scheduler_flags(s.run));
+  if (!refused.empty()) {
+    out << "\nlayouts left out, as vLLM refuses them at start-up:\n";
+    for (const std::string& r : refused)
+      out << "  " << r << "\n";
+  }
   const SweepTable t = capacity_table(results, target, slo);
   const std::string h5_out = get(s.own, "out"), csv_out = get(s.own, "csv");
   if (!h5_out.empty()) {

@@ -126,14 +126,15 @@ MemoryPlan checked_memory_plan(const SimConfig& c) {
         field::kMaxModelLen,
         format("vLLM would not start: the model's max seq len (%lld) is larger than the "
                "maximum number of tokens that can be stored in KV cache (%lld: %lld "
-               "blocks of %d on %s at TP%d, %.2f GiB per GPU); based on the available "
+               "blocks of %d on %s at TP%d%s, %.2f GiB per GPU); based on the available "
                "memory the estimated maximum model length is %lld. Lower {{model.max_model_len}}, "
                "or raise {{cache.gpu_memory_utilization}} or {{parallel.tp}} "
                "(or lower {{scheduler.max_num_seqs}}, which "
                "sizes the activation reserve)",
                static_cast<long long>(max_len), static_cast<long long>(kv_tokens),
                static_cast<long long>(m.num_gpu_blocks), c.scheduler.block_size, c.gpu.name.c_str(),
-               c.tp, m.kv_cache_bytes / double(1 << 30), static_cast<long long>(kv_tokens)));
+               c.tp, c.pp > 1 ? format(" x PP%d", c.pp).c_str() : "",
+               m.kv_cache_bytes / double(1 << 30), static_cast<long long>(kv_tokens)));
   }
   return m;
 }

@@ -85,10 +85,20 @@ TEST_CASE("memory plan: Llama-3.1-70B at PP2 x TP4 on H100, each stage by hand",
   const MemoryPlan tp8 = plan_memory(find_gpu("h100-sxm"), m, {}, server);
   CHECK(tp8.kv_bytes_per_block == p.kv_bytes_per_block);
   CHECK(tp8.stages == 1);
-  // PP2 on one H100 each stage: 35 GB of weights a stage fits; PP1 TP1 (141 GB) does not.
+  // One H100 a stage: four stages of 20 layers (35 GB of weights; KV 20 x 8 x 128 x 2 x 2 B =
+  // 81,920 B a token) leave room for 29,936, 31,540, 31,540 and 26,129 blocks, the last (LM head
+  // and sampler) binding; two stages of 70.5 GB leave 8 blocks (vLLM would then refuse the
+  // 131,072-token context); one GPU (141 GB) does not hold the weights.
   server.tp = 1;
+  server.pp = 4;
+  const MemoryPlan pp4 = plan_memory(find_gpu("h100-sxm"), m, {}, server);
+  const double last4 = (20.0 * 855'654'400 + 1'050'673'152 + 8192) * 2 + rope;
+  CHECK(pp4.stage == 3);
+  CHECK(pp4.num_gpu_blocks ==
+        int64_t(std::floor((usable - last4 - act_last - reserve) / 1'310'720)));
+  CHECK(pp4.num_gpu_blocks == 26'129);
   server.pp = 2;
-  CHECK(plan_memory(find_gpu("h100-sxm"), m, {}, server).num_gpu_blocks > 0);
+  CHECK(plan_memory(find_gpu("h100-sxm"), m, {}, server).num_gpu_blocks == 8);
   server.pp = 1;
   CHECK(error_field([&] { plan_memory(find_gpu("h100-sxm"), m, {}, server); }) == "model");
 }
@@ -237,4 +247,31 @@ TEST_CASE("pipeline: a run names its stages and records them", "[pipeline][cli]"
   CHECK_THAT(r.out, Catch::Contains("a batch queue of 2 through 2 pipeline stages"));
   CHECK_THAT(r.out, Catch::Contains("80775 blocks"));
   CHECK_THAT(r.out, Catch::Contains("pipeline stage 2 of 2"));
+}
+
+TEST_CASE("capacity: parallel layouts as lists, the ones vLLM refuses left out and named",
+          "[pipeline][cli]") {
+  const auto r = call_cli({"capacity", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp",
+                           "1,2,4", "--pp", "1,2", "--slo", "ttft_p99_ms=3000", "--num-requests",
+                           "40"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  // 70B on one H100 does not fit; on two (TP2, or TP1 x PP2) it leaves 8 blocks, fewer than the
+  // context: vLLM refuses all three at start-up. TP2 x PP2, TP4 and TP4 x PP2 are searched.
+  CHECK_THAT(r.out, Catch::Contains("layouts left out, as vLLM refuses them at start-up:"));
+  CHECK_THAT(r.out, Catch::Contains("--tp 1 --pp 1: llama-3.1-70b does not fit"));
+  CHECK_THAT(r.out, Catch::Contains("--tp 1 --pp 2: vLLM would not start"));
+  CHECK_THAT(r.out, Catch::Contains("--tp 2 --pp 1: vLLM would not start"));
+  CHECK_THAT(r.out, Catch::Contains("h100-sxm pp2  llama-3.1-70b   2     4"));
+  CHECK_THAT(r.out, Catch::Contains("h100-sxm      llama-3.1-70b   4     4"));
+  CHECK_THAT(r.out, Catch::Contains("h100-sxm pp2  llama-3.1-70b   4     8"));
+  // Every layout refused: an error naming the first. A misspelt model is never a layout.
+  const auto none = call_cli({"capacity", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp",
+                              "1,2", "--slo", "ttft_p99_ms=3000", "--num-requests", "40"});
+  CHECK(none.code == 2);
+  CHECK_THAT(none.err, Catch::Contains("no parallel layout listed can run"));
+  const auto typo = call_cli({"capacity", "--model", "llama-3.1-70b,lama-8b", "--tp", "1,2",
+                              "--slo", "ttft_p99_ms=3000", "--num-requests", "40"});
+  CHECK(typo.code == 2);
+  CHECK_THAT(typo.err, Catch::Contains("lama-8b"));
 }
