@@ -132,6 +132,12 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
     // Checked as a probe runs it, at a rate: a length-only trace (ShareGPT, Vidur's arXiv CSV)
     // has no arrivals of its own, and each probe gives it Gamma arrivals at the probe's rate
     // (issue 25: it was refused for lacking the --request-rate that capacity itself refuses).
+    if (c.spec.enable_expert_parallel) {
+      // A probe runs one replica; the ranks sharing the experts are sized as one group.
+      throw Error(field::kEnableExpertParallel,
+                  "capacity sizes one replica at a time, not a group of data-parallel ranks "
+                  "sharing their experts: compare such groups with run or sweep");
+    }
     RunSpec probe = one_replica(c.spec);
     probe.request_rate = 1;
     try {

@@ -61,6 +61,7 @@ Regime regime_of(const RunResult& r) {
   g.mla = r.config.model.mla();
   g.multi_node = r.config.tp > r.config.gpu.gpus_per_node;
   g.pp = r.config.pp;
+  g.ep = r.config.ep();
   return g;
 }
 
@@ -87,6 +88,12 @@ std::vector<std::string> outside_fitted_range(const Regime& g) {
         "TTFT up to 28x, so no bound is given");
   }
   if (g.multi_node) why.push_back("a TP group across nodes, which no real run covered");
+  if (g.ep > 1) {
+    why.push_back(
+        format("experts spread over %d GPUs (expert parallelism), which no real run "
+               "covered (the data-parallel ranks taken as evenly loaded)",
+               g.ep));
+  }
   if (g.pp > 1) {
     why.push_back(
         format("%d pipeline stages, which no real run covered (the stages' split, the "

@@ -41,6 +41,7 @@ struct Regime {
   bool mla = false;         // multi-head latent attention (no real run fitted)
   bool multi_node = false;  // a TP group larger than the GPU's node
   int pp = 1;               // pipeline stages (no real run had more than one)
+  int ep = 1;               // GPUs the experts are spread over (no real run had EP)
 };
 Regime regime_of(const RunResult& r);
 // Why REGIME lies outside what the held-out runs covered ("" entries none: in range).

@@ -391,6 +391,10 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
         {"kv_cache", r.memory.kv_cache_bytes / 1073741824.0}}},
       {"cost_model", cost_json},
   };
+  if (c.expert_parallel) {  // present with expert parallelism only
+    j["config"]["enable_expert_parallel"] = true;
+    j["config"]["expert_parallel_size"] = c.ep();
+  }
   if (c.pp > 1) {
     // Present with pipeline stages only (absent: 1). memory_plan_gib is the stage with the fewest
     // KV blocks, which sizes every stage's cache.

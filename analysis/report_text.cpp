@@ -48,6 +48,7 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
   } else if (r.fleet.num_replicas > 1) {
     out << ", " << r.fleet.num_replicas << " replicas (" << r.fleet.router << ")";
   }
+  if (c.expert_parallel) out << ", experts spread over " << c.ep() << " GPUs (EP" << c.ep() << ")";
   out << ", " << policy_name(c.scheduler.policy)
       << (default_scheduler ? " (the default scheduler; max_num_batched_tokens "
                             : " (max_num_batched_tokens ")

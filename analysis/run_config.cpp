@@ -210,6 +210,14 @@ SimulateOptions simulate_options(const RunSpec& s) {
   }
   const bool pools = s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
   autoscale_options(s, pools, o.fleet);
+  if (s.enable_expert_parallel && (pools || o.fleet.autoscale.enabled)) {
+    // The data-parallel ranks that share the experts are one fixed group of like replicas.
+    throw Error(field::kEnableExpertParallel,
+                "spreads the experts over a fixed group of like replicas: drop " +
+                    std::string(o.fleet.autoscale.enabled ? "{{autoscale.metric}}"
+                                                          : "the prefill/decode pools and "
+                                                            "{{fleet.replica_gpus}}"));
+  }
   // --num-replicas 1 --router X is a fleet of one (a loop over 1, 2, 4 replicas, issue 25): its
   // router sends everything to it. A router without any replica count is a mistake.
   const bool counted = s.num_replicas.given() || s.data_parallel_size.given();
@@ -330,6 +338,10 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   c.gpu = inputs.gpu(s.gpu, s.gpu_file);
   c.tp = tensor_parallel_size(s);
   c.pp = pipeline_parallel_size(s);
+  c.expert_parallel = s.enable_expert_parallel;
+  // The ranks sharing the experts are the fleet's: vLLM's --data-parallel-size.
+  if (c.expert_parallel)
+    c.dp = s.data_parallel_size.given() ? s.data_parallel_size : s.num_replicas;
   c.scheduler.max_model_len = s.max_model_len;
   c.scheduler.max_num_seqs = s.max_num_seqs;
   c.scheduler.block_size = s.block_size;

@@ -124,6 +124,8 @@ struct RunSpec {
   Given<int> tp{0};  // --tp, the alias of --tensor-parallel-size
   Given<int> pipeline_parallel_size{1};
   Given<int> pp{0};  // --pp, the alias of --pipeline-parallel-size
+  // vLLM --enable-expert-parallel: the routed experts spread whole over TP x the DP ranks.
+  Given<bool> enable_expert_parallel{false};
   // A fleet: replicas behind a router (vLLM's --data-parallel-size is the alias).
   Given<int> num_replicas{1}, data_parallel_size{0};
   Given<std::string> router{"round-robin"};

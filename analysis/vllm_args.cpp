@@ -76,10 +76,14 @@ const std::vector<VllmArg> kArgs = {
      "all-gather between stages; no real PP run checks it. Refused with V0 policies, "
      "speculative decoding, LoRA, KV offload and disaggregated pools"},
     {"--data-parallel-size", "--data-parallel-size, --num-replicas", A,
-     "independent engines behind a router; MoE data parallelism with expert parallelism (shared "
-     "experts, DP synchronisation) is not modelled"},
-    {"--enable-expert-parallel", "", I,
-     "experts are split as TP splits them; expert parallelism's all-to-all is not modelled"},
+     "engines behind a router; with --enable-expert-parallel the ranks share the experts, each "
+     "step counting the others as evenly loaded (the lockstep wait for a slower rank and idle "
+     "ranks' dummy steps are not modelled)"},
+    {"--enable-expert-parallel", "--enable-expert-parallel", A,
+     "routed experts whole over TP x DP GPUs (linear placement, the busiest GPU's memory), each "
+     "MoE layer's tokens from every rank (all-gather) and outputs back (reduce-scatter: vLLM's "
+     "default allgather_reducescatter backend), the busiest GPU's share of uniform routing; "
+     "DeepEP and pplx backends, EPLB and routing skew are not modelled"},
     {"--disable-custom-all-reduce", "", I,
      "vLLM's custom all-reduce is always used below 8 MiB on NVLink"},
     // SchedulerConfig
@@ -205,6 +209,7 @@ std::vector<std::string> approximated_args(const SimConfig& c) {
   if (c.model.mla()) used.push_back("behaviour: MLA attention");
   if (c.tp > c.gpu.gpus_per_node) used.push_back("behaviour: TP across nodes");
   if (c.pp > 1) used.push_back("--pipeline-parallel-size");
+  if (c.expert_parallel) used.push_back("--enable-expert-parallel");
   if (fitted_arch(c.gpu.arch) != c.gpu.arch) used.push_back("behaviour: GPU without profiles");
   return used;
 }

@@ -39,6 +39,11 @@ std::vector<RunFlag> model_and_fleet_flags() {
        "GPUs"},
       {"pp", field::kPp, G::kHardware, Plain<Given<int>>{FIELD(pp)}, kNoDefault,
        "same as --pipeline-parallel-size"},
+      {"enable-expert-parallel", field::kEnableExpertParallel, G::kHardware,
+       Plain<Given<bool>>{FIELD(enable_expert_parallel)}, kNoDefault,
+       "MoE models: spread each layer's routed experts whole over the GPUs of every "
+       "--data-parallel-size rank (EP = TP x DP), the ranks exchanging tokens at each MoE layer "
+       "(vLLM -ep; the ranks taken as evenly loaded)"},
       {"num-replicas", field::kNumReplicas, G::kHardware, Plain<Given<int>>{FIELD(num_replicas)},
        kShowDefault,
        "replicas of this server behind a router, each with its own scheduler and KV cache"},

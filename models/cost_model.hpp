@@ -59,7 +59,10 @@ struct StepCost {
   double linear_s = 0, attention_s = 0, elementwise_s = 0, lm_head_s = 0, allreduce_s = 0,
          cpu_overhead_s = 0;
   double engine_s = 0;  // the engine's GPU-side step work outside the model
-  double draft_s = 0;   // a speculative drafter's passes after sampling (models/spec_decode_cost)
+  // Expert parallelism across data-parallel ranks: each MoE layer's dispatch (all-gather) and
+  // combine (reduce-scatter) between the ranks (models/parallel.hpp).
+  double all_to_all_s = 0;
+  double draft_s = 0;  // a speculative drafter's passes after sampling (models/spec_decode_cost)
   double kv_transfer_s = 0;  // KV copies to and from the CPU tier the step waits for (LMCache)
   double lora_s = 0;         // LoRA adapters' kernels (models/lora.hpp)
   double lora_load_s = 0;    // LoRA adapters loaded from disk and copied to the GPU for the step

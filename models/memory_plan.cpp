@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "models/pipeline.hpp"
+#include "models/parallel.hpp"
 #include "util/error.hpp"
 #include "util/format.hpp"
 
@@ -28,7 +28,7 @@ double v1_activation_peak_bytes(const ModelSpec& m, int64_t num_tokens, int64_t 
 double runtime_reserve_gib(const MemoryPlanOptions& opt, const ServerShape& shape) {
   if (!std::isnan(opt.runtime_reserve_gib)) return opt.runtime_reserve_gib;
   if (!v1_memory_profile(shape.engine)) return 0.5;
-  return shape.tp * shape.pp > 1 ? 0.64 : 0.49;
+  return std::max(shape.tp * shape.pp, shape.ep) > 1 ? 0.64 : 0.49;
 }
 
 namespace {
@@ -65,8 +65,9 @@ MemoryPlan plan_stage(const GpuSpec& gpu, const ModelSpec& model, const MemoryPl
   p.usable_bytes = gpu.hbm_bytes() * opt.gpu_memory_utilization;
   p.drafter_weight_bytes = shape.drafter_weight_bytes;
   p.lora_bytes = shape.lora_bytes;
-  p.weight_bytes = (shape.pp > 1 ? model.stage_weight_bytes_per_gpu(shape.tp, layers, first, last)
-                                 : model.weight_bytes_per_gpu(shape.tp)) +
+  p.weight_bytes = (shape.pp > 1   ? model.stage_weight_bytes_per_gpu(shape.tp, layers, first, last)
+                    : shape.ep > 1 ? model.ep_weight_bytes_per_gpu(shape.tp, shape.ep)
+                                   : model.weight_bytes_per_gpu(shape.tp)) +
                    p.drafter_weight_bytes + p.lora_bytes;
   if (v1_memory_profile(shape.engine)) {
     // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU

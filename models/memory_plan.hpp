@@ -43,10 +43,13 @@ struct MemoryPlanOptions {
 // scheduler and engine: sim/replica_config.hpp server_shape builds one): the plan only reads it.
 struct ServerShape {
   int tp = 1;
-  // Pipeline stages (models/pipeline.hpp), each a TP group: vLLM sizes every worker's KV cache
+  // Pipeline stages (models/parallel.hpp), each a TP group: vLLM sizes every worker's KV cache
   // from its own memory and layers, and the engine takes the fewest blocks of any
   // (kv_cache_utils.get_kv_cache_configs).
   int pp = 1;
+  // GPUs the routed experts are spread over (vLLM --enable-expert-parallel: TP x the DP ranks);
+  // 1: split by TP as the rest of the weights.
+  int ep = 1;
   int block_size = 16;
   int64_t max_num_batched_tokens = 2048;
   int64_t max_num_seqs = 256;
@@ -79,7 +82,10 @@ struct MemoryPlan {
 // Of a pipeline (ServerShape::pp > 1), each stage's GPUs hold their layers' weights and KV (the
 // first the embedding, the last the LM head: ModelSpec::stage_weight_bytes_per_gpu); the last alone
 // runs the sampler, so the others' activation peak is the hidden states' alone; every GPU of a
-// pipeline has the runtime reserve of tensor parallelism (NCCL is set up).
+// pipeline has the runtime reserve of tensor parallelism (NCCL is set up). Under expert
+// parallelism (ServerShape::ep > 1) a GPU holds ceil(E / EP) whole routed experts a MoE layer
+// (ModelSpec::ep_weight_bytes_per_gpu) and has the same reserve: its EP group's NCCL; each
+// data-parallel rank has its own KV cache, sized by its own profile run.
 // Activation peak of vLLM's profiling run: hidden states, the MLP's gate/up and activation
 // outputs for every token, and float32 logits and probabilities for one token per sequence.
 double activation_peak_bytes(const ModelSpec& m, int tp, int64_t num_tokens, int64_t num_seqs);

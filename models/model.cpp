@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "models/parallel.hpp"
 #include "util/error.hpp"
 #include "util/ini.hpp"
 #include "util/lookup.hpp"
@@ -105,6 +106,13 @@ double ModelSpec::stage_weight_bytes_per_gpu(int tp, int layers, bool first, boo
                          double(hidden_size) * dtype_bytes + encoder;
   const double decoder = weight_bytes_per_gpu(tp) - outside / tp;
   return decoder * layers / num_layers + ((first ? embed + encoder : 0) + (last ? head : 0)) / tp;
+}
+
+double ModelSpec::ep_weight_bytes_per_gpu(int tp, int ep) const {
+  const double routed = routed_expert_bytes();
+  const double local = double(local_experts(num_experts, ep)) * moe_layers() *
+                       double(expert_params()) * mlp_weight_bytes;
+  return weight_bytes_per_gpu(tp) - routed / tp + local;
 }
 
 std::string ModelSpec::quantization() const {

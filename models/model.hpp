@@ -106,12 +106,20 @@ struct ModelSpec {
   }
   // Weight bytes on one GPU of a TP group of TP: the sharded weights split, the replicated whole.
   double weight_bytes_per_gpu(int tp) const;
-  // The same on one GPU of a pipeline stage of LAYERS layers (models/pipeline.hpp): the layers'
+  // The same on one GPU of a pipeline stage of LAYERS layers (models/parallel.hpp): the layers'
   // share of the decoder's weights, with the embedding (and any encoder) on the FIRST stage and
   // the final norm and LM head on the LAST (vLLM's last rank holds its own LM head even when
   // tied to the embedding). The layers' share is even: a MoE model's dense layers are spread
   // over the stages, not placed.
   double stage_weight_bytes_per_gpu(int tp, int layers, bool first, bool last) const;
+  // Bytes of the routed experts, every MoE layer (0 for a dense model).
+  double routed_expert_bytes() const {
+    return double(moe_layers()) * num_experts * double(expert_params()) * mlp_weight_bytes;
+  }
+  // Weight bytes on the GPU of an expert-parallel group of EP GPUs that holds the most experts
+  // (models/parallel.hpp): ceil(E / EP) whole routed experts a MoE layer; the rest as
+  // weight_bytes_per_gpu(TP).
+  double ep_weight_bytes_per_gpu(int tp, int ep) const;
 };
 
 // vLLM's --quantization and --kv-cache-dtype on a model: QUANTIZATION "" (the checkpoint's own),

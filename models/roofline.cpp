@@ -3,12 +3,13 @@
 #include <algorithm>
 #include <cmath>
 
-#include "models/pipeline.hpp"
+#include "models/parallel.hpp"
 
 namespace servesim {
 
 RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int tp,
-                                     const HardwareParams& hw, const EngineParams& engine, int pp)
+                                     const HardwareParams& hw, const EngineParams& engine, int pp,
+                                     int ep_dp)
     : gpu_(gpu),
       model_(m),
       tp_(tp),
@@ -115,6 +116,15 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   // latent is whole on every GPU).
   kv_bytes_per_token_ = double(m.kv_bytes_per_token_per_gpu(tp)) * tp;
   lm_head_bytes_ = double(m.lm_head_params()) * dtype_;
+  if (ep_dp > 0 && m.num_experts > 1 && tp * ep_dp > 1) {
+    ep_dp_ = ep_dp;
+    ep_gpus_ = tp * ep_dp;
+    const double moe_layers = m.moe_layers();
+    pair_flops_ = 2.0 * double(m.expert_params()) * moe_layers;
+    pair_time_flops_ = pair_flops_ * (m.mlp_weight_bytes == 1 ? fp8_time : 1.0);
+    // gate/up in (h) and out (2 x inter), down in (inter) and out (h), as mlp_io counts them.
+    pair_act_bytes_ = (2.0 * h + 3.0 * m.intermediate_size) * moe_layers * dtype_;
+  }
 }
 
 namespace {
@@ -157,6 +167,25 @@ double RooflineCostModel::allreduce_seconds(double bytes) const {
   return nccl_ring_seconds(bytes, 2.0);
 }
 
+double RooflineCostModel::all_to_all_bytes(double tokens) const {
+  if (ep_dp_ <= 1) return 0;
+  // AgRsAll2AllManager: all_gatherv of the hidden states and router logits over the DP group,
+  // then reduce_scatterv of the experts' outputs; a ring moves (D - 1) / D of each.
+  const double d = ep_dp_;
+  const double h = model_.hidden_size, e = model_.num_experts;
+  return (d - 1) / d * tokens * ((h + e) + h) * dtype_;
+}
+
+double RooflineCostModel::all_to_all_seconds(double tokens) const {
+  if (ep_dp_ <= 1) return 0;
+  // The DP group of each TP rank: NVLink inside a node, the NICs when the ranks span nodes.
+  const bool nodes = ep_gpus_ > gpu_.gpus_per_node;
+  const double bus = nodes ? gpu_.network_gb_per_s * 1e9 * kNicBusEfficiency
+                           : gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency;
+  const double latency = nodes ? kInterNodeLatencyS : hw_.allreduce_latency_s;
+  return 2.0 * latency + all_to_all_bytes(tokens) / bus;
+}
+
 double RooflineCostModel::pipeline_send_seconds(int stage, double bytes) const {
   const double per_gpu = bytes / tp_;
   const bool leaves_node = pp_send_crosses_node(stage, tp_, gpu_.gpus_per_node);
@@ -170,7 +199,8 @@ double RooflineCostModel::pipeline_send_seconds(int stage, double bytes) const {
 void RooflineCostModel::pipeline_seconds(const StepCost& c, const BatchTotals& totals,
                                          std::span<double> out) const {
   const int stages = pipeline_stages();
-  const double layer_s = c.linear_s + c.attention_s + c.elementwise_s + c.allreduce_s;
+  const double layer_s =
+      c.linear_s + c.attention_s + c.elementwise_s + c.allreduce_s + c.all_to_all_s;
   const double tokens = double(totals.tokens[0] + totals.tokens[1]);
   const double send_bytes = 2.0 * tokens * model_.hidden_size * dtype_;
   for (int s = 0; s < stages; ++s) {
@@ -221,7 +251,7 @@ struct KneeMemo {
     return factor;
   }
 };
-enum Part { kLinearPart, kPrefillPart, kDecodePart, kLmHeadPart, kNumParts };
+enum Part { kLinearPart, kPrefillPart, kDecodePart, kLmHeadPart, kExpertPart, kNumParts };
 thread_local KneeMemo knee_memo[kNumParts];
 
 // The roofline of a TP group. Its member functions are defined in the class so that cost()
@@ -305,13 +335,43 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape>, const BatchTotals& t
                      (b.prefill_tokens == 0 && b.max_context <= kV0MaxSeqLenToCapture);
   StepCost c;
   // Compute time counts the tokens the tiles process; FLOPs (for MFU) count the real ones.
-  const Work linear = linear_work(b.tokens);
-  // Expert weights stream at the MoE kernels' efficiency: their bytes count for more time.
-  const double expert_bytes = experts_read(b.tokens) * expert_weight_bytes_;
-  const double linear_time_bytes = linear.bytes + expert_bytes * (moe_time_factor_ - 1.0);
-  c.linear_s = (graph ? graph_linear_floor_s_ : linear_floor_s_) +
-               roof.seconds(linear_time_flops_per_token_ * padded_tokens(b.tokens),
-                            linear_time_bytes, linear_eff, kLinearPart);
+  Work linear = linear_work(b.tokens);
+  if (ep_dp_ > 0) {
+    // Expert parallelism: the TP group runs the linear layers but the routed experts, as above;
+    // each GPU runs its own whole experts on the (token, expert) pairs routed to them from every
+    // rank, the ranks taken to carry batches of this one's tokens (vLLM's load balancer keeps
+    // them even; the lockstep wait for a slower rank is not modelled), and the MoE layer waits
+    // for the busiest GPU (uniform routing: ep_imbalance).
+    const double k = model_.experts_per_token, experts = model_.num_experts;
+    const double all_tokens = b.tokens * ep_dp_;
+    const double mean_pairs = all_tokens * k / ep_gpus_;
+    const int local = local_experts(model_.num_experts, ep_gpus_);
+    const double pairs = std::min(mean_pairs * ep_imbalance(mean_pairs, ep_gpus_),
+                                  all_tokens * std::min(k, double(local)));
+    const double hit = 1.0 - std::pow(1.0 - k / experts, all_tokens);
+    const double expert_weights = local * hit * expert_weight_bytes_;
+    const double dense_flops = linear_flops_per_token_ - k * pair_flops_;
+    const double dense_time_flops = linear_time_flops_per_token_ - k * pair_time_flops_;
+    const double dense_bytes =
+        dense_weight_bytes_ + (linear_act_bytes_per_token_ - k * pair_act_bytes_) * b.tokens;
+    const Roof one{gpu_.peak_flops(), gpu_.hbm_bytes_per_s(), hw_.knee_sharpness, inverse_knee_};
+    c.linear_s = (graph ? graph_linear_floor_s_ : linear_floor_s_) +
+                 roof.seconds(dense_time_flops * padded_tokens(b.tokens), dense_bytes, linear_eff,
+                              kLinearPart) +
+                 one.seconds(pair_time_flops_ * pairs,
+                             expert_weights * moe_time_factor_ + pair_act_bytes_ * pairs,
+                             linear_eff, kExpertPart);
+    // This rank's share: its tokens' FLOPs, and what its TP group's GPUs read.
+    linear = {dense_flops * b.tokens + k * pair_flops_ * b.tokens,
+              dense_bytes + tp * (expert_weights + pair_act_bytes_ * pairs)};
+  } else {
+    // Expert weights stream at the MoE kernels' efficiency: their bytes count for more time.
+    const double expert_bytes = experts_read(b.tokens) * expert_weight_bytes_;
+    const double linear_time_bytes = linear.bytes + expert_bytes * (moe_time_factor_ - 1.0);
+    c.linear_s = (graph ? graph_linear_floor_s_ : linear_floor_s_) +
+                 roof.seconds(linear_time_flops_per_token_ * padded_tokens(b.tokens),
+                              linear_time_bytes, linear_eff, kLinearPart);
+  }
 
   // Attention: the prefill kernel and the decode kernel each read the K and V they attend to and
   // write the new tokens' K and V. Each pays its launch latency on top of its work (measured
@@ -350,6 +410,10 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape>, const BatchTotals& t
   c.bytes = linear.bytes + prefill.bytes + decode.bytes + elementwise_bytes + lm.bytes;
   c.seconds = c.linear_s + c.attention_s + c.elementwise_s + c.lm_head_s + c.allreduce_s +
               c.engine_s + c.cpu_overhead_s;
+  if (ep_dp_ > 1) {
+    c.all_to_all_s = model_.moe_layers() * all_to_all_seconds(b.tokens * ep_dp_);
+    c.seconds += c.all_to_all_s;
+  }
   return c;
 }
 

@@ -47,9 +47,12 @@ inline constexpr int32_t kV0MaxSeqLenToCapture = 8192;
 
 class RooflineCostModel final : public CostModel {
  public:
-  // PP > 1: pipeline stages of TP GPUs each (models/pipeline.hpp); cost() is the whole model's.
+  // PP > 1: pipeline stages of TP GPUs each (models/parallel.hpp); cost() is the whole model's.
+  // EP_DP > 0: expert parallelism over the TP GPUs of each of EP_DP data-parallel ranks, this
+  // replica one of them (a MoE model; one GPU in all runs as without it).
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp,
-                    const HardwareParams& hw = {}, const EngineParams& engine = {}, int pp = 1);
+                    const HardwareParams& hw = {}, const EngineParams& engine = {}, int pp = 1,
+                    int ep_dp = 0);
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp, const RooflineParams& p)
       : RooflineCostModel(gpu, model, tp, p.hw, p.engine) {}
   StepCost cost(std::span<const SeqShape> batch) const override;
@@ -71,6 +74,10 @@ class RooflineCostModel final : public CostModel {
                         std::span<double> out) const override;
   // One send from stage STAGE to the next of BYTES (the whole hidden states and residual).
   double pipeline_send_seconds(int stage, double bytes) const;
+  // Expert parallelism: one MoE layer's dispatch and combine between the data-parallel ranks for
+  // TOKENS tokens in all, seconds (0 with one rank), and the bytes each GPU receives in them.
+  double all_to_all_seconds(double tokens) const;
+  double all_to_all_bytes(double tokens) const;
 
  private:
   // FLOPs and HBM bytes of one part of a step, all GPUs.
@@ -122,6 +129,11 @@ class RooflineCostModel final : public CostModel {
   double decode_qo_bytes_per_token_;               // the same in the decode kernel (MLA: latent)
   double lm_head_bytes_;
   std::vector<int> stage_layers_;  // layers of each pipeline stage (one stage: all)
+  // Expert parallelism (ep_dp_ > 0): the data-parallel ranks, the EP group's GPUs, the routed
+  // experts' FLOPs (and FP8-scaled time FLOPs) and GEMM in/out bytes per (token, expert) pair,
+  // all MoE layers.
+  int ep_dp_ = 0, ep_gpus_ = 1;
+  double pair_flops_ = 0, pair_time_flops_ = 0, pair_act_bytes_ = 0;
 };
 
 }  // namespace servesim

@@ -21,7 +21,7 @@ std::unique_ptr<CostModel> target_cost_model(const SimConfig& c) {
     return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
   }
   return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params,
-                                             c.pp);
+                                             c.pp, c.expert_parallel ? c.dp : 0);
 }
 
 }  // namespace
@@ -42,6 +42,7 @@ ServerShape server_shape(const SimConfig& c) {
   ServerShape s;
   s.tp = c.tp;
   s.pp = c.pp;
+  s.ep = c.ep();
   s.block_size = c.scheduler.block_size;
   s.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   s.max_num_seqs = c.scheduler.max_num_seqs;

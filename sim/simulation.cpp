@@ -35,6 +35,20 @@ void resolve_model(SimConfig& c) {
                     std::to_string(c.model.num_layers) + " layers; servesim models up to " +
                     std::to_string(kMaxBatchesInFlight) + " stages)");
   }
+  if (c.expert_parallel) {
+    if (c.model.num_experts <= 1) {
+      throw Error(field::kEnableExpertParallel,
+                  "spreads a MoE model's experts; " + c.model.name + " is dense");
+    }
+    if (c.dp < 1) throw Error(field::kDataParallelSize, "must be >= 1");
+    if (c.pp > 1) {
+      throw Error(field::kEnableExpertParallel,
+                  "servesim does not model it with {{parallel.pipeline_parallel_size}} > 1");
+    }
+    if (c.cost_model != "roofline") {
+      throw Error(field::kEnableExpertParallel, "is modelled on the roofline cost model");
+    }
+  }
   if (c.model.num_heads % c.tp != 0) {
     // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."
     throw Error(field::kTensorParallelSize, "must divide " + c.model.name + "'s " +

@@ -65,9 +65,14 @@ struct SimConfig {
   GpuSpec gpu;
   ModelSpec model;
   int tp = 1;
-  // Pipeline stages (vLLM --pipeline-parallel-size; models/pipeline.hpp), each TP GPUs.
+  // Pipeline stages (vLLM --pipeline-parallel-size; models/parallel.hpp), each TP GPUs.
   int pp = 1;
   int gpus() const { return tp * pp; }  // a replica's GPUs
+  // vLLM --enable-expert-parallel: this replica is one of DP data-parallel ranks whose GPUs hold
+  // the routed experts between them (EP = TP x DP; models/parallel.hpp).
+  bool expert_parallel = false;
+  int dp = 1;
+  int ep() const { return expert_parallel ? tp * dp : 1; }
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults
   // Speculative decoding's drafter (scheduler.spec says how many drafts and their acceptance).
   Drafter drafter;

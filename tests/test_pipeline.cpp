@@ -9,7 +9,7 @@
 #include "cost_fixtures.hpp"
 #include "helpers.hpp"
 #include "models/memory_plan.hpp"
-#include "models/pipeline.hpp"
+#include "models/parallel.hpp"
 #include "models/roofline.hpp"
 #include "sim/simulation.hpp"
 
@@ -251,9 +251,9 @@ TEST_CASE("pipeline: a run names its stages and records them", "[pipeline][cli]"
 
 TEST_CASE("capacity: parallel layouts as lists, the ones vLLM refuses left out and named",
           "[pipeline][cli]") {
-  const auto r = call_cli({"capacity", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp",
-                           "1,2,4", "--pp", "1,2", "--slo", "ttft_p99_ms=3000", "--num-requests",
-                           "40"});
+  const auto r =
+      call_cli({"capacity", "--model", "llama-3.1-70b", "--gpu", "h100-sxm", "--tp", "1,2,4",
+                "--pp", "1,2", "--slo", "ttft_p99_ms=3000", "--num-requests", "40"});
   INFO(r.out << r.err);
   REQUIRE(r.code == 0);
   // 70B on one H100 does not fit; on two (TP2, or TP1 x PP2) it leaves 8 blocks, fewer than the

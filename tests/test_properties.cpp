@@ -180,6 +180,9 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
     f.emplace_back("prefill-replicas", "1");
     f.emplace_back("decode-replicas", std::to_string(d.in(1, 2)));
   }
+  // Expert parallelism over TP, or over the replicas as data-parallel ranks (issue 47).
+  const bool moe = model == "mixtral-8x7b" || model == "llama-4-scout-17b-16e-fp8";
+  if (v1 && moe && d.chance(50)) f.emplace_back("enable-expert-parallel", "");
   return f;
 }
 
@@ -340,6 +343,7 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       if (name == "kv-offloading-size") ++policies["offload"];
       if (name == "enable-lora") ++policies["lora"];
       if (name == "pp") ++policies["pp"];
+      if (name == "enable-expert-parallel") ++policies["ep"];
     }
     INFO("configuration:" << describe(flags));
     const std::string broken = broken_property(first.run, flags);
@@ -366,4 +370,5 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
   CHECK(policies["offload"] >= 10);
   CHECK(policies["lora"] >= 10);
   CHECK(policies["pp"] >= 10);
+  CHECK(policies["ep"] >= 5);
 }

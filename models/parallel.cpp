@@ -1,4 +1,4 @@
-#include "models/pipeline.hpp"
+#include "models/parallel.hpp"
 
 #include <cassert>
 

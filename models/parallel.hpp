@@ -1,0 +1,49 @@
+// How vLLM 0.15.1 lays a replica's model over GPUs beyond tensor parallelism.
+// Pipeline parallelism (vLLM --pipeline-parallel-size): how a model's layers are split over the
+// stages, each stage a TP group of its own GPUs.
+//  - Layers (vllm/distributed/utils.py get_pp_indices): num_layers / pp to each stage, the
+//    remainder one each to the stages before the last, from the second-to-last backwards (the
+//    first stage holds the embedding, the last the LM head and the sampler).
+//  - Between stages (v1/worker/gpu_worker.py execute_model): each stage sends its hidden states
+//    and residual (IntermediateTensors) to the next with send_tensor_dict(all_gather_group=TP
+//    group): each GPU sends 1/TP of them to its peer over NCCL point-to-point, and the next stage
+//    all-gathers them across its TP group.
+// Expert parallelism (vLLM --enable-expert-parallel, with --data-parallel-size D): the routed
+// experts of every MoE layer are spread whole over the EP = TP x D GPUs of the D data-parallel
+// ranks (vllm/model_executor/layers/fused_moe/layer.py determine_expert_map, linear placement:
+// E / EP a GPU, the first E mod EP one more); everything else is split over each rank's TP group
+// and copied on every rank. Between the ranks, each MoE layer gathers every rank's hidden states
+// and router logits and reduce-scatters the experts' outputs (vLLM's default all2all backend,
+// allgather_reducescatter: distributed/device_communicators/all2all.py AgRsAll2AllManager).
+// Promises: the stages' layers sum to num_layers, each >= 1.
+#pragma once
+
+#include <cmath>
+#include <vector>
+
+namespace servesim {
+
+// Layers of each of PP stages. REQUIRES: 1 <= pp <= num_layers.
+std::vector<int> pp_layer_partition(int num_layers, int pp);
+
+// Whether the send from stage S to S + 1 leaves a node: stage s holds ranks s x tp .. (s + 1) x
+// tp - 1, numbered node after node (vLLM's rank = pp_rank x tp + tp_rank).
+inline bool pp_send_crosses_node(int stage, int tp, int gpus_per_node) {
+  const int last = (stage + 1) * tp - 1, next = (stage + 1) * tp;
+  return last / gpus_per_node != next / gpus_per_node;
+}
+
+// Routed experts on the GPU of an EP group of EP GPUs that holds the most: ceil(E / EP).
+inline int local_experts(int num_experts, int ep) {
+  return (num_experts + ep - 1) / ep;
+}
+
+// Under uniform routing, the routed (token, expert) pairs the busiest GPU of an EP group of EP
+// GPUs receives, over the mean (MEAN_PAIRS a GPU): the normal approximation of the largest of EP
+// counts, 1 + sqrt(2 ln EP / mean), never above EP (every pair on one GPU); 1 for one GPU.
+inline double ep_imbalance(double mean_pairs, int ep) {
+  if (ep <= 1 || mean_pairs <= 0) return 1.0;
+  return std::min(double(ep), 1.0 + std::sqrt(2.0 * std::log(double(ep)) / mean_pairs));
+}
+
+}  // namespace servesim

@@ -1,0 +1,145 @@
+// Expert parallelism across data-parallel ranks (issue 47): DeepSeek-V3's memory plan at EP8 x
+// DP8 on eight H200s worked by hand, one step's dispatch and combine bytes and time, the busiest
+// GPU's share under uniform routing, and what is refused.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "cli_helpers.hpp"
+#include "cost_fixtures.hpp"
+#include "helpers.hpp"
+#include "models/hardware.hpp"
+#include "models/memory_plan.hpp"
+#include "models/parallel.hpp"
+#include "models/roofline.hpp"
+
+using namespace servesim;
+using servesim::test::call_cli;
+using servesim::test::ideal_params;
+using servesim::test::slow_gpu;
+using servesim::test::tiny_model;
+
+TEST_CASE("memory plan: DeepSeek-V3 at EP8 x DP8 on eight H200s, by hand", "[expert][memory]") {
+  const ModelSpec m = find_model("deepseek-v3");
+  // Routed experts: 58 MoE layers x 256 x 44,040,192 parameters in FP8 = 653,908,770,816 B;
+  // the rest (MLA, the dense layers, shared experts, routers, embedding, LM head) 19,078,428,672
+  // B (of 672,987,199,488: tests/test_model_families.cpp).
+  CHECK(m.routed_expert_bytes() == 653'908'770'816);
+  // TP1 on every rank: the rest whole on each GPU, and 256 / 8 = 32 whole experts a layer.
+  CHECK(local_experts(256, 8) == 32);
+  CHECK(m.ep_weight_bytes_per_gpu(1, 8) == 19'078'428'672.0 + 58.0 * 32 * 44'040'192);
+  CHECK(m.ep_weight_bytes_per_gpu(1, 8) == 100'817'025'024);
+  // Experts that do not divide: the first ranks hold one more (linear placement).
+  CHECK(local_experts(256, 12) == 22);
+  ServerShape server;
+  server.engine = Engine::kV1;
+  server.tp = 1;
+  server.ep = 8;
+  server.block_size = 64;
+  server.max_num_batched_tokens = 8192;
+  server.max_num_seqs = 1024;
+  const MemoryPlan p = plan_memory(find_gpu("h200-sxm"), m, {}, server);
+  // + the rope cache (163840 x 64 x 2 B); the sampler's peak and the hidden states; the reserve
+  // of a GPU in an NCCL group (0.64 GiB); usable ceil(141 GiB x 0.9).
+  const double weights = 100'817'025'024.0 + 163840.0 * 64 * 2;
+  CHECK(p.weight_bytes == weights);
+  const double act = 38.0 * 1024 * 129280 + 4.0 * 8192 * 7168;
+  CHECK(p.activation_bytes == act);
+  const double usable = std::ceil(141.0 * 1024 * 1024 * 1024 * 0.9);
+  const double kv = usable - weights - act - 0.64 * 1024 * 1024 * 1024;
+  // Each rank its own latent cache: 61 x 576 x 2 B a token, blocks of 64 tokens.
+  CHECK(p.kv_bytes_per_block == 64 * 61 * 576 * 2);
+  CHECK(p.num_gpu_blocks == int64_t(std::floor(kv / (64.0 * 61 * 576 * 2))));
+  CHECK(p.num_gpu_blocks == 6552);  // 419,328 tokens a rank, 3.35 M over the eight
+  // Eight H100s at EP8 hold 94 GiB of weights a GPU no better than TP8's 79 GiB: neither fits.
+  CHECK_THROWS_AS(plan_memory(find_gpu("h100-sxm"), m, {}, server), Error);
+  // EP over TP alone (one rank) holds what TP holds: whole experts instead of slices.
+  const ModelSpec mixtral = find_model("mixtral-8x7b");
+  CHECK(mixtral.ep_weight_bytes_per_gpu(4, 4) == Approx(mixtral.weight_bytes_per_gpu(4)));
+}
+
+TEST_CASE("expert parallelism: one step's dispatch and combine, by hand", "[expert][cost]") {
+  // DeepSeek-V3, eight ranks at TP1, 64 tokens a rank: each GPU gathers the other seven ranks'
+  // 448 tokens' hidden states (7168) and router logits (256), and reduce-scatters 7168 outputs
+  // each, in BF16: 7/8 x 512 x (7168 + 256 + 7168) x 2 B = 13,074,432 B a MoE layer.
+  const ModelSpec m = find_model("deepseek-v3");
+  const GpuSpec h200 = find_gpu("h200-sxm");
+  const HardwareParams hw = hardware_params(GpuArch::kHopper);
+  const RooflineCostModel ep(h200, m, 1, hw, engine_params(Engine::kV1), 1, 8);
+  CHECK(ep.all_to_all_bytes(512) == 13'074'432);
+  // Two NCCL calls' latency and the bytes over one NVLink direction at the fit's efficiency.
+  const double one = 2 * hw.allreduce_latency_s + 13'074'432 / (450e9 * hw.interconnect_efficiency);
+  CHECK(ep.all_to_all_seconds(512) == Approx(one));
+  std::vector<SeqShape> batch(64);
+  for (SeqShape& s : batch) {
+    s.new_tokens = 1;
+    s.context_tokens = 1000;
+    s.emits_token = true;
+  }
+  const StepCost c = ep.cost(batch);
+  // 58 MoE layers a step.
+  CHECK(c.all_to_all_s == Approx(58 * one));
+  // One rank (DP1): no exchange.
+  const RooflineCostModel alone(h200, m, 8, hw, engine_params(Engine::kV1), 1, 1);
+  CHECK(alone.all_to_all_bytes(512) == 0);
+  CHECK(alone.cost(batch).all_to_all_s == 0);
+  // Ranks on two nodes (16 GPUs at TP1, nodes of 8): the NICs at 0.94 and 20 us a call.
+  const RooflineCostModel two_nodes(h200, m, 1, hw, engine_params(Engine::kV1), 1, 16);
+  CHECK(two_nodes.all_to_all_seconds(1024) ==
+        Approx(2 * 20e-6 + 15.0 / 16 * 1024 * 14592 * 2 / (50e9 * 0.94)));
+}
+
+TEST_CASE("expert parallelism: the busiest GPU under uniform routing", "[expert][cost]") {
+  CHECK(ep_imbalance(100, 1) == 1);
+  CHECK(ep_imbalance(0, 8) == 1);
+  // 1 + sqrt(2 ln 8 / mean): 8 pairs a GPU -> 1.72; 800 -> 1.072; never more than every pair.
+  CHECK(ep_imbalance(8, 8) == Approx(1 + std::sqrt(2 * std::log(8.0) / 8)));
+  CHECK(ep_imbalance(800, 8) == Approx(1.0721).epsilon(1e-4));
+  CHECK(ep_imbalance(1e-6, 8) == 8);
+  // The expert GEMMs of a decode batch take longer spread over more GPUs per token than sliced
+  // evenly by TP (the busiest GPU sets the pace): a tiny MoE model, ideal efficiencies.
+  ModelSpec m = tiny_model();
+  m.num_experts = 8;
+  m.experts_per_token = 2;
+  const RooflineParams ideal = ideal_params();
+  const RooflineCostModel tp(slow_gpu(), m, 2, ideal.hw, ideal.engine);
+  const RooflineCostModel ep(slow_gpu(), m, 2, ideal.hw, ideal.engine, 1, 1);
+  std::vector<SeqShape> batch(4);
+  for (SeqShape& s : batch) {
+    s.new_tokens = 1;
+    s.context_tokens = 10;
+    s.emits_token = true;
+  }
+  CHECK(ep.cost(batch).linear_s > tp.cost(batch).linear_s);
+  CHECK(ep.cost(batch).flops == Approx(tp.cost(batch).flops));
+}
+
+TEST_CASE("expert parallelism: runs, records and refusals", "[expert][cli]") {
+  const auto r = call_cli({"run", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
+                           "--data-parallel-size", "4", "--enable-expert-parallel", "--num-prompts",
+                           "40", "--interval", "none"});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out,
+             Catch::Contains("4 replicas") && Catch::Contains("experts spread over 8 GPUs (EP8)"));
+  CHECK_THAT(r.out, Catch::Contains("approximated (servesim list vllm-args): "
+                                    "--enable-expert-parallel"));
+  const auto dense = call_cli(
+      {"run", "--model", "llama-3.1-8b", "--enable-expert-parallel", "--num-prompts", "4"});
+  CHECK(dense.code == 2);
+  CHECK_THAT(dense.err, Catch::Contains("is dense"));
+  const auto pp = call_cli({"run", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
+                            "--pp", "2", "--enable-expert-parallel", "--num-prompts", "4"});
+  CHECK(pp.code == 2);
+  const auto scaled =
+      call_cli({"run", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
+                "--enable-expert-parallel", "--autoscale", "running", "--autoscale-target", "8",
+                "--max-replicas", "4", "--num-prompts", "4"});
+  CHECK(scaled.code == 2);
+  CHECK_THAT(scaled.err, Catch::Contains("fixed group"));
+  const auto capacity =
+      call_cli({"capacity", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
+                "--enable-expert-parallel", "--slo", "ttft_p99_ms=2000", "--num-requests", "20"});
+  CHECK(capacity.code == 2);
+  CHECK_THAT(capacity.err, Catch::Contains("enable-expert-parallel"));
+}
