@@ -44,10 +44,10 @@ ModelSpec tiny_mla() {
 
 TEST_CASE("catalogue: MLA and large MoE models against their model cards", "[cost][models]") {
   // Totals and active parameters as the model cards round them (DeepSeek-V3 technical report:
-  // 671 B, 37 B activated; Qwen3-235B-A22B; Qwen3-30B-A3B, 30.5 B and 3.3 B; Llama 4 Maverick 400 B, 17 B active; Kimi K2's card
-  // "1T" and "32B activated"): totals within 1%, active counts (given to two digits) within 2%,
-  // Kimi's (one digit) within 3%. The cards' active counts leave out the input embedding, a
-  // lookup; ours count it (DeepSeek-V3: 37.55 B, 36.63 B without it).
+  // 671 B, 37 B activated; Qwen3-235B-A22B; Qwen3-30B-A3B, 30.5 B and 3.3 B; Llama 4 Maverick 400
+  // B, 17 B active; Kimi K2's card "1T" and "32B activated"): totals within 1%, active counts
+  // (given to two digits) within 2%, Kimi's (one digit) within 3%. The cards' active counts leave
+  // out the input embedding, a lookup; ours count it (DeepSeek-V3: 37.55 B, 36.63 B without it).
   struct Card {
     const char* id;
     double total_b, active_b, total_tolerance, active_tolerance;
