@@ -27,12 +27,15 @@ const std::set<std::string> kCapacityListFlags = {"scheduler", "max-num-batched-
                                                   "tp",        "tensor-parallel-size",
                                                   "pp",        "pipeline-parallel-size"};
 
-// The flags of a replica's parallel layout: when one is a list, a layout vLLM would refuse at
-// start-up (the model does not fit, the heads or layers do not divide) is left out and named,
-// not an error.
-bool layout_flag(const std::string& flag) {
-  return flag == "tp" || flag == "tensor-parallel-size" || flag == "pp" ||
-         flag == "pipeline-parallel-size";
+// The flags of a replica's parallel layout and their fields: when one is a list, a layout vLLM
+// would refuse at start-up (the model does not fit, the heads or layers do not divide) is left
+// out and named, not an error.
+const char* layout_field(const std::string& flag) {
+  if (flag == "tp") return field::kTp;
+  if (flag == "tensor-parallel-size") return field::kTensorParallelSize;
+  if (flag == "pp") return field::kPp;
+  if (flag == "pipeline-parallel-size") return field::kPipelineParallelSize;
+  return nullptr;
 }
 
 // The flags of RUN: shared ones in the first configuration, and each list flag's values (in
@@ -122,8 +125,10 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
     }
     out = std::move(next);
   }
-  const bool layouts = std::any_of(axes.begin(), axes.end(),
-                                   [](const auto& axis) { return layout_flag(axis.first); });
+  const auto listed = std::find_if(axes.begin(), axes.end(), [](const auto& axis) {
+    return layout_field(axis.first) != nullptr;
+  });
+  const bool layouts = listed != axes.end();
   std::vector<CapacityConfiguration> kept;
   std::string first_refusal;
   for (CapacityConfiguration& c : out) {
@@ -161,7 +166,8 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
     kept.push_back(std::move(c));
   }
   if (kept.empty() && !first_refusal.empty()) {
-    throw Error(field::kTp, "no parallel layout listed can run; the first: " + first_refusal);
+    throw Error(layout_field(listed->first),
+                "no parallel layout listed can run; the first: " + first_refusal);
   }
   return kept;
 }

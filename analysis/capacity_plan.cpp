@@ -284,8 +284,9 @@ std::string day_plan_text(const DayPlan& p) {
   if (std::any_of(p.windows.begin(), p.windows.end(), [](const PlanWindow& w) { return !w.met; })) {
     out += "! even the limit failed the SLO in that window (raise --max-replicas)\n";
   }
-  out += format("\nthe day under each fleet, simulated over every request (TP %d per replica):\n",
-                p.tp);
+  const int pp = p.gpus_per_replica / p.tp;
+  out += format("\nthe day under each fleet, simulated over every request (TP %d%s per replica):\n",
+                p.tp, pp > 1 ? format(" x PP%d", pp).c_str() : "");
   out += format("%-10s %5s %10s %9s %9s %12s %13s %9s %9s\n", "fleet", "peak", "replica_h", "gpu_h",
                 "usd", "windows_met", "requests_met", "ttft_p99", "itl_p99");
   for (const DayRun& d : p.runs) {

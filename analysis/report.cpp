@@ -165,6 +165,7 @@ void add_settings(const RunResult& r, ordered_json& config) {
                                                                : "colocated"},
                      {"replicas", g.count},
                      {"tensor_parallel_size", g.config.tp}});
+    if (g.config.pp > 1) pools.back()["pipeline_parallel_size"] = g.config.pp;
   }
   ordered_json fj = {{"num_replicas", f.groups.empty() ? f.num_replicas : r.fleet.num_replicas},
                      {"router", f.router.hook != nullptr ? "custom" : router_name(f.router.kind)},
@@ -276,7 +277,7 @@ std::string run_label(const RunResult& r) {
   return std::string(policy_name(s.policy)) + ":" + std::to_string(s.max_num_batched_tokens);
 }
 
-std::string replica_gpus_text(const SimConfig& c) {
+std::string replica_layout_text(const SimConfig& c) {
   std::string s = c.gpu.name + " x" + std::to_string(c.gpus());
   if (c.pp > 1) s += " (TP" + std::to_string(c.tp) + " x PP" + std::to_string(c.pp) + ")";
   return s;
@@ -443,13 +444,13 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
                    json_number(f.kv_transfers ? f.kv_transfer_s / double(f.kv_transfers) : NAN)},
                   {"kv_transfer_bytes_per_gpu", f.kv_transfer_bytes},
                   {"replicas", replicas}};
-    if (f.autoscale.enabled) j["fleet"]["autoscale"] = autoscale_json(f.autoscale, r.config.tp);
+    if (f.autoscale.enabled) j["fleet"]["autoscale"] = autoscale_json(f.autoscale, r.config.gpus());
   }
   j["prediction_intervals"] = intervals_json(r, prediction_intervals(regime_of(r), interval_level));
   return j;
 }
 
-ordered_json autoscale_json(const AutoscaleSummary& a, int tp) {
+ordered_json autoscale_json(const AutoscaleSummary& a, int gpus_per_replica) {
   ordered_json timeline = ordered_json::array();
   for (const ScaleEvent& e : a.timeline) {
     timeline.push_back({{"time_s", e.time_s},
@@ -468,7 +469,7 @@ ordered_json autoscale_json(const AutoscaleSummary& a, int tp) {
           {"replicas_started", a.scale_ups},
           {"replicas_removed", a.scale_downs},
           {"replica_hours", a.replica_hours},
-          {"gpu_hours", a.replica_hours * tp},
+          {"gpu_hours", a.replica_hours * gpus_per_replica},
           {"timeline", timeline}};
 }
 

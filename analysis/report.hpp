@@ -19,7 +19,7 @@ namespace servesim {
 // The scheduler label of a run with its resolved token budget, e.g. "chunked:512".
 std::string run_label(const RunResult& r);
 // A replica's GPUs: "h100-sxm x4", or with pipeline stages "h100-sxm x8 (TP4 x PP2)".
-std::string replica_gpus_text(const SimConfig& c);
+std::string replica_layout_text(const SimConfig& c);
 
 // Every summary metric as a flat (name, value) list in a fixed order: completed, rejected,
 // preemptions, then mean/p50/p90/p95/p99/max of ttft_ms, itl_ms, tpot_ms, e2e_ms, queue_ms and
@@ -46,8 +46,8 @@ nlohmann::ordered_json json_number(double v);
 // R's JSON summary, its prediction_intervals at INTERVAL_LEVEL (0: none; run --interval).
 nlohmann::ordered_json summary_json(const RunResult& r, const nlohmann::ordered_json& workload,
                                     double interval_level = kDefaultIntervalLevel);
-// An autoscaled fleet's summary and timeline (TP: GPUs per replica, for the GPU-hours).
-nlohmann::ordered_json autoscale_json(const AutoscaleSummary& a, int tp);
+// An autoscaled fleet's summary and timeline (GPUS_PER_REPLICA: TP x PP, for the GPU-hours).
+nlohmann::ordered_json autoscale_json(const AutoscaleSummary& a, int gpus_per_replica);
 
 // The text of J as dump(INDENT) writes it, except that bytes of a string that are not UTF-8 (a
 // Latin-1 file name, trace value or HDF5 attribute) become U+FFFD instead of failing the write.

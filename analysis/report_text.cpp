@@ -40,7 +40,7 @@ void print_header(std::ostream& out, const RunResult& r, const std::string& work
       out << (k ? " + " : "") << pools[k].replicas << "x " << pools[k].name;
     out << " (TP " << c.tp << " in the first)";
   } else {
-    out << replica_gpus_text(c);
+    out << replica_layout_text(c);
   }
   if (r.fleet.autoscale.enabled) {
     out << ", " << r.fleet.autoscale.min_replicas << " to " << r.fleet.autoscale.max_replicas
@@ -353,7 +353,7 @@ std::string row_differences(const RunResult& r, const RunResult& reference) {
   if (c.engine == ref.engine && c.scheduler.async_scheduling != ref.scheduler.async_scheduling) {
     add(c.scheduler.async_scheduling ? "async" : "sync");
   }
-  if (c.gpu.name != ref.gpu.name || c.tp != ref.tp || c.pp != ref.pp) add(replica_gpus_text(c));
+  if (c.gpu.name != ref.gpu.name || c.tp != ref.tp || c.pp != ref.pp) add(replica_layout_text(c));
   if (c.cost_model != ref.cost_model || c.hardware_source != ref.hardware_source) {
     add("hardware fit");
   } else if (c.engine == ref.engine && c.engine_source != ref.engine_source) {

@@ -210,14 +210,6 @@ SimulateOptions simulate_options(const RunSpec& s) {
   }
   const bool pools = s.prefill_replicas > 0 || s.decode_replicas > 0 || !s.replica_gpus.empty();
   autoscale_options(s, pools, o.fleet);
-  if (s.enable_expert_parallel && (pools || o.fleet.autoscale.enabled)) {
-    // The data-parallel ranks that share the experts are one fixed group of like replicas.
-    throw Error(field::kEnableExpertParallel,
-                "spreads the experts over a fixed group of like replicas: drop " +
-                    std::string(o.fleet.autoscale.enabled ? "{{autoscale.metric}}"
-                                                          : "the prefill/decode pools and "
-                                                            "{{fleet.replica_gpus}}"));
-  }
   // --num-replicas 1 --router X is a fleet of one (a loop over 1, 2, 4 replicas, issue 25): its
   // router sends everything to it. A router without any replica count is a mistake.
   const bool counted = s.num_replicas.given() || s.data_parallel_size.given();
@@ -252,10 +244,6 @@ void add_fleet_groups(const RunSpec& s, const SchedulerChoice& scheduler, Inputs
                       SimulateOptions& o, SimConfig& config) {
   const bool disaggregated = s.prefill_replicas > 0 || s.decode_replicas > 0;
   if (disaggregated) {
-    if (pipeline_parallel_size(s) > 1) {
-      throw Error(field::kPipelineParallelSize,
-                  "servesim does not model disaggregated pools with pipeline stages");
-    }
     if (s.prefill_replicas < 1 || s.decode_replicas < 1) {
       throw Error(s.prefill_replicas < 1 ? field::kPrefillReplicas : field::kDecodeReplicas,
                   "a disaggregated fleet needs both pools: >= 1 each");

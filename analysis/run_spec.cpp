@@ -273,20 +273,25 @@ std::vector<double> parse_percentiles(const std::string& text) {
   return out;
 }
 
-int tensor_parallel_size(const RunSpec& s) {
-  if (!s.tp.given()) return s.tensor_parallel_size;
-  if (s.tensor_parallel_size.given() && s.tensor_parallel_size != s.tp) {
-    throw Error(field::kTp, "conflicts with {{parallel.tensor_parallel_size}}");
+namespace {
+// A flag's value given under its long name or its short ALIAS (ALIAS_FIELD); Error naming the
+// alias when both are given and differ.
+int aliased(const Given<int>& full, const Given<int>& alias, const char* alias_field,
+            const std::string& full_path) {
+  if (!alias.given()) return full;
+  if (full.given() && full != alias) {
+    throw Error(alias_field, "conflicts with {{" + full_path + "}}");
   }
-  return s.tp;
+  return alias;
+}
+}  // namespace
+
+int tensor_parallel_size(const RunSpec& s) {
+  return aliased(s.tensor_parallel_size, s.tp, field::kTp, field::kTensorParallelSize);
 }
 
 int pipeline_parallel_size(const RunSpec& s) {
-  if (!s.pp.given()) return s.pipeline_parallel_size;
-  if (s.pipeline_parallel_size.given() && s.pipeline_parallel_size != s.pp) {
-    throw Error(field::kPp, "conflicts with {{parallel.pipeline_parallel_size}}");
-  }
-  return s.pp;
+  return aliased(s.pipeline_parallel_size, s.pp, field::kPp, field::kPipelineParallelSize);
 }
 
 std::vector<GpuCount> parse_replica_gpus(const std::string& text) {

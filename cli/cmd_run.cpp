@@ -160,7 +160,7 @@ void print_compare_header(std::ostream& out, const std::vector<RunResult>& runs,
   bool alike = true;
   for (const RunResult& r : runs)
     alike = alike && row_differences(r, runs.front()).empty();
-  out << "servesim compare: " << c.model.name << " on " << replica_gpus_text(c)
+  out << "servesim compare: " << c.model.name << " on " << replica_layout_text(c)
       << (alike ? "; every row shares" : "; the first row (* rows differ, see notes)") << ":\n"
       << "  engine " << engine_text(c) << "\n  hardware " << arch_name(c.gpu.arch) << ": "
       << c.hardware_source << "\n  memory plan " << engine_name(c.engine) << ", max_model_len "
@@ -324,7 +324,7 @@ int run_replicates(const RunArgs& a, std::ostream& out) {
   const SeedRuns seeded = run_seeds(a, {scheduler_choice(a.spec)}, inputs, false);
   const std::vector<RunResult>& runs = seeded.runs.front();
   const RunResult& r = runs.front();
-  out << "servesim run: " << r.config.model.name << " on " << replica_gpus_text(r.config) << ", "
+  out << "servesim run: " << r.config.model.name << " on " << replica_layout_text(r.config) << ", "
       << run_label(r) << (default_scheduler(a.spec) ? " (the default scheduler)" : "")
       << "\nworkload: " << seeded.text << "\n\n";
   const std::vector<Replicate> reps = replicate(runs);

@@ -77,7 +77,7 @@ MemoryPlan plan_stage(const GpuSpec& gpu, const ModelSpec& model, const MemoryPl
                       (model.mla() ? model.qk_rope_head_dim : model.head_dim) * model.dtype_bytes;
     p.activation_bytes =
         last ? v1_activation_peak_bytes(model, shape.max_num_batched_tokens, shape.max_num_seqs)
-             : 4.0 * double(shape.max_num_batched_tokens) * model.hidden_size;
+             : v1_activation_peak_bytes(model, shape.max_num_batched_tokens, 0);
   } else {
     p.activation_bytes =
         last ? activation_peak_bytes(model, shape.tp, shape.max_num_batched_tokens,
@@ -108,7 +108,9 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
     const std::vector<int> layers = pp_layer_partition(model.num_layers, shape.pp);
     for (int s = 0; s < shape.pp; ++s) {
       MemoryPlan stage = plan_stage(gpu, model, opt, shape, s, layers[size_t(s)]);
-      if (s == 0 || blocks_of(stage) < blocks_of(p)) p = stage;
+      // The fewest blocks; among stages with none, the least room (the one to name).
+      const double b = blocks_of(stage), best = blocks_of(p);
+      if (s == 0 || b < best || (b == best && stage.kv_cache_bytes < p.kv_cache_bytes)) p = stage;
     }
   }
   if (opt.num_gpu_blocks_override > 0) {

@@ -98,21 +98,20 @@ double ModelSpec::weight_bytes_per_gpu(int tp) const {
 
 double ModelSpec::stage_weight_bytes_per_gpu(int tp, int layers, bool first, bool last) const {
   if (first && last) return weight_bytes_per_gpu(tp);
-  const double embed = double(vocab_size) * hidden_size * dtype_bytes;
-  const double head = double(lm_head_params()) * dtype_bytes + double(hidden_size) * dtype_bytes;
+  // The embedding and the LM head are both vocab x hidden (lm_head_params).
+  const double embed = double(lm_head_params()) * dtype_bytes;
+  const double norm = double(hidden_size) * dtype_bytes;
+  const double head = embed + norm;
   const double encoder = double(encoder_params) * dtype_bytes;
-  const double outside = embed +
-                         (tie_word_embeddings ? 0 : double(lm_head_params()) * dtype_bytes) +
-                         double(hidden_size) * dtype_bytes + encoder;
+  const double outside = embed + (tie_word_embeddings ? 0 : embed) + norm + encoder;
   const double decoder = weight_bytes_per_gpu(tp) - outside / tp;
   return decoder * layers / num_layers + ((first ? embed + encoder : 0) + (last ? head : 0)) / tp;
 }
 
 double ModelSpec::ep_weight_bytes_per_gpu(int tp, int ep) const {
   const double routed = routed_expert_bytes();
-  const double local = double(local_experts(num_experts, ep)) * moe_layers() *
-                       double(expert_params()) * mlp_weight_bytes;
-  return weight_bytes_per_gpu(tp) - routed / tp + local;
+  return weight_bytes_per_gpu(tp) - routed / tp +
+         routed / num_experts * local_experts(num_experts, ep);
 }
 
 std::string ModelSpec::quantization() const {

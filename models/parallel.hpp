@@ -26,11 +26,19 @@ namespace servesim {
 // Layers of each of PP stages. REQUIRES: 1 <= pp <= num_layers.
 std::vector<int> pp_layer_partition(int num_layers, int pp);
 
-// Whether the send from stage S to S + 1 leaves a node: stage s holds ranks s x tp .. (s + 1) x
-// tp - 1, numbered node after node (vLLM's rank = pp_rank x tp + tp_rank).
+// Whether some GPU's send from stage STAGE to STAGE + 1 leaves its node: stage s holds ranks
+// s x tp .. (s + 1) x tp - 1, numbered node after node (vLLM's rank = pp_rank x tp + tp_rank),
+// and rank r sends to r + tp, so some send crosses a node boundary iff a multiple of
+// GPUS_PER_NODE lies in (s x tp, s x tp + 2 tp - 1].
 inline bool pp_send_crosses_node(int stage, int tp, int gpus_per_node) {
-  const int last = (stage + 1) * tp - 1, next = (stage + 1) * tp;
-  return last / gpus_per_node != next / gpus_per_node;
+  const int first = stage * tp, last_peer = first + 2 * tp - 1;
+  return last_peer / gpus_per_node != first / gpus_per_node;
+}
+// Whether stage STAGE's TP group has GPUs on two nodes while smaller than a node (a TP that does
+// not divide the node).
+inline bool pp_stage_straddles_nodes(int stage, int tp, int gpus_per_node) {
+  const int first = stage * tp;
+  return tp < gpus_per_node && first / gpus_per_node != (first + tp - 1) / gpus_per_node;
 }
 
 // Routed experts on the GPU of an EP group of EP GPUs that holds the most: ceil(E / EP).
@@ -41,9 +49,13 @@ inline int local_experts(int num_experts, int ep) {
 // Under uniform routing, the routed (token, expert) pairs the busiest GPU of an EP group of EP
 // GPUs receives, over the mean (MEAN_PAIRS a GPU): the normal approximation of the largest of EP
 // counts, 1 + sqrt(2 ln EP / mean), never above EP (every pair on one GPU); 1 for one GPU.
-inline double ep_imbalance(double mean_pairs, int ep) {
+// TWO_LOG_EP is 2 ln EP (a cost model keeps it).
+inline double ep_imbalance(double mean_pairs, int ep, double two_log_ep) {
   if (ep <= 1 || mean_pairs <= 0) return 1.0;
-  return std::min(double(ep), 1.0 + std::sqrt(2.0 * std::log(double(ep)) / mean_pairs));
+  return std::min(double(ep), 1.0 + std::sqrt(two_log_ep / mean_pairs));
+}
+inline double ep_imbalance(double mean_pairs, int ep) {
+  return ep_imbalance(mean_pairs, ep, 2.0 * std::log(double(ep)));
 }
 
 }  // namespace servesim

@@ -7,6 +7,14 @@
 
 namespace servesim {
 
+namespace {
+// NCCL between nodes: NCCL's rings leave each node through its GPUs' NICs (one channel a NIC), at
+// what an NDR NIC carries in a two-node ring (nccl-tests issue 290, NVIDIA: 46-48 of 50 GB/s);
+// each call pays an inter-node latency (nccl-tests issue 150: 19-20 us for 8 bytes between two
+// nodes over InfiniBand).
+constexpr double kNicBusEfficiency = 0.94, kInterNodeLatencyS = 20e-6;
+}  // namespace
+
 RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int tp,
                                      const HardwareParams& hw, const EngineParams& engine, int pp,
                                      int ep_dp)
@@ -124,16 +132,29 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
     pair_time_flops_ = pair_flops_ * (m.mlp_weight_bytes == 1 ? fp8_time : 1.0);
     // gate/up in (h) and out (2 x inter), down in (inter) and out (h), as mlp_io counts them.
     pair_act_bytes_ = (2.0 * h + 3.0 * m.intermediate_size) * moe_layers * dtype_;
+    pair_inner_act_bytes_ = 3.0 * m.intermediate_size * moe_layers * dtype_;
+    ep_local_ = local_experts(m.num_experts, ep_gpus_);
+    two_log_ep_ = 2.0 * std::log(double(ep_gpus_));
+    log_miss_ = std::log1p(-double(m.experts_per_token) / m.num_experts);
+    // The DP group of each TP rank: NVLink inside a node, the NICs when the ranks span nodes.
+    const bool nodes = ep_gpus_ > gpu.gpus_per_node;
+    a2a_bus_ = nodes ? nic_bus_bytes_per_s() : nvlink_bus_bytes_per_s();
+    a2a_latency_s_ = nodes ? kInterNodeLatencyS : hw_.allreduce_latency_s;
+  }
+  for (size_t s = 0; s + 1 < stage_layers_.size(); ++s) {
+    const bool leaves = pp_send_crosses_node(int(s), tp, gpu.gpus_per_node);
+    send_latency_s_.push_back(leaves ? kInterNodeLatencyS : hw_.allreduce_latency_s);
+    send_bytes_per_s_.push_back(leaves ? nic_bus_bytes_per_s() : nvlink_bus_bytes_per_s());
   }
 }
 
-namespace {
-// NCCL between nodes: NCCL's rings leave each node through its GPUs' NICs (one channel a NIC), at
-// what an NDR NIC carries in a two-node ring (nccl-tests issue 290, NVIDIA: 46-48 of 50 GB/s);
-// each call pays an inter-node latency (nccl-tests issue 150: 19-20 us for 8 bytes between two
-// nodes over InfiniBand).
-constexpr double kNicBusEfficiency = 0.94, kInterNodeLatencyS = 20e-6;
-}  // namespace
+double RooflineCostModel::nic_bus_bytes_per_s() const {
+  return gpu_.network_gb_per_s * 1e9 * kNicBusEfficiency;
+}
+
+double RooflineCostModel::nvlink_bus_bytes_per_s() const {
+  return gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency;
+}
 
 double RooflineCostModel::nccl_ring_seconds(double bytes, double passes) const {
   const double tp = tp_;
@@ -178,21 +199,12 @@ double RooflineCostModel::all_to_all_bytes(double tokens) const {
 
 double RooflineCostModel::all_to_all_seconds(double tokens) const {
   if (ep_dp_ <= 1) return 0;
-  // The DP group of each TP rank: NVLink inside a node, the NICs when the ranks span nodes.
-  const bool nodes = ep_gpus_ > gpu_.gpus_per_node;
-  const double bus = nodes ? gpu_.network_gb_per_s * 1e9 * kNicBusEfficiency
-                           : gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency;
-  const double latency = nodes ? kInterNodeLatencyS : hw_.allreduce_latency_s;
-  return 2.0 * latency + all_to_all_bytes(tokens) / bus;
+  return 2.0 * a2a_latency_s_ + all_to_all_bytes(tokens) / a2a_bus_;
 }
 
 double RooflineCostModel::pipeline_send_seconds(int stage, double bytes) const {
-  const double per_gpu = bytes / tp_;
-  const bool leaves_node = pp_send_crosses_node(stage, tp_, gpu_.gpus_per_node);
   const double send =
-      leaves_node ? kInterNodeLatencyS + per_gpu / (gpu_.network_gb_per_s * 1e9 * kNicBusEfficiency)
-                  : hw_.allreduce_latency_s +
-                        per_gpu / (gpu_.interconnect_bytes_per_s() * hw_.interconnect_efficiency);
+      send_latency_s_[size_t(stage)] + bytes / tp_ / send_bytes_per_s_[size_t(stage)];
   return send + (tp_ > 1 ? nccl_ring_seconds(bytes, 1.0) : 0.0);
 }
 
@@ -335,25 +347,27 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape>, const BatchTotals& t
                      (b.prefill_tokens == 0 && b.max_context <= kV0MaxSeqLenToCapture);
   StepCost c;
   // Compute time counts the tokens the tiles process; FLOPs (for MFU) count the real ones.
-  Work linear = linear_work(b.tokens);
+  Work linear;
   if (ep_dp_ > 0) {
     // Expert parallelism: the TP group runs the linear layers but the routed experts, as above;
     // each GPU runs its own whole experts on the (token, expert) pairs routed to them from every
     // rank, the ranks taken to carry batches of this one's tokens (vLLM's load balancer keeps
     // them even; the lockstep wait for a slower rank is not modelled), and the MoE layer waits
     // for the busiest GPU (uniform routing: ep_imbalance).
-    const double k = model_.experts_per_token, experts = model_.num_experts;
+    const double k = model_.experts_per_token;
     const double all_tokens = b.tokens * ep_dp_;
     const double mean_pairs = all_tokens * k / ep_gpus_;
-    const int local = local_experts(model_.num_experts, ep_gpus_);
-    const double pairs = std::min(mean_pairs * ep_imbalance(mean_pairs, ep_gpus_),
-                                  all_tokens * std::min(k, double(local)));
-    const double hit = 1.0 - std::pow(1.0 - k / experts, all_tokens);
-    const double expert_weights = local * hit * expert_weight_bytes_;
+    const double pairs = std::min(mean_pairs * ep_imbalance(mean_pairs, ep_gpus_, two_log_ep_),
+                                  all_tokens * std::min(k, double(ep_local_)));
+    // Experts some token reaches, E x (1 - (1 - k/E)^T) in expectation, as experts_read.
+    const double hit = 1.0 - std::exp(all_tokens * log_miss_);
+    const double expert_weights = ep_local_ * hit * expert_weight_bytes_;
     const double dense_flops = linear_flops_per_token_ - k * pair_flops_;
     const double dense_time_flops = linear_time_flops_per_token_ - k * pair_time_flops_;
+    // The TP group's GEMMs in and out, less the routed experts' MLP widths (the hidden state in
+    // and out stays: the shared expert and the MoE layer's own input and output).
     const double dense_bytes =
-        dense_weight_bytes_ + (linear_act_bytes_per_token_ - k * pair_act_bytes_) * b.tokens;
+        dense_weight_bytes_ + (linear_act_bytes_per_token_ - k * pair_inner_act_bytes_) * b.tokens;
     const Roof one{gpu_.peak_flops(), gpu_.hbm_bytes_per_s(), hw_.knee_sharpness, inverse_knee_};
     c.linear_s = (graph ? graph_linear_floor_s_ : linear_floor_s_) +
                  roof.seconds(dense_time_flops * padded_tokens(b.tokens), dense_bytes, linear_eff,
@@ -361,10 +375,12 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape>, const BatchTotals& t
                  one.seconds(pair_time_flops_ * pairs,
                              expert_weights * moe_time_factor_ + pair_act_bytes_ * pairs,
                              linear_eff, kExpertPart);
-    // This rank's share: its tokens' FLOPs, and what its TP group's GPUs read.
+    // This rank's share: its tokens' FLOPs, and what its TP group's GPUs read on an average
+    // GPU (its own tokens' pairs in all).
     linear = {dense_flops * b.tokens + k * pair_flops_ * b.tokens,
-              dense_bytes + tp * (expert_weights + pair_act_bytes_ * pairs)};
+              dense_bytes + tp * (expert_weights + pair_act_bytes_ * mean_pairs)};
   } else {
+    linear = linear_work(b.tokens);
     // Expert weights stream at the MoE kernels' efficiency: their bytes count for more time.
     const double expert_bytes = experts_read(b.tokens) * expert_weight_bytes_;
     const double linear_time_bytes = linear.bytes + expert_bytes * (moe_time_factor_ - 1.0);

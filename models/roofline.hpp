@@ -65,7 +65,8 @@ class RooflineCostModel final : public CostModel {
   double allreduce_seconds(double bytes) const;
   int pipeline_stages() const override { return int(stage_layers_.size()); }
   // Each stage runs its layers' share of the step's per-layer parts (linear, attention,
-  // element-wise, all-reduce: exact, as every part scales with the layers), and the engine's
+  // element-wise, all-reduce: exact when the layers are alike, as every part scales with them; a
+  // MoE model's dense layers are spread evenly, not placed on their stages), and the engine's
   // GPU-side work (each worker copies its inputs; taken to cost the same on every stage, not
   // measured); the last also the LM head. A send is one NCCL point-to-point of 1/TP of the
   // hidden states and residual from each GPU to its peer (over NVLink, or the NICs when it
@@ -98,6 +99,9 @@ class RooflineCostModel final : public CostModel {
   // NCCL's ring over the TP group moving PASSES x (tp - 1) / tp x BYTES per GPU (2: all-reduce,
   // 1: all-gather), with its latency.
   double nccl_ring_seconds(double bytes, double passes) const;
+  // What one GPU's NCCL traffic reaches over its NIC to another node, and over NVLink.
+  double nic_bus_bytes_per_s() const;
+  double nvlink_bus_bytes_per_s() const;
   Work lm_head_work(double emitting) const;
 
   GpuSpec gpu_;
@@ -129,11 +133,17 @@ class RooflineCostModel final : public CostModel {
   double decode_qo_bytes_per_token_;               // the same in the decode kernel (MLA: latent)
   double lm_head_bytes_;
   std::vector<int> stage_layers_;  // layers of each pipeline stage (one stage: all)
-  // Expert parallelism (ep_dp_ > 0): the data-parallel ranks, the EP group's GPUs, the routed
-  // experts' FLOPs (and FP8-scaled time FLOPs) and GEMM in/out bytes per (token, expert) pair,
-  // all MoE layers.
-  int ep_dp_ = 0, ep_gpus_ = 1;
-  double pair_flops_ = 0, pair_time_flops_ = 0, pair_act_bytes_ = 0;
+  // Expert parallelism (ep_dp_ > 0): the data-parallel ranks, the EP group's GPUs and the most
+  // experts a GPU holds, the routed experts' FLOPs (and FP8-scaled time FLOPs) per (token,
+  // expert) pair, all MoE layers; a pair's GEMM bytes on the GPU that runs it (the token's
+  // hidden state in and out, and its MLP widths) and the MLP widths alone (what the TP group's
+  // count holds per pair); 2 ln EP, ln(1 - k / E); the exchange's bus and latency.
+  int ep_dp_ = 0, ep_gpus_ = 1, ep_local_ = 0;
+  double pair_flops_ = 0, pair_time_flops_ = 0, pair_act_bytes_ = 0, pair_inner_act_bytes_ = 0;
+  double two_log_ep_ = 0, log_miss_ = 0, a2a_bus_ = 0, a2a_latency_s_ = 0;
+  // Pipeline sends, per stage: latency and one GPU's bandwidth, and whether the next stage must
+  // all-gather (TP > 1).
+  std::vector<double> send_latency_s_, send_bytes_per_s_;
 };
 
 }  // namespace servesim

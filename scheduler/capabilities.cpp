@@ -44,6 +44,9 @@ const std::vector<Capability>& capabilities() {
       {Feature::kPipelineParallel, "pipeline parallelism", field::kPipelineParallelSize, kV1Only,
        "is modelled for vllm-v1 (V1's batch queue of one batch a stage), not {policy}: vLLM V0 "
        "ran a scheduler per stage (virtual engines)"},
+      {Feature::kExpertParallel, "expert parallelism", field::kEnableExpertParallel, kV1Only,
+       "is modelled for vllm-v1 on the v1 engine, not {policy}: vLLM's data-parallel ranks are "
+       "V1 engine cores"},
   };
   return rows;
 }

@@ -28,6 +28,7 @@ enum class Feature : uint8_t {
   kSchedulingHooks,       // policies written outside servesim (Python hooks)
   kV1SchedulerOptions,    // waiting order, long-prefill threshold, full-ISL reservation
   kPipelineParallel,      // several batches in flight through pipeline stages (V1's batch queue)
+  kExpertParallel,        // data-parallel ranks sharing a MoE model's experts
 };
 
 struct Capability {

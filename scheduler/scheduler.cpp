@@ -4,6 +4,8 @@
 
 #include "scheduler/v0_scheduler.hpp"
 #include "scheduler/v1_scheduler.hpp"
+#include "util/error.hpp"
+#include "util/field_path.hpp"
 
 namespace servesim {
 
@@ -12,7 +14,10 @@ Scheduler::Scheduler(const SchedulerConfig& config, size_t num_requests)
       seqs_(num_requests),
       running_(64),
       num_bufs_(std::max(2, config.max_batches_in_flight())) {
-  assert(num_bufs_ <= kMaxBatchesInFlight);
+  if (num_bufs_ > kMaxBatchesInFlight) {
+    throw Error(field::kPipelineParallelSize,
+                "at most " + std::to_string(kMaxBatchesInFlight) + " batches in flight");
+  }
   assert(config_.max_num_batched_tokens > 0 && config_.max_model_len > 0 &&
          config_.max_num_seqs > 0);
   // A scheduler that grows (num_requests 0, a fleet's replica) may run up to max_num_seqs.
@@ -83,7 +88,10 @@ RejectReason Scheduler::add_request(uint32_t id, int32_t input_tokens, int32_t o
 const Batch& Scheduler::schedule() {
   assert(in_flight_ == 0 || in_flight_ < config_.max_batches_in_flight());
   // The buffer after the newest in flight: none in flight has run yet.
-  if (in_flight_ > 0) cur_ = (oldest_ + in_flight_) % num_bufs_;
+  if (in_flight_ > 0) {
+    cur_ = oldest_ + in_flight_;
+    if (cur_ >= num_bufs_) cur_ -= num_bufs_;
+  }
   begin_step();
   schedule_step();
   if (!bufs_[cur_].empty()) {

@@ -198,11 +198,7 @@ void Host::start_steps(bool back_to_back) {
                          static_cast<long long>(scheduler_.used_blocks()),
                          static_cast<long long>(scheduler_.usable_blocks())));
     }
-    if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
-      throw std::logic_error("scheduler stalled at t=" + std::to_string(loop_.now()) + " s with " +
-                             std::to_string(scheduler_.num_waiting()) + " waiting and " +
-                             std::to_string(scheduler_.running().size()) + " running requests");
-    }
+    check_not_stalled();
     return;
   }
   launch(next, scheduler_.batch());
@@ -222,9 +218,11 @@ void Host::pipeline_event(uint32_t tag) {
       done_head_ = done_head_ + 1 == done_s_.size() ? 0 : done_head_ + 1;
       engine_call();
       return;
-    default:  // kEngineCall: the engine core's CPU is free to schedule again
+    case kEngineCall:  // the engine core's CPU is free to schedule again
       engine_call();
       return;
+    default:  // a pipeline has no KV copies (KV offload is refused with it)
+      throw std::logic_error("pipeline host: unexpected event " + std::to_string(tag));
   }
 }
 
@@ -247,13 +245,7 @@ void Host::engine_call() {
   }
   if (scheduler_.batches_in_flight() == 0) {
     busy_ = false;
-    // With every request that could never finish rejected up front, an empty batch with nothing
-    // in flight means no work.
-    if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
-      throw std::logic_error("scheduler stalled at t=" + std::to_string(now) + " s with " +
-                             std::to_string(scheduler_.num_waiting()) + " waiting and " +
-                             std::to_string(scheduler_.running().size()) + " running requests");
-    }
+    check_not_stalled();
     return;
   }
   // Block until the oldest batch's output is back.
@@ -284,6 +276,17 @@ void Host::launch_into_pipeline(Planned& p, const Batch& batch) {
   metrics_.on_step(from, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens);
   if (fleet_ != nullptr) {
     fleet_->on_step(from, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens, index_);
+  }
+}
+
+void Host::check_not_stalled() const {
+  // With every request that could never finish rejected up front, the head of `running` (or of
+  // `waiting`, when nothing runs) can always be scheduled when no step is in flight and no KV
+  // copy is: an empty batch then means no work.
+  if (scheduler_.num_waiting() > 0 || !scheduler_.running().empty()) {
+    throw std::logic_error("scheduler stalled at t=" + std::to_string(loop_.now()) + " s with " +
+                           std::to_string(scheduler_.num_waiting()) + " waiting and " +
+                           std::to_string(scheduler_.running().size()) + " running requests");
   }
 }
 

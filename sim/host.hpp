@@ -7,6 +7,7 @@
 // is reported (std::logic_error), never looped on.
 #pragma once
 
+#include <cassert>
 #include <deque>
 #include <memory>
 #include <utility>
@@ -67,6 +68,9 @@ class Host final : public EventLoop::Process {
         lag_(scheduler.config().async_scheduling && !ahead_),
         stages_(cost.pipeline_stages()) {
     if (stages_ > 1) {
+      // The pipeline's loop (pipeline_event) neither schedules ahead nor lags: its batch queue
+      // holds a batch a stage.
+      assert(!ahead_ && !lag_ && scheduler.config().max_batches_in_flight() == stages_);
       stage_free_s_.assign(size_t(stages_), 0.0);
       stage_work_s_.assign(size_t(2 * stages_ - 1), 0.0);
       done_s_.assign(size_t(scheduler.config().max_batches_in_flight()), 0.0);
@@ -136,6 +140,8 @@ class Host final : public EventLoop::Process {
   void step(uint32_t tag);
   // Refuses a step of SECONDS from now that no physical GPU would take.
   void check_step_seconds(double seconds) const;
+  // With nothing scheduled and nothing in flight: std::logic_error if requests remain.
+  void check_not_stalled() const;
   // Pipeline parallelism (stages_ > 1): vLLM 0.15.1's EngineCore.step_with_batch_queue with a
   // batch queue of one batch a stage. Each call schedules a batch if requests are unfinished and
   // sends it into the pipeline (its CPU work first, then stage after stage, each stage after the

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "models/parallel.hpp"
 #include "models/table_model.hpp"
 #include "scheduler/capabilities.hpp"
 #include "scheduler/policy.hpp"
@@ -13,6 +14,7 @@
 #include "sim/run_summaries.hpp"
 #include "sim/workload_block_hasher.hpp"
 #include "util/error.hpp"
+#include "util/format.hpp"
 
 namespace servesim {
 
@@ -36,6 +38,10 @@ void resolve_model(SimConfig& c) {
                     std::to_string(kMaxBatchesInFlight) + " stages)");
   }
   if (c.expert_parallel) {
+    require(c.scheduler.policy, Feature::kExpertParallel);
+    if (c.engine_given && c.engine != Engine::kV1) {
+      throw Error(field::kEngine, "expert parallelism is modelled on the v1 engine");
+    }
     if (c.model.num_experts <= 1) {
       throw Error(field::kEnableExpertParallel,
                   "spreads a MoE model's experts; " + c.model.name + " is dense");
@@ -135,6 +141,15 @@ void resolve_pipeline(SimConfig& c) {
   if (unmodelled != nullptr) {
     throw Error(unmodelled,
                 "servesim does not model it with {{parallel.pipeline_parallel_size}} > 1");
+  }
+  for (int s = 0; s < c.pp; ++s) {
+    if (pp_stage_straddles_nodes(s, c.tp, c.gpu.gpus_per_node)) {
+      throw Error(field::kPipelineParallelSize,
+                  format("stage %d's TP group of %d GPUs would straddle two nodes of %d (%s): "
+                         "servesim models a TP group inside a node or over whole nodes; give a "
+                         "{{parallel.tp}} that divides the node",
+                         s + 1, c.tp, c.gpu.gpus_per_node, c.gpu.name.c_str()));
+    }
   }
 }
 
@@ -268,9 +283,38 @@ std::shared_ptr<const SimulateOptions> recorded_options(const SimulateOptions& o
   return copy;
 }
 
+namespace {
+
+// Pipeline stages and expert parallelism against the fleet that runs them: data-parallel ranks
+// sharing experts are the fleet's replicas, one fixed group of like ones; pipeline stages do not
+// serve disaggregated pools.
+void check_parallel_fleet(const SimConfig& c, const FleetOptions& f) {
+  for (const ReplicaGroup& g : f.groups) {
+    if (g.config.pp > 1 && g.role != ReplicaRole::kColocated) {
+      throw Error(field::kPipelineParallelSize,
+                  "servesim does not model disaggregated pools with pipeline stages");
+    }
+  }
+  if (!c.expert_parallel) return;
+  if (!f.groups.empty() || f.autoscale.enabled) {
+    throw Error(field::kEnableExpertParallel,
+                std::string("spreads the experts over a fixed group of like replicas: drop ") +
+                    (f.autoscale.enabled ? "{{autoscale.metric}}"
+                                         : "the prefill/decode pools and {{fleet.replica_gpus}}"));
+  }
+  if (c.dp != f.num_replicas) {
+    throw Error(field::kDataParallelSize,
+                format("%d data-parallel ranks share the experts, but the fleet has %d replicas",
+                       c.dp, f.num_replicas));
+  }
+}
+
+}  // namespace
+
 RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_override,
                    const SimulateOptions& options) {
   check_loras(c, w);
+  check_parallel_fleet(c, options.fleet);
   if (options.fleet.num_replicas != 1 || !options.fleet.groups.empty() ||
       options.fleet.autoscale.enabled) {
     if (cost_override != nullptr)

@@ -52,7 +52,8 @@ TEST_CASE("memory plan: DeepSeek-V3 at EP8 x DP8 on eight H200s, by hand", "[exp
   CHECK(p.num_gpu_blocks == int64_t(std::floor(kv / (64.0 * 61 * 576 * 2))));
   CHECK(p.num_gpu_blocks == 6552);  // 419,328 tokens a rank, 3.35 M over the eight
   // Eight H100s at EP8 hold 94 GiB of weights a GPU no better than TP8's 79 GiB: neither fits.
-  CHECK_THROWS_AS(plan_memory(find_gpu("h100-sxm"), m, {}, server), Error);
+  CHECK_THROWS_WITH(plan_memory(find_gpu("h100-sxm"), m, {}, server),
+                    Catch::Contains("deepseek-v3 does not fit on h100-sxm"));
   // EP over TP alone (one rank) holds what TP holds: whole experts instead of slices.
   const ModelSpec mixtral = find_model("mixtral-8x7b");
   CHECK(mixtral.ep_weight_bytes_per_gpu(4, 4) == Approx(mixtral.weight_bytes_per_gpu(4)));
@@ -96,22 +97,53 @@ TEST_CASE("expert parallelism: the busiest GPU under uniform routing", "[expert]
   CHECK(ep_imbalance(8, 8) == Approx(1 + std::sqrt(2 * std::log(8.0) / 8)));
   CHECK(ep_imbalance(800, 8) == Approx(1.0721).epsilon(1e-4));
   CHECK(ep_imbalance(1e-6, 8) == 8);
-  // The expert GEMMs of a decode batch take longer spread over more GPUs per token than sliced
-  // evenly by TP (the busiest GPU sets the pace): a tiny MoE model, ideal efficiencies.
+}
+
+TEST_CASE("expert parallelism: a step's expert GEMMs and bytes, by hand", "[expert][cost]") {
+  // tiny_model with 4 experts of 3 x 8 x 16 = 384 parameters, 2 a token, in both layers; 2 ranks
+  // at TP1 (EP2: 2 experts a GPU); ideal efficiencies on the slow GPU (1000 B/s).
   ModelSpec m = tiny_model();
-  m.num_experts = 8;
+  m.num_experts = 4;
   m.experts_per_token = 2;
   const RooflineParams ideal = ideal_params();
-  const RooflineCostModel tp(slow_gpu(), m, 2, ideal.hw, ideal.engine);
-  const RooflineCostModel ep(slow_gpu(), m, 2, ideal.hw, ideal.engine, 1, 1);
   std::vector<SeqShape> batch(4);
   for (SeqShape& s : batch) {
     s.new_tokens = 1;
     s.context_tokens = 10;
     s.emits_token = true;
   }
-  CHECK(ep.cost(batch).linear_s > tp.cost(batch).linear_s);
-  CHECK(ep.cost(batch).flops == Approx(tp.cost(batch).flops));
+  // Per token, the TP group's GEMMs without the routed experts: attention 2 x 192 and routers
+  // 2 x 32 parameters (896 FLOPs); weights read 896 B; in and out 608 B of the whole MLP count
+  // less the experts' widths 2 x (3 x 16 x 2 layers x 2 B) = 384: 224 B. Four tokens: 3,584
+  // FLOPs, 896 + 4 x 224 = 1,792 B.
+  // The experts: 8 tokens over both ranks, 16 pairs, 8 a GPU on average; the busiest GPU gets
+  // 8 x (1 + sqrt(2 ln 2 / 8)) pairs, each 2 x 384 x 2 = 1,536 FLOPs and (2 x 8 + 3 x 16) x 2
+  // layers x 2 B = 256 B; its 2 experts (1,536 B each, both layers) are read when some token
+  // reaches them: 1 - (1/2)^8.
+  const double pairs = 8 * (1 + std::sqrt(2 * std::log(2.0) / 8));
+  const double experts = 2 * (1 - std::pow(0.5, 8)) * 1536;
+  SECTION("compute-bound") {
+    const RooflineCostModel ep(slow_gpu(), m, 1, ideal.hw, ideal.engine, 1, 2);
+    const StepCost c = ep.cost(batch);
+    CHECK(c.linear_s == Approx(3.584 + 1536 * pairs / 1000));
+    // The exchange: 1/2 x 8 tokens x ((8 + 4) + 8) x 2 B = 160 B a layer at 1000 B/s, no
+    // latency, in each of the 2 layers.
+    CHECK(c.all_to_all_s == Approx(2 * 0.160));
+  }
+  SECTION("memory-bound: the bytes") {
+    GpuSpec fast = slow_gpu();
+    fast.bf16_tflops = 1;  // 1e12 FLOP/s: compute is free
+    const RooflineCostModel ep(fast, m, 1, ideal.hw, ideal.engine, 1, 2);
+    const StepCost c = ep.cost(batch);
+    CHECK(c.linear_s == Approx(1.792 + (experts + 256 * pairs) / 1000).epsilon(1e-6));
+    // This rank's bytes: its own part and the average GPU's 8 pairs. Without expert parallelism
+    // the same GPU reads 896 B of weights, 4 x (1 - (1/2)^4) = 3.75 experts of 1,536 B and 4 x
+    // 608 B in and out (9,088 B); the other parts are the same.
+    const RooflineCostModel tp(fast, m, 1, ideal.hw, ideal.engine);
+    const StepCost t = tp.cost(batch);
+    CHECK(c.bytes - t.bytes == Approx(1792 + experts + 256 * 8 - 9088));
+    CHECK(c.flops == Approx(t.flops));
+  }
 }
 
 TEST_CASE("expert parallelism: runs, records and refusals", "[expert][cli]") {
@@ -124,6 +156,11 @@ TEST_CASE("expert parallelism: runs, records and refusals", "[expert][cli]") {
              Catch::Contains("4 replicas") && Catch::Contains("experts spread over 8 GPUs (EP8)"));
   CHECK_THAT(r.out, Catch::Contains("approximated (servesim list vllm-args): "
                                     "--enable-expert-parallel"));
+  // vLLM's data-parallel ranks are V1 engine cores.
+  CHECK_THAT(call_cli({"run", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
+                       "--scheduler", "chunked", "--enable-expert-parallel", "--num-prompts", "4"})
+                 .err,
+             Catch::Contains("field 'enable-expert-parallel'") && Catch::Contains("not chunked"));
   const auto dense = call_cli(
       {"run", "--model", "llama-3.1-8b", "--enable-expert-parallel", "--num-prompts", "4"});
   CHECK(dense.code == 2);
@@ -131,6 +168,8 @@ TEST_CASE("expert parallelism: runs, records and refusals", "[expert][cli]") {
   const auto pp = call_cli({"run", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
                             "--pp", "2", "--enable-expert-parallel", "--num-prompts", "4"});
   CHECK(pp.code == 2);
+  CHECK_THAT(pp.err, Catch::Contains("field 'enable-expert-parallel'") &&
+                         Catch::Contains("pipeline-parallel-size"));
   const auto scaled =
       call_cli({"run", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
                 "--enable-expert-parallel", "--autoscale", "running", "--autoscale-target", "8",

@@ -33,6 +33,11 @@ TEST_CASE("pipeline: layers split as vLLM's get_pp_indices", "[pipeline]") {
   CHECK(pp_send_crosses_node(1, 4, 8));
   CHECK(pp_send_crosses_node(0, 8, 8));
   CHECK_FALSE(pp_send_crosses_node(0, 1, 8));
+  // TP6 on nodes of 8: ranks 2-5 of stage 0 send to 8-11, on the next node.
+  CHECK(pp_send_crosses_node(0, 6, 8));
+  CHECK_FALSE(pp_stage_straddles_nodes(0, 6, 8));
+  CHECK(pp_stage_straddles_nodes(1, 6, 8));         // ranks 6-11
+  CHECK_FALSE(pp_stage_straddles_nodes(1, 16, 8));  // whole nodes
 }
 
 TEST_CASE("memory plan: Llama-3.1-70B at PP2 x TP4 on H100, each stage by hand",
@@ -85,10 +90,11 @@ TEST_CASE("memory plan: Llama-3.1-70B at PP2 x TP4 on H100, each stage by hand",
   const MemoryPlan tp8 = plan_memory(find_gpu("h100-sxm"), m, {}, server);
   CHECK(tp8.kv_bytes_per_block == p.kv_bytes_per_block);
   CHECK(tp8.stages == 1);
+  CHECK(tp8.num_gpu_blocks == 80'775);
   // One H100 a stage: four stages of 20 layers (35 GB of weights; KV 20 x 8 x 128 x 2 x 2 B =
-  // 81,920 B a token) leave room for 29,936, 31,540, 31,540 and 26,129 blocks, the last (LM head
-  // and sampler) binding; two stages of 70.5 GB leave 8 blocks (vLLM would then refuse the
-  // 131,072-token context); one GPU (141 GB) does not hold the weights.
+  // 81,920 B a token); the last (LM head and sampler) has the least room: 26,129 blocks. Two
+  // stages of 70.5 GB leave 8 blocks (vLLM would then refuse the 131,072-token context); one GPU
+  // (141 GB) does not hold the weights.
   server.tp = 1;
   server.pp = 4;
   const MemoryPlan pp4 = plan_memory(find_gpu("h100-sxm"), m, {}, server);
@@ -237,6 +243,17 @@ TEST_CASE("pipeline: what vLLM refuses and what servesim does not model", "[pipe
              Catch::Contains("does not model it with --pipeline-parallel-size"));
   CHECK_THAT(run({"--pp", "2", "--prefill-replicas", "1", "--decode-replicas", "1"}).err,
              Catch::Contains("disaggregated pools with pipeline stages"));
+  // TP4 stages on nodes of 6 GPUs: the second stage (ranks 4-7) would have GPUs on two nodes.
+  const auto dir = servesim::test::scratch("pipeline_nodes");
+  servesim::test::write(dir / "six.ini",
+                        "name = six\nbf16_tflops = 989.4\nhbm_gib = 80\nhbm_gb_per_s = 3350\n"
+                        "interconnect_gb_per_s = 450\narch = hopper\ngpus_per_node = 6\n");
+  const auto straddle =
+      call_cli({"run", "--model", "llama-3.1-70b", "--gpu-file", (dir / "six.ini").string(), "--tp",
+                "4", "--pp", "2", "--num-prompts", "4"});
+  CHECK(straddle.code == 2);
+  CHECK_THAT(straddle.err, Catch::Contains("stage 2's TP group of 4 GPUs would straddle two "
+                                           "nodes of 6"));
 }
 
 TEST_CASE("pipeline: a run names its stages and records them", "[pipeline][cli]") {
