@@ -258,21 +258,22 @@ void Host::launch_into_pipeline(Planned& p, const Batch& batch) {
   // Stage after stage, each when the batch before it has left the stage; the sends between
   // stages go while the next batch runs on the sender.
   double enter = now + p.run.cpu_overhead_s;
+  // The last stage was free when the batch before this one came out of the pipeline.
+  const double previous_done = stage_free_s_.back();
   for (int s = 0; s < stages_; ++s) {
     const double start = std::max(enter, stage_free_s_[size_t(s)]);
     stage_free_s_[size_t(s)] = start + stage_work_s_[size_t(2 * s)];
     if (s + 1 < stages_) enter = stage_free_s_[size_t(s)] + stage_work_s_[size_t(2 * s + 1)];
   }
-  const double done = stage_free_s_[size_t(stages_ - 1)];
+  const double done = stage_free_s_.back();
   check_step_seconds(done - now);
   const size_t slot = (done_head_ + size_t(scheduler_.batches_in_flight()) - 1) % done_s_.size();
   done_s_[slot] = done;
   // The step's record covers the time from the batch before it coming out of the pipeline to this
   // one coming out, so that busy time, and the KV and queue averages it weights, count each
   // moment once while batches overlap.
-  const double from = std::max(now, last_done_s_);
+  const double from = std::max(now, previous_done);
   p.run.seconds = done - from;
-  last_done_s_ = done;
   metrics_.on_step(from, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens);
   if (fleet_ != nullptr) {
     fleet_->on_step(from, p.run, batch, p.used_blocks, p.waiting, p.cached_tokens, index_);

@@ -199,11 +199,10 @@ class Host final : public EventLoop::Process {
   double lora_kernel_s_ = 0;
   // Pipeline parallelism: the stages, when each is next free, a step's work per stage and send
   // (CostModel::pipeline_seconds), and when each batch in flight is done, oldest at DONE_HEAD_ (a
-  // ring as long as the batch queue), the newest's at LAST_DONE_S_.
+  // ring as long as the batch queue; the newest's is when the last stage is next free).
   int stages_ = 1;
   std::vector<double> stage_free_s_, stage_work_s_, done_s_;
   size_t done_head_ = 0;
-  double last_done_s_ = 0;
 };
 
 }  // namespace servesim
