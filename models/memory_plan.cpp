@@ -86,8 +86,10 @@ MemoryPlan plan_stage(const GpuSpec& gpu, const ModelSpec& model, const MemoryPl
   }
   p.reserve_bytes = runtime_reserve_gib(opt, shape) * 1024.0 * 1024.0 * 1024.0;
   p.kv_cache_bytes = p.usable_bytes - p.weight_bytes - p.activation_bytes - p.reserve_bytes;
-  const int64_t kv_per_token =
-      model.kv_bytes_per_token_per_gpu(shape.tp) / model.num_layers * layers;
+  // A block holds block_size tokens of the layers of one KV cache group: all of them, or with
+  // sliding-window layers one group's (each kind its own blocks of the shared pool).
+  const int64_t kv_per_token = model.kv_bytes_per_token_per_layer(shape.tp) *
+                               model.kv_cache_layers_per_block() * layers / model.num_layers;
   p.kv_bytes_per_block =
       int64_t(shape.block_size) * (kv_per_token + shape.drafter_kv_bytes_per_token);
   return p;

@@ -20,6 +20,7 @@
 // Promises: num_gpu_blocks >= 1, or plan_memory throws an Error stating the bytes.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -64,6 +65,16 @@ struct ServerShape {
 // The most KV blocks a replica may have: V1's free queue keeps a block's id in 30 bits
 // (scheduler/kv_cache_manager.hpp). A billion blocks is terabytes of KV on any GPU.
 inline constexpr int64_t kMaxKvBlocks = (int64_t(1) << 30) - 1;
+
+// The most blocks a request holds in a sliding-window KV cache group, WINDOW tokens wide (vLLM's
+// SlidingWindowSpec.max_admission_blocks_per_request): the last window - 1 computed tokens and a
+// step's new ones, at most max_model_len, in blocks, and one more for a window that starts inside
+// a block. Both the start-up check and the admission gate count it.
+inline int64_t sliding_window_max_blocks(int64_t window, int block_size,
+                                         int64_t max_num_batched_tokens, int64_t max_model_len) {
+  const int64_t tokens = std::min(window - 1 + max_num_batched_tokens, max_model_len);
+  return (tokens + block_size - 1) / block_size + 1;
+}
 
 struct MemoryPlan {
   double usable_bytes = 0;  // total x gpu_memory_utilization

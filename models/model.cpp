@@ -1,5 +1,6 @@
 #include "models/model.hpp"
 
+#include <cmath>
 #include <utility>
 
 #include "models/parallel.hpp"
@@ -23,8 +24,9 @@ int64_t ModelSpec::attention_params_per_layer() const {
   }
   const int64_t q = int64_t(num_heads) * head_dim;
   const int64_t kv = int64_t(num_kv_heads) * head_dim;
-  const int64_t bias = qkv_bias ? q + 2 * kv : 0;
-  return int64_t(hidden_size) * (q + 2 * kv) + q * hidden_size + bias;
+  const int64_t bias = (qkv_bias ? q + 2 * kv : 0) + (o_bias ? hidden_size : 0);
+  return int64_t(hidden_size) * (q + 2 * kv) + q * hidden_size + bias +
+         (attention_sinks ? num_heads : 0);
 }
 
 int64_t ModelSpec::latent_norm_params_per_layer() const {
@@ -37,7 +39,7 @@ int64_t ModelSpec::replicated_attention_params_per_layer() const {
 }
 
 int64_t ModelSpec::expert_params() const {
-  return 3 * int64_t(hidden_size) * intermediate_size;
+  return 3 * int64_t(hidden_size) * intermediate_size + expert_bias_params();
 }
 
 int64_t ModelSpec::shared_expert_params() const {
@@ -49,7 +51,7 @@ int64_t ModelSpec::dense_mlp_params() const {
 }
 
 int64_t ModelSpec::router_params() const {
-  return int64_t(moe_layers()) * hidden_size * num_experts;
+  return int64_t(moe_layers()) * (hidden_size + (moe_bias ? 1 : 0)) * num_experts;
 }
 
 int64_t ModelSpec::active_mlp_params() const {
@@ -84,8 +86,20 @@ int64_t ModelSpec::total_params() const {
 }
 
 int64_t ModelSpec::weight_bytes() const {
-  return num_layers * attention_params_per_layer() * attention_weight_bytes +
-         mlp_params(*this) * mlp_weight_bytes + unquantized_params(*this) * dtype_bytes;
+  // The routed experts' biases stay in dtype_bytes (expert_bytes).
+  const double expert_biases = double(moe_layers()) * num_experts * double(expert_bias_params());
+  return std::llround(double(num_layers * attention_params_per_layer() * attention_weight_bytes) +
+                      double(mlp_params(*this)) * mlp_weight_bytes +
+                      expert_biases * (dtype_bytes - mlp_weight_bytes) +
+                      double(unquantized_params(*this) * dtype_bytes) + mxfp4_load_extra_bytes());
+}
+
+double ModelSpec::mxfp4_load_extra_bytes() const {
+  if (mlp_weight_bytes != kMxfp4WeightBytes) return 0;
+  // An E8M0 scale (a byte) for every 32 weights, once more; each bias 4 bytes, not 2.
+  const double experts = double(moe_layers()) * num_experts;
+  const double bias = double(expert_bias_params());
+  return experts * ((double(expert_params()) - bias) / 32 + bias * (4 - dtype_bytes));
 }
 
 double ModelSpec::weight_bytes_per_gpu(int tp) const {
@@ -115,13 +129,20 @@ double ModelSpec::ep_weight_bytes_per_gpu(int tp, int ep) const {
 }
 
 std::string ModelSpec::quantization() const {
+  if (mlp_weight_bytes < 1) return "mxfp4";
   return attention_weight_bytes == 1 || mlp_weight_bytes == 1 ? "fp8" : "";
 }
 
 void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
                           const std::string& kv_cache_dtype) {
   if (quantization == "fp8") {
-    m.attention_weight_bytes = m.mlp_weight_bytes = 1;
+    // vLLM takes the checkpoint's quantization_config over --quantization, and refuses another.
+    if (m.quantization() == "mxfp4") {
+      throw Error(field::kQuantization,
+                  m.name + " is an mxfp4 checkpoint: vLLM serves it as mxfp4, not as fp8");
+    }
+    m.attention_weight_bytes = 1;
+    m.mlp_weight_bytes = 1;
   } else if (quantization == "none") {
     if (!m.quantization().empty()) {
       throw Error(field::kQuantization,
@@ -183,6 +204,33 @@ ModelSpec deepseek_v3_architecture(const char* name, const char* hf_id, int head
           .v_head_dim = 128,
           .dense_layers = dense_layers,
           .dense_intermediate_size = 18432};
+}
+
+// gpt-oss (openai/gpt-oss-120b and -20b, GptOssForCausalLM): LAYERS layers of width 2880;
+// attention of 64 heads of 64 and 8 KV heads with q, k, v and o biases and a learned sink a head,
+// every even layer (layer 0 first) over a 128-token sliding window, the odd ones over the whole
+// context; EXPERTS experts of width 2880 with biases, 4 a token, a router with a bias; no shared
+// expert; embedding and LM head untied. Published with the experts in MXFP4, the rest in BF16.
+ModelSpec gpt_oss_architecture(const char* name, const char* hf_id, int layers, int experts) {
+  return {.name = name,
+          .hf_id = hf_id,
+          .num_layers = layers,
+          .hidden_size = 2880,
+          .num_heads = 64,
+          .num_kv_heads = 8,
+          .head_dim = 64,
+          .intermediate_size = 2880,
+          .vocab_size = 201088,
+          .max_position = 131072,
+          .num_experts = experts,
+          .experts_per_token = 4,
+          .qkv_bias = true,
+          .mlp_weight_bytes = kMxfp4WeightBytes,
+          .sliding_window = 128,
+          .sliding_layers = layers / 2,
+          .o_bias = true,
+          .attention_sinks = true,
+          .moe_bias = true};
 }
 
 }  // namespace
@@ -291,6 +339,9 @@ const std::vector<ModelSpec>& model_catalogue() {
       // 32.9 B active (the card: 32 B).
       deepseek_v3_architecture("kimi-k2", "moonshotai/Kimi-K2-Instruct", 64, 163840, 131072, 384,
                                1),
+      // gpt-oss: 116.8 B parameters, 5.1 B active (120b); 20.9 B, 3.6 B active (20b).
+      gpt_oss_architecture("gpt-oss-120b", "openai/gpt-oss-120b", 36, 128),
+      gpt_oss_architecture("gpt-oss-20b", "openai/gpt-oss-20b", 24, 32),
   };
   return models;
 }
@@ -447,11 +498,55 @@ void validate(const ModelSpec& m, const std::string& source) {
     throw Error(source, 0, "encoder_params", "must be an integer in [0, 2^40]");
   }
   const std::pair<const char*, int> widths[] = {
-      {"attention_weight_bytes", m.attention_weight_bytes},
-      {"mlp_weight_bytes", m.mlp_weight_bytes},
-      {"kv_cache_bytes", m.kv_cache_bytes}};
+      {"attention_weight_bytes", m.attention_weight_bytes}, {"kv_cache_bytes", m.kv_cache_bytes}};
   for (const auto& [field, bytes] : widths) {
     if (bytes != 1 && bytes != 2) throw Error(source, 0, field, "must be 1 (FP8) or 2 (BF16)");
+  }
+  if (m.mlp_weight_bytes != 1 && m.mlp_weight_bytes != 2 &&
+      m.mlp_weight_bytes != kMxfp4WeightBytes) {
+    throw Error(source, 0, "mlp_weight_bytes", "must be 1 (FP8), 2 (BF16) or 0.53125 (MXFP4)");
+  }
+  if (m.mlp_weight_bytes == kMxfp4WeightBytes && m.num_experts <= 1) {
+    throw Error(
+        source, 0, "quantization",
+        "mxfp4 quantizes a MoE model's experts (vLLM's Mxfp4MoEMethod): this model is dense");
+  }
+  if (m.moe_bias && m.num_experts <= 1) {
+    throw Error(source, 0, "moe_bias",
+                "is for a MoE model's experts and router: this model is dense");
+  }
+  // Sliding-window attention: both counts or neither; one KV cache group of each kind.
+  if (m.sliding_window < 0 || m.sliding_window > (1 << 30)) {
+    throw Error(source, 0, "sliding_window", "must be an integer in [0, 2^30]");
+  }
+  if (m.sliding_layers < 0 || m.sliding_layers >= m.num_layers) {
+    throw Error(source, 0, "sliding_layers",
+                "must be an integer in [0, num_hidden_layers - 1] (" +
+                    std::to_string(m.num_layers - 1) +
+                    "): some layer attends to the whole context");
+  }
+  if ((m.sliding_window > 0) != (m.sliding_layers > 0)) {
+    throw Error(source, 0, m.sliding_window > 0 ? "sliding_window" : "sliding_layers",
+                "needs " + std::string(m.sliding_window > 0 ? "sliding_layers" : "sliding_window") +
+                    " too: the layers with a window, and the window's tokens");
+  }
+  if (m.sliding()) {
+    if (m.mla()) {
+      throw Error(source, 0, "sliding_window",
+                  "with multi-head latent attention is not modelled (DeepSeek-V4's)");
+    }
+    // vLLM's groups (kv_cache_layers_per_block): one of each kind when the counts are within
+    // 1.5 times; servesim's KV cache manager models that layout (gpt-oss), not Gemma 3's 5:1.
+    const int full = m.num_layers - m.sliding_layers, group = m.kv_cache_layers_per_block();
+    if (group < full || group < m.sliding_layers) {
+      throw Error(
+          source, 0, "sliding_layers",
+          std::to_string(m.sliding_layers) + " sliding and " + std::to_string(full) +
+              " full-attention layers make " +
+              std::to_string((full + group - 1) / group + (m.sliding_layers + group - 1) / group) +
+              " KV cache groups in vLLM; servesim models one of each (the counts within "
+              "1.5 times, as gpt-oss's)");
+    }
   }
   if (m.name.empty()) throw Error(source, 0, "name", "must not be empty");
 }
@@ -483,13 +578,23 @@ ModelSpec load_model_file(const std::string& path) {
              {"v_head_dim", &m.v_head_dim},
              {"dense_layers", &m.dense_layers},
              {"dense_intermediate_size", &m.dense_intermediate_size},
+             {"sliding_window", &m.sliding_window},
+             {"sliding_layers", &m.sliding_layers},
+             {"o_bias", &m.o_bias},
+             {"attention_sinks", &m.attention_sinks},
+             {"moe_bias", &m.moe_bias},
              {"quantization", &quantization}});
-  // A checkpoint's quantization_config: fp8 quantizes every linear layer but the LM head.
-  if (!quantization.empty() && quantization != "fp8") {
+  // A checkpoint's quantization_config: fp8 quantizes every linear layer but the LM head; mxfp4
+  // a MoE model's experts.
+  if (!quantization.empty() && quantization != "fp8" && quantization != "mxfp4") {
     throw Error(path, ini_line_of(path, "quantization"), "quantization",
-                "'" + quantization + "': fp8, or leave it out for BF16");
+                "'" + quantization + "': fp8, mxfp4, or leave it out for BF16");
   }
-  if (quantization == "fp8") m.attention_weight_bytes = m.mlp_weight_bytes = 1;
+  if (quantization == "fp8") {
+    m.attention_weight_bytes = 1;
+    m.mlp_weight_bytes = 1;
+  }
+  if (quantization == "mxfp4") m.mlp_weight_bytes = kMxfp4WeightBytes;
   if (!given.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   // MLA's q and k heads are qk_nope_head_dim + qk_rope_head_dim wide, whatever head_dim says.
   if (m.kv_lora_rank > 0 && m.qk_nope_head_dim > 0 && m.qk_rope_head_dim > 0) {

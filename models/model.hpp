@@ -5,6 +5,7 @@
 // experts counts all experts for memory and the routed top-k for FLOPs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -37,8 +38,10 @@ struct ModelSpec {
   // Bytes per weight of the attention projections and of the MLP or experts (routed and shared):
   // 1 when quantized to FP8 (a checkpoint's own quantization_config, or vLLM's --quantization
   // fp8). Embeddings, the LM head, norms and the MoE router stay in dtype_bytes.
+  // MXFP4 (gpt-oss's quantization_config: the experts' weights in 4-bit E2M1 with one E8M0 scale
+  // every 32, kMxfp4WeightBytes; their biases, attention, router, embeddings and LM head in BF16).
   int attention_weight_bytes = 2;
-  int mlp_weight_bytes = 2;
+  double mlp_weight_bytes = 2;
   int kv_cache_bytes = 2;  // per K or V element: 1 under --kv-cache-dtype fp8
   // Multi-head latent attention (DeepSeek-V2/V3/R1, Kimi-K2; config.json's names), when
   // kv_lora_rank > 0: q is projected down to q_lora_rank (0: straight from the hidden state) and
@@ -57,6 +60,19 @@ struct ModelSpec {
   // Llama 4 Maverick's every other layer (interleave_moe_layer_step 2, intermediate_size_mlp).
   int dense_layers = 0;
   int dense_intermediate_size = 0;
+  // Sliding-window attention (config.json's sliding_window and layer_types): SLIDING_LAYERS of
+  // the layers attend only to the last SLIDING_WINDOW tokens (the token itself included), the
+  // others to the whole context; gpt-oss alternates them, layer 0 sliding. vLLM's hybrid KV
+  // cache manager keeps one group of blocks for each kind (kv_cache_layers_per_block), and frees
+  // a sliding layer's blocks once they leave the window (SlidingWindowManager).
+  int sliding_window = 0;
+  int sliding_layers = 0;
+  // A bias on o besides q, k and v (gpt-oss's attention_bias; qkv_bias alone is Qwen2's).
+  bool o_bias = false;
+  // gpt-oss's learned attention sinks: one logit a head, every layer.
+  bool attention_sinks = false;
+  // gpt-oss's biases on every expert's gate/up and down projections and on the router.
+  bool moe_bias = false;
 
   bool mla() const { return kv_lora_rank > 0; }
   // Layers whose MLP is routed experts (all of them in a MoE model without dense layers; none in
@@ -72,8 +88,12 @@ struct ModelSpec {
   // Parameters every GPU of a TP group holds whole: MLA's down projections of q and kv (vLLM's
   // ReplicatedLinear), in attention_weight_bytes; 0 without MLA.
   int64_t replicated_attention_params_per_layer() const;
-  // Parameters of one expert's gated MLP (gate, up, down).
+  // Parameters of one expert's gated MLP (gate, up, down; their biases with moe_bias).
   int64_t expert_params() const;
+  // The biases among them (0 without moe_bias): kept in the model's dtype under MXFP4.
+  int64_t expert_bias_params() const {
+    return moe_bias ? 2 * int64_t(intermediate_size) + hidden_size : 0;
+  }
   // Parameters of the shared expert of one MoE layer (0 without one).
   int64_t shared_expert_params() const;
   // Parameters of the gated MLP of one dense layer of a MoE model (dense_layers).
@@ -88,9 +108,17 @@ struct ModelSpec {
   int64_t active_linear_params() const;
   // All parameters (embedding, every expert, norms, LM head unless tied, any encoder).
   int64_t total_params() const;
-  // Bytes the weights occupy, each part in its own precision: what memory holds.
+  // Bytes the weights occupy, each part in its own precision: what memory holds (with
+  // mxfp4_load_extra_bytes).
   int64_t weight_bytes() const;
-  // "fp8" when some linear layers are quantized to FP8, else "" (as the checkpoint's dtype).
+  // What vLLM holds of MXFP4 experts beyond the checkpoint: its Triton path on Hopper
+  // (vllm/model_executor/layers/quantization/mxfp4.py, 0.14-0.15) keeps the checkpoint's scales
+  // beside the swizzled copy its kernel reads and turns the experts' biases to FP32; 0 otherwise.
+  // vLLM 0.14.1 reports 64.38 GiB loaded for gpt-oss-120b on an H100 (vllm issue 33155), against
+  // the 60.8 GiB checkpoint.
+  double mxfp4_load_extra_bytes() const;
+  // "fp8" when some linear layers are quantized to FP8, "mxfp4" when the experts are MXFP4, else
+  // "" (as the checkpoint's dtype).
   std::string quantization() const;
   // Parameters a token uses (top-k experts only): what FLOP counts and "active" mean.
   int64_t active_params() const;
@@ -98,11 +126,28 @@ struct ModelSpec {
   int64_t lm_head_params() const { return int64_t(vocab_size) * hidden_size; }
   // KV heads held by one GPU of a tensor-parallel group (replicated when kv_heads < tp).
   int kv_heads_per_gpu(int tp) const { return num_kv_heads >= tp ? num_kv_heads / tp : 1; }
-  // KV-cache bytes one token occupies on one GPU, all layers, keys and values (MLA: its latent
+  // KV-cache bytes one token occupies on one GPU in one layer, keys and values (MLA: its latent
   // and rope key, whole on every GPU).
+  int64_t kv_bytes_per_token_per_layer(int tp) const {
+    if (mla()) return int64_t(kv_lora_rank + qk_rope_head_dim) * kv_cache_bytes;
+    return int64_t(2) * kv_heads_per_gpu(tp) * head_dim * kv_cache_bytes;
+  }
+  // The same, all layers: what a token of context is in every layer (a sliding layer holds it
+  // only while it is in the window).
   int64_t kv_bytes_per_token_per_gpu(int tp) const {
-    if (mla()) return int64_t(num_layers) * (kv_lora_rank + qk_rope_head_dim) * kv_cache_bytes;
-    return int64_t(2) * num_layers * kv_heads_per_gpu(tp) * head_dim * kv_cache_bytes;
+    return int64_t(num_layers) * kv_bytes_per_token_per_layer(tp);
+  }
+  bool sliding() const { return sliding_layers > 0; }
+  // vLLM's hybrid KV cache groups (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): the
+  // layers of each kind split into groups of equal size, the smaller kind's count, or the larger
+  // one's when it is under 1.5 times the smaller (the short kind padded). A block of the shared
+  // pool holds block_size tokens of one group: this many layers' KV. All layers without a
+  // sliding window (one group).
+  int kv_cache_layers_per_block() const {
+    if (!sliding()) return num_layers;
+    const int full = num_layers - sliding_layers;
+    const int lo = std::min(full, sliding_layers), hi = std::max(full, sliding_layers);
+    return 2 * hi < 3 * lo ? hi : lo;
   }
   // Weight bytes on one GPU of a TP group of TP: the sharded weights split, the replicated whole.
   double weight_bytes_per_gpu(int tp) const;
@@ -112,15 +157,21 @@ struct ModelSpec {
   // tied to the embedding). The layers' share is even: a MoE model's dense layers are spread
   // over the stages, not placed.
   double stage_weight_bytes_per_gpu(int tp, int layers, bool first, bool last) const;
-  // Bytes of the routed experts, every MoE layer (0 for a dense model).
-  double routed_expert_bytes() const {
-    return double(moe_layers()) * num_experts * double(expert_params()) * mlp_weight_bytes;
+  // Bytes of one expert: its weights in mlp_weight_bytes, its biases in dtype_bytes.
+  double expert_bytes() const {
+    const double bias = double(expert_bias_params());
+    return (double(expert_params()) - bias) * mlp_weight_bytes + bias * dtype_bytes;
   }
+  // Bytes of the routed experts, every MoE layer (0 for a dense model).
+  double routed_expert_bytes() const { return double(moe_layers()) * num_experts * expert_bytes(); }
   // Weight bytes on the GPU of an expert-parallel group of EP GPUs that holds the most experts
   // (models/parallel.hpp): ceil(E / EP) whole routed experts a MoE layer; the rest as
   // weight_bytes_per_gpu(TP).
   double ep_weight_bytes_per_gpu(int tp, int ep) const;
 };
+
+// Bytes a weight of MXFP4 takes: 4 bits and an 8-bit scale shared by 32 (OCP MX spec).
+inline constexpr double kMxfp4WeightBytes = 4.25 / 8;
 
 // vLLM's --quantization and --kv-cache-dtype on a model: QUANTIZATION "" (the checkpoint's own),
 // "none" (not quantized at load) or "fp8" (Fp8LinearMethod and Fp8MoEMethod: every linear
@@ -144,8 +195,9 @@ bool same_architecture_id(std::string_view a, std::string_view b);
 // hidden_size, num_attention_heads, num_key_value_heads, head_dim, intermediate_size, vocab_size,
 // max_position_embeddings, num_local_experts, num_experts_per_tok, qkv_bias, tie_word_embeddings,
 // shared_expert_intermediate_size, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
-// v_head_dim), dense_layers and dense_intermediate_size (above), quantization (fp8 for an FP8
-// checkpoint), name and hf_id.
+// v_head_dim), dense_layers and dense_intermediate_size, sliding_window and sliding_layers,
+// o_bias, attention_sinks and moe_bias (above), quantization (fp8 for an FP8 checkpoint, mxfp4 for
+// MXFP4 experts), name and hf_id.
 // Throws Error with file, line and field on bad input.
 ModelSpec load_model_file(const std::string& path);
 

@@ -40,6 +40,10 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   graph_attention_floor_s_ = attention_floor_s_ * engine_.floor_fraction;
   layers_ = m.num_layers;
   dtype_ = m.dtype_bytes;
+  if (m.sliding()) {
+    sliding_share_ = double(m.sliding_layers) / m.num_layers;
+    window_ = m.sliding_window;
+  }
   const double h = m.hidden_size, heads = m.num_heads;
   // The MLP widths a token passes through, summed over the layers (a MoE layer's top-k experts
   // and shared expert; a dense layer's MLP).
@@ -73,7 +77,7 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   }
   // A dense model's MLP counts as its one expert, in every layer.
   const double expert_layers = m.num_experts > 1 ? m.moe_layers() : layers_;
-  expert_weight_bytes_ = double(m.expert_params()) * expert_layers * m.mlp_weight_bytes;
+  expert_weight_bytes_ = m.expert_bytes() * expert_layers;
   // Each GEMM's input and output: gate/up in and out, down in and out; then attention's.
   const double mlp_io = 2 * h * layers_ + 3 * inter_sum;
   double attention_io = 0, rope_width = 0;
@@ -244,6 +248,32 @@ struct BatchSums {
   int32_t max_context;
 };
 
+// A sliding-window layer's attention: token p of a chunk attends to the last WINDOW positions up
+// to its own, min(p + 1, window) keys, and the kernel reads the KV of the window before the chunk
+// and the chunk's own. The sums, blended with the full layers' by the sliding layers' SHARE,
+// replace the batch's (the per-pair and per-token work is the same in both kinds of layer).
+void apply_window(std::span<const SeqShape> batch, int64_t window, double share, BatchSums& b) {
+  double pairs[2] = {0, 0}, kv[2] = {0, 0};
+  for (const SeqShape& s : batch) {
+    const int64_t n = s.new_tokens, c = s.context_tokens, first = c + 1, last = c + n;
+    int64_t p = 0;
+    if (last <= window) {
+      p = (first + last) * n / 2;
+    } else if (first >= window) {
+      p = n * window;
+    } else {
+      p = (first + window) * (window - first + 1) / 2 + (last - window) * window;
+    }
+    pairs[s.prefill ? 1 : 0] += double(p);
+    kv[s.prefill ? 1 : 0] += double(std::min(c, window - 1) + n);
+  }
+  auto blend = [&](double& full, double sliding) { full += share * (sliding - full); };
+  blend(b.decode_pairs, pairs[0]);
+  blend(b.prefill_pairs, pairs[1]);
+  blend(b.decode_kv_tokens, kv[0]);
+  blend(b.prefill_kv_tokens, kv[1]);
+}
+
 struct Efficiency {
   double compute, memory;  // fractions of the peak FLOP/s and HBM bandwidth
 };
@@ -335,8 +365,11 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch) const {
   return cost(batch, BatchTotals::of(batch));
 }
 
-StepCost RooflineCostModel::cost(std::span<const SeqShape>, const BatchTotals& totals) const {
-  const BatchSums b(totals);
+StepCost RooflineCostModel::cost(std::span<const SeqShape> batch, const BatchTotals& totals) const {
+  BatchSums b(totals);
+  // Sliding-window layers attend to less: summed from the shapes (the calibration's fits pass
+  // totals alone, and have none).
+  if (window_ > 0 && !batch.empty()) apply_window(batch, window_, sliding_share_, b);
   const double tp = tp_;
   const Roof roof{gpu_.peak_flops() * tp, gpu_.hbm_bytes_per_s() * tp, hw_.knee_sharpness,
                   inverse_knee_};

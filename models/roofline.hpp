@@ -118,6 +118,9 @@ class RooflineCostModel final : public CostModel {
   // Per-model constants, precomputed once.
   double layers_;
   double dtype_;
+  // Sliding-window layers (ModelSpec::sliding_window): their share of the layers and the window.
+  double sliding_share_ = 0;
+  int64_t window_ = 0;
   double linear_flops_per_token_;                  // all layers
   double linear_time_flops_per_token_;             // the same, FP8 GEMMs' scaled to BF16 time
   double dense_weight_bytes_;                      // attention + router weights, all layers

@@ -47,6 +47,9 @@ const std::vector<Capability>& capabilities() {
       {Feature::kExpertParallel, "expert parallelism", field::kEnableExpertParallel, kV1Only,
        "is modelled for vllm-v1 on the v1 engine, not {policy}: vLLM's data-parallel ranks are "
        "V1 engine cores"},
+      {Feature::kSlidingWindow, "sliding-window attention", field::kModel, kV1Only,
+       "has sliding-window layers, whose KV blocks V1's hybrid KV cache manager frees as the "
+       "window moves: modelled for vllm-v1 on the v1 engine, not {policy}"},
   };
   return rows;
 }

@@ -29,6 +29,7 @@ enum class Feature : uint8_t {
   kV1SchedulerOptions,    // waiting order, long-prefill threshold, full-ISL reservation
   kPipelineParallel,      // several batches in flight through pipeline stages (V1's batch queue)
   kExpertParallel,        // data-parallel ranks sharing a MoE model's experts
+  kSlidingWindow,         // a sliding-window group of KV blocks beside the full-attention one
 };
 
 struct Capability {

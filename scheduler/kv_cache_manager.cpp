@@ -11,6 +11,7 @@ KvCacheManager::KvCacheManager(int64_t num_gpu_blocks, int block_size, bool enab
                                int64_t max_model_len, const BlockHasher* hasher,
                                size_t num_requests)
     : block_size_(block_size),
+      fast_block_size_(block_size),
       caching_(enable_caching),
       max_model_len_(max_model_len),
       hasher_(hasher),
@@ -185,6 +186,8 @@ void KvCacheManager::release_table(uint32_t id) {
   k.num_cached = 0;
   k.last_hash = 0;
   k.shared_blocks = -1;
+  k.window.clear();
+  k.window_skipped = 0;
   spare_tables_.push_back(t);
   table_of_[id] = -1;
 }
@@ -249,10 +252,62 @@ int64_t KvCacheManager::num_evictable_hits() const {
   return n;
 }
 
+void KvCacheManager::set_sliding_window(int window_tokens, int64_t max_num_batched_tokens) {
+  assert(window_tokens >= 0 && max_num_batched_tokens > 0);
+  window_ = window_tokens;
+  fast_block_size_ = window_tokens > 0 ? 0 : block_size_;
+  window_max_blocks_ = window_tokens > 0
+                           ? sliding_window_max_blocks(window_tokens, block_size_,
+                                                       max_num_batched_tokens, max_model_len_)
+                           : 0;
+}
+
+[[gnu::always_inline]] inline int32_t KvCacheManager::take_free_block() {
+  const uint32_t e = queue_pop_front();
+  const int32_t b = int32_t(e & kIdMask);
+  if (const uint32_t state = e >> kStateShift; state != kNotCached) {  // _maybe_evict_cached_block
+    if (state == kOwn) {
+      cached_[size_t(b)] = kNotCached;  // unmapped: nothing else to undo
+    } else {
+      uncache(b);
+    }
+    ++stats_.evictions;
+  }
+  assert(blocks_[size_t(b)].ref == 0);
+  blocks_[size_t(b)].ref = 1;
+  return b;
+}
+
+void KvCacheManager::free_skipped(Table& t, int64_t total_computed) {
+  const int64_t slots = t.window_skipped + int64_t(t.window.size());
+  const int64_t skipped = std::min(window_skipped_blocks(total_computed), slots);
+  if (skipped <= t.window_skipped) return;
+  const size_t n = size_t(skipped - t.window_skipped);
+  for (size_t k = n; k-- > 0;) {  // the latest first
+    const int32_t b = t.window[k];
+    assert(blocks_[size_t(b)].ref == 1);
+    blocks_[size_t(b)].ref = 0;
+    queue_append(b);
+  }
+  t.window.erase(t.window.begin(), t.window.begin() + std::ptrdiff_t(n));
+  t.window_skipped = skipped;
+}
+
 bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
                                          int64_t num_new_computed_tokens,
                                          bool full_sequence_must_fit, int64_t num_lookahead_tokens,
                                          bool delay_cache) {
+  // Compiled twice, so that a model without a window pays no test of it per allocation.
+  return window_ > 0 ? allocate<true>(id, s, num_new_tokens, num_new_computed_tokens,
+                                      full_sequence_must_fit, num_lookahead_tokens, delay_cache)
+                     : allocate<false>(id, s, num_new_tokens, num_new_computed_tokens,
+                                       full_sequence_must_fit, num_lookahead_tokens, delay_cache);
+}
+
+template <bool kWindow>
+bool KvCacheManager::allocate(uint32_t id, SeqState& s, int64_t num_new_tokens,
+                              int64_t num_new_computed_tokens, bool full_sequence_must_fit,
+                              int64_t num_lookahead_tokens, bool delay_cache) {
   assert(num_new_tokens > 0);
   const bool with_hits = num_new_computed_tokens > 0;
   assert(!with_hits || num_new_computed_tokens == int64_t(hits_.size()) * block_size_);
@@ -261,15 +316,34 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
   const int64_t evictable = with_hits ? num_evictable_hits() : 0;
   const int64_t total_computed =
       std::min<int64_t>(s.num_computed_tokens + num_new_computed_tokens, max_model_len_);
+  // The sliding-window group (get_num_blocks_to_allocate): the slots beyond those held or hit,
+  // none for the skipped ones; a hit's blocks inside the window counted as taken from the free
+  // queue (held = its slots, the same as the full group's). Nothing without a window.
+  int64_t skipped = 0, window_hits = 0, window_held = 0;
+  if constexpr (kWindow) {
+    skipped = window_skipped_blocks(total_computed);
+    window_hits = std::max<int64_t>(hit_blocks - skipped, 0);
+    window_held = std::max(skipped, held + hit_blocks);
+  }
   if (full_sequence_must_fit) {
     const int64_t full = std::min<int64_t>(s.num_tokens(), max_model_len_);
-    const int64_t need = std::max<int64_t>(blocks_for(full) - held - hit_blocks, 0) + evictable;
+    int64_t need = std::max<int64_t>(blocks_for(full) - held - hit_blocks, 0) + evictable;
+    if constexpr (kWindow) {
+      need += std::max<int64_t>(std::min(blocks_for(full), window_max_blocks_) - window_held, 0) +
+              window_hits;
+    }
     if (need > num_free_) return false;
   }
   const int64_t need_slot =
       std::min(total_computed + num_new_tokens + num_lookahead_tokens, max_model_len_);
   const int64_t num_new_blocks = std::max<int64_t>(blocks_for(need_slot) - held - hit_blocks, 0);
-  if (num_new_blocks + evictable > num_free_) return false;
+  int64_t window_new = 0;
+  if constexpr (kWindow) {
+    // remove_skipped_blocks, before the free blocks are counted.
+    if (held > 0) free_skipped(tables_[size_t(table_of_[id])], total_computed);
+    window_new = std::max<int64_t>(blocks_for(need_slot) - window_held, 0) + window_hits;
+  }
+  if (num_new_blocks + evictable + window_new > num_free_) return false;
 
   Table& t = table(id);
   if (with_hits) {
@@ -283,23 +357,17 @@ bool KvCacheManager::allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_n
     t.num_cached = hit_blocks;
     t.last_hash = hashed_[size_t(hits_.back())].hash;  // a hit is always kHashed
   }
-  // allocate_new_blocks: from the head of the free queue, evicting what they cached.
-  for (int64_t i = 0; i < num_new_blocks; ++i) {
-    const uint32_t e = queue_pop_front();
-    const int32_t b = int32_t(e & kIdMask);
-    if (const uint32_t state = e >> kStateShift;
-        state != kNotCached) {  // _maybe_evict_cached_block
-      if (state == kOwn) {
-        cached_[size_t(b)] = kNotCached;  // unmapped: nothing else to undo
-      } else {
-        uncache(b);
-      }
-      ++stats_.evictions;
-    }
-    assert(blocks_[size_t(b)].ref == 0);
-    blocks_[size_t(b)].ref = 1;
-    t.blocks.push_back(b);
+  if constexpr (kWindow) {
+    // The sliding-window group first: a new request's skipped slots null, its hit's window,
+    // then the new slots (as many as the full group's).
+    if (with_hits) t.window_skipped = std::min(skipped, hit_blocks);
+    const int64_t slots = held + hit_blocks + num_new_blocks;
+    for (int64_t k = t.window_skipped + int64_t(t.window.size()); k < slots; ++k)
+      t.window.push_back(take_free_block());
   }
+  // allocate_new_blocks: from the head of the free queue, evicting what they cached.
+  for (int64_t i = 0; i < num_new_blocks; ++i)
+    t.blocks.push_back(take_free_block());
   keep(s, t);
   hits_.clear();
   // "P/D: delay caching blocks if we have to recv from remote"; else "cap the number at
@@ -363,6 +431,13 @@ void KvCacheManager::free(uint32_t id, SeqState& s, bool preempted) {
       if (cached_[size_t(b)] != kHashed) map_block(b, hasher_->block_hash(id, k, parent));
       parent = hashed_[size_t(b)].hash;
     }
+  }
+  // The sliding-window group's blocks first (its manager comes first), never cached.
+  for (size_t k = t.window.size(); k-- > 0;) {
+    const int32_t b = t.window[k];
+    assert(blocks_[size_t(b)].ref == 1);
+    blocks_[size_t(b)].ref = 0;
+    queue_append(b);
   }
   // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first. A
   // block among the table's cached ones that nobody else holds is cached content of the

@@ -18,6 +18,20 @@
 //    cached and its eviction is counted) but enters the map only when its request is preempted,
 //    since that request, waiting again, is the only one that can look it up; the order of the
 //    blocks under one hash is still the order they were cached in.
+// A model with sliding-window layers (set_sliding_window; gpt-oss) has a second group of blocks
+// from the same pool, vLLM's HybridKVCacheCoordinator over a SlidingWindowManager beside the full
+// attention one:
+//  - its group comes first (gpt-oss's layer 0 has the window): its new blocks are taken from the
+//    free queue before the full group's, and freed before them;
+//  - it has a slot for each block of the request's tokens, as the full group; before each
+//    allocation the blocks wholly before the window of the next token (its first
+//    computed - window + 1 tokens) are freed, latest first, their slots left null
+//    (remove_skipped_blocks), so a decode holds about window / block_size + 1 of them;
+//  - the admission gate counts at most sliding_window_max_blocks of them
+//    (max_admission_blocks_per_request).
+// Its blocks are never cached (an approximation, said in docs/manual/vllm-args.md): a prefix
+// hit is taken whole, as if the window's blocks before it were cached too, and those are
+// allocated afresh (vLLM touches the cached ones, free or held).
 // Promises: 0 <= free_blocks() <= usable_blocks(); every block is in the free queue exactly when
 // no request holds it; a cached block is in its hash's chain exactly once; nothing allocates
 // after construction except a request's block table growing past its largest size so far.
@@ -59,6 +73,16 @@ class KvCacheManager {
 
   int64_t blocks_for(int64_t tokens) const { return (tokens + block_size_ - 1) / block_size_; }
 
+  // Sliding-window layers of WINDOW_TOKENS (0: none), with the scheduler's token budget, which
+  // bounds the blocks the admission gate counts for them. Before the first allocation.
+  void set_sliding_window(int window_tokens, int64_t max_num_batched_tokens);
+  int sliding_window() const { return window_; }
+  // Blocks a request of TOKENS tokens holds at its peak, both groups (what must fit the pool).
+  int64_t peak_blocks_for(int64_t tokens) const {
+    const int64_t full = blocks_for(tokens);
+    return window_ > 0 ? full + std::min(full, window_max_blocks_) : full;
+  }
+
   // An EAGLE-family drafter (eagle, eagle3, mtp) runs with the KV: a hit loses its last block
   // (FullAttentionManager.find_longest_cache_hit with use_eagle: "computed.pop()"), whose
   // hidden states the drafter needs recomputed.
@@ -86,9 +110,11 @@ class KvCacheManager {
                       int64_t num_new_computed_tokens, bool full_sequence_must_fit,
                       int64_t num_lookahead_tokens = 0, bool delay_cache = false) {
     if (num_new_computed_tokens == 0 && !full_sequence_must_fit) {
-      // num_new_tokens > 0, so a request that holds no block never passes.
+      // num_new_tokens > 0, so a request that holds no block never passes; nor any with a
+      // sliding window (fast_block_size_ 0), whose blocks leave the window as it moves.
       const int64_t end = int64_t(s.num_computed_tokens) + num_new_tokens;
-      if (std::min(end + num_lookahead_tokens, max_model_len_) <= int64_t(s.blocks) * block_size_) {
+      if (std::min(end + num_lookahead_tokens, max_model_len_) <=
+          int64_t(s.blocks) * fast_block_size_) {
         cache_tokens(id, s, std::min<int64_t>(end, s.num_tokens()));
         return true;
       }
@@ -135,6 +161,7 @@ class KvCacheManager {
   int64_t usable_blocks() const { return usable_; }
   int64_t free_blocks() const { return num_free_; }
   int64_t used_blocks() const { return usable_ - num_free_; }
+  // Blocks of request ID's full-attention group (its slots: one a block of its tokens).
   int64_t blocks_held(uint32_t id) const {
     const int32_t t = table_of_[id];
     return t < 0 ? 0 : int64_t(tables_[size_t(t)].blocks.size());
@@ -149,6 +176,11 @@ class KvCacheManager {
   };
   const Stats& stats() const { return stats_; }
 
+  // Blocks request ID holds in the sliding-window group (its slots less the null ones).
+  int64_t window_blocks_held(uint32_t id) const {
+    const int32_t t = table_of_[id];
+    return t < 0 ? 0 : int64_t(tables_[size_t(t)].window.size());
+  }
   // For tests: the block ids request ID holds, in order, and whether BLOCK is cached.
   std::span<const int32_t> blocks_of(uint32_t id) const;
   bool is_cached(int32_t block) const;
@@ -186,6 +218,9 @@ class KvCacheManager {
     int64_t num_cached = 0;      // leading blocks whose hash is known (cached or hit)
     uint64_t last_hash = 0;      // hash of block num_cached - 1 while its content is shared
     int64_t shared_blocks = -1;  // the hasher's shared_blocks(request), asked once; -1: not yet
+    // The sliding-window group: its first window_skipped slots null, then these blocks.
+    std::vector<int32_t> window;
+    int64_t window_skipped = 0;
   };
 
   // Free queue (vLLM FreeKVCacheBlockQueue, head evicted first): the entries of queue_ from
@@ -223,15 +258,32 @@ class KvCacheManager {
   // F(hash) for every hash of shared content in the map.
   template <class F>
   void for_each_shared_hash(F f) const;
-  // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate.
+  // allocate_slots beyond the blocks already held: hits, new blocks, the admission gate; with
+  // the sliding-window group (KWINDOW) or without.
+  template <bool kWindow>
+  bool allocate(uint32_t id, SeqState& s, int64_t num_new_tokens, int64_t num_new_computed_tokens,
+                bool full_sequence_must_fit, int64_t num_lookahead_tokens, bool delay_cache);
   bool allocate_new_blocks(uint32_t id, SeqState& s, int64_t num_new_tokens,
                            int64_t num_new_computed_tokens, bool full_sequence_must_fit,
                            int64_t num_lookahead_tokens, bool delay_cache);
   int64_t num_evictable_hits() const;
+  // A block from the head of the free queue, evicting what it cached (get_new_blocks).
+  int32_t take_free_block();
+  // Blocks wholly before the window of the token after TOTAL_COMPUTED (get_num_skipped_tokens).
+  int64_t window_skipped_blocks(int64_t total_computed) const {
+    return std::max<int64_t>(total_computed - window_ + 1, 0) / block_size_;
+  }
+  // remove_skipped_blocks on T's sliding-window group.
+  void free_skipped(Table& t, int64_t total_computed);
 
   int block_size_;
+  // The tokens a held block takes on allocate_slots' inline path: block_size_, or 0 with a
+  // sliding window (every allocation then checks the window).
+  int64_t fast_block_size_;
   bool caching_;
   bool drop_last_hit_ = false;
+  int window_ = 0;                 // sliding window in tokens; 0: no sliding-window group
+  int64_t window_max_blocks_ = 0;  // sliding_window_max_blocks
   int64_t max_model_len_;
   const BlockHasher* hasher_;
   KvEventSink* sink_ = nullptr;

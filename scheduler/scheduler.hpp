@@ -58,6 +58,9 @@ struct SchedulerConfig {
   // V1Scheduler counts the tokens in flight as AsyncScheduler does (SeqState::placeholders).
   bool async_scheduling = true;
   bool reserve_full_isl = true;  // vLLM scheduler_reserve_full_isl
+  // The model's sliding window in tokens when some layers have one (ModelSpec::sliding_window):
+  // V1 keeps their KV in a second group of blocks of the same pool (kv_cache_manager.hpp); 0: none.
+  int sliding_window = 0;
   // Batches that may be in flight at once beyond async scheduling's two: a pipeline's stages
   // (EngineCore's batch queue of max_concurrent_batches); 0: 2 when async, else 1.
   int batch_queue_size = 0;

@@ -24,6 +24,11 @@ V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, 
   const SpecMethod m = config.spec.enabled() ? config.spec.method : SpecMethod::kNone;
   spec_tokens_ = uint8_t(m == SpecMethod::kNone ? 0 : config.spec.num_speculative_tokens);
   lookahead_ = m == SpecMethod::kNone ? 0 : config.spec.lookahead();
+  // vLLM's coordinator gets scheduler_config.max_num_batched_tokens.
+  if (config.sliding_window > 0) {
+    kv_.set_sliding_window(config.sliding_window,
+                           std::max<int64_t>(config.max_num_batched_tokens, 1));
+  }
   kv_.set_drop_last_hit_block(m == SpecMethod::kEagle || m == SpecMethod::kEagle3 ||
                               m == SpecMethod::kMtp);
   const size_t most = std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16);
@@ -52,8 +57,8 @@ RejectReason V1Scheduler::engine_reject(const SeqState&, int64_t lifetime) const
       spec.enabled() ? std::min<int64_t>(lifetime + spec.num_speculative_tokens + spec.lookahead(),
                                          config_.max_model_len)
                      : lifetime;
-  return kv_.blocks_for(slots) > kv_.usable_blocks() ? RejectReason::kKvCapacity
-                                                     : RejectReason::kNone;
+  return kv_.peak_blocks_for(slots) > kv_.usable_blocks() ? RejectReason::kKvCapacity
+                                                          : RejectReason::kNone;
 }
 
 void V1Scheduler::enqueue(uint32_t id) {

@@ -23,6 +23,9 @@ Config beyond run_v1.py's keys:
       model's drafting slots); absent: max_num_batched_tokens.
   "max_loras": a LoRA config with that many adapters per batch; a request's "lora": INT is its
       adapter (LoRARequest.lora_int_id, name "lora-INT").
+  "sliding_window": W: a hybrid model's KV cache, vLLM's HybridKVCacheCoordinator over two groups
+      of the one block pool: a SlidingWindowSpec of W tokens (first, as gpt-oss's layer 0) and a
+      FullAttentionSpec; kv free and used count both groups' blocks.
   "batch_queue_size": EngineCore's batch queue (max_concurrent_batches); absent: 2 under async
       scheduling, else 1. With the synchronous Scheduler and a queue of PP it is vLLM's pipeline
       parallelism (MultiprocExecutor.max_concurrent_batches = pipeline_parallel_size), the GPU
@@ -197,10 +200,18 @@ def make_scheduler(o, cfg):
     # One full-attention group, as upstream tests/v1/core/utils.py::create_scheduler and
     # run_v1.py (no group flagged is_eagle_group: the coordinator then applies EAGLE's prefix-cache
     # rule to every group, as upstream does for a model whose drafter shares the target's groups).
-    kv_cfg = o.kvi.KVCacheConfig(
-        num_blocks=cfg["num_gpu_blocks"], kv_cache_tensors=[],
-        kv_cache_groups=[o.kvi.KVCacheGroupSpec(["layer"], o.kvi.FullAttentionSpec(
-            block_size=bs, num_kv_heads=1, head_size=1, dtype=o.torch.float32))])
+    full = o.kvi.FullAttentionSpec(block_size=bs, num_kv_heads=1, head_size=1,
+                                   dtype=o.torch.float32)
+    groups = [o.kvi.KVCacheGroupSpec(["layer"], full)]
+    if cfg.get("sliding_window"):
+        # A hybrid model's two groups (kv_cache_utils._get_kv_cache_groups_uniform_page_size):
+        # the sliding-window layers' first, as gpt-oss's layer 0 has the window.
+        swa = o.kvi.SlidingWindowSpec(block_size=bs, num_kv_heads=1, head_size=1,
+                                      dtype=o.torch.float32,
+                                      sliding_window=int(cfg["sliding_window"]))
+        groups = [o.kvi.KVCacheGroupSpec(["swa"], swa), o.kvi.KVCacheGroupSpec(["full"], full)]
+    kv_cfg = o.kvi.KVCacheConfig(num_blocks=cfg["num_gpu_blocks"], kv_cache_tensors=[],
+                                 kv_cache_groups=groups)
     cls = o.AsyncScheduler if cfg["async_scheduling"] else o.Scheduler
     return cls(vllm_config=vcfg, kv_cache_config=kv_cfg,
                structured_output_manager=o.StructuredOutputManager(vcfg),

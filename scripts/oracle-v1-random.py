@@ -2,7 +2,8 @@
 """Randomized differential runs of servesim's vllm-v1 scheduler against vLLM's real V1 scheduler.
 
     scripts/oracle-v1-random.py [-n 50] [--seed 1] [--out DIR] [--tests BIN] [--oracle DIR]
-                                [--tied-arrivals] [--spec] [--lora] [--pp] [--shrink]
+                                [--tied-arrivals] [--spec] [--lora] [--pp]
+                                [--sliding-window] [--shrink]
 
 Generates N small random workloads and configs (small KV caches that force preemption, shared
 prefixes and prefix blocks for the prefix cache, sometimes a long_prefill_token_threshold, the
@@ -33,6 +34,9 @@ cache's hits; a third of the cases tie same-step arrivals and a third add specul
 Those cases also run through scripts/oracle-v1-features.py (run_v1.py passes no LoRA request).
 A case on which vLLM fails its own max_loras assertion (vllm_lora_assertion) is drawn again.
 
+--sliding-window gives every case a hybrid model's KV cache: a sliding-window group of 2-40
+tokens beside the full-attention one, sharing the block pool (vLLM's HybridKVCacheCoordinator),
+without the prefix cache.
 --pp runs every case as pipeline parallelism does: vLLM's synchronous Scheduler under
 EngineCore's batch queue of 2 to 4 batches (max_concurrent_batches = pipeline_parallel_size), the
 GPU always busy, through scripts/oracle-v1-features.py: prefill chunks of one request in
@@ -141,6 +145,20 @@ def random_case(rng, tied_arrivals):
     return {"requests": reqs}, cfg
 
 
+def add_sliding_window(rng, workload, cfg):
+    """A hybrid model's KV cache for the case (WORKLOAD, CFG) of random_case: a sliding-window
+    group of 2-40 tokens beside the full-attention one, the cache grown by the most window blocks
+    a request holds (SlidingWindowSpec.max_admission_blocks_per_request), so that servesim still
+    rejects nothing vLLM would run. Without the prefix cache: servesim approximates the window's
+    cached blocks (scheduler/kv_cache_manager.hpp)."""
+    bs, window = cfg["block_size"], rng.choice([2, 5, 16, rng.randint(2, 40)])
+    cap = cdiv(min(window - 1 + cfg["max_num_batched_tokens"], cfg["max_model_len"]), bs) + 1
+    need = max(cdiv(r["prompt_len"] + r["max_tokens"] - 1, bs) for r in workload["requests"])
+    cfg["num_gpu_blocks"] += min(need, cap)
+    cfg["sliding_window"] = window
+    cfg["enable_prefix_caching"] = False
+
+
 def add_speculative(rng, workload, cfg):
     """Speculative decoding for the case (WORKLOAD, CFG) of random_case: a random drafter, rates
     and seed; the KV cache grown by the blocks the drafts and the drafter's lookahead slots add
@@ -221,7 +239,8 @@ def run_oracle(oracle, d):
     scripts/oracle-v1-features.py instead (speculative decoding, LoRA)."""
     with open(os.path.join(d, "config.json")) as f:
         cfg = json.load(f)
-    if "speculative" in cfg or "max_loras" in cfg or "batch_queue_size" in cfg:
+    if ("speculative" in cfg or "max_loras" in cfg or "batch_queue_size" in cfg
+            or "sliding_window" in cfg):
         return run_features(oracle, d)
     script = os.path.join(oracle, "run_v1.py")
     argv, path = sys.argv, list(sys.path)
@@ -335,6 +354,8 @@ def main():
                     help="LoRA adapters and max_loras in every case (oracle-v1-features.py)")
     ap.add_argument("--pp", action="store_true",
                     help="a batch queue of 2-4 with the sync scheduler (pipeline parallelism)")
+    ap.add_argument("--sliding-window", action="store_true",
+                    help="a sliding-window KV group of 2-40 tokens beside the full one (gpt-oss)")
     ap.add_argument("--shrink", action="store_true", help="reduce each mismatching case")
     args = ap.parse_args()
 
@@ -360,6 +381,8 @@ def main():
             if args.pp:
                 cfg["async_scheduling"] = False
                 cfg["batch_queue_size"] = rng.choice([2, 3, 4])
+            if args.sliding_window:
+                add_sliding_window(rng, workload, cfg)
             d = os.path.join(out, "case_%03d" % k)
             if os.path.exists(d):
                 shutil.rmtree(d)

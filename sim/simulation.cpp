@@ -153,6 +153,29 @@ void resolve_pipeline(SimConfig& c) {
   }
 }
 
+// Sliding-window layers: V1's hybrid KV cache manager (scheduler/kv_cache_manager.hpp) on the v1
+// engine; the features whose KV it does not model with them are refused.
+void resolve_sliding_window(SimConfig& c) {
+  SchedulerConfig& s = c.scheduler;
+  s.sliding_window = 0;
+  if (!c.model.sliding()) return;
+  require(s.policy, Feature::kSlidingWindow);
+  if (c.engine != Engine::kV1) {
+    throw Error(field::kEngine, c.model.name +
+                                    "'s sliding-window layers are modelled on the v1 "
+                                    "engine (vLLM serves them on V1 only)");
+  }
+  const char* unmodelled = s.spec.enabled()             ? field::kSpeculativeConfig
+                           : c.offload.enabled()        ? field::kKvOffloadingSize
+                           : c.cost_model != "roofline" ? field::kCostModel
+                                                        : nullptr;
+  if (unmodelled != nullptr) {
+    throw Error(unmodelled, "servesim does not model it with " + c.model.name +
+                                "'s sliding-window layers (a second group of KV blocks)");
+  }
+  s.sliding_window = c.model.sliding_window;
+}
+
 // The token budget's default, max_num_seqs's, and the budgets' ranges. vLLM's start-up checks
 // of the budget against max_model_len and max_num_seqs are made where a user's flags become a
 // configuration (analysis/run_config.cpp): hand-built configurations run them, as tests do.
@@ -182,6 +205,7 @@ void resolve_scheduler(SimConfig& c) {
   }
   if (c.lora.enabled) require(s.policy, Feature::kLora);
   resolve_pipeline(c);
+  resolve_sliding_window(c);
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
@@ -293,6 +317,11 @@ void check_parallel_fleet(const SimConfig& c, const FleetOptions& f) {
     if (g.config.pp > 1 && g.role != ReplicaRole::kColocated) {
       throw Error(field::kPipelineParallelSize,
                   "servesim does not model disaggregated pools with pipeline stages");
+    }
+    if (g.config.model.sliding() && g.role != ReplicaRole::kColocated) {
+      throw Error(field::kModel, g.config.model.name +
+                                     "'s sliding-window KV group is not modelled in disaggregated "
+                                     "pools (its KV transfer)");
     }
   }
   if (!c.expert_parallel) return;

@@ -67,6 +67,7 @@ struct OracleConfig : DriverConfig {
   int64_t max_num_scheduled_tokens = 0;  // 0: max_num_batched_tokens
   int max_loras = 0;                     // 0: no LoRA config
   int batch_queue_size = 0;              // 0: 2 under async scheduling, else 1
+  int sliding_window = 0;                // 0: one full-attention group; else a sliding one too
 };
 
 // oracle-v1-features.py's "speculative" object: {method, num_speculative_tokens,
@@ -106,6 +107,10 @@ OracleConfig parse_config(const json& j) {
   if (j.contains("max_loras") && !j["max_loras"].is_null()) {
     c.max_loras = j["max_loras"].get<int>();
     if (c.max_loras < 1) throw std::runtime_error("max_loras: at least 1");
+  }
+  if (j.contains("sliding_window") && !j["sliding_window"].is_null()) {
+    c.sliding_window = j["sliding_window"].get<int>();
+    if (c.sliding_window < 1) throw std::runtime_error("sliding_window: at least 1");
   }
   return c;
 }
@@ -172,6 +177,7 @@ SchedulerConfig scheduler_config(const OracleConfig& c) {
   s.max_num_scheduled_tokens = c.max_num_scheduled_tokens;
   s.max_loras = c.max_loras;
   s.batch_queue_size = c.batch_queue_size;
+  s.sliding_window = c.sliding_window;
   return s;
 }
 

@@ -84,9 +84,9 @@ std::vector<std::string> trace_files() {
 
 Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
   Flags f;
-  const std::string model = d.pick<std::string>({"llama-2-7b", "llama-3.1-8b", "qwen2.5-7b",
-                                                 "mistral-7b-v0.1", "mixtral-8x7b", "llama-2-13b",
-                                                 "llama-3.1-70b", "llama-4-scout-17b-16e-fp8"});
+  const std::string model = d.pick<std::string>(
+      {"llama-2-7b", "llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "mixtral-8x7b", "llama-2-13b",
+       "llama-3.1-70b", "llama-4-scout-17b-16e-fp8", "gpt-oss-20b"});
   f.emplace_back("model", model);
   f.emplace_back("gpu", d.pick<std::string>({"a100-80g", "a100-40g", "h100-sxm", "h200-sxm", "l40s",
                                              "l4", "mi300x", "b200"}));
@@ -181,7 +181,8 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
     f.emplace_back("decode-replicas", std::to_string(d.in(1, 2)));
   }
   // Expert parallelism over TP, or over the replicas as data-parallel ranks (issue 47).
-  const bool moe = model == "mixtral-8x7b" || model == "llama-4-scout-17b-16e-fp8";
+  const bool moe =
+      model == "mixtral-8x7b" || model == "llama-4-scout-17b-16e-fp8" || model == "gpt-oss-20b";
   if (v1 && moe && d.chance(50)) f.emplace_back("enable-expert-parallel", "");
   return f;
 }
