@@ -62,6 +62,8 @@ Regime regime_of(const RunResult& r) {
   g.multi_node = r.config.tp > r.config.gpu.gpus_per_node;
   g.pp = r.config.pp;
   g.ep = r.config.ep();
+  g.sliding = r.config.model.sliding();
+  g.mxfp4 = r.config.model.quantization() == "mxfp4";
   return g;
 }
 
@@ -99,6 +101,14 @@ std::vector<std::string> outside_fitted_range(const Regime& g) {
         format("%d pipeline stages, which no real run covered (the stages' split, the "
                "sends and the batch queue are modelled from vLLM's code, not fitted)",
                g.pp));
+  }
+  if (g.sliding) {
+    why.push_back(
+        "sliding-window layers, which no real run covered (the KV cache transcribed from vLLM's "
+        "hybrid manager, the windowed attention not fitted)");
+  }
+  if (g.mxfp4) {
+    why.push_back("MXFP4 experts, which no real run covered (no MXFP4 kernel profile)");
   }
   if (g.context_tokens > kMaxContextTokens) {
     why.push_back(format("a mean context of %.0f tokens, past the runs' %.0f", g.context_tokens,

@@ -42,6 +42,8 @@ struct Regime {
   bool multi_node = false;  // a TP group larger than the GPU's node
   int pp = 1;               // pipeline stages (no real run had more than one)
   int ep = 1;               // GPUs the experts are spread over (no real run had EP)
+  bool sliding = false;     // sliding-window layers (gpt-oss: no real run)
+  bool mxfp4 = false;       // MXFP4 experts (no real run, no kernel profile)
 };
 Regime regime_of(const RunResult& r);
 // Why REGIME lies outside what the held-out runs covered ("" entries none: in range).

@@ -43,7 +43,7 @@ const std::vector<VllmArg> kArgs = {
      "cascade attention (off by default in vLLM 0.15) is not modelled: a shared prefix is read "
      "once per sequence"},
     {"--disable-sliding-window", "", I,
-     "sliding-window attention is not modelled: every layer attends to the whole context"},
+     "not modelled: a model's sliding-window layers (gpt-oss) always keep their window"},
     {"--seed", "--seed", I, "servesim's seed draws the workload; sampling itself is not simulated"},
     {"--max-logprobs", "", I, "logprobs cost the sampler more; not modelled"},
     {"--served-model-name", "", I, "a name only"},

@@ -55,9 +55,10 @@ std::string fixed2(double v) {
 
 namespace {
 
-// One stage's plan, of LAYERS layers (all of them without a pipeline), before its block count.
+// One stage's plan, of LAYERS layers from FIRST_LAYER (all of them without a pipeline), before
+// its block count.
 MemoryPlan plan_stage(const GpuSpec& gpu, const ModelSpec& model, const MemoryPlanOptions& opt,
-                      const ServerShape& shape, int stage, int layers) {
+                      const ServerShape& shape, int stage, int first_layer, int layers) {
   MemoryPlan p;
   const bool first = stage == 0, last = stage == shape.pp - 1;
   p.stage = stage;
@@ -89,7 +90,7 @@ MemoryPlan plan_stage(const GpuSpec& gpu, const ModelSpec& model, const MemoryPl
   // A block holds block_size tokens of the layers of one KV cache group: all of them, or with
   // sliding-window layers one group's (each kind its own blocks of the shared pool).
   const int64_t kv_per_token = model.kv_bytes_per_token_per_layer(shape.tp) *
-                               model.kv_cache_layers_per_block() * layers / model.num_layers;
+                               model.kv_cache_layers_per_block(first_layer, layers);
   p.kv_bytes_per_block =
       int64_t(shape.block_size) * (kv_per_token + shape.drafter_kv_bytes_per_token);
   return p;
@@ -105,11 +106,11 @@ MemoryPlan plan_memory(const GpuSpec& gpu, const ModelSpec& model, const MemoryP
                        const ServerShape& shape) {
   MemoryPlan p;
   if (shape.pp <= 1) {
-    p = plan_stage(gpu, model, opt, shape, 0, model.num_layers);
+    p = plan_stage(gpu, model, opt, shape, 0, 0, model.num_layers);
   } else {
     const std::vector<int> layers = pp_layer_partition(model.num_layers, shape.pp);
-    for (int s = 0; s < shape.pp; ++s) {
-      MemoryPlan stage = plan_stage(gpu, model, opt, shape, s, layers[size_t(s)]);
+    for (int s = 0, first = 0; s < shape.pp; first += layers[size_t(s)], ++s) {
+      MemoryPlan stage = plan_stage(gpu, model, opt, shape, s, first, layers[size_t(s)]);
       // The fewest blocks; among stages with none, the least room (the one to name).
       const double b = blocks_of(stage), best = blocks_of(p);
       if (s == 0 || b < best || (b == best && stage.kv_cache_bytes < p.kv_cache_bytes)) p = stage;

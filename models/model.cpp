@@ -531,6 +531,14 @@ void validate(const ModelSpec& m, const std::string& source) {
                     " too: the layers with a window, and the window's tokens");
   }
   if (m.sliding()) {
+    // gpt-oss's layer_types: sliding and full attention alternate from layer 0 (what servesim's
+    // KV groups per pipeline stage assume).
+    if (m.sliding_layers != (m.num_layers + 1) / 2) {
+      throw Error(source, 0, "sliding_layers",
+                  "must be " + std::to_string((m.num_layers + 1) / 2) +
+                      ": servesim models sliding and full-attention layers alternating from "
+                      "layer 0, as gpt-oss's layer_types");
+    }
     if (m.mla()) {
       throw Error(source, 0, "sliding_window",
                   "with multi-head latent attention is not modelled (DeepSeek-V4's)");

@@ -62,7 +62,8 @@ struct ModelSpec {
   int dense_intermediate_size = 0;
   // Sliding-window attention (config.json's sliding_window and layer_types): SLIDING_LAYERS of
   // the layers attend only to the last SLIDING_WINDOW tokens (the token itself included), the
-  // others to the whole context; gpt-oss alternates them, layer 0 sliding. vLLM's hybrid KV
+  // others to the whole context; they alternate, layer 0 sliding, as gpt-oss's (so
+  // sliding_layers is (num_layers + 1) / 2: validate()). vLLM's hybrid KV
   // cache manager keeps one group of blocks for each kind (kv_cache_layers_per_block), and frees
   // a sliding layer's blocks once they leave the window (SlidingWindowManager).
   int sliding_window = 0;
@@ -143,11 +144,15 @@ struct ModelSpec {
   // one's when it is under 1.5 times the smaller (the short kind padded). A block of the shared
   // pool holds block_size tokens of one group: this many layers' KV. All layers without a
   // sliding window (one group).
-  int kv_cache_layers_per_block() const {
-    if (!sliding()) return num_layers;
-    const int full = num_layers - sliding_layers;
-    const int lo = std::min(full, sliding_layers), hi = std::max(full, sliding_layers);
-    return 2 * hi < 3 * lo ? hi : lo;
+  int kv_cache_layers_per_block() const { return kv_cache_layers_per_block(0, num_layers); }
+  // The same on a pipeline stage of LAYERS layers from FIRST: vLLM groups each worker's own
+  // layers (the sliding ones the even-numbered, as validate() holds sliding_layers to).
+  int kv_cache_layers_per_block(int first, int layers) const {
+    if (!sliding()) return layers;
+    const int sliding_here = (first + layers + 1) / 2 - (first + 1) / 2;
+    const int full = layers - sliding_here;
+    const int lo = std::min(full, sliding_here), hi = std::max(full, sliding_here);
+    return lo == 0 || 2 * hi < 3 * lo ? hi : lo;
   }
   // Weight bytes on one GPU of a TP group of TP: the sharded weights split, the replicated whole.
   double weight_bytes_per_gpu(int tp) const;
@@ -162,8 +167,11 @@ struct ModelSpec {
     const double bias = double(expert_bias_params());
     return (double(expert_params()) - bias) * mlp_weight_bytes + bias * dtype_bytes;
   }
-  // Bytes of the routed experts, every MoE layer (0 for a dense model).
-  double routed_expert_bytes() const { return double(moe_layers()) * num_experts * expert_bytes(); }
+  // Bytes the routed experts hold in memory, every MoE layer (0 for a dense model), MXFP4's
+  // load extra included (mxfp4_load_extra_bytes: all of it is the routed experts').
+  double routed_expert_bytes() const {
+    return double(moe_layers()) * num_experts * expert_bytes() + mxfp4_load_extra_bytes();
+  }
   // Weight bytes on the GPU of an expert-parallel group of EP GPUs that holds the most experts
   // (models/parallel.hpp): ceil(E / EP) whole routed experts a MoE layer; the rest as
   // weight_bytes_per_gpu(TP).

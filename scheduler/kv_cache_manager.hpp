@@ -100,12 +100,12 @@ class KvCacheManager {
   // included when NUM_NEW_COMPUTED_TOKENS > 0 (a new request). DELAY_CACHE: the new blocks are
   // not cached yet (their KV is still loading: delay_cache_blocks). With
   // FULL_SEQUENCE_MUST_FIT, also refuses unless every known token of S would fit now (vLLM's
-  // scheduler_reserve_full_isl admission gate). False, changing nothing, when the free blocks do
-  // not suffice. Keeps S.blocks and S.next_cached_block_end (S: ID's state, the one given for ID
-  // every time).
-  // Inline: the common case, a running request whose blocks already hold this step's tokens (a
-  // decode inside its last block), allocates nothing and at most caches a block that filled; it
-  // reads only S.
+  // scheduler_reserve_full_isl admission gate). False when the free blocks do not suffice,
+  // changing nothing but, with a sliding window, the blocks freed before they are counted (as
+  // vLLM's remove_skipped_blocks). Keeps S.blocks and S.next_cached_block_end (S: ID's state, the
+  // one given for ID every time). Inline: the common case, a running request whose blocks already
+  // hold this step's tokens (a decode inside its last block), allocates nothing and at most caches
+  // a block that filled; it reads only S.
   bool allocate_slots(uint32_t id, SeqState& s, int64_t num_new_tokens,
                       int64_t num_new_computed_tokens, bool full_sequence_must_fit,
                       int64_t num_lookahead_tokens = 0, bool delay_cache = false) {

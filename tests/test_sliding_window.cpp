@@ -119,17 +119,51 @@ TEST_CASE("kv cache: a sliding-window group beside the full one, by hand", "[kv_
   }
   CHECK(kv.blocks_held(0) == 12);
   CHECK(kv.used_blocks() == 12 + kv.window_blocks_held(0));
-  // The admission gate counts at most sliding_window_max_blocks for the window: cdiv(7 + 64,
-  // 4) + 1 = 19; a request of 80 tokens needs 20 + 19 > the 29 - 15 free.
-  CHECK(sliding_window_max_blocks(8, 4, 64, 100) == 19);
-  CHECK(kv.peak_blocks_for(80) == 39);
-  SeqState big = prompt(80, 1);
-  CHECK_FALSE(kv.allocate_slots(1, big, 16, 0, /*full_sequence_must_fit=*/true));
-  CHECK(kv.used_blocks() == 12 + kv.window_blocks_held(0));  // nothing changed
   // Freed, both groups go back: the pool is whole again.
   kv.free(0, s);
   CHECK(kv.used_blocks() == 0);
   CHECK(kv.free_blocks() == 29);
+  // The admission gate counts at most sliding_window_max_blocks for the window: cdiv(7 + 64,
+  // 4) + 1 = 19. A request of 80 tokens needs 20 full-attention blocks, which the 29 free would
+  // hold, and 19 of the window besides: refused, changing nothing.
+  CHECK(sliding_window_max_blocks(8, 4, 64, 100) == 19);
+  CHECK(kv.peak_blocks_for(80) == 39);
+  SeqState big = prompt(80, 1);
+  CHECK_FALSE(kv.allocate_slots(1, big, 16, 0, /*full_sequence_must_fit=*/true));
+  CHECK(kv.used_blocks() == 0);
+  // Where the cap decides: a budget of 4 tokens caps the window at cdiv(7 + 4, 4) + 1 = 4
+  // blocks, so a request of 40 tokens is admitted to a pool of 15 (10 + 4 blocks, not 10 + 10).
+  KvCacheManager small(16, 4, false, 100, nullptr, 1);
+  small.set_sliding_window(8, 4);
+  CHECK(small.peak_blocks_for(40) == 14);
+  SeqState mid = prompt(40, 1);
+  CHECK(small.allocate_slots(0, mid, 4, 0, /*full_sequence_must_fit=*/true));
+  CHECK(small.used_blocks() == 2);  // the first chunk's block in each group
+}
+
+TEST_CASE("memory plan: gpt-oss's KV groups per pipeline stage and its experts under EP",
+          "[memory][sliding]") {
+  const ModelSpec m = find_model("gpt-oss-120b");
+  // vLLM groups each stage's own layers: at PP4 a stage of 9 layers has 5 of one kind and 4 of
+  // the other, so a block holds 5 layers (within 1.5 times: the larger count), not 4.5.
+  CHECK(m.kv_cache_layers_per_block(0, 9) == 5);  // layers 0-8: 5 sliding, 4 full
+  CHECK(m.kv_cache_layers_per_block(9, 9) == 5);  // layers 9-17: 4 sliding, 5 full
+  CHECK(m.kv_cache_layers_per_block(0, 1) == 1);  // one kind alone: one group
+  CHECK(m.kv_cache_layers_per_block(0, 36) == 18);
+  ServerShape server;
+  server.engine = Engine::kV1;
+  server.pp = 4;
+  server.max_num_batched_tokens = 8192;
+  server.max_num_seqs = 256;
+  CHECK(plan_memory(find_gpu("h100-sxm"), m, {}, server).kv_bytes_per_block == 16 * 2048 * 5);
+  // Under expert parallelism the MXFP4 load extra goes with the experts: a GPU of EP8 holds 16
+  // of the 128 experts' weights and their share of it.
+  const double extra = m.mxfp4_load_extra_bytes();
+  CHECK(extra > 3 * kGiB);
+  CHECK(m.routed_expert_bytes() ==
+        Approx(double(m.moe_layers()) * m.num_experts * m.expert_bytes() + extra));
+  CHECK(m.ep_weight_bytes_per_gpu(1, 8) ==
+        Approx(double(m.weight_bytes()) - m.routed_expert_bytes() * (1 - 16.0 / 128)));
 }
 
 TEST_CASE("roofline: sliding-window layers attend to the window alone, by hand",
@@ -180,6 +214,12 @@ TEST_CASE("gpt-oss: what servesim refuses with sliding-window layers", "[cli][sl
   refused(with({"--kv-offloading-size", "1"}), "sliding-window layers");
   refused(with({"--prefill-replicas", "1", "--decode-replicas", "1"}), "disaggregated");
   refused(with({"--quantization", "fp8"}), "mxfp4 checkpoint");
+  // gpt-oss-120b on one H100 with the flags vLLM's recipe gives (0.95, a budget of 1024): 3.28
+  // GiB of KV, whose 5,963 blocks less a request's 73 of the window hold 94,240 tokens, under
+  // the default max_model_len (vLLM refused it too: vllm issue 27508).
+  refused({"run", "--model", "gpt-oss-120b", "--gpu", "h100-sxm", "--num-requests", "4",
+           "--gpu-memory-utilization", "0.95", "--max-num-batched-tokens", "1024"},
+          "(94240: 5963 blocks of 16 on h100-sxm at TP1, 3.28 GiB per GPU)");
   // And it runs on vllm-v1, its approximations named.
   const CliResult ok = call_cli(with({"--enable-prefix-caching"}));
   INFO(ok.err);
@@ -218,6 +258,9 @@ TEST_CASE("model file: sliding-window, sink, bias and mxfp4 keys, and what they 
   CHECK(field_of("d.ini", head + "sliding_window = 128\nsliding_layers = 20\n") ==
         "sliding_layers");
   CHECK(field_of("e.ini", head + "sliding_window = -1\nsliding_layers = 12\n") == "sliding_window");
+  // Not alternating from layer 0.
+  CHECK(field_of("i.ini", head + "sliding_window = 128\nsliding_layers = 11\n") ==
+        "sliding_layers");
   const std::string dense =
       "name = d\nnum_hidden_layers = 2\nhidden_size = 64\nnum_attention_heads = 4\n"
       "intermediate_size = 128\nvocab_size = 100\nmax_position_embeddings = 512\n";
