@@ -143,14 +143,9 @@ const std::vector<VllmArg> kArgs = {
      "were 1.4-3.6x slower a token)"},
     {"behaviour: sliding-window attention", "", M,
      "gpt-oss's sliding-window layers as vLLM's hybrid KV cache manager keeps them: a group of "
-     "blocks per kind in one pool, the window's blocks freed as it moves, its admission cap; "
-     "their attention over the window alone (matches vLLM's V1 scheduler step by step on "
-     "random cases without the prefix cache)"},
-    {"behaviour: sliding-window prefix cache", "--enable-prefix-caching", A,
-     "with sliding-window layers the window's blocks are not cached: a hit found in the full "
-     "layers' blocks is taken whole, the window's blocks before it allocated afresh (vLLM caches "
-     "them and shortens a hit whose window was evicted); of 100 random cases against vLLM's "
-     "scheduler, two thirds with the prefix cache, 20 differed (free blocks, then batches)"},
+     "blocks per kind in one pool, the window's blocks freed as it moves, its admission cap, its "
+     "cached blocks shortening a prefix hit; their attention over the window alone (matches "
+     "vLLM's V1 scheduler step by step on random cases, with and without the prefix cache)"},
     {"behaviour: MXFP4 experts", "", A,
      "gpt-oss's MXFP4 experts read at 4.25 bits a weight and computed at BF16 rates (Hopper's "
      "weight-only kernels), at the BF16 MoE kernel's fitted efficiency; in memory as vLLM 0.14's "
@@ -222,9 +217,6 @@ std::vector<std::string> approximated_args(const SimConfig& c) {
   if (c.lora.enabled) used.push_back("--enable-lora");
   if (c.model.num_experts > 1) used.push_back("behaviour: MoE routing");
   if (c.model.mla()) used.push_back("behaviour: MLA attention");
-  if (c.model.sliding() && c.scheduler.enable_prefix_caching) {
-    used.push_back("behaviour: sliding-window prefix cache");
-  }
   if (c.model.quantization() == "mxfp4") used.push_back("behaviour: MXFP4 experts");
   if (c.tp > c.gpu.gpus_per_node) used.push_back("behaviour: TP across nodes");
   if (c.pp > 1) used.push_back("--pipeline-parallel-size");

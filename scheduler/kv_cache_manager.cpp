@@ -188,6 +188,8 @@ void KvCacheManager::release_table(uint32_t id) {
   k.shared_blocks = -1;
   k.window.clear();
   k.window_skipped = 0;
+  k.window_num_cached = 0;
+  k.window_last_hash = 0;
   spare_tables_.push_back(t);
   table_of_[id] = -1;
 }
@@ -200,8 +202,34 @@ std::span<const int32_t> KvCacheManager::blocks_of(uint32_t id) const {
 
 // --- vLLM's KVCacheManager --------------------------------------------------------------------
 
+void KvCacheManager::window_hit() {
+  // SlidingWindowManager.find_longest_cache_hit within the full layers' hit (the simple hybrid's
+  // one pass): from the right, the first run of cdiv(window - 1, block) cached blocks ends the
+  // hit; without one, the run of cached blocks from block 0 is the hit.
+  const int64_t needed = (window_ - 1 + block_size_ - 1) / block_size_;
+  int64_t run = 0, end = -1;
+  for (int64_t i = int64_t(hits_.size()) - 1; i >= 0; --i) {
+    if (lookup(window_hash(hit_hashes_[size_t(i)])) < 0) {
+      run = 0;
+      continue;
+    }
+    if (++run >= needed) {
+      end = i + run;
+      break;
+    }
+  }
+  if (end < 0) end = run;
+  hits_.resize(size_t(end));  // the full layers' blocks trimmed to the hit
+  // The window's cached blocks from the first the hit's next token still attends to.
+  window_hit_skipped_ = window_skipped_blocks(end * block_size_);
+  for (int64_t k = window_hit_skipped_; k < end; ++k)
+    window_hits_.push_back(lookup(window_hash(hit_hashes_[size_t(k)])));
+}
+
 int64_t KvCacheManager::get_computed_blocks(uint32_t id, const SeqState& s) {
   hits_.clear();
+  hit_hashes_.clear();
+  window_hits_.clear();
   if (!caching_) return 0;
   // "When all tokens hit the cache, we must recompute the last token to obtain logits":
   // max_cache_hit_length = num_tokens - 1, in whole blocks (find_longest_cache_hit).
@@ -214,8 +242,10 @@ int64_t KvCacheManager::get_computed_blocks(uint32_t id, const SeqState& s) {
     const int32_t b = lookup(h);
     if (b < 0) break;
     hits_.push_back(b);
+    if (window_ > 0) hit_hashes_.push_back(h);
     parent = h;
   }
+  if (window_ > 0) window_hit();
   if (drop_last_hit_ && !hits_.empty()) hits_.pop_back();
   const int64_t hit_tokens = int64_t(hits_.size()) * block_size_;
   // PrefixCacheStats.record(num_tokens, num_hits, preempted).
@@ -285,9 +315,8 @@ void KvCacheManager::free_skipped(Table& t, int64_t total_computed) {
   const size_t n = size_t(skipped - t.window_skipped);
   for (size_t k = n; k-- > 0;) {  // the latest first
     const int32_t b = t.window[k];
-    assert(blocks_[size_t(b)].ref == 1);
-    blocks_[size_t(b)].ref = 0;
-    queue_append(b);
+    assert(blocks_[size_t(b)].ref > 0);
+    if (--blocks_[size_t(b)].ref == 0) queue_append(b);
   }
   t.window.erase(t.window.begin(), t.window.begin() + std::ptrdiff_t(n));
   t.window_skipped = skipped;
@@ -322,8 +351,13 @@ bool KvCacheManager::allocate(uint32_t id, SeqState& s, int64_t num_new_tokens,
   int64_t skipped = 0, window_hits = 0, window_held = 0;
   if constexpr (kWindow) {
     skipped = window_skipped_blocks(total_computed);
-    window_hits = std::max<int64_t>(hit_blocks - skipped, 0);
     window_held = std::max(skipped, held + hit_blocks);
+    // The hit's blocks in the window that sit in the free queue (num_evictable_blocks).
+    if (with_hits) {
+      assert(skipped == window_hit_skipped_);
+      for (int32_t b : window_hits_)
+        window_hits += blocks_[size_t(b)].ref == 0;
+    }
   }
   if (full_sequence_must_fit) {
     const int64_t full = std::min<int64_t>(s.num_tokens(), max_model_len_);
@@ -360,7 +394,19 @@ bool KvCacheManager::allocate(uint32_t id, SeqState& s, int64_t num_new_tokens,
   if constexpr (kWindow) {
     // The sliding-window group first: a new request's skipped slots null, its hit's window,
     // then the new slots (as many as the full group's).
-    if (with_hits) t.window_skipped = std::min(skipped, hit_blocks);
+    if (with_hits) {
+      // allocate_new_computed_blocks: the skipped slots null, the window's hits touched.
+      t.window_skipped = window_hit_skipped_;
+      for (int32_t b : window_hits_) {
+        Block& k = blocks_[size_t(b)];
+        if (k.ref == 0) queue_remove(b);
+        ++k.ref;
+        t.window.push_back(b);
+      }
+      t.window_num_cached = hit_blocks;
+      t.window_last_hash = hit_hashes_[size_t(hit_blocks - 1)];
+      window_hits_.clear();
+    }
     const int64_t slots = held + hit_blocks + num_new_blocks;
     for (int64_t k = t.window_skipped + int64_t(t.window.size()); k < slots; ++k)
       t.window.push_back(take_free_block());
@@ -394,6 +440,21 @@ void KvCacheManager::cache_blocks(uint32_t id, Table& t, int64_t num_tokens) {
     map_block(b, t.last_hash);
   }
   t.num_cached = num_full;
+  if (window_ > 0) cache_window(id, t, num_full);
+}
+
+void KvCacheManager::cache_window(uint32_t id, Table& t, int64_t num_full) {
+  // The sliding-window group's full blocks, each under its hash keyed by the group (vLLM's
+  // BlockHashWithGroupId), its own content too (only its request can look that up); a slot
+  // already skipped is null and cached as nothing, its hash still chained.
+  for (int64_t k = t.window_num_cached; k < num_full; ++k) {
+    t.window_last_hash = hasher_->block_hash(id, k, t.window_last_hash);
+    if (k < t.window_skipped) continue;
+    const int32_t b = t.window[size_t(k - t.window_skipped)];
+    assert(cached_[size_t(b)] == kNotCached);
+    map_block(b, window_hash(t.window_last_hash));
+  }
+  t.window_num_cached = std::max(t.window_num_cached, num_full);
 }
 
 void KvCacheManager::map_block(int32_t b, uint64_t h) {
@@ -432,12 +493,11 @@ void KvCacheManager::free(uint32_t id, SeqState& s, bool preempted) {
       parent = hashed_[size_t(b)].hash;
     }
   }
-  // The sliding-window group's blocks first (its manager comes first), never cached.
+  // The sliding-window group's blocks first (its manager comes first).
   for (size_t k = t.window.size(); k-- > 0;) {
     const int32_t b = t.window[k];
-    assert(blocks_[size_t(b)].ref == 1);
-    blocks_[size_t(b)].ref = 0;
-    queue_append(b);
+    assert(blocks_[size_t(b)].ref > 0);
+    if (--blocks_[size_t(b)].ref == 0) queue_append(b);
   }
   // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first. A
   // block among the table's cached ones that nobody else holds is cached content of the

@@ -29,9 +29,9 @@
 //    (remove_skipped_blocks), so a decode holds about window / block_size + 1 of them;
 //  - the admission gate counts at most sliding_window_max_blocks of them
 //    (max_admission_blocks_per_request).
-// Its blocks are never cached (an approximation, said in docs/manual/vllm-args.md): a prefix
-// hit is taken whole, as if the window's blocks before it were cached too, and those are
-// allocated afresh (vLLM touches the cached ones, free or held).
+// With the prefix cache, its full blocks are cached under their hash keyed by the group, and a
+// hit is the full layers' longest, shortened to where the window's blocks before it are cached
+// too (HybridKVCacheCoordinator.find_longest_cache_hit, one pass: the simple hybrid).
 // Promises: 0 <= free_blocks() <= usable_blocks(); every block is in the free queue exactly when
 // no request holds it; a cached block is in its hash's chain exactly once; nothing allocates
 // after construction except a request's block table growing past its largest size so far.
@@ -221,6 +221,8 @@ class KvCacheManager {
     // The sliding-window group: its first window_skipped slots null, then these blocks.
     std::vector<int32_t> window;
     int64_t window_skipped = 0;
+    int64_t window_num_cached = 0;  // its slots cached (or hit), null ones included
+    uint64_t window_last_hash = 0;  // the hash of slot window_num_cached - 1
   };
 
   // Free queue (vLLM FreeKVCacheBlockQueue, head evicted first): the entries of queue_ from
@@ -275,6 +277,13 @@ class KvCacheManager {
   }
   // remove_skipped_blocks on T's sliding-window group.
   void free_skipped(Table& t, int64_t total_computed);
+  // A sliding-window block's hash: the content's, keyed by the group.
+  static uint64_t window_hash(uint64_t h) { return (h ^ 0x9e3779b97f4a7c15ULL) | 1; }
+  // The sliding-window group's part of a hit (get_computed_blocks): trims hits_ and fills
+  // window_hits_.
+  void window_hit();
+  // cache_blocks on T's sliding-window group, up to NUM_FULL blocks.
+  void cache_window(uint32_t id, Table& t, int64_t num_full);
 
   int block_size_;
   // The tokens a held block takes on allocate_slots' inline path: block_size_, or 0 with a
@@ -301,6 +310,11 @@ class KvCacheManager {
   std::vector<Table> tables_;
   std::vector<int32_t> spare_tables_;
   std::vector<int32_t> hits_;  // the last get_computed_blocks' blocks
+  // With a sliding window: the hashes of hits_'s blocks, and the window's hit blocks from slot
+  // window_hit_skipped_ on.
+  std::vector<uint64_t> hit_hashes_;
+  std::vector<int32_t> window_hits_;
+  int64_t window_hit_skipped_ = 0;
   Stats stats_;
 };
 

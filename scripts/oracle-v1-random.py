@@ -35,8 +35,8 @@ Those cases also run through scripts/oracle-v1-features.py (run_v1.py passes no 
 A case on which vLLM fails its own max_loras assertion (vllm_lora_assertion) is drawn again.
 
 --sliding-window gives every case a hybrid model's KV cache: a sliding-window group of 2-40
-tokens beside the full-attention one, sharing the block pool (vLLM's HybridKVCacheCoordinator),
-without the prefix cache.
+tokens beside the full-attention one, sharing the block pool (vLLM's HybridKVCacheCoordinator);
+the prefix cache on in two cases of three, as in the plain cases.
 --pp runs every case as pipeline parallelism does: vLLM's synchronous Scheduler under
 EngineCore's batch queue of 2 to 4 batches (max_concurrent_batches = pipeline_parallel_size), the
 GPU always busy, through scripts/oracle-v1-features.py: prefill chunks of one request in
@@ -149,14 +149,12 @@ def add_sliding_window(rng, workload, cfg):
     """A hybrid model's KV cache for the case (WORKLOAD, CFG) of random_case: a sliding-window
     group of 2-40 tokens beside the full-attention one, the cache grown by the most window blocks
     a request holds (SlidingWindowSpec.max_admission_blocks_per_request), so that servesim still
-    rejects nothing vLLM would run. Without the prefix cache: servesim approximates the window's
-    cached blocks (scheduler/kv_cache_manager.hpp)."""
+    rejects nothing vLLM would run. The prefix cache as random_case drew it."""
     bs, window = cfg["block_size"], rng.choice([2, 5, 16, rng.randint(2, 40)])
     cap = cdiv(min(window - 1 + cfg["max_num_batched_tokens"], cfg["max_model_len"]), bs) + 1
     need = max(cdiv(r["prompt_len"] + r["max_tokens"] - 1, bs) for r in workload["requests"])
     cfg["num_gpu_blocks"] += min(need, cap)
     cfg["sliding_window"] = window
-    cfg["enable_prefix_caching"] = False
 
 
 def add_speculative(rng, workload, cfg):
