@@ -284,8 +284,13 @@ int64_t KvCacheManager::num_evictable_hits() const {
 
 void KvCacheManager::set_sliding_window(int window_tokens, int64_t max_num_batched_tokens) {
   assert(window_tokens >= 0 && max_num_batched_tokens > 0);
+  assert(!(drop_last_hit_ && window_tokens > 0));  // EAGLE with a window: not modelled
   window_ = window_tokens;
   fast_block_size_ = window_tokens > 0 ? 0 : block_size_;
+  if (window_tokens > 0) {  // a hit's hashes and window blocks, at most a request's blocks
+    hit_hashes_.reserve(size_t(blocks_for(max_model_len_)));
+    window_hits_.reserve(size_t(blocks_for(max_model_len_)));
+  }
   window_max_blocks_ = window_tokens > 0
                            ? sliding_window_max_blocks(window_tokens, block_size_,
                                                        max_num_batched_tokens, max_model_len_)

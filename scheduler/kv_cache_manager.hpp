@@ -29,15 +29,20 @@
 //    (remove_skipped_blocks), so a decode holds about window / block_size + 1 of them;
 //  - the admission gate counts at most sliding_window_max_blocks of them
 //    (max_admission_blocks_per_request).
-// With the prefix cache, its full blocks are cached under their hash keyed by the group, and a
-// hit is the full layers' longest, shortened to where the window's blocks before it are cached
-// too (HybridKVCacheCoordinator.find_longest_cache_hit, one pass: the simple hybrid).
+// With the prefix cache, its full blocks are cached under their hash keyed by the group (all of
+// them, a request's own content too: the exception to the own-content rule below), and a hit is
+// the full layers' longest, shortened to where the window's blocks before it are cached too
+// (HybridKVCacheCoordinator.find_longest_cache_hit, one pass: the simple hybrid). Its
+// evictions count with the full group's (vLLM's block pool counts every group's). KV events
+// and prefix-aware routers see the full layers' blocks only (cached_prefix_blocks).
+// EAGLE's dropped hit block is not modelled with a window (refused in sim/).
 // Promises: 0 <= free_blocks() <= usable_blocks(); every block is in the free queue exactly when
 // no request holds it; a cached block is in its hash's chain exactly once; nothing allocates
 // after construction except a request's block table growing past its largest size so far.
 #pragma once
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -45,6 +50,7 @@
 #include "models/memory_plan.hpp"
 #include "scheduler/block_hasher.hpp"
 #include "scheduler/sequence.hpp"
+#include "util/hash.hpp"
 
 namespace servesim {
 
@@ -86,10 +92,14 @@ class KvCacheManager {
   // An EAGLE-family drafter (eagle, eagle3, mtp) runs with the KV: a hit loses its last block
   // (FullAttentionManager.find_longest_cache_hit with use_eagle: "computed.pop()"), whose
   // hidden states the drafter needs recomputed.
-  void set_drop_last_hit_block(bool drop) { drop_last_hit_ = drop; }
+  void set_drop_last_hit_block(bool drop) {
+    assert(!(drop && window_ > 0));  // EAGLE with a sliding window: not modelled
+    drop_last_hit_ = drop;
+  }
 
   // get_computed_blocks: the tokens of request ID (state S, computing nothing yet) found in the
-  // cache, block-aligned and at most num_tokens - 1 (less a block for EAGLE); remembers the
+  // cache, block-aligned and at most num_tokens - 1 (less a block for EAGLE; with a sliding
+  // window, ending where the window's blocks before it are cached too); remembers the
   // blocks for the next
   // allocate_slots. Records the query and hits as vLLM's PrefixCacheStats does (every call, a
   // request retried while waiting counting again; a preempted request's apart).
@@ -145,7 +155,10 @@ class KvCacheManager {
   // The leading full blocks of the first NUM_TOKENS tokens of the request HASHER names ID that
   // this cache holds now, changing nothing (no statistics, no touch): what a prefix-aware router
   // learns of this replica (the gateway asks holds() block by block, each hash computed once
-  // for every replica; PrefixIndex promises the same count). 0 when caching is off.
+  // for every replica; PrefixIndex promises the same count). 0 when caching is off. The full
+  // layers' blocks only: with a sliding window the hit may be shorter (its window's blocks
+  // evicted), which a router does not learn (vLLM reports them as events of their group, which
+  // servesim does not model).
   int64_t cached_prefix_blocks(const BlockHasher& hasher, uint32_t id, int64_t num_tokens) const;
   // Whether a block of content HASH is cached (changing nothing).
   bool holds(uint64_t hash) const { return caching_ && lookup(hash) >= 0; }
@@ -278,7 +291,10 @@ class KvCacheManager {
   // remove_skipped_blocks on T's sliding-window group.
   void free_skipped(Table& t, int64_t total_computed);
   // A sliding-window block's hash: the content's, keyed by the group.
-  static uint64_t window_hash(uint64_t h) { return (h ^ 0x9e3779b97f4a7c15ULL) | 1; }
+  static uint64_t window_hash(uint64_t h) {
+    const uint64_t k = hash_combine(h, 0x5157a9e1d0b10c4bULL);  // the group's key
+    return k != 0 ? k : 1;                                      // 0 marks an empty map slot
+  }
   // The sliding-window group's part of a hit (get_computed_blocks): trims hits_ and fills
   // window_hits_.
   void window_hit();
