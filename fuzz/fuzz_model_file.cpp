@@ -11,6 +11,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)(m.total_params() + m.active_params() + m.weight_bytes() + m.active_linear_params() +
            m.kv_bytes_per_token_per_gpu(1));
     (void)m.weight_bytes_per_gpu(8);
+    // Sliding-window layers' KV groups, whole and on a pipeline stage, and MXFP4's load extra.
+    (void)(m.kv_cache_layers_per_block() + m.kv_cache_layers_per_block(1, m.num_layers - 1) +
+           m.mxfp4_load_extra_bytes() + m.routed_expert_bytes());
   });
   return 0;
 }

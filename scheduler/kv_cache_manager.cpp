@@ -313,16 +313,26 @@ void KvCacheManager::set_sliding_window(int window_tokens, int64_t max_num_batch
   return b;
 }
 
+int32_t KvCacheManager::touch(int32_t b) {
+  Block& k = blocks_[size_t(b)];
+  if (k.ref == 0) queue_remove(b);
+  ++k.ref;
+  return b;
+}
+
+void KvCacheManager::release_window_block(int32_t b) {
+  int32_t& ref = blocks_[size_t(b)].ref;
+  assert(ref > 0);
+  if (--ref == 0) queue_append(b);  // its cache state rides in its entry
+}
+
 void KvCacheManager::free_skipped(Table& t, int64_t total_computed) {
   const int64_t slots = t.window_skipped + int64_t(t.window.size());
   const int64_t skipped = std::min(window_skipped_blocks(total_computed), slots);
   if (skipped <= t.window_skipped) return;
   const size_t n = size_t(skipped - t.window_skipped);
-  for (size_t k = n; k-- > 0;) {  // the latest first
-    const int32_t b = t.window[k];
-    assert(blocks_[size_t(b)].ref > 0);
-    if (--blocks_[size_t(b)].ref == 0) queue_append(b);
-  }
+  for (size_t k = n; k-- > 0;)  // the latest first
+    release_window_block(t.window[k]);
   t.window.erase(t.window.begin(), t.window.begin() + std::ptrdiff_t(n));
   t.window_skipped = skipped;
 }
@@ -387,12 +397,8 @@ bool KvCacheManager::allocate(uint32_t id, SeqState& s, int64_t num_new_tokens,
   Table& t = table(id);
   if (with_hits) {
     // allocate_new_computed_blocks: touch the hits (out of the free queue) and take them.
-    for (int32_t b : hits_) {
-      Block& k = blocks_[size_t(b)];
-      if (k.ref == 0) queue_remove(b);
-      ++k.ref;
-      t.blocks.push_back(b);
-    }
+    for (int32_t b : hits_)
+      t.blocks.push_back(touch(b));
     t.num_cached = hit_blocks;
     t.last_hash = hashed_[size_t(hits_.back())].hash;  // a hit is always kHashed
   }
@@ -402,12 +408,8 @@ bool KvCacheManager::allocate(uint32_t id, SeqState& s, int64_t num_new_tokens,
     if (with_hits) {
       // allocate_new_computed_blocks: the skipped slots null, the window's hits touched.
       t.window_skipped = window_hit_skipped_;
-      for (int32_t b : window_hits_) {
-        Block& k = blocks_[size_t(b)];
-        if (k.ref == 0) queue_remove(b);
-        ++k.ref;
-        t.window.push_back(b);
-      }
+      for (int32_t b : window_hits_)
+        t.window.push_back(touch(b));
       t.window_num_cached = hit_blocks;
       t.window_last_hash = hit_hashes_[size_t(hit_blocks - 1)];
       window_hits_.clear();
@@ -499,11 +501,8 @@ void KvCacheManager::free(uint32_t id, SeqState& s, bool preempted) {
     }
   }
   // The sliding-window group's blocks first (its manager comes first).
-  for (size_t k = t.window.size(); k-- > 0;) {
-    const int32_t b = t.window[k];
-    assert(blocks_[size_t(b)].ref > 0);
-    if (--blocks_[size_t(b)].ref == 0) queue_append(b);
-  }
+  for (size_t k = t.window.size(); k-- > 0;)
+    release_window_block(t.window[k]);
   // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first. A
   // block among the table's cached ones that nobody else holds is cached content of the
   // request's own, unless it was mapped (kOwn: cache_blocks left it unmarked).

@@ -282,6 +282,11 @@ class KvCacheManager {
                            int64_t num_new_computed_tokens, bool full_sequence_must_fit,
                            int64_t num_lookahead_tokens, bool delay_cache);
   int64_t num_evictable_hits() const;
+  // BlockPool.touch: block B (a hit) taken out of the free queue if free, one more user; B.
+  int32_t touch(int32_t b);
+  // A sliding-window block one user fewer, back in the free queue when none is left (the full
+  // group's free() also marks its own content cached: kOwn).
+  void release_window_block(int32_t b);
   // A block from the head of the free queue, evicting what it cached (get_new_blocks).
   int32_t take_free_block();
   // Blocks wholly before the window of the token after TOTAL_COMPUTED (get_num_skipped_tokens).
