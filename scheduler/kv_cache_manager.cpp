@@ -190,6 +190,7 @@ void KvCacheManager::release_table(uint32_t id) {
   k.window_skipped = 0;
   k.window_num_cached = 0;
   k.window_last_hash = 0;
+  k.state.clear();
   spare_tables_.push_back(t);
   table_of_[id] = -1;
 }
@@ -320,7 +321,7 @@ int32_t KvCacheManager::touch(int32_t b) {
   return b;
 }
 
-void KvCacheManager::release_window_block(int32_t b) {
+void KvCacheManager::release_group_block(int32_t b) {
   int32_t& ref = blocks_[size_t(b)].ref;
   assert(ref > 0);
   if (--ref == 0) queue_append(b);  // its cache state rides in its entry
@@ -332,7 +333,7 @@ void KvCacheManager::free_skipped(Table& t, int64_t total_computed) {
   if (skipped <= t.window_skipped) return;
   const size_t n = size_t(skipped - t.window_skipped);
   for (size_t k = n; k-- > 0;)  // the latest first
-    release_window_block(t.window[k]);
+    release_group_block(t.window[k]);
   t.window.erase(t.window.begin(), t.window.begin() + std::ptrdiff_t(n));
   t.window_skipped = skipped;
 }
@@ -374,9 +375,13 @@ bool KvCacheManager::allocate(uint32_t id, SeqState& s, int64_t num_new_tokens,
         window_hits += blocks_[size_t(b)].ref == 0;
     }
   }
+  // The state groups' one block each, at the first allocation (MambaManager's
+  // get_num_blocks_to_allocate: cdiv(tokens, max_model_len) blocks, none held yet).
+  const int64_t state_new = held == 0 ? state_groups_ : 0;
   if (full_sequence_must_fit) {
     const int64_t full = std::min<int64_t>(s.num_tokens(), max_model_len_);
-    int64_t need = std::max<int64_t>(blocks_for(full) - held - hit_blocks, 0) + evictable;
+    int64_t need =
+        std::max<int64_t>(blocks_for(full) - held - hit_blocks, 0) + evictable + state_new;
     if constexpr (kWindow) {
       need += std::max<int64_t>(std::min(blocks_for(full), window_max_blocks_) - window_held, 0) +
               window_hits;
@@ -392,9 +397,11 @@ bool KvCacheManager::allocate(uint32_t id, SeqState& s, int64_t num_new_tokens,
     if (held > 0) free_skipped(tables_[size_t(table_of_[id])], total_computed);
     window_new = std::max<int64_t>(blocks_for(need_slot) - window_held, 0) + window_hits;
   }
-  if (num_new_blocks + evictable + window_new > num_free_) return false;
+  if (num_new_blocks + evictable + window_new + state_new > num_free_) return false;
 
   Table& t = table(id);
+  for (int64_t g = 0; g < state_new; ++g)
+    t.state.push_back(take_free_block());
   if (with_hits) {
     // allocate_new_computed_blocks: touch the hits (out of the free queue) and take them.
     for (int32_t b : hits_)
@@ -500,9 +507,11 @@ void KvCacheManager::free(uint32_t id, SeqState& s, bool preempted) {
       parent = hashed_[size_t(b)].hash;
     }
   }
-  // The sliding-window group's blocks first (its manager comes first).
+  // The state groups' and the sliding-window group's blocks first (their managers come first).
+  for (int32_t b : t.state)
+    release_group_block(b);
   for (size_t k = t.window.size(); k-- > 0;)
-    release_window_block(t.window[k]);
+    release_group_block(t.window[k]);
   // single_type_kv_cache_manager.free: reversed, so that the tail blocks are evicted first. A
   // block among the table's cached ones that nobody else holds is cached content of the
   // request's own, unless it was mapped (kOwn: cache_blocks left it unmarked).

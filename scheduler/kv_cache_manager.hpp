@@ -36,6 +36,8 @@
 // evictions count with the full group's (vLLM's block pool counts every group's). KV events
 // and prefix-aware routers see the full layers' blocks only (cached_prefix_blocks).
 // EAGLE's dropped hit block is not modelled with a window (refused in sim/).
+// A hybrid model's linear-attention layers (set_state_groups) hold a block a group and request
+// for their constant state, beside the full-attention group, without the prefix cache.
 // Promises: 0 <= free_blocks() <= usable_blocks(); every block is in the free queue exactly when
 // no request holds it; a cached block is in its hash's chain exactly once; nothing allocates
 // after construction except a request's block table growing past its largest size so far.
@@ -83,10 +85,21 @@ class KvCacheManager {
   // bounds the blocks the admission gate counts for them. Before the first allocation.
   void set_sliding_window(int window_tokens, int64_t max_num_batched_tokens);
   int sliding_window() const { return window_; }
-  // Blocks a request of TOKENS tokens holds at its peak, both groups (what must fit the pool).
+  // A hybrid model's linear-attention layers (ModelSpec::kv_cache_state_groups): GROUPS groups
+  // whose block size is max_model_len (vLLM's MambaManager in mamba_cache_mode none), so a
+  // request holds one block of each, its state, from its first allocation to its free. They
+  // come before the full-attention group, as a hybrid model's layer 0 is linear: their blocks
+  // are taken from the free queue first and freed first. Before the first allocation; REQUIRES
+  // caching off (vLLM's align mode, which caches states, is not modelled).
+  void set_state_groups(int groups) {
+    assert(groups >= 0 && !(groups > 0 && caching_));
+    state_groups_ = groups;
+  }
+  int state_groups() const { return state_groups_; }
+  // Blocks a request of TOKENS tokens holds at its peak, every group (what must fit the pool).
   int64_t peak_blocks_for(int64_t tokens) const {
     const int64_t full = blocks_for(tokens);
-    return window_ > 0 ? full + std::min(full, window_max_blocks_) : full;
+    return (window_ > 0 ? full + std::min(full, window_max_blocks_) : full) + state_groups_;
   }
 
   // An EAGLE-family drafter (eagle, eagle3, mtp) runs with the KV: a hit loses its last block
@@ -236,6 +249,7 @@ class KvCacheManager {
     int64_t window_skipped = 0;
     int64_t window_num_cached = 0;  // its slots cached (or hit), null ones included
     uint64_t window_last_hash = 0;  // the hash of slot window_num_cached - 1
+    std::vector<int32_t> state;     // a block of each state group (set_state_groups)
   };
 
   // Free queue (vLLM FreeKVCacheBlockQueue, head evicted first): the entries of queue_ from
@@ -284,9 +298,9 @@ class KvCacheManager {
   int64_t num_evictable_hits() const;
   // BlockPool.touch: block B (a hit) taken out of the free queue if free, one more user; B.
   int32_t touch(int32_t b);
-  // A sliding-window block one user fewer, back in the free queue when none is left (the full
-  // group's free() also marks its own content cached: kOwn).
-  void release_window_block(int32_t b);
+  // A block of the sliding-window group or a state group one user fewer, back in the free queue
+  // when none is left (the full group's free() also marks its own content cached: kOwn).
+  void release_group_block(int32_t b);
   // A block from the head of the free queue, evicting what it cached (get_new_blocks).
   int32_t take_free_block();
   // Blocks wholly before the window of the token after TOTAL_COMPUTED (get_num_skipped_tokens).
@@ -313,6 +327,7 @@ class KvCacheManager {
   bool caching_;
   bool drop_last_hit_ = false;
   int window_ = 0;                 // sliding window in tokens; 0: no sliding-window group
+  int state_groups_ = 0;           // set_state_groups
   int64_t window_max_blocks_ = 0;  // sliding_window_max_blocks
   int64_t max_model_len_;
   const BlockHasher* hasher_;

@@ -61,6 +61,9 @@ struct SchedulerConfig {
   // The model's sliding window in tokens when some layers have one (ModelSpec::sliding_window):
   // V1 keeps their KV in a second group of blocks of the same pool (kv_cache_manager.hpp); 0: none.
   int sliding_window = 0;
+  // A hybrid model's groups of linear-attention layers (ModelSpec::kv_cache_state_groups): each
+  // request holds a block of each for its state (kv_cache_manager.hpp set_state_groups); 0: none.
+  int state_groups = 0;
   // Batches that may be in flight at once beyond async scheduling's two: a pipeline's stages
   // (EngineCore's batch queue of max_concurrent_batches); 0: 2 when async, else 1.
   int batch_queue_size = 0;

@@ -29,6 +29,7 @@ V1Scheduler::V1Scheduler(const SchedulerConfig& config, int64_t num_gpu_blocks, 
     kv_.set_sliding_window(config.sliding_window,
                            std::max<int64_t>(config.max_num_batched_tokens, 1));
   }
+  kv_.set_state_groups(config.state_groups);
   kv_.set_drop_last_hit_block(m == SpecMethod::kEagle || m == SpecMethod::kEagle3 ||
                               m == SpecMethod::kMtp);
   const size_t most = std::min<size_t>(num_requests > 0 ? num_requests : 1024, 1 << 16);

@@ -26,6 +26,17 @@ Config beyond run_v1.py's keys:
   "sliding_window": W: a hybrid model's KV cache, vLLM's HybridKVCacheCoordinator over two groups
       of the one block pool: a SlidingWindowSpec of W tokens (first, as gpt-oss's layer 0) and a
       FullAttentionSpec; kv free and used count both groups' blocks.
+  "mamba_groups": N (>= 1): a hybrid Mamba / Gated-DeltaNet model's KV cache (Qwen3-Next) as vLLM
+      runs one by default, mamba_cache_mode "none": N groups of a MambaSpec whose block is
+      max_model_len tokens (MambaModelConfig.verify_and_update_config sets mamba_block_size so
+      without prefix caching), first (Qwen3-Next's layer 0 is linear attention), then the
+      FullAttentionSpec, all in the one block pool (KVCacheCoordinatorNoPrefixCache). A request
+      holds one block a Mamba group from its first allocation until it is freed
+      (MambaManager.get_num_skipped_tokens frees none: the state block is never behind the
+      computed tokens), 1 + k under speculative decoding (MambaBase.get_kv_cache_spec sets
+      num_speculative_blocks = k); kv free and used count every group's blocks. Requires the
+      prefix cache off (vLLM's default for hybrid models; modes "align" and "all", which cache
+      Mamba states for it, are not emulated) and no "sliding_window".
   "batch_queue_size": EngineCore's batch queue (max_concurrent_batches); absent: 2 under async
       scheduling, else 1. With the synchronous Scheduler and a queue of PP it is vLLM's pipeline
       parallelism (MultiprocExecutor.max_concurrent_batches = pipeline_parallel_size), the GPU
@@ -210,12 +221,40 @@ def make_scheduler(o, cfg):
                                       dtype=o.torch.float32,
                                       sliding_window=int(cfg["sliding_window"]))
         groups = [o.kvi.KVCacheGroupSpec(["swa"], swa), o.kvi.KVCacheGroupSpec(["full"], full)]
+    n_mamba = int(cfg.get("mamba_groups") or 0)
+    if n_mamba:
+        if n_mamba < 1:
+            raise ValueError("mamba_groups: at least 1")
+        # Mode "none" keeps no per-block Mamba states to hit, so vLLM runs hybrid models without
+        # the prefix cache (HybridKVCacheCoordinator's Mamba hits need mode "align" or "all").
+        if cfg["enable_prefix_caching"]:
+            raise ValueError("mamba_groups: needs enable_prefix_caching false (mode none)")
+        if cfg.get("sliding_window"):
+            raise ValueError("mamba_groups: not with sliding_window (no such model emulated)")
+        # MambaBase.get_kv_cache_spec: the block is max_model_len tokens in mode "none"; a drafter
+        # adds k state blocks (num_speculative_blocks), which MambaManager allocates up front.
+        mamba = o.kvi.MambaSpec(block_size=cfg["max_model_len"], shapes=((1,),),
+                                dtypes=(o.torch.float32,), mamba_cache_mode="none",
+                                num_speculative_blocks=(int(spec["num_speculative_tokens"])
+                                                        if spec else 0))
+        # Layer order (kv_cache_utils groups layers as the model lists them): linear-attention
+        # layers first, as Qwen3-Next's layer 0.
+        groups = ([o.kvi.KVCacheGroupSpec(["mamba%d" % g], mamba) for g in range(n_mamba)] +
+                  [o.kvi.KVCacheGroupSpec(["full"], full)])
     kv_cfg = o.kvi.KVCacheConfig(num_blocks=cfg["num_gpu_blocks"], kv_cache_tensors=[],
                                  kv_cache_groups=groups)
+    # EngineCore hands the scheduler kv_cache_utils.resolve_kv_cache_block_sizes' block sizes:
+    # for several groups the LCM of theirs (max_model_len with Mamba groups), used only for
+    # block hashes and KV-load failures, neither of which a case here has. Kept at block_size
+    # otherwise, as before (the helper reads a hash_block_size the oracle's CacheConfig lacks
+    # when the prefix cache is on).
+    sched_bs = hash_bs = bs
+    if n_mamba:
+        sched_bs, hash_bs = o.kv_cache_utils.resolve_kv_cache_block_sizes(kv_cfg, vcfg)
     cls = o.AsyncScheduler if cfg["async_scheduling"] else o.Scheduler
     return cls(vllm_config=vcfg, kv_cache_config=kv_cfg,
                structured_output_manager=o.StructuredOutputManager(vcfg),
-               block_size=bs, log_stats=True)
+               block_size=sched_bs, hash_block_size=hash_bs, log_stats=True)
 
 
 def draft_id(req_idx, pos):

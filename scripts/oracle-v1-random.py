@@ -3,7 +3,7 @@
 
     scripts/oracle-v1-random.py [-n 50] [--seed 1] [--out DIR] [--tests BIN] [--oracle DIR]
                                 [--tied-arrivals] [--spec] [--lora] [--pp]
-                                [--sliding-window] [--shrink]
+                                [--sliding-window] [--hybrid] [--shrink]
 
 Generates N small random workloads and configs (small KV caches that force preemption, shared
 prefixes and prefix blocks for the prefix cache, sometimes a long_prefill_token_threshold, the
@@ -37,6 +37,10 @@ A case on which vLLM fails its own max_loras assertion (vllm_lora_assertion) is 
 --sliding-window gives every case a hybrid model's KV cache: a sliding-window group of 2-40
 tokens beside the full-attention one, sharing the block pool (vLLM's HybridKVCacheCoordinator);
 the prefix cache on in two cases of three, as in the plain cases.
+--hybrid gives every case a hybrid Mamba / Gated-DeltaNet model's KV cache (Qwen3-Next) as vLLM
+runs one by default (mamba_cache_mode "none"): 1-3 Mamba groups before the full-attention one,
+each holding one block of max_model_len tokens a request from its first allocation until it is
+freed; the prefix cache off, as vLLM runs such models.
 --pp runs every case as pipeline parallelism does: vLLM's synchronous Scheduler under
 EngineCore's batch queue of 2 to 4 batches (max_concurrent_batches = pipeline_parallel_size), the
 GPU always busy, through scripts/oracle-v1-features.py: prefill chunks of one request in
@@ -157,6 +161,20 @@ def add_sliding_window(rng, workload, cfg):
     cfg["sliding_window"] = window
 
 
+def add_hybrid(rng, cfg):
+    """A hybrid Mamba / Gated-DeltaNet model's KV cache for the case CFG of random_case, in vLLM's
+    default mamba_cache_mode "none": 1-3 Mamba groups (oracle-v1-features.py's "mamba_groups"),
+    each holding one block a request (1 + k under speculative decoding: MambaSpec.
+    num_speculative_blocks), the cache grown by those blocks, so that servesim still rejects
+    nothing vLLM would run. The prefix cache off: without mode "align" vLLM has no Mamba state
+    to hit (MambaModelConfig.verify_and_update_config)."""
+    n = rng.choice([1, 1, 2, 3])  # one group most often; several as Qwen3-Next's layer groups
+    spec = cfg.get("speculative")
+    cfg["num_gpu_blocks"] += n * (1 + (spec["num_speculative_tokens"] if spec else 0))
+    cfg["mamba_groups"] = n
+    cfg["enable_prefix_caching"] = False
+
+
 def add_speculative(rng, workload, cfg):
     """Speculative decoding for the case (WORKLOAD, CFG) of random_case: a random drafter, rates
     and seed; the KV cache grown by the blocks the drafts and the drafter's lookahead slots add
@@ -234,11 +252,12 @@ def run_oracle(oracle, d):
     """run_v1.py on case D, in this process: vLLM's modules are imported once for every case
     (ten times faster than a process per case; the steps written are the same bytes). A case
     with features run_v1.py does not emulate (speculative decoding) runs through
-    scripts/oracle-v1-features.py instead (speculative decoding, LoRA)."""
+    scripts/oracle-v1-features.py instead (speculative decoding, LoRA, a batch queue, a
+    hybrid model's KV cache groups)."""
     with open(os.path.join(d, "config.json")) as f:
         cfg = json.load(f)
     if ("speculative" in cfg or "max_loras" in cfg or "batch_queue_size" in cfg
-            or "sliding_window" in cfg):
+            or "sliding_window" in cfg or "mamba_groups" in cfg):
         return run_features(oracle, d)
     script = os.path.join(oracle, "run_v1.py")
     argv, path = sys.argv, list(sys.path)
@@ -354,8 +373,12 @@ def main():
                     help="a batch queue of 2-4 with the sync scheduler (pipeline parallelism)")
     ap.add_argument("--sliding-window", action="store_true",
                     help="a sliding-window KV group of 2-40 tokens beside the full one (gpt-oss)")
+    ap.add_argument("--hybrid", action="store_true",
+                    help="1-3 Mamba KV groups (mode none, no prefix cache) before the full one")
     ap.add_argument("--shrink", action="store_true", help="reduce each mismatching case")
     args = ap.parse_args()
+    if args.hybrid and args.sliding_window:
+        ap.error("--hybrid and --sliding-window: no such model (oracle-v1-features.py)")
 
     if not os.path.exists(os.path.join(args.oracle, "run_v1.py")):
         # As a [shared] test: CI must run beside ../shared; elsewhere ctest reports a skip (77).
@@ -381,6 +404,8 @@ def main():
                 cfg["batch_queue_size"] = rng.choice([2, 3, 4])
             if args.sliding_window:
                 add_sliding_window(rng, workload, cfg)
+            if args.hybrid:  # drawn last, and only here: runs without --hybrid draw as before
+                add_hybrid(rng, cfg)
             d = os.path.join(out, "case_%03d" % k)
             if os.path.exists(d):
                 shutil.rmtree(d)

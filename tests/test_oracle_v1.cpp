@@ -68,6 +68,7 @@ struct OracleConfig : DriverConfig {
   int max_loras = 0;                     // 0: no LoRA config
   int batch_queue_size = 0;              // 0: 2 under async scheduling, else 1
   int sliding_window = 0;                // 0: one full-attention group; else a sliding one too
+  int mamba_groups = 0;                  // 0: no Mamba groups; else that many (mode none) first
 };
 
 // oracle-v1-features.py's "speculative" object: {method, num_speculative_tokens,
@@ -112,12 +113,24 @@ OracleConfig parse_config(const json& j) {
     c.sliding_window = j["sliding_window"].get<int>();
     if (c.sliding_window < 1) throw std::runtime_error("sliding_window: at least 1");
   }
+  if (j.contains("mamba_groups") && !j["mamba_groups"].is_null()) {
+    c.mamba_groups = j["mamba_groups"].get<int>();
+    if (c.mamba_groups < 1) throw std::runtime_error("mamba_groups: at least 1");
+  }
   return c;
 }
 
 // Why servesim cannot replay this scenario step by step, or "" when it can.
 std::string unsupported(const OracleConfig& c, const json& workload) {
   if (!c.enable_chunked_prefill) return "enable_chunked_prefill false is not modelled in vllm-v1";
+  // servesim's state groups are vLLM's Mamba groups in mode "none": no cached states to hit, and
+  // one block a group, where a drafter makes it 1 + k (MambaSpec.num_speculative_blocks).
+  if (c.mamba_groups > 0 && c.enable_prefix_caching) {
+    return "mamba_groups with prefix caching (vLLM's mode align) is not modelled";
+  }
+  if (c.mamba_groups > 0 && c.spec.enabled()) {
+    return "mamba_groups with speculative decoding (1 + k state blocks) is not modelled";
+  }
   for (const json& r : workload["requests"]) {
     if (r.contains("prompt_token_ids")) return "explicit prompt_token_ids are not modelled";
   }
@@ -178,6 +191,7 @@ SchedulerConfig scheduler_config(const OracleConfig& c) {
   s.max_loras = c.max_loras;
   s.batch_queue_size = c.batch_queue_size;
   s.sliding_window = c.sliding_window;
+  s.state_groups = c.mamba_groups;  // one block a group a request, before its full-attention ones
   return s;
 }
 
