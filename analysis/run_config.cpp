@@ -469,6 +469,12 @@ SimConfig policy_config(const SimConfig& base, const RunSpec& s, const Scheduler
   }
   c.scheduler.max_num_batched_tokens = budget > 0 ? budget : s.max_num_batched_tokens;
   apply_cache_and_v1_flags(c.scheduler, s, c.engine_given ? c.engine : default_engine(policy));
+  // vLLM turns the prefix cache off by default for a hybrid model ("Disable prefix caching
+  // default for hybrid models since the feature is still experimental", arg_utils.py, v0.11 to
+  // 0.15); asked for, it runs in its align mode, which servesim does not model
+  // (resolve_linear_attention refuses it).
+  if (c.model.hybrid() && !s.enable_prefix_caching.given())
+    c.scheduler.enable_prefix_caching = false;
   SimConfig resolved = resolve(c);
   check_vllm_budget(resolved.scheduler, s, scheduler);
   return resolved;

@@ -44,6 +44,12 @@ const std::vector<VllmArg> kArgs = {
      "once per sequence"},
     {"--disable-sliding-window", "", I,
      "not modelled: a model's sliding-window layers (gpt-oss) always keep their window"},
+    {"--mamba-ssm-cache-dtype", "", I,
+     "not modelled: a hybrid model's linear-attention state is held in the model's dtype "
+     "(vLLM's default, auto)"},
+    {"--mamba-cache-mode", "", I,
+     "not modelled: a hybrid model runs without the prefix cache (vLLM's default; its align "
+     "mode, which caches states, is refused with --enable-prefix-caching)"},
     {"--seed", "--seed", I, "servesim's seed draws the workload; sampling itself is not simulated"},
     {"--max-logprobs", "", I, "logprobs cost the sampler more; not modelled"},
     {"--served-model-name", "", I, "a name only"},
@@ -146,6 +152,12 @@ const std::vector<VllmArg> kArgs = {
      "blocks per kind in one pool, the window's blocks freed as it moves, its admission cap, its "
      "cached blocks shortening a prefix hit; their attention over the window alone (matches "
      "vLLM's V1 scheduler step by step on random cases, with and without the prefix cache)"},
+    {"behaviour: linear attention", "", A,
+     "Qwen3-Next's Gated DeltaNet layers: their state in a block a request of each of their "
+     "KV cache groups and the attention block size vLLM raises to hold it (matches vLLM's V1 "
+     "scheduler step by step on random cases); their cost from their shapes (projections, "
+     "the state read and written once a step a sequence, the recurrence's FLOPs) on the "
+     "attention kernels' efficiencies, no Gated DeltaNet kernel profile"},
     {"behaviour: MXFP4 experts", "", A,
      "gpt-oss's MXFP4 experts read at 4.25 bits a weight and computed at BF16 rates (Hopper's "
      "weight-only kernels), at the BF16 MoE kernel's fitted efficiency; in memory as vLLM 0.14's "
@@ -218,6 +230,7 @@ std::vector<std::string> approximated_args(const SimConfig& c) {
   if (c.model.num_experts > 1) used.push_back("behaviour: MoE routing");
   if (c.model.mla()) used.push_back("behaviour: MLA attention");
   if (c.model.quantization() == "mxfp4") used.push_back("behaviour: MXFP4 experts");
+  if (c.model.hybrid()) used.push_back("behaviour: linear attention");
   if (c.tp > c.gpu.gpus_per_node) used.push_back("behaviour: TP across nodes");
   if (c.pp > 1) used.push_back("--pipeline-parallel-size");
   if (c.expert_parallel) used.push_back("--enable-expert-parallel");

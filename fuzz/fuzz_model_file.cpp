@@ -14,6 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Sliding-window layers' KV groups, whole and on a pipeline stage, and MXFP4's load extra.
     (void)(m.kv_cache_layers_per_block() + m.kv_cache_layers_per_block(1, m.num_layers - 1) +
            m.mxfp4_load_extra_bytes() + m.routed_expert_bytes());
+    // A hybrid model's linear layers: their state, the block size that holds it, their groups.
+    (void)(m.linear_state_bytes_per_layer(1) + m.hybrid_block_size(1) + m.kv_cache_state_groups() +
+           m.mixer_params());
   });
   return 0;
 }

@@ -25,8 +25,39 @@ int64_t ModelSpec::attention_params_per_layer() const {
   const int64_t q = int64_t(num_heads) * head_dim;
   const int64_t kv = int64_t(num_kv_heads) * head_dim;
   const int64_t bias = (qkv_bias ? q + 2 * kv : 0) + (o_bias ? hidden_size : 0);
-  return int64_t(hidden_size) * (q + 2 * kv) + q * hidden_size + bias +
-         (attention_sinks ? num_heads : 0);
+  const int64_t gate = attn_output_gate ? q : 0;  // q_proj's second half
+  return int64_t(hidden_size) * (q + gate + 2 * kv) + q * hidden_size + bias +
+         (attention_sinks ? num_heads : 0) + (qk_norm ? 2 * int64_t(head_dim) : 0);
+}
+
+int64_t ModelSpec::linear_attention_params_per_layer() const {
+  if (!hybrid()) return 0;
+  const int64_t h = hidden_size, nv = linear_num_value_heads;
+  const int64_t key = int64_t(linear_num_key_heads) * linear_key_head_dim;
+  const int64_t value = nv * linear_value_head_dim;
+  const int64_t conv = 2 * key + value;
+  return h * (2 * key + 2 * value) + h * 2 * nv + conv * linear_conv_kernel_dim + 2 * nv +
+         linear_value_head_dim + value * h;
+}
+
+int64_t ModelSpec::mixer_params() const {
+  return int64_t(full_attention_layers()) * attention_params_per_layer() +
+         int64_t(linear_attention_layers()) * linear_attention_params_per_layer();
+}
+
+int64_t ModelSpec::linear_state_bytes_per_layer(int tp) const {
+  if (!hybrid()) return 0;
+  const int64_t key = int64_t(linear_num_key_heads) * linear_key_head_dim;
+  const int64_t conv = (2 * key + int64_t(linear_num_value_heads) * linear_value_head_dim) / tp;
+  const int64_t temporal =
+      int64_t(linear_num_value_heads / tp) * linear_key_head_dim * linear_value_head_dim;
+  return (int64_t(linear_conv_kernel_dim - 1) * conv + temporal) * dtype_bytes;
+}
+
+int ModelSpec::hybrid_block_size(int tp) const {
+  if (!hybrid()) return 0;
+  const int64_t token = kv_bytes_per_token_per_layer(tp);
+  return int(16 * ((linear_state_bytes_per_layer(tp) + 16 * token - 1) / (16 * token)));
 }
 
 int64_t ModelSpec::latent_norm_params_per_layer() const {
@@ -51,7 +82,8 @@ int64_t ModelSpec::dense_mlp_params() const {
 }
 
 int64_t ModelSpec::router_params() const {
-  return int64_t(moe_layers()) * (hidden_size + (moe_bias ? 1 : 0)) * num_experts;
+  return int64_t(moe_layers()) * ((hidden_size + (moe_bias ? 1 : 0)) * int64_t(num_experts) +
+                                  (shared_expert_gate ? hidden_size : 0));
 }
 
 int64_t ModelSpec::active_mlp_params() const {
@@ -62,7 +94,7 @@ int64_t ModelSpec::active_mlp_params() const {
 }
 
 int64_t ModelSpec::active_linear_params() const {
-  return num_layers * attention_params_per_layer() + active_mlp_params() + router_params();
+  return mixer_params() + active_mlp_params() + router_params();
 }
 
 namespace {
@@ -82,13 +114,13 @@ int64_t mlp_params(const ModelSpec& m) {
 }  // namespace
 
 int64_t ModelSpec::total_params() const {
-  return num_layers * attention_params_per_layer() + mlp_params(*this) + unquantized_params(*this);
+  return mixer_params() + mlp_params(*this) + unquantized_params(*this);
 }
 
 int64_t ModelSpec::weight_bytes() const {
   // The routed experts' biases stay in dtype_bytes (expert_bytes).
   const double expert_biases = double(moe_layers()) * num_experts * double(expert_bias_params());
-  return std::llround(double(num_layers * attention_params_per_layer() * attention_weight_bytes) +
+  return std::llround(double(mixer_params() * attention_weight_bytes) +
                       double(mlp_params(*this)) * mlp_weight_bytes +
                       expert_biases * (dtype_bytes - mlp_weight_bytes) +
                       double(unquantized_params(*this) * dtype_bytes) + mxfp4_load_extra_bytes());
@@ -233,6 +265,32 @@ ModelSpec gpt_oss_architecture(const char* name, const char* hf_id, int layers, 
           .moe_bias = true};
 }
 
+// Qwen3-Next-80B-A3B's config.json.
+ModelSpec qwen3_next_architecture() {
+  return {.name = "qwen3-next-80b-a3b",
+          .hf_id = "Qwen/Qwen3-Next-80B-A3B",
+          .num_layers = 48,
+          .hidden_size = 2048,
+          .num_heads = 16,
+          .num_kv_heads = 2,
+          .head_dim = 256,
+          .intermediate_size = 512,
+          .vocab_size = 151936,
+          .max_position = 262144,
+          .num_experts = 512,
+          .experts_per_token = 10,
+          .shared_expert_intermediate_size = 512,
+          .full_attention_interval = 4,
+          .linear_num_key_heads = 16,
+          .linear_num_value_heads = 32,
+          .linear_key_head_dim = 128,
+          .linear_value_head_dim = 128,
+          .linear_conv_kernel_dim = 4,
+          .attn_output_gate = true,
+          .qk_norm = true,
+          .shared_expert_gate = true};
+}
+
 }  // namespace
 
 const std::vector<ModelSpec>& model_catalogue() {
@@ -342,6 +400,12 @@ const std::vector<ModelSpec>& model_catalogue() {
       // gpt-oss: 116.8 B parameters, 5.1 B active (120b); 20.9 B, 3.6 B active (20b).
       gpt_oss_architecture("gpt-oss-120b", "openai/gpt-oss-120b", 36, 128),
       gpt_oss_architecture("gpt-oss-20b", "openai/gpt-oss-20b", 24, 32),
+      // Qwen3-Next-80B-A3B (Qwen3NextForCausalLM): 48 layers of width 2048, every fourth full
+      // (gated) attention of 16 heads of 256 and 2 KV heads, the others Gated DeltaNet of 16
+      // key heads and 32 value heads of 128; 512 experts of 512, 10 a token, and a gated shared
+      // expert of 512. The multi-token prediction layer is loaded only as a drafter: left out.
+      // 79,674,391,296 parameters, 3.87 B active (the card: 80 B, 3 B activated).
+      qwen3_next_architecture(),
   };
   return models;
 }
@@ -406,6 +470,72 @@ ModelSpec find_model(std::string_view name) {
       model_catalogue(), name, field::kModel, "model",
       "; a Hugging Face id of these; or describe one with " + field::ref(field::kModelFile));
 }
+
+namespace {
+// A hybrid model's linear-attention fields: all of them with full_attention_interval, none
+// without.
+void validate_linear_attention(const ModelSpec& m, const std::string& source) {
+  struct Field {
+    const char* name;
+    int value;
+  };
+  const Field linear[] = {{"linear_num_key_heads", m.linear_num_key_heads},
+                          {"linear_num_value_heads", m.linear_num_value_heads},
+                          {"linear_key_head_dim", m.linear_key_head_dim},
+                          {"linear_value_head_dim", m.linear_value_head_dim},
+                          {"linear_conv_kernel_dim", m.linear_conv_kernel_dim}};
+  if (m.full_attention_interval < 0 || m.full_attention_interval > m.num_layers) {
+    throw Error(
+        source, 0, "full_attention_interval",
+        "must be an integer in [0, num_hidden_layers] (" + std::to_string(m.num_layers) + ")");
+  }
+  if (!m.hybrid()) {
+    for (const Field& f : linear) {
+      if (f.value != 0) {
+        throw Error(source, 0, f.name,
+                    "is a linear-attention width: give full_attention_interval too, or leave it "
+                    "out");
+      }
+    }
+    return;
+  }
+  if (m.full_attention_interval < 2) {
+    throw Error(source, 0, "full_attention_interval",
+                "1 makes every layer full attention: leave it out for a model without linear "
+                "attention");
+  }
+  for (const Field& f : linear) {
+    if (f.value < 1 || f.value > (1 << 16)) {
+      throw Error(source, 0, f.name,
+                  "must be an integer in [1, 65536] with full_attention_interval");
+    }
+  }
+  if (m.linear_num_value_heads % m.linear_num_key_heads != 0) {
+    throw Error(source, 0, "linear_num_value_heads",
+                "must be a multiple of linear_num_key_heads (" +
+                    std::to_string(m.linear_num_key_heads) +
+                    "), as vLLM's Gated DeltaNet groups "
+                    "them");
+  }
+  // The attention block vLLM sizes to hold a state is largest on one GPU (more GPUs split the
+  // state at least as much as the KV): bounded, so that a block size stays an int.
+  const int64_t block = int64_t(16) * ((m.linear_state_bytes_per_layer(1) +
+                                        16 * m.kv_bytes_per_token_per_layer(1) - 1) /
+                                       (16 * m.kv_bytes_per_token_per_layer(1)));
+  if (block > (1 << 24)) {
+    throw Error(source, 0, "linear_value_head_dim",
+                "a linear layer's state of " + std::to_string(m.linear_state_bytes_per_layer(1)) +
+                    " B would need attention blocks of " + std::to_string(block) +
+                    " tokens to hold it (at most 2^24)");
+  }
+  if (m.sliding() || m.mla()) {
+    throw Error(source, 0, "full_attention_interval",
+                std::string("linear attention beside ") +
+                    (m.mla() ? "multi-head latent attention" : "sliding-window layers") +
+                    " is not modelled");
+  }
+}
+}  // namespace
 
 void validate(const ModelSpec& m, const std::string& source) {
   // Upper bounds far above any published model keep every parameter count within int64.
@@ -556,6 +686,7 @@ void validate(const ModelSpec& m, const std::string& source) {
               "1.5 times, as gpt-oss's)");
     }
   }
+  validate_linear_attention(m, source);
   if (m.name.empty()) throw Error(source, 0, "name", "must not be empty");
 }
 
@@ -591,6 +722,15 @@ ModelSpec load_model_file(const std::string& path) {
              {"o_bias", &m.o_bias},
              {"attention_sinks", &m.attention_sinks},
              {"moe_bias", &m.moe_bias},
+             {"full_attention_interval", &m.full_attention_interval},
+             {"linear_num_key_heads", &m.linear_num_key_heads},
+             {"linear_num_value_heads", &m.linear_num_value_heads},
+             {"linear_key_head_dim", &m.linear_key_head_dim},
+             {"linear_value_head_dim", &m.linear_value_head_dim},
+             {"linear_conv_kernel_dim", &m.linear_conv_kernel_dim},
+             {"attn_output_gate", &m.attn_output_gate},
+             {"qk_norm", &m.qk_norm},
+             {"shared_expert_gate", &m.shared_expert_gate},
              {"quantization", &quantization}});
   // A checkpoint's quantization_config: fp8 quantizes every linear layer but the LM head; mxfp4
   // a MoE model's experts.

@@ -74,8 +74,52 @@ struct ModelSpec {
   bool attention_sinks = false;
   // gpt-oss's biases on every expert's gate/up and down projections and on the router.
   bool moe_bias = false;
+  // Hybrid models of Gated DeltaNet linear attention and full attention (Qwen3-Next's
+  // config.json names): every FULL_ATTENTION_INTERVAL-th layer (layer interval - 1 first) is full
+  // attention, the others linear attention with linear_num_key_heads query/key heads of
+  // linear_key_head_dim, linear_num_value_heads value heads of linear_value_head_dim and a causal
+  // convolution of linear_conv_kernel_dim over q, k and v (vLLM qwen3_next.py
+  // Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d, A_log, dt_bias, a gated RMSNorm,
+  // out_proj). A linear layer keeps no KV a token but a constant state a sequence
+  // (linear_state_bytes_per_layer), which vLLM's hybrid KV cache manager holds in a block of its
+  // own group (MambaManager, kv_cache_state_groups). 0: no linear layers.
+  int full_attention_interval = 0;
+  int linear_num_key_heads = 0;
+  int linear_num_value_heads = 0;
+  int linear_key_head_dim = 0;
+  int linear_value_head_dim = 0;
+  int linear_conv_kernel_dim = 0;
+  // Qwen3-Next's gated attention: q_proj also yields a sigmoid gate on the output, as wide as q.
+  bool attn_output_gate = false;
+  // An RMSNorm of head_dim on q and on k in every full-attention layer (Qwen3's q_norm, k_norm).
+  bool qk_norm = false;
+  // Qwen2-MoE's and Qwen3-Next's sigmoid gate on the shared expert (hidden -> 1), counted with
+  // the routers.
+  bool shared_expert_gate = false;
 
   bool mla() const { return kv_lora_rank > 0; }
+  bool hybrid() const { return full_attention_interval > 0; }
+  // Layers with full (or sliding-window) attention, and with linear attention.
+  int full_attention_layers() const {
+    return hybrid() ? num_layers / full_attention_interval : num_layers;
+  }
+  int linear_attention_layers() const { return num_layers - full_attention_layers(); }
+  // Parameters of one linear-attention layer (0 without): in_proj_qkvz (q, k, v and the output
+  // gate z), in_proj_ba (a beta and a decay a value head), conv1d over q, k and v (no bias),
+  // A_log and dt_bias a value head, the gated norm's weight, out_proj.
+  int64_t linear_attention_params_per_layer() const;
+  // Attention parameters of all layers: the full-attention ones' and the linear ones'.
+  int64_t mixer_params() const;
+  // A linear-attention layer's state a sequence on one GPU of a TP group of TP, in the model's
+  // dtype (vLLM's mamba_ssm_cache_dtype "auto"): the convolution's last kernel - 1 inputs of q, k
+  // and v, and a linear_key_head_dim x linear_value_head_dim matrix a value head (vLLM
+  // MambaStateShapeCalculator.gated_delta_net_state_shape; heads split by TP).
+  int64_t linear_state_bytes_per_layer(int tp) const;
+  // vLLM's attention block size for a hybrid model (HybridAttentionMambaModelConfig,
+  // v0.11-0.15): the fewest tokens, a multiple of 16, whose full-attention page (block x KV bytes
+  // a token a layer) holds a linear layer's state; the state's page is padded to it. 0 when not
+  // hybrid.
+  int hybrid_block_size(int tp) const;
   // Layers whose MLP is routed experts (all of them in a MoE model without dense layers; none in
   // a dense model).
   // REQUIRES: dense_layers < num_layers (validate()).
@@ -99,7 +143,8 @@ struct ModelSpec {
   int64_t shared_expert_params() const;
   // Parameters of the gated MLP of one dense layer of a MoE model (dense_layers).
   int64_t dense_mlp_params() const;
-  // MoE router parameters of all layers (0 for a dense model).
+  // MoE router parameters of all layers, the shared expert's gate included (0 for a dense
+  // model).
   int64_t router_params() const;
   // Linear-layer parameters of the MLPs (experts, shared experts, dense layers) a token passes
   // through, all layers.
@@ -135,8 +180,9 @@ struct ModelSpec {
   }
   // The same, all layers: what a token of context is in every layer (a sliding layer holds it
   // only while it is in the window).
+  // A hybrid model's linear layers hold none.
   int64_t kv_bytes_per_token_per_gpu(int tp) const {
-    return int64_t(num_layers) * kv_bytes_per_token_per_layer(tp);
+    return int64_t(full_attention_layers()) * kv_bytes_per_token_per_layer(tp);
   }
   bool sliding() const { return sliding_layers > 0; }
   // vLLM's hybrid KV cache groups (kv_cache_utils.py _get_kv_cache_groups_uniform_page_size): the
@@ -147,12 +193,22 @@ struct ModelSpec {
   int kv_cache_layers_per_block() const { return kv_cache_layers_per_block(0, num_layers); }
   // The same on a pipeline stage of LAYERS layers from FIRST: vLLM groups each worker's own
   // layers (the sliding ones the even-numbered, as validate() holds sliding_layers to).
+  // A hybrid model's linear layers are the other kind (pipeline stages refused: FIRST 0).
   int kv_cache_layers_per_block(int first, int layers) const {
-    if (!sliding()) return layers;
-    const int sliding_here = (first + layers + 1) / 2 - (first + 1) / 2;
-    const int full = layers - sliding_here;
-    const int lo = std::min(full, sliding_here), hi = std::max(full, sliding_here);
+    if (!sliding() && !hybrid()) return layers;
+    const int other =
+        hybrid() ? linear_attention_layers() : (first + layers + 1) / 2 - (first + 1) / 2;
+    const int full = layers - other;
+    const int lo = std::min(full, other), hi = std::max(full, other);
     return lo == 0 || 2 * hi < 3 * lo ? hi : lo;
+  }
+  // A hybrid model's groups of linear-attention layers (validate() holds the full ones to one
+  // group): a request holds one block in each, its state, from its first step to its end
+  // (vLLM's MambaManager in mamba_cache_mode none: the group's block size is max_model_len).
+  int kv_cache_state_groups() const {
+    if (!hybrid()) return 0;
+    const int g = kv_cache_layers_per_block();
+    return (linear_attention_layers() + g - 1) / g;
   }
   // Weight bytes on one GPU of a TP group of TP: the sharded weights split, the replicated whole.
   double weight_bytes_per_gpu(int tp) const;
@@ -204,7 +260,9 @@ bool same_architecture_id(std::string_view a, std::string_view b);
 // max_position_embeddings, num_local_experts, num_experts_per_tok, qkv_bias, tie_word_embeddings,
 // shared_expert_intermediate_size, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim,
 // v_head_dim), dense_layers and dense_intermediate_size, sliding_window and sliding_layers,
-// o_bias, attention_sinks and moe_bias (above), quantization (fp8 for an FP8 checkpoint, mxfp4 for
+// o_bias, attention_sinks and moe_bias, full_attention_interval, linear_num_key_heads,
+// linear_num_value_heads, linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim,
+// attn_output_gate and qk_norm (above), quantization (fp8 for an FP8 checkpoint, mxfp4 for
 // MXFP4 experts), name and hf_id.
 // Throws Error with file, line and field on bad input.
 ModelSpec load_model_file(const std::string& path);

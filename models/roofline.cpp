@@ -56,7 +56,8 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   const double fp8_time = gpu.peak_flops() / gpu.fp8_peak_flops();
   // Per layer (averages over the layers where dense and MoE layers mix).
   const double router = double(m.router_params()) / layers_;
-  const double attention = double(m.attention_params_per_layer()),
+  // Attention's projections, the linear-attention layers' included, as an average layer's.
+  const double attention = double(m.mixer_params()) / layers_,
                mlp = double(m.active_mlp_params()) / layers_;
   const double attention_time = m.attention_weight_bytes == 1 ? fp8_time : 1.0;
   linear_time_flops_per_token_ =
@@ -90,17 +91,36 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
     rope_width = heads * m.qk_rope_head_dim + m.qk_rope_head_dim;
   } else {
     const double q = heads * m.head_dim, kv = double(m.num_kv_heads) * m.head_dim;
-    // q/k/v in and out, o in and out.
-    attention_io = h + (q + 2 * kv) + q + h;
+    // q/k/v in and out (with the output gate, q twice), o in and out.
+    attention_io = h + (q * (m.attn_output_gate ? 2 : 1) + 2 * kv) + q + h;
     rope_width = q + kv;
   }
-  linear_act_bytes_per_token_ = (attention_io * layers_ + mlp_io) * dtype_;
+  // The layers with (full or sliding-window) attention; a hybrid model's others are linear.
+  const double full_layers = m.full_attention_layers(), linear_layers = m.linear_attention_layers();
+  double mixer_io = attention_io * full_layers;
+  if (m.hybrid()) {
+    // Gated DeltaNet: in_proj_qkvz and in_proj_ba in and out, out_proj in and out.
+    const double key = double(m.linear_num_key_heads) * m.linear_key_head_dim;
+    const double value = double(m.linear_num_value_heads) * m.linear_value_head_dim;
+    const double nv = m.linear_num_value_heads, dk = m.linear_key_head_dim,
+                 dv = m.linear_value_head_dim;
+    mixer_io += (h + 2 * key + 2 * value + 2 * nv + value + h) * linear_layers;
+    recurrent_state_bytes_ = 2.0 * double(m.linear_state_bytes_per_layer(1)) * linear_layers;
+    // A token: the causal convolution over q, k and v; the state's decay and delta-rule update
+    // (about 4 x dk x dv a value head) and its read-out by q (2 x dk x dv). A prefill's chunked
+    // form (FLA's chunk_gated_delta_rule, chunks of 64) adds q.k and p.v within the chunk.
+    const double conv = 2.0 * (2 * key + value) * m.linear_conv_kernel_dim;
+    recurrent_flops_per_token_ = (conv + 6.0 * nv * dk * dv) * linear_layers;
+    recurrent_prefill_flops_per_token_ =
+        recurrent_flops_per_token_ + 2.0 * 64 * nv * (dk + dv) * linear_layers;
+  }
+  linear_act_bytes_per_token_ = (mixer_io + mlp_io) * dtype_;
   // Two RMSNorms (read, write) and two residual adds (two reads, a write) run on the full hidden
   // state on every GPU of the TP group (and MLA's two latent norms); rotary embedding on q and k
   // (read, write) and SiLU x mul (two reads, a write) on each GPU's shard.
   elementwise_replicated_bytes_per_token_ =
       (2 * 2 * h + 2 * 3 * h + 2.0 * double(m.latent_norm_params_per_layer())) * layers_ * dtype_;
-  elementwise_sharded_bytes_per_token_ = (2 * rope_width * layers_ + 3 * inter_sum) * dtype_;
+  elementwise_sharded_bytes_per_token_ = (2 * rope_width * full_layers + 3 * inter_sum) * dtype_;
   if (m.mla()) {
     // vLLM's MLA (v0.15 mla/common.py): a prefill up-projects the latents (kv_b_proj) and
     // attends with heads of qk_nope + qk_rope for q.k and v_head_dim for p.v, the cached context
@@ -119,9 +139,9 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
         heads * (2.0 * m.kv_lora_rank + m.qk_rope_head_dim) * layers_ * dtype_;
   } else {
     const double q = heads * m.head_dim;
-    attn_flops_per_pair_ = 4.0 * q * layers_;  // QK^T and PV, 2 FLOPs per multiply-add
+    attn_flops_per_pair_ = 4.0 * q * full_layers;  // QK^T and PV, 2 FLOPs per multiply-add
     decode_attn_flops_per_pair_ = attn_flops_per_pair_;
-    qo_bytes_per_token_ = 2.0 * q * layers_ * dtype_;
+    qo_bytes_per_token_ = 2.0 * q * full_layers * dtype_;
     decode_qo_bytes_per_token_ = qo_bytes_per_token_;
   }
   // K and V over the whole group: KV heads are replicated when there are fewer than GPUs (MLA's
@@ -425,10 +445,17 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch, const BatchTot
   // Attention: the prefill kernel and the decode kernel each read the K and V they attend to and
   // write the new tokens' K and V. Each pays its launch latency on top of its work (measured
   // decode kernels at small batches are latency plus transfer, not the larger of the two).
-  const Work prefill =
+  Work prefill =
       attention_work(b.prefill_pairs, b.prefill_kv_tokens, b.prefill_tokens, /*decode=*/false);
-  const Work decode = attention_work(b.decode_pairs, b.decode_kv_tokens,
-                                     b.tokens - b.prefill_tokens, /*decode=*/true);
+  Work decode = attention_work(b.decode_pairs, b.decode_kv_tokens, b.tokens - b.prefill_tokens,
+                               /*decode=*/true);
+  if (recurrent_state_bytes_ > 0) {
+    // Linear-attention layers: each sequence's state in and out, the recurrence a token.
+    prefill.flops += recurrent_prefill_flops_per_token_ * b.prefill_tokens;
+    prefill.bytes += recurrent_state_bytes_ * (b.seqs - b.decode_seqs);
+    decode.flops += recurrent_flops_per_token_ * (b.tokens - b.prefill_tokens);
+    decode.bytes += recurrent_state_bytes_ * b.decode_seqs;
+  }
   const double floor_attn = graph ? graph_attention_floor_s_ : attention_floor_s_;
   if (b.prefill_tokens > 0) {
     c.attention_s +=

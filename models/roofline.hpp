@@ -121,6 +121,11 @@ class RooflineCostModel final : public CostModel {
   // Sliding-window layers (ModelSpec::sliding_window): their share of the layers and the window.
   double sliding_share_ = 0;
   int64_t window_ = 0;
+  // Linear-attention layers (a hybrid model), all of them, the whole TP group: a sequence's state
+  // read and written once a step, and the recurrence's FLOPs a token, decoding and prefilling
+  // (the chunked form adds the intra-chunk products). 0 without.
+  double recurrent_state_bytes_ = 0;
+  double recurrent_flops_per_token_ = 0, recurrent_prefill_flops_per_token_ = 0;
   double linear_flops_per_token_;                  // all layers
   double linear_time_flops_per_token_;             // the same, FP8 GEMMs' scaled to BF16 time
   double dense_weight_bytes_;                      // attention + router weights, all layers

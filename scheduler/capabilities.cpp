@@ -50,6 +50,9 @@ const std::vector<Capability>& capabilities() {
       {Feature::kSlidingWindow, "sliding-window attention", field::kModel, kV1Only,
        "has sliding-window layers, whose KV blocks V1's hybrid KV cache manager frees as the "
        "window moves: modelled for vllm-v1 on the v1 engine, not {policy}"},
+      {Feature::kLinearAttention, "linear attention", field::kModel, kV1Only,
+       "has linear-attention layers, whose constant state V1's hybrid KV cache manager keeps in "
+       "blocks of its own groups: modelled for vllm-v1 on the v1 engine, not {policy}"},
   };
   return rows;
 }

@@ -30,6 +30,7 @@ enum class Feature : uint8_t {
   kPipelineParallel,      // several batches in flight through pipeline stages (V1's batch queue)
   kExpertParallel,        // data-parallel ranks sharing a MoE model's experts
   kSlidingWindow,         // a sliding-window group of KV blocks beside the full-attention one
+  kLinearAttention,       // a hybrid model's state blocks beside the full-attention group
 };
 
 struct Capability {

@@ -122,13 +122,15 @@ MemoryPlan checked_memory_plan(const SimConfig& c) {
   // rejected all). V1 checks the memory before --num-gpu-blocks-override, so an override is not
   // checked here.
   // With sliding-window layers the request also holds its window's blocks
-  // (SlidingWindowSpec.max_memory_usage_bytes): the tokens are those of the blocks left.
+  // (SlidingWindowSpec.max_memory_usage_bytes), with linear-attention layers a state block a
+  // group (MambaSpec.max_memory_usage_bytes): the tokens are those of the blocks left.
   const int64_t max_len = c.scheduler.max_model_len;
   const int64_t window_blocks =
-      c.model.sliding() && max_len > 0
-          ? sliding_window_max_blocks(c.model.sliding_window, c.scheduler.block_size,
-                                      c.scheduler.max_num_batched_tokens, max_len)
-          : 0;
+      (c.model.sliding() && max_len > 0
+           ? sliding_window_max_blocks(c.model.sliding_window, c.scheduler.block_size,
+                                       c.scheduler.max_num_batched_tokens, max_len)
+           : 0) +
+      c.scheduler.state_groups;
   const int64_t kv_tokens =
       std::max<int64_t>(m.num_gpu_blocks - window_blocks, 0) * int64_t(c.scheduler.block_size);
   if (!m.overridden && max_len > 0 && kv_tokens < max_len) {

@@ -153,27 +153,66 @@ void resolve_pipeline(SimConfig& c) {
   }
 }
 
-// Sliding-window layers: V1's hybrid KV cache manager (scheduler/kv_cache_manager.hpp) on the v1
-// engine; the features whose KV it does not model with them are refused.
+// A model whose KV V1's hybrid KV cache manager keeps in more than one group of blocks
+// (scheduler/kv_cache_manager.hpp), its LAYERS ("sliding-window layers") needing FEATURE: on the
+// v1 engine (vLLM serves such models on V1 only), without the features whose KV or cost servesim
+// does not model with them (speculative decoding, KV offload, the table cost model, and those
+// MORE names: a setting's path when it is asked for, else null), refused naming WHY.
+void require_hybrid_kv(const SimConfig& c, Feature feature, const std::string& layers,
+                       const char* more, const std::string& why) {
+  require(c.scheduler.policy, feature);
+  if (c.engine != Engine::kV1) {
+    throw Error(field::kEngine, c.model.name + "'s " + layers +
+                                    " are modelled on the v1 engine (vLLM serves them on V1 "
+                                    "only)");
+  }
+  const char* unmodelled = c.scheduler.spec.enabled()   ? field::kSpeculativeConfig
+                           : c.offload.enabled()        ? field::kKvOffloadingSize
+                           : c.cost_model != "roofline" ? field::kCostModel
+                                                        : more;
+  if (unmodelled != nullptr) {
+    throw Error(unmodelled, "servesim does not model it with " + c.model.name + "'s " + layers +
+                                " (" + why + ")");
+  }
+}
+
+// Sliding-window layers: a second group of blocks, freed as the window moves.
 void resolve_sliding_window(SimConfig& c) {
   SchedulerConfig& s = c.scheduler;
   s.sliding_window = 0;
   if (!c.model.sliding()) return;
-  require(s.policy, Feature::kSlidingWindow);
-  if (c.engine != Engine::kV1) {
-    throw Error(field::kEngine, c.model.name +
-                                    "'s sliding-window layers are modelled on the v1 "
-                                    "engine (vLLM serves them on V1 only)");
-  }
-  const char* unmodelled = s.spec.enabled()             ? field::kSpeculativeConfig
-                           : c.offload.enabled()        ? field::kKvOffloadingSize
-                           : c.cost_model != "roofline" ? field::kCostModel
-                                                        : nullptr;
-  if (unmodelled != nullptr) {
-    throw Error(unmodelled, "servesim does not model it with " + c.model.name +
-                                "'s sliding-window layers (a second group of KV blocks)");
-  }
+  require_hybrid_kv(c, Feature::kSlidingWindow, "sliding-window layers", nullptr,
+                    "a second group of KV blocks");
   s.sliding_window = c.model.sliding_window;
+}
+
+// Linear-attention layers (a hybrid model: Qwen3-Next): a state block a request in each of
+// their groups, without the prefix cache (vLLM's default for hybrid models, arg_utils.py; its
+// align mode is not modelled), in the attention block size vLLM raises to hold a state
+// (ModelSpec::hybrid_block_size).
+void resolve_linear_attention(SimConfig& c) {
+  SchedulerConfig& s = c.scheduler;
+  s.state_groups = 0;
+  if (!c.model.hybrid()) return;
+  const char* more = c.pp > 1                  ? field::kPipelineParallelSize
+                     : c.lora.enabled          ? field::kEnableLora
+                     : s.enable_prefix_caching ? field::kEnablePrefixCaching
+                                               : nullptr;
+  require_hybrid_kv(c, Feature::kLinearAttention, "linear-attention layers", more,
+                    "vLLM's hybrid KV cache manager keeps their state in blocks of its own "
+                    "groups; with the prefix cache, in its align mode");
+  // vLLM's Gated DeltaNet splits its key and value heads over the TP group.
+  const int heads[] = {c.model.linear_num_key_heads, c.model.linear_num_value_heads};
+  for (int h : heads) {
+    if (h % c.tp != 0) {
+      throw Error(field::kTensorParallelSize, "must divide " + c.model.name + "'s " +
+                                                  std::to_string(h) + " linear-attention heads");
+    }
+  }
+  // HybridAttentionMambaModelConfig: a block size below the one that holds a state is raised to
+  // it ("Setting attention block size to N tokens").
+  s.block_size = std::max(s.block_size, c.model.hybrid_block_size(c.tp));
+  s.state_groups = c.model.kv_cache_state_groups();
 }
 
 // The token budget's default, max_num_seqs's, and the budgets' ranges. vLLM's start-up checks
@@ -206,6 +245,7 @@ void resolve_scheduler(SimConfig& c) {
   if (c.lora.enabled) require(s.policy, Feature::kLora);
   resolve_pipeline(c);
   resolve_sliding_window(c);
+  resolve_linear_attention(c);
 }
 
 // The roofline's parameters: the GPU architecture's hardware fit and the engine's, each overlaid
@@ -318,10 +358,12 @@ void check_parallel_fleet(const SimConfig& c, const FleetOptions& f) {
       throw Error(field::kPipelineParallelSize,
                   "servesim does not model disaggregated pools with pipeline stages");
     }
-    if (g.config.model.sliding() && g.role != ReplicaRole::kColocated) {
-      throw Error(field::kModel, g.config.model.name +
-                                     "'s sliding-window KV group is not modelled in disaggregated "
-                                     "pools (its KV transfer)");
+    if ((g.config.model.sliding() || g.config.model.hybrid()) &&
+        g.role != ReplicaRole::kColocated) {
+      throw Error(field::kModel, g.config.model.name + "'s " +
+                                     (g.config.model.hybrid() ? "linear-attention state blocks are"
+                                                              : "sliding-window KV group is") +
+                                     " not modelled in disaggregated pools (its KV transfer)");
     }
   }
   if (!c.expert_parallel) return;

@@ -10,7 +10,7 @@ using namespace servesim;
 
 TEST_CASE("capabilities: every row in Feature's order, every feature V1's alone", "[unit]") {
   const auto& rows = capabilities();
-  REQUIRE(rows.size() == 10);
+  REQUIRE(rows.size() == 11);
   for (size_t i = 0; i < rows.size(); ++i) {
     CHECK(size_t(rows[i].feature) == i);
     // vLLM 0.15.1 runs each of these in V1's scheduler only (capabilities.hpp).

@@ -86,7 +86,7 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
   Flags f;
   const std::string model = d.pick<std::string>(
       {"llama-2-7b", "llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "mixtral-8x7b", "llama-2-13b",
-       "llama-3.1-70b", "llama-4-scout-17b-16e-fp8", "gpt-oss-20b"});
+       "llama-3.1-70b", "llama-4-scout-17b-16e-fp8", "gpt-oss-20b", "qwen3-next-80b-a3b"});
   f.emplace_back("model", model);
   f.emplace_back("gpu", d.pick<std::string>({"a100-80g", "a100-40g", "h100-sxm", "h200-sxm", "l40s",
                                              "l4", "mi300x", "b200"}));
@@ -103,12 +103,17 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
   // gpt-oss's blocks hold one KV group's 12 layers: on a large GPU its pool is six times a
   // dense model's (300,000 blocks), whose set-up doubled this test's time under the sanitizers;
   // its pool is always drawn, small enough to press on the window's blocks.
-  if (model == "gpt-oss-20b") {
+  // Qwen3-Next's blocks of 272-1072 tokens: drawn the same way (its 160 GB of weights fit few
+  // of the GPUs drawn, and an override is not checked against memory).
+  if (model == "gpt-oss-20b" || model == "qwen3-next-80b-a3b") {
     f.emplace_back("num-gpu-blocks", std::to_string(d.in(64, 4000)));
   } else if (d.chance(30)) {
     f.emplace_back("num-gpu-blocks", std::to_string(d.in(8, 600)));
   }
-  if (v1 && d.chance(40)) f.emplace_back("enable-prefix-caching", "");
+  // A hybrid model runs without the prefix cache (vLLM's default; servesim refuses it).
+  if (v1 && d.chance(40) && model != "qwen3-next-80b-a3b") {
+    f.emplace_back("enable-prefix-caching", "");
+  }
   if (v1 && d.chance(20)) f.emplace_back("async-scheduling", "");
   if (d.chance(10)) f.emplace_back("quantization", "fp8");
   const int workload = int(d.in(1, 100));
@@ -188,8 +193,8 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
     f.emplace_back("decode-replicas", std::to_string(d.in(1, 2)));
   }
   // Expert parallelism over TP, or over the replicas as data-parallel ranks (issue 47).
-  const bool moe =
-      model == "mixtral-8x7b" || model == "llama-4-scout-17b-16e-fp8" || model == "gpt-oss-20b";
+  const bool moe = model == "mixtral-8x7b" || model == "llama-4-scout-17b-16e-fp8" ||
+                   model == "gpt-oss-20b" || model == "qwen3-next-80b-a3b";
   if (v1 && moe && d.chance(50)) f.emplace_back("enable-expert-parallel", "");
   return f;
 }
