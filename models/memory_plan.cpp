@@ -72,10 +72,11 @@ MemoryPlan plan_stage(const GpuSpec& gpu, const ModelSpec& model, const MemoryPl
                    p.drafter_weight_bytes + p.lora_bytes;
   if (v1_memory_profile(shape.engine)) {
     // request_memory: ceil(total x utilization); RotaryEmbedding's cos_sin_cache on every GPU
-    // (MLA's rotates only the qk_rope_head_dim part).
+    // (MLA's rotates only the qk_rope_head_dim part, a partial rotary factor its share of a head).
     p.usable_bytes = std::ceil(p.usable_bytes);
-    p.weight_bytes += double(model.max_position) *
-                      (model.mla() ? model.qk_rope_head_dim : model.head_dim) * model.dtype_bytes;
+    const int rotary_dim =
+        model.mla() ? model.qk_rope_head_dim : int(model.head_dim * model.partial_rotary_factor);
+    p.weight_bytes += double(model.max_position) * rotary_dim * model.dtype_bytes;
     p.activation_bytes =
         last ? v1_activation_peak_bytes(model, shape.max_num_batched_tokens, shape.max_num_seqs)
              : v1_activation_peak_bytes(model, shape.max_num_batched_tokens, 0);

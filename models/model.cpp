@@ -54,10 +54,10 @@ int64_t ModelSpec::linear_state_bytes_per_layer(int tp) const {
   return (int64_t(linear_conv_kernel_dim - 1) * conv + temporal) * dtype_bytes;
 }
 
-int ModelSpec::hybrid_block_size(int tp) const {
+int ModelSpec::hybrid_block_size(int tp, int alignment) const {
   if (!hybrid()) return 0;
-  const int64_t token = kv_bytes_per_token_per_layer(tp);
-  return int(16 * ((linear_state_bytes_per_layer(tp) + 16 * token - 1) / (16 * token)));
+  const int64_t token = kv_bytes_per_token_per_layer(tp) * alignment;
+  return int(alignment * ((linear_state_bytes_per_layer(tp) + token - 1) / token));
 }
 
 int64_t ModelSpec::latent_norm_params_per_layer() const {
@@ -288,6 +288,7 @@ ModelSpec qwen3_next_architecture() {
           .linear_conv_kernel_dim = 4,
           .attn_output_gate = true,
           .qk_norm = true,
+          .partial_rotary_factor = 0.25,
           .shared_expert_gate = true};
 }
 
@@ -519,9 +520,10 @@ void validate_linear_attention(const ModelSpec& m, const std::string& source) {
   }
   // The attention block vLLM sizes to hold a state is largest on one GPU (more GPUs split the
   // state at least as much as the KV): bounded, so that a block size stays an int.
-  const int64_t block = int64_t(16) * ((m.linear_state_bytes_per_layer(1) +
-                                        16 * m.kv_bytes_per_token_per_layer(1) - 1) /
-                                       (16 * m.kv_bytes_per_token_per_layer(1)));
+  const int64_t block =
+      int64_t(16) *
+      ((m.linear_state_bytes_per_layer(1) + 16 * m.kv_bytes_per_token_per_layer(1) - 1) /
+       (16 * m.kv_bytes_per_token_per_layer(1)));
   if (block > (1 << 24)) {
     throw Error(source, 0, "linear_value_head_dim",
                 "a linear layer's state of " + std::to_string(m.linear_state_bytes_per_layer(1)) +
@@ -687,6 +689,12 @@ void validate(const ModelSpec& m, const std::string& source) {
     }
   }
   validate_linear_attention(m, source);
+  if (!(m.partial_rotary_factor > 0 && m.partial_rotary_factor <= 1)) {
+    throw Error(source, 0, "partial_rotary_factor", "must be in (0, 1]");
+  }
+  if (m.shared_expert_gate && m.shared_expert_intermediate_size == 0) {
+    throw Error(source, 0, "shared_expert_gate", "gates a shared expert: this model has none");
+  }
   if (m.name.empty()) throw Error(source, 0, "name", "must not be empty");
 }
 
@@ -731,6 +739,7 @@ ModelSpec load_model_file(const std::string& path) {
              {"attn_output_gate", &m.attn_output_gate},
              {"qk_norm", &m.qk_norm},
              {"shared_expert_gate", &m.shared_expert_gate},
+             {"partial_rotary_factor", &m.partial_rotary_factor},
              {"quantization", &quantization}});
   // A checkpoint's quantization_config: fp8 quantizes every linear layer but the LM head; mxfp4
   // a MoE model's experts.

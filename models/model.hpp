@@ -91,8 +91,13 @@ struct ModelSpec {
   int linear_conv_kernel_dim = 0;
   // Qwen3-Next's gated attention: q_proj also yields a sigmoid gate on the output, as wide as q.
   bool attn_output_gate = false;
-  // An RMSNorm of head_dim on q and on k in every full-attention layer (Qwen3's q_norm, k_norm).
+  // An RMSNorm of head_dim on q and on k in every full-attention layer (Qwen3's q_norm, k_norm;
+  // set for Qwen3-Next, not for the catalogue's other Qwen3 entries, whose 2 x 128 parameters a
+  // layer are left out).
   bool qk_norm = false;
+  // The share of a head's dimensions rotary embedding turns (config.json's
+  // partial_rotary_factor: Qwen3-Next's 0.25): vLLM's cos/sin cache is that wide.
+  double partial_rotary_factor = 1.0;
   // Qwen2-MoE's and Qwen3-Next's sigmoid gate on the shared expert (hidden -> 1), counted with
   // the routers.
   bool shared_expert_gate = false;
@@ -116,10 +121,11 @@ struct ModelSpec {
   // MambaStateShapeCalculator.gated_delta_net_state_shape; heads split by TP).
   int64_t linear_state_bytes_per_layer(int tp) const;
   // vLLM's attention block size for a hybrid model (HybridAttentionMambaModelConfig,
-  // v0.11-0.15): the fewest tokens, a multiple of 16, whose full-attention page (block x KV bytes
+  // v0.10-0.15): the fewest tokens, a multiple of ALIGNMENT (16; 32 for heads of 256 on
+  // Blackwell's FlashInfer: hybrid_block_alignment), whose full-attention page (block x KV bytes
   // a token a layer) holds a linear layer's state; the state's page is padded to it. 0 when not
   // hybrid.
-  int hybrid_block_size(int tp) const;
+  int hybrid_block_size(int tp, int alignment = 16) const;
   // Layers whose MLP is routed experts (all of them in a MoE model without dense layers; none in
   // a dense model).
   // REQUIRES: dense_layers < num_layers (validate()).
@@ -262,9 +268,9 @@ bool same_architecture_id(std::string_view a, std::string_view b);
 // v_head_dim), dense_layers and dense_intermediate_size, sliding_window and sliding_layers,
 // o_bias, attention_sinks and moe_bias, full_attention_interval, linear_num_key_heads,
 // linear_num_value_heads, linear_key_head_dim, linear_value_head_dim, linear_conv_kernel_dim,
-// attn_output_gate and qk_norm (above), quantization (fp8 for an FP8 checkpoint, mxfp4 for
-// MXFP4 experts), name and hf_id.
-// Throws Error with file, line and field on bad input.
+// attn_output_gate, qk_norm, shared_expert_gate and partial_rotary_factor (above), quantization
+// (fp8 for an FP8 checkpoint, mxfp4 for MXFP4 experts), name and hf_id. Throws Error with file,
+// line and field on bad input.
 ModelSpec load_model_file(const std::string& path);
 
 // Checks a spec's fields (positive, heads divide, experts_per_token <= num_experts); throws Error

@@ -93,7 +93,7 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
     const double q = heads * m.head_dim, kv = double(m.num_kv_heads) * m.head_dim;
     // q/k/v in and out (with the output gate, q twice), o in and out.
     attention_io = h + (q * (m.attn_output_gate ? 2 : 1) + 2 * kv) + q + h;
-    rope_width = q + kv;
+    rope_width = (q + kv) * m.partial_rotary_factor;
   }
   // The layers with (full or sliding-window) attention; a hybrid model's others are linear.
   const double full_layers = m.full_attention_layers(), linear_layers = m.linear_attention_layers();

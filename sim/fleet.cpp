@@ -105,7 +105,15 @@ std::vector<ReplicaGroup> fleet_groups(const SimConfig& c, const FleetOptions& o
       require(g.config.scheduler.policy, Feature::kDisaggregatedPrefill);
     }
     if (g.config.scheduler.block_size != o.groups[0].config.scheduler.block_size) {
-      throw Error(field::kBlockSize, "every replica of a fleet must use the same block size");
+      const SimConfig& first = o.groups[0].config;
+      throw Error(field::kBlockSize,
+                  first.model.hybrid() || g.config.model.hybrid()
+                      ? "every replica of a fleet must use the same block size: vLLM raises a "
+                        "hybrid model's to hold its linear-attention state, " +
+                            std::to_string(first.scheduler.block_size) + " and " +
+                            std::to_string(g.config.scheduler.block_size) +
+                            " tokens here (give the groups one TP degree)"
+                      : "every replica of a fleet must use the same block size");
     }
   }
   if (total > kMaxReplicas) {

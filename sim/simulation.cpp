@@ -94,6 +94,15 @@ void resolve_speculative(SimConfig& c) {
                 "must be in [1, " + std::to_string(kMaxSpecTokens) + "]");
   }
   if (c.drafter.method != s.spec.method) throw Error(field::kSpeculativeConfig, "has no drafter");
+  // A draft model's KV shares the target's blocks as one more group of full attention
+  // (models/drafter.hpp): one with linear-attention or sliding-window layers would be groups of
+  // its own, which servesim does not model.
+  if (c.drafter.model.hybrid() || c.drafter.model.sliding()) {
+    throw Error(field::kSpeculativeConfig,
+                "a draft model with " +
+                    std::string(c.drafter.model.hybrid() ? "linear-attention" : "sliding-window") +
+                    " layers (" + c.drafter.model.name + ") is not modelled");
+  }
   s.max_num_scheduled_tokens = s.max_num_batched_tokens;
   if (s.spec.method == SpecMethod::kDraftModel) {
     s.max_num_scheduled_tokens -= s.max_num_seqs;
@@ -210,8 +219,16 @@ void resolve_linear_attention(SimConfig& c) {
     }
   }
   // HybridAttentionMambaModelConfig: a block size below the one that holds a state is raised to
-  // it ("Setting attention block size to N tokens").
-  s.block_size = std::max(s.block_size, c.model.hybrid_block_size(c.tp));
+  // it ("Setting attention block size to N tokens"), in multiples of 32 for heads of 256 on
+  // Blackwell, where FlashInfer lacks blocks of 16 for them (flashinfer issue 1993).
+  const int alignment = c.gpu.arch == GpuArch::kBlackwell && c.model.head_dim == 256 ? 32 : 16;
+  const int block = c.model.hybrid_block_size(c.tp, alignment);
+  if (block > 1 << 16) {  // check_scheduler_values' bound on a block size
+    throw Error(field::kModel, format("%s's linear-attention state needs attention blocks of %d "
+                                      "tokens at TP%d (servesim models up to 65536)",
+                                      c.model.name.c_str(), block, c.tp));
+  }
+  s.block_size = std::max(s.block_size, block);
   s.state_groups = c.model.kv_cache_state_groups();
 }
 

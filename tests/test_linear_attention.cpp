@@ -77,20 +77,31 @@ TEST_CASE("memory plan: Qwen3-Next's attention block size and KV groups against 
   server.max_num_seqs = 1024;
   const MemoryPlan p = plan_memory(find_gpu("h200"), m, {}, server);
   CHECK(p.kv_bytes_per_block == 544 * 1024 * 12);
-  // "Model loading took 74.2812 GiB"; the plan's weights hold the rope cache too.
-  CHECK(p.weight_bytes / kGiB == Approx(74.2812).epsilon(0.003));
-  // "Available KV cache memory: 44.59 GiB", "GPU KV cache size: 973,760 tokens" (blocks / 4
-  // groups x 544) and "Maximum concurrency for 262,144 tokens per request: 14.77x" (a request
-  // holds cdiv(262144, 544) = 482 full-attention blocks and 3 state blocks); "num_gpu_blocks
-  // is: 7162".
-  const double blocks = std::floor(44.59 * kGiB / double(p.kv_bytes_per_block));
+  // "Model loading took 74.2812 GiB"; the plan's weights hold the rope cache too (262,144
+  // positions x 64 rotary dimensions: partial_rotary_factor 0.25).
+  CHECK(p.weight_bytes / kGiB == Approx(74.2812).epsilon(0.002));
+  // "Available KV cache memory: 44.59 GiB", "num_gpu_blocks is: 7162", "GPU KV cache size:
+  // 973,760 tokens" (blocks / 4 groups x the block) and "Maximum concurrency for 262,144 tokens
+  // per request: 14.77x" (a request's peak: its full-attention blocks and its state blocks).
+  const int block = m.hybrid_block_size(2);
+  const int64_t blocks = int64_t(std::floor(44.59 * kGiB / double(p.kv_bytes_per_block)));
   CHECK(std::abs(blocks - 7162) <= 1);  // 44.59 is rounded
-  CHECK(std::floor(7162 / 4) * 544 == 973'760);
-  CHECK(7162.0 / (482 + 3) == Approx(14.77).margin(0.005));
-  // servesim's own KV memory is 4.0% above that log's (46.36 GiB): vLLM 0.10.2's profile run of
+  const int groups = 1 + m.kv_cache_state_groups();
+  CHECK(7162 / groups * block == 973'760);
+  KvCacheManager pool(7162 + 1, block, false, 262'144, nullptr, 1);
+  pool.set_state_groups(m.kv_cache_state_groups());
+  CHECK(7162.0 / double(pool.peak_blocks_for(262'144)) == Approx(14.77).margin(0.005));
+  // servesim's own KV memory is 4.2% above that log's (46.46 GiB): vLLM 0.10.2's profile run of
   // this model peaks higher than servesim's v0.15.1 profile constants, fitted on dense models,
   // say. Held within 5%.
   CHECK(p.kv_cache_bytes / kGiB == Approx(44.59).epsilon(0.05));
+  // On Blackwell, FlashInfer has no blocks of 16 for heads of 256 (flashinfer issue 1993): vLLM
+  // rounds to 32 (HybridAttentionMambaModelConfig, v0.11 on), 288 tokens at TP4 against 272
+  // elsewhere; at TP2 both are 544.
+  CHECK(m.hybrid_block_size(4, 32) == 288);
+  CHECK(m.hybrid_block_size(8, 32) == 160);
+  CHECK(m.hybrid_block_size(8) == 144);
+  CHECK(m.hybrid_block_size(2, 32) == 544);
   // vLLM 0.13.0 on two L40S with --kv-cache-dtype fp8: "Setting attention block size to 1072
   // tokens" and no padding (1072 x 512 B is the state's 548,864 B exactly).
   apply_serving_dtypes(m, "", "fp8");
@@ -129,9 +140,23 @@ TEST_CASE("kv cache: a state block a group beside the full-attention blocks, by 
   SeqState fits = prompt(40, 1);
   REQUIRE(kv.allocate_slots(2, fits, 4, 0, /*full_sequence_must_fit=*/true));
   CHECK(kv.used_blocks() == 11);
-  // Freed, every group's blocks go back.
-  kv.free(0, a);
+  // Without the gate, a chunk that needs more than the free blocks is refused too, state
+  // included: 9 free, a new request's chunk of 28 tokens needs 7 + 3 (request 1, refused above,
+  // holds nothing).
+  SeqState late = prompt(28, 1);
+  CHECK_FALSE(kv.allocate_slots(1, late, 28, 0, false));
+  CHECK(kv.used_blocks() == 11);
+  CHECK(kv.allocate_slots(1, late, 24, 0, false));  // 6 + 3
+  CHECK(kv.used_blocks() == 20);
+  kv.free(1, late);
+  // Preempted, A gives its state back with its blocks; re-admitted, it takes it again.
+  kv.free(0, a, /*preempted=*/true);
   CHECK(kv.used_blocks() == 4);
+  SeqState again = prompt(13, 30);
+  REQUIRE(kv.allocate_slots(0, again, 13, 0, true));
+  CHECK(kv.used_blocks() == 4 + 4 + 3);
+  // Freed, every group's blocks go back.
+  kv.free(0, again);
   kv.free(2, fits);
   CHECK(kv.free_blocks() == 20);
 }
@@ -152,6 +177,25 @@ TEST_CASE("roofline: linear layers keep a state, not KV a token, by hand", "[cos
                               one = {{16, 0, true, false}};
   CHECK(c.cost(two).bytes - c.cost(one).bytes == Approx(2.0 * 1'097'728 * 36));
   CHECK(c.cost(one).flops - c.cost(two).flops == Approx(4.0 * 4096 * 12 * 64));
+  // Two decodes against one, none emitting, at a context of 0: one more token through every
+  // layer, and one more state in and out. What a token adds besides (its GEMMs, norms, K and
+  // V) is the difference of two decodes' and one's at the same shapes as a prefill token's.
+  const std::vector<SeqShape> d2 = {{1, 0, false, false}, {1, 0, false, false}},
+                              d1 = {{1, 0, false, false}};
+  const std::vector<SeqShape> p2 = {{2, 0, true, false}}, p1 = {{1, 0, true, false}};
+  const double state = 2.0 * 1'097'728 * 36;
+  CHECK((c.cost(d2).bytes - c.cost(d1).bytes) - (c.cost(p2).bytes - c.cost(p1).bytes) ==
+        Approx(state));
+  // The recurrence's FLOPs a decoded token: the convolution over q, k and v (2 x 8,192 x 4) and
+  // 6 x 128 x 128 a value head, in 36 layers, beside its GEMMs (twice the parameters it passes
+  // through) and its one pair in the 12 full layers. A prefill token adds the chunk's products
+  // (2 x 64 x 32 x (128 + 128) a layer); the second prefill token scores two pairs.
+  const double recurrence = (2.0 * 8192 * 4 + 6.0 * 32 * 128 * 128) * 36;
+  const double pair = 4.0 * 4096 * 12;
+  const double gemms = 2.0 * double(m.active_linear_params());
+  CHECK(c.cost(d2).flops - c.cost(d1).flops == Approx(gemms + pair + recurrence));
+  CHECK(c.cost(p2).flops - c.cost(p1).flops ==
+        Approx(gemms + 2 * pair + recurrence + 2.0 * 64 * 32 * 256 * 36));
 }
 
 TEST_CASE("qwen3-next: the prefix cache off by default, the block size raised, what is refused",
@@ -184,6 +228,20 @@ TEST_CASE("qwen3-next: the prefix cache off by default, the block size raised, w
   refused(with({"--kv-offloading-size", "1"}), "linear-attention layers");
   refused(with({"--pp", "2"}), "linear-attention layers");
   refused(with({"--prefill-replicas", "1", "--decode-replicas", "1"}), "disaggregated");
+  refused(with({"--enable-lora"}), "linear-attention layers");
+  refused(with({"--cost-model", "table"}), "linear-attention layers");
+  // A draft model of its own groups (linear or sliding-window layers) beside the target's.
+  refused(
+      {"run", "--model", "qwen3-235b-a22b", "--gpu", "h200", "--tp", "8", "--num-requests", "4",
+       "--speculative-config",
+       R"({"method": "draft_model", "model": "qwen3-next-80b-a3b", "num_speculative_tokens": 2})",
+       "--spec-acceptance-rate", "0.5"},
+      "linear-attention layers (qwen3-next-80b-a3b) is not modelled");
+  refused({"run", "--model", "gpt-oss-120b", "--gpu", "h200", "--num-requests", "4",
+           "--speculative-config",
+           R"({"method": "draft_model", "model": "gpt-oss-20b", "num_speculative_tokens": 2})",
+           "--spec-acceptance-rate", "0.5"},
+          "sliding-window layers (gpt-oss-20b) is not modelled");
   // vLLM's default off, the block size 544 whatever --block-size says, both recorded.
   const auto dir = scratch("linear-cli");
   const std::string json = (dir / "r.json").string();
@@ -232,4 +290,15 @@ TEST_CASE("model file: linear-attention keys, and what they refuse", "[models][c
         "full_attention_interval");
   CHECK(field_of("f.ini", head + "full_attention_interval = 4\n" + widths +
                               "sliding_window = 128\nsliding_layers = 24\n") != "");
+  CHECK(field_of("g.ini", head + "full_attention_interval = 4\n" + widths +
+                              "partial_rotary_factor = 0\n") == "partial_rotary_factor");
+  // Its linear heads must divide over the TP group as its attention heads do: 2 key heads at
+  // TP4 do not (vLLM's Gated DeltaNet splits them).
+  write(dir / "two.ini", head +
+                             "full_attention_interval = 4\nlinear_num_key_heads = 2\n"
+                             "linear_num_value_heads = 4\nlinear_key_head_dim = 128\n"
+                             "linear_value_head_dim = 128\nlinear_conv_kernel_dim = 4\n");
+  refused({"run", "--model-file", (dir / "two.ini").string(), "--gpu", "h200", "--tp", "4",
+           "--num-requests", "4"},
+          "linear-attention heads");
 }
