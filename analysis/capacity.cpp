@@ -409,6 +409,10 @@ class Searcher {
     c_.gpu_hour_cost = spec_.cost.of(p.gpu, p.gpu_file_cost);
     c_.pools = p.pools;
     c_.fleet = describe_pools(p.pools);
+    if (base_.enable_expert_parallel) {
+      // The ranks share their experts: one expert-parallel group of every GPU simulated.
+      c_.fleet += " (EP" + std::to_string(price_pools(p.pools, spec_.cost).gpus) + ")";
+    }
     for (const GpuPool& pool : p.pools) {
       if (c_.quantization.find(pool.quantization) == std::string::npos) {
         c_.quantization += (c_.quantization.empty() ? "" : "+") + pool.quantization;

@@ -21,11 +21,17 @@ namespace servesim {
 namespace {
 
 // The run flags that may be lists: one configuration per combination.
-const std::set<std::string> kCapacityListFlags = {"scheduler", "max-num-batched-tokens",
-                                                  "gpu",       "gpu-file",
-                                                  "model",     "model-file",
-                                                  "tp",        "tensor-parallel-size",
-                                                  "pp",        "pipeline-parallel-size"};
+const std::set<std::string> kCapacityListFlags = {"scheduler",
+                                                  "max-num-batched-tokens",
+                                                  "gpu",
+                                                  "gpu-file",
+                                                  "model",
+                                                  "model-file",
+                                                  "tp",
+                                                  "tensor-parallel-size",
+                                                  "pp",
+                                                  "pipeline-parallel-size",
+                                                  "data-parallel-size"};
 
 // The flags of a replica's parallel layout and their fields: when one is a list, a layout vLLM
 // would refuse at start-up (the model does not fit, the heads or layers do not divide) is left
@@ -35,6 +41,7 @@ const char* layout_field(const std::string& flag) {
   if (flag == "tensor-parallel-size") return field::kTensorParallelSize;
   if (flag == "pp") return field::kPp;
   if (flag == "pipeline-parallel-size") return field::kPipelineParallelSize;
+  if (flag == "data-parallel-size") return field::kDataParallelSize;
   return nullptr;
 }
 
@@ -137,12 +144,8 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
     // Checked as a probe runs it, at a rate: a length-only trace (ShareGPT, Vidur's arXiv CSV)
     // has no arrivals of its own, and each probe gives it Gamma arrivals at the probe's rate
     // (issue 25: it was refused for lacking the --request-rate that capacity itself refuses).
-    if (c.spec.enable_expert_parallel) {
-      // A probe runs one replica; the ranks sharing the experts are sized as one group.
-      throw Error(field::kEnableExpertParallel,
-                  "capacity sizes one replica at a time, not a group of data-parallel ranks "
-                  "sharing their experts: compare such groups with run or sweep");
-    }
+    // Under expert parallelism a probe runs the data-parallel ranks sharing the experts
+    // (--data-parallel-size, else --num-replicas: one group), and its capacity is the group's.
     RunSpec probe = one_replica(c.spec);
     probe.request_rate = 1;
     try {
@@ -157,7 +160,8 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
                              e.reason().find(" does not fit on ") != std::string::npos) ||
                             e.path() == field::kMaxModelLen || e.path() == field::kNumGpuBlocks ||
                             e.path() == field::kTensorParallelSize ||
-                            e.path() == field::kPipelineParallelSize;
+                            e.path() == field::kPipelineParallelSize ||
+                            e.path() == field::kDataParallelSize;
       if (!layouts || refused == nullptr || !start_up) throw;
       refused->push_back(c.text + ": " + e.reason());
       if (first_refusal.empty()) first_refusal = refused->back();

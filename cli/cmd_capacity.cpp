@@ -32,10 +32,14 @@ const char* kCapacityHelp =
     "The highest request rate (req/s) each configuration sustains under the SLO, by bisection on\n"
     "--request-rate over the same trace or generator (same seed: the same requests, arriving\n"
     "faster). --scheduler, --max-num-batched-tokens, --gpu, --gpu-file, --model, --model-file,\n"
-    "--tp, --tensor-parallel-size, --pp and --pipeline-parallel-size may be lists (a,b,c; numbers\n"
-    "also LO:HI:STEP): one capacity per combination, the first listed flag varying slowest. Every\n"
-    "configuration is checked before any search starts; with --tp or --pp a list, the layouts\n"
-    "vLLM refuses at start-up are left out and named.\n"
+    "--tp, --tensor-parallel-size, --pp, --pipeline-parallel-size and --data-parallel-size may be\n"
+    "lists (a,b,c; numbers also LO:HI:STEP): one capacity per combination, the first listed flag\n"
+    "varying slowest. Every configuration is checked before any search starts; with --tp, --pp or\n"
+    "--data-parallel-size a list, the layouts vLLM refuses at start-up are left out and named.\n"
+    "With --enable-expert-parallel a capacity is that of the data-parallel ranks sharing the\n"
+    "experts (--data-parallel-size: one group of TP x DP GPUs); compare groups with\n"
+    "--data-parallel-size LIST (copies of a group behind a router are not modelled: no\n"
+    "--target-rate or --over-time).\n"
     "\n"
     "  --slo LIST           bounds on summary metrics, e.g. ttft_p99_ms=2000,itl_p99_ms=100;\n"
     "                       latencies are upper bounds, otps_*/throughput lower bounds (or\n"
@@ -190,6 +194,12 @@ int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& ou
                 "plans replicas of one configuration (not --replica-gpus or prefill/decode "
                 "pools)");
   }
+  if (base.enable_expert_parallel) {
+    // servesim's expert-parallel group is the whole fleet: copies of it are not modelled.
+    throw Error("over-time",
+                "plans copies of a configuration window by window; copies of an "
+                "expert-parallel group are not modelled (compare --data-parallel-size LIST)");
+  }
   // Without an autoscaler --max-replicas is the plan's limit per window only.
   int limit = 64;
   if (base.max_replicas.given()) {
@@ -271,6 +281,13 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   std::vector<std::string> refused;
   const std::vector<CapacityConfiguration> configs =
       capacity_configurations(s.run, run_flag_reading(), inputs, &refused);
+  if (target > 0 && !configs.empty() && configs.front().spec.enable_expert_parallel) {
+    // servesim's expert-parallel group is the whole fleet: a fleet of copies of it (each behind
+    // its own experts) is not modelled, nor is growing one group's ranks the same question.
+    throw Error(field::kTargetRate,
+                "sizes copies of a configuration; copies of an expert-parallel group are not "
+                "modelled: compare groups with --data-parallel-size LIST");
+  }
   check_capacity_configurations(spec, configs, inputs);
   const CapacitySearchOutcome searched = search_configurations(configs, spec, target, jobs, inputs);
   if (searched.worker) return 0;

@@ -3,7 +3,9 @@
 // GPU's share under uniform routing, and what is refused.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include "cli_helpers.hpp"
 #include "cost_fixtures.hpp"
@@ -176,9 +178,82 @@ TEST_CASE("expert parallelism: runs, records and refusals", "[expert][cli]") {
                 "--max-replicas", "4", "--num-prompts", "4"});
   CHECK(scaled.code == 2);
   CHECK_THAT(scaled.err, Catch::Contains("fixed group"));
-  const auto capacity =
+  // Capacity sizes one expert-parallel group: copies of it are not modelled.
+  const auto sized = call_cli({"capacity", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp",
+                               "2", "--enable-expert-parallel", "--slo", "ttft_p99_ms=2000",
+                               "--num-requests", "20", "--target-rate", "50"});
+  CHECK(sized.code == 2);
+  CHECK_THAT(sized.err, Catch::Contains("copies of an expert-parallel group are not modelled"));
+  const auto planned =
       call_cli({"capacity", "--model", "mixtral-8x7b", "--gpu", "h100-sxm", "--tp", "2",
-                "--enable-expert-parallel", "--slo", "ttft_p99_ms=2000", "--num-requests", "20"});
-  CHECK(capacity.code == 2);
-  CHECK_THAT(capacity.err, Catch::Contains("enable-expert-parallel"));
+                "--enable-expert-parallel", "--slo", "ttft_p99_ms=2000", "--num-requests", "20",
+                "--over-time", "600", "--rate-pattern", "diurnal", "--request-rate", "2"});
+  CHECK(planned.code == 2);
+  CHECK_THAT(planned.err, Catch::Contains("copies of an expert-parallel group are not modelled"));
+}
+
+TEST_CASE("capacity: expert-parallel groups over TP x DP layouts", "[expert][cli]") {
+  const auto dir = servesim::test::scratch("ep-capacity");
+  const std::string csv = (dir / "cap.csv").string();
+  const auto r = call_cli({"capacity",
+                           "--model",
+                           "mixtral-8x7b",
+                           "--gpu",
+                           "h100-sxm",
+                           "--tp",
+                           "1,2",
+                           "--enable-expert-parallel",
+                           "--data-parallel-size",
+                           "1,2",
+                           "--slo",
+                           "ttft_p99_ms=2000,itl_p99_ms=100",
+                           "--num-requests",
+                           "200",
+                           "--input-len",
+                           "fixed:512",
+                           "--output-len",
+                           "fixed:128",
+                           "--csv",
+                           csv});
+  INFO(r.out << r.err);
+  REQUIRE(r.code == 0);
+  // Mixtral's 87 GiB do not fit one H100: TP1 x DP1 is left out, named; the others are groups
+  // of TP x DP GPUs sharing the experts, each probe running the whole group.
+  CHECK_THAT(r.out, Catch::Contains("--tp 1 --data-parallel-size 1: mixtral-8x7b does not fit"));
+  // Rows: TP1 x DP2, TP2 x DP1, TP2 x DP2 (the first flag listed varies slowest).
+  // The CSV's cells, quoted ones (notes, sources) holding commas.
+  auto cells_of = [](const std::string& row) {
+    std::vector<std::string> cells(1);
+    bool quoted = false;
+    for (char ch : row) {
+      if (ch == '"') {
+        quoted = !quoted;
+      } else if (ch == ',' && !quoted) {
+        cells.emplace_back();
+      } else {
+        cells.back() += ch;
+      }
+    }
+    return cells;
+  };
+  std::istringstream in(servesim::test::slurp(csv));
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = cells_of(line);
+  auto column = [&](const std::string& name) {
+    return size_t(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  std::vector<std::vector<std::string>> rows;
+  while (std::getline(in, line))
+    rows.push_back(cells_of(line));
+  REQUIRE(rows.size() == 3);
+  const size_t gpus = column("gpus"), rps = column("capacity_req_s"), fleet = column("fleet");
+  CHECK(rows[0][fleet] == "2x h100-sxm (EP2)");
+  CHECK(rows[1][fleet] == "h100-sxm (EP2)");
+  CHECK(rows[2][fleet] == "2x h100-sxm (EP4)");
+  CHECK(rows[0][gpus] == "2");
+  CHECK(rows[1][gpus] == "2");
+  CHECK(rows[2][gpus] == "4");
+  // Two TP2 ranks sharing the experts serve more than one.
+  CHECK(std::stod(rows[2][rps]) > std::stod(rows[1][rps]));
 }
