@@ -395,6 +395,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
   if (c.expert_parallel) {  // present with expert parallelism only
     j["config"]["enable_expert_parallel"] = true;
     j["config"]["expert_parallel_size"] = c.ep();
+    j["config"]["expert_skew"] = c.expert_skew;
   }
   if (c.pp > 1) {
     // Present with pipeline stages only (absent: 1). memory_plan_gib is the stage with the fewest

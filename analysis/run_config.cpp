@@ -327,6 +327,7 @@ SimConfig base_config(const RunSpec& s, Inputs& inputs) {
   c.tp = tensor_parallel_size(s);
   c.pp = pipeline_parallel_size(s);
   c.expert_parallel = s.enable_expert_parallel;
+  c.expert_skew = s.expert_skew;
   // The ranks sharing the experts are the fleet's: vLLM's --data-parallel-size.
   if (c.expert_parallel)
     c.dp = s.data_parallel_size.given() ? s.data_parallel_size : s.num_replicas;

@@ -126,6 +126,8 @@ struct RunSpec {
   Given<int> pp{0};  // --pp, the alias of --pipeline-parallel-size
   // vLLM --enable-expert-parallel: the routed experts spread whole over TP x the DP ranks.
   Given<bool> enable_expert_parallel{false};
+  // With expert parallelism: the routing's Zipf skew over the experts (0: uniform).
+  Given<double> expert_skew{0};
   // A fleet: replicas behind a router (vLLM's --data-parallel-size is the alias).
   Given<int> num_replicas{1}, data_parallel_size{0};
   Given<std::string> router{"round-robin"};

@@ -88,8 +88,9 @@ const std::vector<VllmArg> kArgs = {
     {"--enable-expert-parallel", "--enable-expert-parallel", A,
      "routed experts whole over TP x DP GPUs (linear placement, the busiest GPU's memory), each "
      "MoE layer's tokens from every rank (all-gather) and outputs back (reduce-scatter: vLLM's "
-     "default allgather_reducescatter backend), the busiest GPU's share of uniform routing; "
-     "DeepEP and pplx backends, EPLB and routing skew are not modelled"},
+     "default allgather_reducescatter backend), the busiest GPU's share of uniform routing, or "
+     "of a Zipf skew (servesim's --expert-skew, the experts placed at random); DeepEP and pplx "
+     "backends and EPLB are not modelled"},
     {"--disable-custom-all-reduce", "", I,
      "vLLM's custom all-reduce is always used below 8 MiB on NVLink"},
     // SchedulerConfig

@@ -1,6 +1,11 @@
 #include "models/parallel.hpp"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <numeric>
+
+#include "util/hash.hpp"
 
 namespace servesim {
 
@@ -12,6 +17,56 @@ std::vector<int> pp_layer_partition(int num_layers, int pp) {
   for (int i = 2; i < remaining + 2; ++i)
     ++layers[size_t(pp - i)];
   return layers;
+}
+
+namespace {
+
+// The busiest GPU's share of the pairs when slot e holds expert PLACED[e], whose share is
+// SHARE[PLACED[e]], and GPU g holds slots [g x PER_GPU, (g + 1) x PER_GPU) (linear placement).
+double busiest(const std::vector<double>& share, const std::vector<int>& placed, int per_gpu) {
+  double most = 0;
+  for (size_t first = 0; first < placed.size(); first += size_t(per_gpu)) {
+    double load = 0;
+    for (size_t e = first; e < std::min(placed.size(), first + size_t(per_gpu)); ++e)
+      load += share[size_t(placed[e])];
+    most = std::max(most, load);
+  }
+  return most;
+}
+
+}  // namespace
+
+double ep_busiest_share(int num_experts, int ep, double skew) {
+  assert(num_experts >= 1 && ep >= 1 && skew >= 0);
+  const int per_gpu = local_experts(num_experts, ep);
+  if (skew == 0 || ep == 1) return std::min(1.0, double(per_gpu) / num_experts);
+  std::vector<double> share(static_cast<size_t>(num_experts));
+  for (int r = 0; r < num_experts; ++r)
+    share[size_t(r)] = std::pow(double(r + 1), -skew);
+  const double total = std::accumulate(share.begin(), share.end(), 0.0);
+  for (double& q : share)
+    q /= total;
+  std::vector<int> placed(static_cast<size_t>(num_experts));
+  std::iota(placed.begin(), placed.end(), 0);
+  double sum = 0;
+  int64_t n = 0;
+  if (num_experts <= 8) {
+    do {
+      sum += busiest(share, placed, per_gpu);
+      ++n;
+    } while (std::next_permutation(placed.begin(), placed.end()));
+    return sum / double(n);
+  }
+  // Fisher-Yates with its own draws (std::shuffle's differ between standard libraries).
+  uint64_t state = 0x5eed0fe9a11e2ULL;
+  for (n = 0; n < 1024; ++n) {
+    for (int i = num_experts - 1; i > 0; --i) {
+      state = mix64(state + 0x9e3779b97f4a7c15ULL);
+      std::swap(placed[size_t(i)], placed[size_t(state % uint64_t(i + 1))]);
+    }
+    sum += busiest(share, placed, per_gpu);
+  }
+  return sum / double(n);
 }
 
 }  // namespace servesim

@@ -49,10 +49,11 @@ class RooflineCostModel final : public CostModel {
  public:
   // PP > 1: pipeline stages of TP GPUs each (models/parallel.hpp); cost() is the whole model's.
   // EP_DP > 0: expert parallelism over the TP GPUs of each of EP_DP data-parallel ranks, this
-  // replica one of them (a MoE model; one GPU in all runs as without it).
+  // replica one of them (a MoE model; one GPU in all runs as without it); EXPERT_SKEW > 0: the
+  // routing's Zipf skew (models/parallel.hpp ep_busiest_share), which loads the busiest GPU.
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp,
                     const HardwareParams& hw = {}, const EngineParams& engine = {}, int pp = 1,
-                    int ep_dp = 0);
+                    int ep_dp = 0, double expert_skew = 0);
   RooflineCostModel(const GpuSpec& gpu, const ModelSpec& model, int tp, const RooflineParams& p)
       : RooflineCostModel(gpu, model, tp, p.hw, p.engine) {}
   StepCost cost(std::span<const SeqShape> batch) const override;
@@ -149,6 +150,8 @@ class RooflineCostModel final : public CostModel {
   int ep_dp_ = 0, ep_gpus_ = 1, ep_local_ = 0;
   double pair_flops_ = 0, pair_time_flops_ = 0, pair_act_bytes_ = 0, pair_inner_act_bytes_ = 0;
   double two_log_ep_ = 0, log_miss_ = 0, a2a_bus_ = 0, a2a_latency_s_ = 0;
+  // With skewed routing, the busiest GPU's expected share of the pairs (0: uniform routing).
+  double busiest_share_ = 0;
   // Pipeline sends, per stage: latency and one GPU's bandwidth, and whether the next stage must
   // all-gather (TP > 1).
   std::vector<double> send_latency_s_, send_bytes_per_s_;

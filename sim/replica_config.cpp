@@ -22,7 +22,7 @@ std::unique_ptr<CostModel> target_cost_model(const SimConfig& c) {
     return std::make_unique<TableCostModel>(*c.profiles, c.gpu, c.model, c.tp);
   }
   return std::make_unique<RooflineCostModel>(c.gpu, c.model, c.tp, *c.hardware, *c.engine_params,
-                                             c.pp, c.expert_parallel ? c.dp : 0);
+                                             c.pp, c.expert_parallel ? c.dp : 0, c.expert_skew);
 }
 
 }  // namespace

@@ -55,6 +55,16 @@ void resolve_model(SimConfig& c) {
       throw Error(field::kEnableExpertParallel, "is modelled on the roofline cost model");
     }
   }
+  if (!(c.expert_skew >= 0 && c.expert_skew <= 4)) {
+    throw Error(field::kExpertSkew, "must be in [0, 4]");
+  }
+  if (c.expert_skew > 0 && !c.expert_parallel) {
+    // Without expert parallelism every GPU holds every expert's share: skew moves no GPU's load
+    // (the experts read a step stay those of uniform routing).
+    throw Error(field::kExpertSkew,
+                "loads the busiest GPU of an expert-parallel group: give "
+                "{{parallel.enable_expert_parallel}}");
+  }
   if (c.model.num_heads % c.tp != 0) {
     // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."
     throw Error(field::kTensorParallelSize, "must divide " + c.model.name + "'s " +

@@ -71,6 +71,9 @@ struct SimConfig {
   // vLLM --enable-expert-parallel: this replica is one of DP data-parallel ranks whose GPUs hold
   // the routed experts between them (EP = TP x DP; models/parallel.hpp).
   bool expert_parallel = false;
+  // With expert parallelism: the routing's Zipf skew over the experts (0: uniform routing;
+  // models/parallel.hpp ep_busiest_share).
+  double expert_skew = 0;
   int dp = 1;
   int ep() const { return expert_parallel ? tp * dp : 1; }
   SchedulerConfig scheduler;  // max_num_batched_tokens / max_model_len 0 = vLLM's defaults

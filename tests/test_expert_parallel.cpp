@@ -257,3 +257,52 @@ TEST_CASE("capacity: expert-parallel groups over TP x DP layouts", "[expert][cli
   // Two TP2 ranks sharing the experts serve more than one.
   CHECK(std::stod(rows[2][rps]) > std::stod(rows[1][rps]));
 }
+
+TEST_CASE("expert parallelism: skewed routing loads the busiest GPU, by hand", "[expert][cost]") {
+  // Four experts over two GPUs, Zipf 1: shares 12/25 x (1, 1/2, 1/3, 1/4) = 0.48, 0.24, 0.16,
+  // 0.12. Placed at random, the hottest shares a GPU with each of the others alike: the busiest
+  // GPU holds 0.72, 0.64 or 0.60, 0.6533 expected.
+  CHECK(ep_busiest_share(4, 2, 1.0) == Approx((0.72 + 0.64 + 0.60) / 3));
+  // Uniform routing: the most experts a GPU holds over all of them.
+  CHECK(ep_busiest_share(8, 3, 0.0) == Approx(3.0 / 8));
+  CHECK(ep_busiest_share(256, 8, 0.0) == Approx(1.0 / 8));
+  // Past 8 experts, a mean over placements drawn from a fixed seed: the same every call, above
+  // the uniform share and growing with the skew.
+  const double mild = ep_busiest_share(256, 8, 0.5), steep = ep_busiest_share(256, 8, 1.5);
+  CHECK(mild == ep_busiest_share(256, 8, 0.5));
+  CHECK(mild > 1.0 / 8);
+  CHECK(steep > mild);
+  CHECK(steep < 1.0);
+  // A step of DeepSeek-V3 at EP8: its expert GEMMs wait for the busiest GPU; skew 0 is the
+  // uniform model itself.
+  const ModelSpec m = find_model("deepseek-v3");
+  const GpuSpec gpu = find_gpu("h200-sxm");
+  const HardwareParams hw = hardware_params(gpu.arch);
+  const EngineParams engine = engine_params(Engine::kV1);
+  const RooflineCostModel uniform(gpu, m, 1, hw, engine, 1, 8),
+      zero(gpu, m, 1, hw, engine, 1, 8, 0.0), skewed(gpu, m, 1, hw, engine, 1, 8, 1.0);
+  std::vector<SeqShape> batch(64, SeqShape{1, 1000, false, true});
+  CHECK(zero.cost(batch).seconds == uniform.cost(batch).seconds);
+  CHECK(skewed.cost(batch).linear_s > uniform.cost(batch).linear_s);
+  CHECK(skewed.cost(batch).attention_s == uniform.cost(batch).attention_s);
+}
+
+TEST_CASE("expert parallelism: --expert-skew is refused without it and recorded with it",
+          "[expert][cli]") {
+  const std::vector<std::string> base = {"run",         "--model",        "mixtral-8x7b",
+                                         "--gpu",       "h100-sxm",       "--tp",
+                                         "2",           "--num-requests", "4",
+                                         "--input-len", "fixed:64",       "--output-len",
+                                         "fixed:8"};
+  auto with = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return a;
+  };
+  servesim::test::refused(with({"--expert-skew", "1"}), "give --enable-expert-parallel");
+  servesim::test::refused(with({"--enable-expert-parallel", "--expert-skew", "5"}),
+                          "must be in [0, 4]");
+  const auto ok = call_cli(with({"--enable-expert-parallel", "--expert-skew", "1.25"}));
+  INFO(ok.err);
+  REQUIRE(ok.code == 0);
+}

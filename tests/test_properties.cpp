@@ -82,6 +82,8 @@ std::vector<std::string> trace_files() {
   return paths;
 }
 
+std::string flag_value(const Flags& flags, const std::string& flag);
+
 Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
   Flags f;
   const std::string model = d.pick<std::string>(
@@ -195,7 +197,12 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
   // Expert parallelism over TP, or over the replicas as data-parallel ranks (issue 47).
   const bool moe = model == "mixtral-8x7b" || model == "llama-4-scout-17b-16e-fp8" ||
                    model == "gpt-oss-20b" || model == "qwen3-next-80b-a3b";
-  if (v1 && moe && d.chance(50)) f.emplace_back("enable-expert-parallel", "");
+  if (v1 && moe && d.chance(50)) {
+    f.emplace_back("enable-expert-parallel", "");
+    // Skewed routing in a fifth of them, keyed to a value drawn already (a draw of its own would
+    // move every later case's).
+    if (flag_value(f, "max-num-seqs") == "16") f.emplace_back("expert-skew", "1.5");
+  }
   return f;
 }
 

@@ -27,6 +27,7 @@
   X(kTensorParallelSize, "parallel.tensor_parallel_size")                     \
   X(kPipelineParallelSize, "parallel.pipeline_parallel_size")                 \
   X(kEnableExpertParallel, "parallel.enable_expert_parallel")                 \
+  X(kExpertSkew, "parallel.expert_skew")                                      \
   X(kBlockSize, "cache.block_size")                                           \
   X(kGpuMemoryUtilization, "cache.gpu_memory_utilization")                    \
   X(kNumGpuBlocks, "cache.num_gpu_blocks")                                    \
