@@ -160,8 +160,7 @@ std::vector<CapacityConfiguration> capacity_configurations(const RunFlags& run,
                              e.reason().find(" does not fit on ") != std::string::npos) ||
                             e.path() == field::kMaxModelLen || e.path() == field::kNumGpuBlocks ||
                             e.path() == field::kTensorParallelSize ||
-                            e.path() == field::kPipelineParallelSize ||
-                            e.path() == field::kDataParallelSize;
+                            e.path() == field::kPipelineParallelSize;
       if (!layouts || refused == nullptr || !start_up) throw;
       refused->push_back(c.text + ": " + e.reason());
       if (first_refusal.empty()) first_refusal = refused->back();

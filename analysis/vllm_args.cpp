@@ -141,7 +141,9 @@ const std::vector<VllmArg> kArgs = {
      "paged decode attention as a fixed time per layer plus the KV streamed at a fraction of HBM "
      "bandwidth (Hopper: FlashInfer's published benchmark and the real runs)"},
     {"behaviour: MoE routing", "", A,
-     "tokens routed uniformly over the experts: a step reads the experts some token reaches"},
+     "tokens routed uniformly over the experts: a step reads the experts some token reaches "
+     "(under expert parallelism --expert-skew loads the busiest GPU; the experts read stay "
+     "uniform routing's)"},
     {"behaviour: MLA attention", "", A,
      "multi-head latent attention (DeepSeek-V3, Kimi-K2) from its shapes: the latent KV cache as "
      "vLLM sizes it, in --block-size blocks (vLLM forces 64 tokens for FlashMLA on Hopper, 128 "

@@ -279,15 +279,20 @@ int cmd_capacity(int argc, const char* const* argv, std::ostream& out) {
   paths.check();
   Inputs inputs;
   std::vector<std::string> refused;
-  const std::vector<CapacityConfiguration> configs =
-      capacity_configurations(s.run, run_flag_reading(), inputs, &refused);
-  if (target > 0 && !configs.empty() && configs.front().spec.enable_expert_parallel) {
-    // servesim's expert-parallel group is the whole fleet: a fleet of copies of it (each behind
-    // its own experts) is not modelled, nor is growing one group's ranks the same question.
+  // servesim's expert-parallel group is the whole fleet: a fleet of copies of it (each behind its
+  // own experts) is not modelled, nor is growing one group's ranks the same question. Refused
+  // before any configuration is checked.
+  const bool expert_parallel = std::any_of(s.run.begin(), s.run.end(), [](const auto& flag) {
+    return flag.first == "enable-expert-parallel" && flag.second != "false" &&
+           flag.second != "no" && flag.second != "off" && flag.second != "0";
+  });
+  if (target > 0 && expert_parallel) {
     throw Error(field::kTargetRate,
                 "sizes copies of a configuration; copies of an expert-parallel group are not "
                 "modelled: compare groups with --data-parallel-size LIST");
   }
+  const std::vector<CapacityConfiguration> configs =
+      capacity_configurations(s.run, run_flag_reading(), inputs, &refused);
   check_capacity_configurations(spec, configs, inputs);
   const CapacitySearchOutcome searched = search_configurations(configs, spec, target, jobs, inputs);
   if (searched.worker) return 0;

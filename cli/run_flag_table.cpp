@@ -47,7 +47,8 @@ std::vector<RunFlag> model_and_fleet_flags() {
       {"expert-skew", field::kExpertSkew, G::kHardware, Plain<Given<double>>{FIELD(expert_skew)},
        kNoDefault,
        "with --enable-expert-parallel: the routing's skew, the r-th most popular expert taking a "
-       "share of the tokens proportional to 1 / (r + 1)^S (Zipf; 0 = uniform, at most 4), "
+       "share of the (token, expert) pairs proportional to 1 / (r + 1)^S (Zipf; 0 = uniform, at "
+       "most 4), "
        "placed as vLLM places experts: the busiest GPU's expected share sets each MoE layer's "
        "time"},
       {"num-replicas", field::kNumReplicas, G::kHardware, Plain<Given<int>>{FIELD(num_replicas)},

@@ -22,13 +22,17 @@ std::vector<int> pp_layer_partition(int num_layers, int pp) {
 namespace {
 
 // The busiest GPU's share of the pairs when slot e holds expert PLACED[e], whose share is
-// SHARE[PLACED[e]], and GPU g holds slots [g x PER_GPU, (g + 1) x PER_GPU) (linear placement).
-double busiest(const std::vector<double>& share, const std::vector<int>& placed, int per_gpu) {
+// SHARE[PLACED[e]], and the slots go to EP GPUs as vLLM places experts (determine_expert_map,
+// linear): E / EP each, one more on each of the first E mod EP.
+double busiest(const std::vector<double>& share, const std::vector<int>& placed, int ep) {
+  const size_t n = placed.size(), base = n / size_t(ep), extra = n % size_t(ep);
   double most = 0;
-  for (size_t first = 0; first < placed.size(); first += size_t(per_gpu)) {
+  for (size_t g = 0, first = 0; g < size_t(ep); ++g) {
+    const size_t count = base + (g < extra ? 1 : 0);
     double load = 0;
-    for (size_t e = first; e < std::min(placed.size(), first + size_t(per_gpu)); ++e)
+    for (size_t e = first; e < first + count; ++e)
       load += share[size_t(placed[e])];
+    first += count;
     most = std::max(most, load);
   }
   return most;
@@ -52,7 +56,7 @@ double ep_busiest_share(int num_experts, int ep, double skew) {
   int64_t n = 0;
   if (num_experts <= 8) {
     do {
-      sum += busiest(share, placed, per_gpu);
+      sum += busiest(share, placed, ep);
       ++n;
     } while (std::next_permutation(placed.begin(), placed.end()));
     return sum / double(n);
@@ -64,7 +68,7 @@ double ep_busiest_share(int num_experts, int ep, double skew) {
       state = mix64(state + 0x9e3779b97f4a7c15ULL);
       std::swap(placed[size_t(i)], placed[size_t(state % uint64_t(i + 1))]);
     }
-    sum += busiest(share, placed, per_gpu);
+    sum += busiest(share, placed, ep);
   }
   return sum / double(n);
 }

@@ -158,7 +158,11 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
     pair_act_bytes_ = (2.0 * h + 3.0 * m.intermediate_size) * moe_layers * dtype_;
     pair_inner_act_bytes_ = 3.0 * m.intermediate_size * moe_layers * dtype_;
     ep_local_ = local_experts(m.num_experts, ep_gpus_);
-    if (expert_skew > 0) busiest_share_ = ep_busiest_share(m.num_experts, ep_gpus_, expert_skew);
+    // Skewed routing, or experts that do not divide over the GPUs: the busiest GPU's share of
+    // the pairs (uniform routing over an even split keeps the mean, 1 / EP, as before).
+    if (expert_skew > 0 || m.num_experts % ep_gpus_ != 0) {
+      busiest_share_ = ep_busiest_share(m.num_experts, ep_gpus_, expert_skew);
+    }
     two_log_ep_ = 2.0 * std::log(double(ep_gpus_));
     log_miss_ = std::log1p(-double(m.experts_per_token) / m.num_experts);
     // The DP group of each TP rank: NVLink inside a node, the NICs when the ranks span nodes.
@@ -411,7 +415,8 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch, const BatchTot
     const double k = model_.experts_per_token;
     const double all_tokens = b.tokens * ep_dp_;
     const double mean_pairs = all_tokens * k / ep_gpus_;
-    // Skewed routing: the busiest GPU's expected share of the pairs, and the spread around it.
+    // Skewed routing or an uneven split: the busiest GPU's expected share of the pairs, with the
+    // spread of the largest of EP counts on top (an upper bound at small batches).
     const double busiest_mean = busiest_share_ > 0 ? all_tokens * k * busiest_share_ : mean_pairs;
     const double pairs = std::min(busiest_mean * ep_imbalance(busiest_mean, ep_gpus_, two_log_ep_),
                                   all_tokens * std::min(k, double(ep_local_)));

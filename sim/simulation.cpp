@@ -58,12 +58,12 @@ void resolve_model(SimConfig& c) {
   if (!(c.expert_skew >= 0 && c.expert_skew <= 4)) {
     throw Error(field::kExpertSkew, "must be in [0, 4]");
   }
-  if (c.expert_skew > 0 && !c.expert_parallel) {
+  if (c.expert_skew > 0 && c.ep() <= 1) {
     // Without expert parallelism every GPU holds every expert's share: skew moves no GPU's load
     // (the experts read a step stay those of uniform routing).
     throw Error(field::kExpertSkew,
-                "loads the busiest GPU of an expert-parallel group: give "
-                "{{parallel.enable_expert_parallel}}");
+                "loads the busiest GPU of an expert-parallel group of more than one GPU: give "
+                "{{parallel.enable_expert_parallel}} over TP x DP > 1");
   }
   if (c.model.num_heads % c.tp != 0) {
     // vLLM: "Total number of attention heads (X) must be divisible by tensor parallel size (Y)."

@@ -364,6 +364,8 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       if (name == "enable-lora") ++policies["lora"];
       if (name == "pp") ++policies["pp"];
       if (name == "enable-expert-parallel") ++policies["ep"];
+      if (name == "expert-skew") ++policies["skew"];
+      if (name == "model" && value == "qwen3-next-80b-a3b") ++policies["hybrid"];
     }
     INFO("configuration:" << describe(flags));
     const std::string broken = broken_property(first.run, flags);
@@ -391,4 +393,7 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
   CHECK(policies["lora"] >= 10);
   CHECK(policies["pp"] >= 10);
   CHECK(policies["ep"] >= 5);
+  // Issue 47's skewed routing and hybrid model run too.
+  CHECK(policies["skew"] >= 1);
+  CHECK(policies["hybrid"] >= 1);
 }
