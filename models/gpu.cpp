@@ -65,6 +65,21 @@ const std::vector<GpuSpec>& gpu_catalogue() {
       // Infinity Fabric: 7 links of 64 GB/s each way to the other 7 GPUs of the platform.
       {"mi300x", "AMD Instinct MI300X 192GB", A::kCdna3, 1307.4, 192, 5300, 448, 2614.9, 50, 64},
       {"b200", "NVIDIA B200 180GB", A::kBlackwell, 2250, 180, 8000, 900, 4500, 50, 64},
+      // A GB200 NVL72 rack's GPU: NVIDIA's rack table (sparse FP8 720 PF, FP16/BF16 360 PF;
+      // 576 TB/s of HBM3e, NVLink 5 130 TB/s) over 72 GPUs, halved for dense; nvidia-smi shows
+      // 189,471 MiB (the datasheet's 186 GB). All 72 share one NVLink domain (gpus_per_node),
+      // one ConnectX-7 400 Gb/s each (DGX GB200 user guide); a Grace's NVLink-C2C (900 GB/s
+      // both ways) serves two GPUs: 225 GB/s each way to host memory.
+      {"gb200", "NVIDIA GB200 (NVL72) 186GB", A::kBlackwell, 2500, 185.03, 8000, 900, 5000, 50,
+       225, NAN, 72},
+      // AMD's datasheet: 256 GB of HBM3E at 6 TB/s (vLLM sees 255.98 GiB), MI300X's compute and
+      // Infinity Fabric; the platform's NIC as MI300X's (one 400 Gb/s a GPU: not AMD-sourced).
+      {"mi325x", "AMD Instinct MI325X 256GB", A::kCdna3, 1307.4, 255.98, 6000, 448, 2614.9, 50,
+       64},
+      // Hopper for China: 96 GB of HBM3 at 4.0 TB/s (nvidia-smi 97,871 MiB), 148 dense BF16 and
+      // 296 FP8 TFLOP/s, NVLink 4 (900 GB/s both ways), HGX boards of 8 (no NVIDIA datasheet is
+      // public: integrators' figures; a measured BF16 GEMM reaches 142 TFLOP/s, so 148 is dense).
+      {"h20", "NVIDIA H20 96GB", A::kHopper, 148, 95.58, 4000, 450, 296, 50, 64},
   };
   return gpus;
 }
@@ -104,6 +119,11 @@ const std::vector<std::pair<std::string, std::string>>& gpu_aliases() {
       {"mi300", "mi300x"},
       {"instinct-mi300x", "mi300x"},
       {"b200-180gb", "b200"},
+      {"gb200-nvl72", "gb200"},
+      {"gb200-186gb", "gb200"},
+      {"instinct-mi325x", "mi325x"},
+      {"mi325", "mi325x"},
+      {"h20-96gb", "h20"},
   };
   return aliases;
 }

@@ -49,8 +49,9 @@ struct GpuSpec {
   // when unknown (the catalogue has no prices: they differ between clouds and contracts).
   double cost_per_hour = NAN;
   // GPUs a node holds, joined by interconnect_gb_per_s; a TP group larger than this spans nodes
-  // and all-reduces over the network (network_gb_per_s per GPU). 8 for every catalogue GPU (HGX
-  // and DGX boards, MI300X platforms, 8-card PCIe servers).
+  // and all-reduces over the network (network_gb_per_s per GPU). 8 for the catalogue's GPUs
+  // (HGX and DGX boards, MI300X platforms, 8-card PCIe servers) but GB200's: its NVL72 rack is
+  // one NVLink domain of 72.
   int gpus_per_node = 8;
 
   double peak_flops() const { return bf16_tflops * 1e12; }

@@ -343,6 +343,30 @@ TEST_CASE("roofline: the engine's work, CPU time and graph-replayed kernel floor
   CHECK(cost(v1, std::span(&long_decode, 1)).elementwise_s == Approx(10));
 }
 
+TEST_CASE("catalogue: GB200's NVLink domain of 72, MI325X and H20 from their datasheets",
+          "[cost]") {
+  // GB200 NVL72's rack table over its 72 GPUs (sparse FP8 720 PF and BF16 360 PF, halved for
+  // dense; 576 TB/s of HBM), one NVLink domain of them all.
+  const GpuSpec gb200 = find_gpu("GB200-NVL72");
+  CHECK(gb200.name == "gb200");
+  CHECK(gb200.bf16_tflops == Approx(360000.0 / 72 / 2));
+  CHECK(gb200.fp8_tflops == Approx(720000.0 / 72 / 2));
+  CHECK(gb200.hbm_gb_per_s == Approx(576000.0 / 72));
+  CHECK(gb200.hbm_gib == Approx(189471.0 / 1024).epsilon(1e-4));  // nvidia-smi's MiB
+  CHECK(gb200.arch == GpuArch::kBlackwell);
+  CHECK(find_gpu("mi325x").hbm_gib > find_gpu("mi300x").hbm_gib);
+  CHECK(find_gpu("h20-96gb").arch == GpuArch::kHopper);
+  // TP16 of DeepSeek-V3 stays inside GB200's NVLink domain, where B200's 8-GPU boards send its
+  // all-reduces over the NICs: the same step all-reduces faster on GB200.
+  const ModelSpec m = find_model("deepseek-v3");
+  const GpuSpec b200 = find_gpu("b200");
+  const RooflineCostModel on_gb200(gb200, m, 16, hardware_params(gb200.arch),
+                                   engine_params(Engine::kV1)),
+      on_b200(b200, m, 16, hardware_params(b200.arch), engine_params(Engine::kV1));
+  const std::vector<SeqShape> batch(32, SeqShape{1, 2000, false, true});
+  CHECK(on_gb200.cost(batch).allreduce_s < on_b200.cost(batch).allreduce_s);
+}
+
 TEST_CASE("defaults: a GPU's hardware fit is its architecture's, engines are every GPU's",
           "[cost]") {
   const GpuSpec h100 = find_gpu("h100-sxm"), a100 = find_gpu("a100-80g");
