@@ -70,12 +70,11 @@ const std::vector<GpuSpec>& gpu_catalogue() {
       // 189,471 MiB (the datasheet's 186 GB). All 72 share one NVLink domain (gpus_per_node),
       // one ConnectX-7 400 Gb/s each (DGX GB200 user guide); a Grace's NVLink-C2C (900 GB/s
       // both ways) serves two GPUs: 225 GB/s each way to host memory.
-      {"gb200", "NVIDIA GB200 (NVL72) 186GB", A::kBlackwell, 2500, 185.03, 8000, 900, 5000, 50,
-       225, NAN, 72},
+      {"gb200", "NVIDIA GB200 (NVL72) 186GB", A::kBlackwell, 2500, 185.03, 8000, 900, 5000, 50, 225,
+       NAN, 72},
       // AMD's datasheet: 256 GB of HBM3E at 6 TB/s (vLLM sees 255.98 GiB), MI300X's compute and
       // Infinity Fabric; the platform's NIC as MI300X's (one 400 Gb/s a GPU: not AMD-sourced).
-      {"mi325x", "AMD Instinct MI325X 256GB", A::kCdna3, 1307.4, 255.98, 6000, 448, 2614.9, 50,
-       64},
+      {"mi325x", "AMD Instinct MI325X 256GB", A::kCdna3, 1307.4, 255.98, 6000, 448, 2614.9, 50, 64},
       // Hopper for China: 96 GB of HBM3 at 4.0 TB/s (nvidia-smi 97,871 MiB), 148 dense BF16 and
       // 296 FP8 TFLOP/s, NVLink 4 (900 GB/s both ways), HGX boards of 8 (no NVIDIA datasheet is
       // public: integrators' figures; a measured BF16 GEMM reaches 142 TFLOP/s, so 148 is dense).

@@ -54,10 +54,10 @@ int64_t ModelSpec::linear_state_bytes_per_layer(int tp) const {
   return (int64_t(linear_conv_kernel_dim - 1) * conv + temporal) * dtype_bytes;
 }
 
-int ModelSpec::hybrid_block_size(int tp, int alignment) const {
+int64_t ModelSpec::hybrid_block_size(int tp, int alignment) const {
   if (!hybrid()) return 0;
   const int64_t token = kv_bytes_per_token_per_layer(tp) * alignment;
-  return int(alignment * ((linear_state_bytes_per_layer(tp) + token - 1) / token));
+  return alignment * ((linear_state_bytes_per_layer(tp) + token - 1) / token);
 }
 
 int64_t ModelSpec::latent_norm_params_per_layer() const {
@@ -520,10 +520,7 @@ void validate_linear_attention(const ModelSpec& m, const std::string& source) {
   }
   // The attention block vLLM sizes to hold a state is largest on one GPU (more GPUs split the
   // state at least as much as the KV): bounded, so that a block size stays an int.
-  const int64_t block =
-      int64_t(16) *
-      ((m.linear_state_bytes_per_layer(1) + 16 * m.kv_bytes_per_token_per_layer(1) - 1) /
-       (16 * m.kv_bytes_per_token_per_layer(1)));
+  const int64_t block = m.hybrid_block_size(1);
   if (block > (1 << 24)) {
     throw Error(source, 0, "linear_value_head_dim",
                 "a linear layer's state of " + std::to_string(m.linear_state_bytes_per_layer(1)) +

@@ -121,11 +121,16 @@ struct ModelSpec {
   // MambaStateShapeCalculator.gated_delta_net_state_shape; heads split by TP).
   int64_t linear_state_bytes_per_layer(int tp) const;
   // vLLM's attention block size for a hybrid model (HybridAttentionMambaModelConfig,
-  // v0.10-0.15): the fewest tokens, a multiple of ALIGNMENT (16; 32 for heads of 256 on
-  // Blackwell's FlashInfer: hybrid_block_alignment), whose full-attention page (block x KV bytes
-  // a token a layer) holds a linear layer's state; the state's page is padded to it. 0 when not
-  // hybrid.
-  int hybrid_block_size(int tp, int alignment = 16) const;
+  // v0.10-0.15): the fewest tokens, a multiple of ALIGNMENT (hybrid_block_alignment), whose
+  // full-attention page (block x KV bytes a token a layer) holds a linear layer's state; the
+  // state's page is padded to it. 0 when not hybrid.
+  int64_t hybrid_block_size(int tp, int alignment = 16) const;
+  // The multiple vLLM rounds that block to on a GPU of BLACKWELL architecture or not: 32 for
+  // heads of 256 on Blackwell, where FlashInfer has no blocks of 16 for them (flashinfer issue
+  // 1993), else 16.
+  int hybrid_block_alignment(bool blackwell) const {
+    return blackwell && head_dim == 256 ? 32 : 16;
+  }
   // Layers whose MLP is routed experts (all of them in a MoE model without dense layers; none in
   // a dense model).
   // REQUIRES: dense_layers < num_layers (validate()).

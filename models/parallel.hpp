@@ -61,10 +61,10 @@ inline double ep_imbalance(double mean_pairs, int ep) {
 // Skewed routing (--expert-skew S): the r-th most popular of E experts takes a share of the
 // (token, expert) pairs proportional to 1 / (r + 1)^S (Zipf; S = 0 uniform), the experts placed
 // as vLLM places them (linearly by index, E / EP a GPU and one more on the first E mod EP) with
-// popularity unrelated to the index. The share of all pairs the busiest GPU of an EP group of EP GPUs receives, expected over
-// placements: exact over every placement for E <= 8, else the mean over 1,024 placements drawn
-// from a fixed seed (the same on every platform). local_experts(E, EP) / E when S = 0.
-// REQUIRES: num_experts >= 1, ep >= 1, skew >= 0.
+// popularity unrelated to the index. The share of all pairs the busiest GPU of an EP group of EP
+// GPUs receives, expected over placements: exact over every placement for E <= 8, else the mean
+// over 1,024 placements drawn from a fixed seed (the same on every platform). local_experts(E, EP)
+// / E when S = 0. REQUIRES: num_experts >= 1, ep >= 1, skew >= 0.
 double ep_busiest_share(int num_experts, int ep, double skew);
 
 }  // namespace servesim

@@ -43,13 +43,16 @@ enum class WaitingOrder : uint8_t { kFcfs, kPriority };
 // The most batches a scheduler keeps in flight: a pipeline of up to this many stages.
 inline constexpr int kMaxBatchesInFlight = 32;
 
+// The largest KV block servesim takes, in tokens (check_scheduler_values).
+inline constexpr int kMaxBlockSize = 1 << 16;
+
 struct SchedulerConfig {
   Policy policy = Policy::kChunked;
   int64_t max_num_batched_tokens = 0;  // 0 = the policy's vLLM default
   int64_t max_num_seqs = 0;            // 0 = the policy's vLLM default
   int64_t max_model_len = 0;           // must be set (the model's max_position by default)
-  int block_size = 16;
-  double watermark = 0.01;  // vLLM CacheConfig default; not a CLI flag in vLLM
+  int block_size = 16;                 // tokens, in [1, kMaxBlockSize]
+  double watermark = 0.01;             // vLLM CacheConfig default; not a CLI flag in vLLM
   bool enable_prefix_caching = false;
   // vLLM V1 only.
   WaitingOrder scheduling_policy = WaitingOrder::kFcfs;

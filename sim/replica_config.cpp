@@ -125,14 +125,14 @@ MemoryPlan checked_memory_plan(const SimConfig& c) {
   // (SlidingWindowSpec.max_memory_usage_bytes), with linear-attention layers a state block a
   // group (MambaSpec.max_memory_usage_bytes): the tokens are those of the blocks left.
   const int64_t max_len = c.scheduler.max_model_len;
-  const int64_t window_blocks =
+  const int64_t other_group_blocks =
       (c.model.sliding() && max_len > 0
            ? sliding_window_max_blocks(c.model.sliding_window, c.scheduler.block_size,
                                        c.scheduler.max_num_batched_tokens, max_len)
            : 0) +
       c.scheduler.state_groups;
   const int64_t kv_tokens =
-      std::max<int64_t>(m.num_gpu_blocks - window_blocks, 0) * int64_t(c.scheduler.block_size);
+      std::max<int64_t>(m.num_gpu_blocks - other_group_blocks, 0) * int64_t(c.scheduler.block_size);
   if (!m.overridden && max_len > 0 && kv_tokens < max_len) {
     throw Error(
         field::kMaxModelLen,

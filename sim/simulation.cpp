@@ -229,16 +229,16 @@ void resolve_linear_attention(SimConfig& c) {
     }
   }
   // HybridAttentionMambaModelConfig: a block size below the one that holds a state is raised to
-  // it ("Setting attention block size to N tokens"), in multiples of 32 for heads of 256 on
-  // Blackwell, where FlashInfer lacks blocks of 16 for them (flashinfer issue 1993).
-  const int alignment = c.gpu.arch == GpuArch::kBlackwell && c.model.head_dim == 256 ? 32 : 16;
-  const int block = c.model.hybrid_block_size(c.tp, alignment);
-  if (block > 1 << 16) {  // check_scheduler_values' bound on a block size
-    throw Error(field::kModel, format("%s's linear-attention state needs attention blocks of %d "
-                                      "tokens at TP%d (servesim models up to 65536)",
-                                      c.model.name.c_str(), block, c.tp));
+  // it ("Setting attention block size to N tokens").
+  const int64_t block = c.model.hybrid_block_size(
+      c.tp, c.model.hybrid_block_alignment(c.gpu.arch == GpuArch::kBlackwell));
+  if (block > kMaxBlockSize) {  // check_scheduler_values' bound
+    throw Error(field::kModel,
+                format("%s's linear-attention state needs attention blocks of %lld "
+                       "tokens at TP%d (servesim models up to %d)",
+                       c.model.name.c_str(), static_cast<long long>(block), c.tp, kMaxBlockSize));
   }
-  s.block_size = std::max(s.block_size, block);
+  s.block_size = std::max(s.block_size, int(block));
   s.state_groups = c.model.kv_cache_state_groups();
 }
 
@@ -330,7 +330,7 @@ void check_scheduler_values(const SchedulerConfig& s) {
   if (s.max_num_seqs < 0 || s.max_num_seqs > kMaxNumSeqs) {
     throw Error(field::kMaxNumSeqs, "must be in [1, " + std::to_string(kMaxNumSeqs) + "]");
   }
-  if (s.block_size < 1 || s.block_size > 1 << 16) {
+  if (s.block_size < 1 || s.block_size > kMaxBlockSize) {
     throw Error(field::kBlockSize, "must be in [1, 65536]");
   }
   if (s.long_prefill_token_threshold < 0) {

@@ -3,10 +3,9 @@
 // GPU's share under uniform routing, and what is refused.
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cmath>
-#include <sstream>
 
+#include "capacity_fixtures.hpp"
 #include "cli_helpers.hpp"
 #include "cost_fixtures.hpp"
 #include "helpers.hpp"
@@ -221,41 +220,17 @@ TEST_CASE("capacity: expert-parallel groups over TP x DP layouts", "[expert][cli
   // of TP x DP GPUs sharing the experts, each probe running the whole group.
   CHECK_THAT(r.out, Catch::Contains("--tp 1 --data-parallel-size 1: mixtral-8x7b does not fit"));
   // Rows: TP1 x DP2, TP2 x DP1, TP2 x DP2 (the first flag listed varies slowest).
-  // The CSV's cells, quoted ones (notes, sources) holding commas.
-  auto cells_of = [](const std::string& row) {
-    std::vector<std::string> cells(1);
-    bool quoted = false;
-    for (char ch : row) {
-      if (ch == '"') {
-        quoted = !quoted;
-      } else if (ch == ',' && !quoted) {
-        cells.emplace_back();
-      } else {
-        cells.back() += ch;
-      }
-    }
-    return cells;
-  };
-  std::istringstream in(servesim::test::slurp(csv));
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = cells_of(line);
-  auto column = [&](const std::string& name) {
-    return size_t(std::find(header.begin(), header.end(), name) - header.begin());
-  };
-  std::vector<std::vector<std::string>> rows;
-  while (std::getline(in, line))
-    rows.push_back(cells_of(line));
+  const auto rows = servesim::test::read_csv(csv);
   REQUIRE(rows.size() == 3);
-  const size_t gpus = column("gpus"), rps = column("capacity_req_s"), fleet = column("fleet");
-  CHECK(rows[0][fleet] == "2x h100-sxm (EP2)");
-  CHECK(rows[1][fleet] == "h100-sxm (EP2)");
-  CHECK(rows[2][fleet] == "2x h100-sxm (EP4)");
-  CHECK(rows[0][gpus] == "2");
-  CHECK(rows[1][gpus] == "2");
-  CHECK(rows[2][gpus] == "4");
+  CHECK(rows[0].at("fleet") == "2x h100-sxm (EP2)");
+  CHECK(rows[1].at("fleet") == "h100-sxm (EP2)");
+  CHECK(rows[2].at("fleet") == "2x h100-sxm (EP4)");
+  CHECK(rows[0].at("gpus") == "2");
+  CHECK(rows[1].at("gpus") == "2");
+  CHECK(rows[2].at("gpus") == "4");
   // Two TP2 ranks sharing the experts serve more than one.
-  CHECK(std::stod(rows[2][rps]) > std::stod(rows[1][rps]));
+  CHECK(servesim::test::num(rows[2], "capacity_req_s") >
+        servesim::test::num(rows[1], "capacity_req_s"));
 }
 
 TEST_CASE("expert parallelism: skewed routing loads the busiest GPU, by hand", "[expert][cost]") {
