@@ -83,12 +83,12 @@ TEST_CASE("memory plan: Qwen3-Next's attention block size and KV groups against 
   // "Available KV cache memory: 44.59 GiB", "num_gpu_blocks is: 7162", "GPU KV cache size:
   // 973,760 tokens" (blocks / 4 groups x the block) and "Maximum concurrency for 262,144 tokens
   // per request: 14.77x" (a request's peak: its full-attention blocks and its state blocks).
-  const int block = m.hybrid_block_size(2);
+  const int64_t block = m.hybrid_block_size(2);
   const int64_t blocks = int64_t(std::floor(44.59 * kGiB / double(p.kv_bytes_per_block)));
   CHECK(std::abs(blocks - 7162) <= 1);  // 44.59 is rounded
   const int groups = 1 + m.kv_cache_state_groups();
   CHECK(7162 / groups * block == 973'760);
-  KvCacheManager pool(7162 + 1, block, false, 262'144, nullptr, 1);
+  KvCacheManager pool(7162 + 1, int(block), false, 262'144, nullptr, 1);
   pool.set_state_groups(m.kv_cache_state_groups());
   CHECK(7162.0 / double(pool.peak_blocks_for(262'144)) == Approx(14.77).margin(0.005));
   // servesim's own KV memory is 4.2% above that log's (46.46 GiB): vLLM 0.10.2's profile run of
