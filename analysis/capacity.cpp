@@ -421,6 +421,8 @@ class Searcher {
     const FleetPrice price = price_pools(p.pools, spec_.cost);
     c_.gpus = price.gpus;
     c_.usd_per_h = price.usd_per_h;
+    c_.energy_usd_per_kwh = spec_.energy_usd_per_kwh;
+    c_.pue = spec_.pue;
     c_.rejected = p.summary.rejected;
     c_.requests = p.summary.total;
     c_.refused = rejected_share(p.summary) > spec_.max_rejected_share;

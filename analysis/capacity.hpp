@@ -85,6 +85,9 @@ struct CapacitySpec {
   double max_rejected_share = 0;  // in [0, 1)
   double rate_start = 1, rate_max = 100000, rel_tol = 0.02;
   GpuHourCost cost;
+  // --energy-cost-per-kwh (NaN: not given) and --pue: the facility's electricity, a kWh at the
+  // meter, and its power usage effectiveness (facility power over the GPUs' power, >= 1).
+  double energy_usd_per_kwh = NAN, pue = 1;
   // --size-group GPU: with --replica-gpus and --target-rate, search that group's count only.
   std::string size_group;
   // --confidence LEVEL (0: none): every bound is judged at the pessimistic end of its metric's
@@ -150,7 +153,8 @@ struct CapacityResult {
   std::string fleet, quantization;  // describe_pools(pools); the models' quantizations
   int64_t gpus = 0;                 // of the configuration
   double usd_per_h = NAN;           // of the configuration (price_pools)
-  Probe at;                         // the probe at the capacity (the highest rate that met the SLO)
+  double energy_usd_per_kwh = NAN, pue = 1;  // as given (CapacitySpec)
+  Probe at;  // the probe at the capacity (the highest rate that met the SLO)
   // With --target-rate: the fewest replicas that met the SLO at the target when simulated as a
   // fleet behind the router (0: not sized; -1: none up to the search's limit), and the router.
   int64_t fleet_replicas = 0;
@@ -213,6 +217,13 @@ void size_fleet(const RunSpec& base, const CapacitySpec& spec, double target, Ca
 // NaN without a capacity or a price.
 double cost_per_million_output_tokens(const CapacityResult& c);
 double cost_per_million_total_tokens(const CapacityResult& c);
+// The facility's kW (the GPUs' mean power at the capacity x PUE), its dollars per hour at
+// --energy-cost-per-kwh, dollars and kWh per million output tokens at the capacity; NaN when
+// unknown (no capacity, no GPU power, no price).
+double facility_kw(const CapacityResult& c);
+double energy_cost_per_hour(const CapacityResult& c);
+double energy_cost_per_million_output_tokens(const CapacityResult& c);
+double kwh_per_million_output_tokens(const CapacityResult& c);
 // Dollars per hour of the fleet that serves TARGET: as simulated by size_fleet, else the ideal
 // count of copies of the configuration; NaN when unknown.
 double fleet_cost_per_hour(double target, const CapacityResult& c);

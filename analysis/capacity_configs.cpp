@@ -261,6 +261,8 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Overload, overloaded, arrival_rate_req_s, com
                                    drain_s, stopped_at_last_arrival, unfinished)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(PrefixCacheSummary, enabled, queries, hits, preempted_queries,
                                    preempted_hits, evictions, cached_prompt_tokens)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(EnergySummary, energy_j, idle_power_w, mean_power_w,
+                                   peak_power_w, j_per_output_token, j_per_request)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejected_by_reason,
                                    input_tokens, output_tokens, ttft_ms, itl_ms, tpot_ms, e2e_ms,
                                    queue_ms, otps, otps_p50_ratio, requests_per_s,
@@ -269,7 +271,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunSummary, total, completed, rejected, rejec
                                    kv_usage_p50, kv_usage_p99, queue_len, overload, preemptions,
                                    prefix_cache, steps, prefill_only_steps, decode_only_steps,
                                    mixed_steps, prefill_tokens, decode_tokens, makespan_s, busy_s,
-                                   flops, bytes)
+                                   flops, bytes, energy)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GpuPool, gpu, role, quantization, replicas, tp, file_cost)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Probe, ok, failed, rate, attained, summary, label, policy, gpu,
                                    model, cost_source, tp, budget, gpu_file_cost, pools,
@@ -281,7 +283,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(CapacityResult, label, policy, gpu, model, co
                                    binding, gpu_hour_cost, pools, fleet, quantization, gpus,
                                    usd_per_h, at, fleet_replicas, router, fleet_split,
                                    router_warnings, fleet_gpus, fleet_usd_per_h, confidence,
-                                   point_capacity, point_binding)
+                                   point_capacity, point_binding, energy_usd_per_kwh, pue)
 
 std::string capacity_result_bytes(const CapacityResult& r) {
   const std::vector<uint8_t> cbor = nlohmann::json::to_cbor(nlohmann::json(r));

@@ -78,19 +78,36 @@ int64_t replicas_for(double target, const CapacityResult& c) {
 
 namespace {
 
-double per_million(const CapacityResult& c, double tokens_per_s) {
-  if (!(c.capacity > 0) || !(tokens_per_s > 0)) return NAN;
-  return c.usd_per_h / (tokens_per_s * 3600) * 1e6;
+// What PER_HOUR (dollars, kWh) of an hour at TOKENS_PER_S comes to per million tokens.
+double per_million(double per_hour, double tokens_per_s) {
+  if (!(tokens_per_s > 0)) return NAN;
+  return per_hour / (tokens_per_s * 3600) * 1e6;
 }
 
 }  // namespace
 
 double cost_per_million_output_tokens(const CapacityResult& c) {
-  return per_million(c, c.at.summary.output_tokens_per_s);
+  return c.capacity > 0 ? per_million(c.usd_per_h, c.at.summary.output_tokens_per_s) : NAN;
 }
 
 double cost_per_million_total_tokens(const CapacityResult& c) {
-  return per_million(c, c.at.summary.total_tokens_per_s);
+  return c.capacity > 0 ? per_million(c.usd_per_h, c.at.summary.total_tokens_per_s) : NAN;
+}
+
+double facility_kw(const CapacityResult& c) {
+  return c.capacity > 0 ? c.at.summary.energy.mean_power_w * c.pue / 1e3 : NAN;
+}
+
+double energy_cost_per_hour(const CapacityResult& c) {
+  return facility_kw(c) * c.energy_usd_per_kwh;
+}
+
+double energy_cost_per_million_output_tokens(const CapacityResult& c) {
+  return per_million(energy_cost_per_hour(c), c.at.summary.output_tokens_per_s);
+}
+
+double kwh_per_million_output_tokens(const CapacityResult& c) {
+  return per_million(facility_kw(c), c.at.summary.output_tokens_per_s);
 }
 
 double fleet_cost_per_hour(double target, const CapacityResult& c) {
@@ -117,7 +134,11 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
                     "cost_per_million_total_tokens", "usd_per_h",
                     // 1 where the configuration rejects more than --max-rejected-share at
                     // every rate (no capacity): what a figure must flag, never mark best.
-                    "rejection_heavy"};
+                    "rejection_heavy",
+                    // Energy at the capacity: the facility's (GPUs x --pue) kW and kWh per million
+                    // output tokens, and their dollars at --energy-cost-per-kwh.
+                    "pue", "energy_usd_per_kwh", "facility_kw", "kwh_per_million_output_tokens",
+                    "energy_usd_per_h", "energy_cost_per_million_output_tokens"};
   for (const auto& [name, v] : summary_metrics(RunSummary{}))
     t.real_columns.push_back(name);
   // With --confidence: the level, the point answer beside the confident one (capacity_req_s),
@@ -145,7 +166,13 @@ SweepTable capacity_table(const std::vector<CapacityResult>& results, double tar
                  fleet_cost_per_hour(target, c),
                  cost_per_million_total_tokens(c),
                  c.usd_per_h,
-                 c.refused ? 1.0 : 0.0};
+                 c.refused ? 1.0 : 0.0,
+                 c.pue,
+                 c.energy_usd_per_kwh,
+                 facility_kw(c),
+                 kwh_per_million_output_tokens(c),
+                 energy_cost_per_hour(c),
+                 energy_cost_per_million_output_tokens(c)};
     for (const auto& [name, v] : summary_metrics(c.at.summary))
       row.reals.push_back(c.capacity > 0 ? v : NAN);
     if (confident) {
@@ -245,6 +272,8 @@ struct Shown {
   double target = 0;
   bool quantization = false;  // a row is quantized
   double confidence = 0;      // --confidence: point and confident capacities
+  bool energy = false;        // --energy-cost-per-kwh or --pue given: the energy columns
+  bool energy_price = false;  // --energy-cost-per-kwh given
 };
 
 std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) {
@@ -260,6 +289,8 @@ std::vector<std::string> table_row(const CapacityResult& c, const Shown& shown) 
     r.push_back(term_cell(c, t));
   r.push_back(std::to_string(c.iterations));
   if (shown.cost) r.push_back(capacity_cell(cost_per_million_output_tokens(c)));
+  if (shown.energy) r.push_back(capacity_cell(kwh_per_million_output_tokens(c)));
+  if (shown.energy_price) r.push_back(capacity_cell(energy_cost_per_million_output_tokens(c)));
   if (shown.target > 0) {
     r.push_back(c.capacity > 0 ? std::to_string(replicas_for(shown.target, c)) : "n/a");
     std::string fleet = c.fleet_replicas > 0   ? std::to_string(c.fleet_replicas)
@@ -288,6 +319,8 @@ TextTable capacity_text_table(const std::vector<CapacityResult>& results, const 
     t.header.push_back(term + " ");
   t.header.push_back("probes");
   if (shown.cost) t.header.push_back("usd_per_Mtok");
+  if (shown.energy) t.header.push_back("kWh_per_Mtok");
+  if (shown.energy_price) t.header.push_back("energy_usd_per_Mtok");
   if (shown.target > 0) {
     t.header.push_back("replicas");
     t.header.push_back("fleet_replicas");
@@ -336,6 +369,16 @@ void print_footer(std::ostream& out, const std::vector<CapacityResult>& results,
            "$/h (every GPU: replicas * tp of each pool) / (output_tokens_per_s * 3600) * 1e6 "
            "(per million total tokens in --csv/--out)\n";
   }
+  if (shown.energy) {
+    out << format(
+        "kWh_per_Mtok: the facility's energy per million output tokens at capacity = the GPUs' "
+        "mean power in the capacity probe (idle included) * --pue %g / output_tokens_per_s%s\n",
+        results.empty() ? 1.0 : results.front().pue,
+        shown.energy_price ? format("; energy_usd_per_Mtok = kWh_per_Mtok * $%g per kWh",
+                                    results.empty() ? NAN : results.front().energy_usd_per_kwh)
+                                 .c_str()
+                           : "");
+  }
   if (shown.target > 0) {
     out << "replicas serve --target-rate " << shown.target
         << " req/s assuming ideal spreading: each replica sees target/replicas req/s with the "
@@ -376,6 +419,8 @@ std::string capacity_text(const std::vector<CapacityResult>& results, const Capa
   });
   shown.cost = std::any_of(results.begin(), results.end(),
                            [](const CapacityResult& c) { return !std::isnan(c.gpu_hour_cost); });
+  shown.energy_price = std::isfinite(spec.energy_usd_per_kwh);
+  shown.energy = shown.energy_price || spec.pue != 1;
   capacity_text_table(results, shown).print(out);
   print_footer(out, results, shown);
   return out.str();

@@ -222,6 +222,11 @@ std::vector<std::pair<std::string, double>> summary_metrics(const RunSummary& s)
                      {"step_time_fraction", s.step_time_fraction},
                      {"mfu", s.mfu},
                      {"mbu", s.mbu},
+                     {"energy_j", s.energy.energy_j},
+                     {"mean_power_w", s.energy.mean_power_w},
+                     {"peak_power_w", s.energy.peak_power_w},
+                     {"j_per_output_token", s.energy.j_per_output_token},
+                     {"j_per_request", s.energy.j_per_request},
                      {"kv_usage_mean", s.kv_usage_mean},
                      {"kv_usage_max", s.kv_usage_max},
                      {"makespan_s", s.makespan_s},
@@ -283,6 +288,16 @@ std::string replica_layout_text(const SimConfig& c) {
   return s;
 }
 
+ordered_json energy_json(const EnergySummary& e) {
+  return {{"energy_j", json_number(e.energy_j)},
+          {"idle_power_w", json_number(e.idle_power_w)},
+          {"mean_power_w", json_number(e.mean_power_w)},
+          {"peak_power_w", json_number(e.peak_power_w)},
+          {"peak_window_s", kPowerWindowS},
+          {"j_per_output_token", json_number(e.j_per_output_token)},
+          {"j_per_request", json_number(e.j_per_request)}};
+}
+
 ordered_json summary_json(const RunResult& r, const ordered_json& workload, double interval_level) {
   const RunSummary& s = r.summary;
   const SimConfig& c = r.config;
@@ -313,6 +328,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
               {"kv_usage_p50", json_number(s.kv_usage_p50)},
               {"kv_usage_p99", json_number(s.kv_usage_p99)},
               {"kv_usage_max", s.kv_usage_max}};
+  j["energy"] = energy_json(s.energy);
   j["queue_len"] = stats_json(s.queue_len);
   j["preemptions"] = s.preemptions;
   const PrefixCacheSummary& p = s.prefix_cache;
@@ -421,6 +437,7 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
                           {"ttft_ms", stats_json(q.ttft_ms)},
                           {"itl_ms", stats_json(q.itl_ms)},
                           {"step_time_fraction", q.step_time_fraction},
+                          {"energy", energy_json(q.energy)},
                           {"kv_usage_mean", q.kv_usage_mean},
                           {"queue_len_mean", json_number(q.queue_len.mean)},
                           {"prefix_cache_hit_rate", json_number(q.prefix_cache.hit_rate())}});

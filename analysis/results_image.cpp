@@ -95,7 +95,7 @@ ResultsTable requests_table(const RunResult& r, const InputParts* parts) {
 
 ResultsTable steps_table(const std::vector<StepRecord>& steps) {
   const size_t n = steps.size();
-  std::vector<double> start(n), dur(n), flops(n), bytes(n);
+  std::vector<double> start(n), dur(n), flops(n), bytes(n), power(n);
   std::vector<int64_t> pre(n), dec(n), batch(n), kv(n), cached(n);
   for (size_t i = 0; i < n; ++i) {
     const StepRecord& s = steps[i];
@@ -108,6 +108,7 @@ ResultsTable steps_table(const std::vector<StepRecord>& steps) {
     cached[i] = s.cached_tokens;
     flops[i] = s.flops;
     bytes[i] = s.bytes;
+    power[i] = s.power_w;
   }
   ResultsTable t;
   add(t, "start_s", std::move(start));
@@ -119,6 +120,7 @@ ResultsTable steps_table(const std::vector<StepRecord>& steps) {
   add(t, "cached_tokens", std::move(cached));
   add(t, "flops", std::move(flops));
   add(t, "bytes", std::move(bytes));
+  add(t, "power_w", std::move(power));
   return t;
 }
 

@@ -66,6 +66,11 @@ const char* kCapacityHelp =
     "                       it, a --gpu-file's cost_per_hour. Gives "
     "cost_per_million_output_tokens\n"
     "                       = X * tp / (output_tokens_per_s at capacity * 3600) * 1e6\n"
+    "  --energy-cost-per-kwh X  dollars per kWh of electricity: adds energy_usd_per_Mtok, the\n"
+    "                       electricity per million output tokens at capacity (the GPUs' mean\n"
+    "                       power in the capacity probe, idle included, times --pue)\n"
+    "  --pue X              the facility's power usage effectiveness, 1 <= X <= 5 (default 1:\n"
+    "                       the GPUs alone); with either flag the table shows kWh_per_Mtok\n"
     "  --target-rate R      also print the replicas of each configuration that serve R req/s,\n"
     "                       assuming ideal spreading (each replica sees R/replicas), and their\n"
     "                       cost per hour when the GPU's price is known\n"
@@ -101,11 +106,26 @@ const char* kCapacityHelp =
     "to 16 times, or fails as `too_short` (a whole trace cannot be lengthened).\n"
     "When stderr is a terminal, a progress line counts the probes and configurations done.\n";
 
-const std::set<std::string> kCapacityOwn = {
-    "slo",           "attainment",  "slo-ttft-ms", "slo-tpot-ms", "max-rejected-share",
-    "gpu-hour-cost", "target-rate", "rate-start",  "rate-max",    "rel-tol",
-    "jobs",          "out",         "csv",         "config",      "over-time",
-    "target-scale",  "size-group",  "confidence"};
+const std::set<std::string> kCapacityOwn = {"slo",
+                                            "attainment",
+                                            "slo-ttft-ms",
+                                            "slo-tpot-ms",
+                                            "max-rejected-share",
+                                            "gpu-hour-cost",
+                                            "target-rate",
+                                            "rate-start",
+                                            "rate-max",
+                                            "rel-tol",
+                                            "jobs",
+                                            "out",
+                                            "csv",
+                                            "config",
+                                            "over-time",
+                                            "target-scale",
+                                            "size-group",
+                                            "confidence",
+                                            "energy-cost-per-kwh",
+                                            "pue"};
 
 // The goodput form's options into SPEC; Error naming the option on a bad one.
 void goodput_spec(std::map<std::string, std::string>& own, CapacitySpec& spec) {
@@ -137,6 +157,15 @@ CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& targ
     throw Error("max-rejected-share", "must be in [0, 1)");
   }
   if (own.count("gpu-hour-cost")) spec.cost = parse_gpu_hour_cost(own["gpu-hour-cost"]);
+  spec.energy_usd_per_kwh = get_number(own, "energy-cost-per-kwh", NAN);
+  if (own.count("energy-cost-per-kwh") &&
+      !(spec.energy_usd_per_kwh > 0 && spec.energy_usd_per_kwh <= 1e3)) {
+    throw Error("energy-cost-per-kwh", "dollars per kWh: a number in (0, 1000]");
+  }
+  spec.pue = get_number(own, "pue", 1);
+  if (!(spec.pue >= 1 && spec.pue <= 5)) {
+    throw Error("pue", "power usage effectiveness (facility over IT power): a number in [1, 5]");
+  }
   spec.rate_start = get_number(own, "rate-start", 1);
   spec.rate_max = get_number(own, "rate-max", 100000);
   spec.rel_tol = get_number(own, "rel-tol", 0.02);

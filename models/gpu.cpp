@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "util/error.hpp"
@@ -11,6 +12,17 @@
 #include "util/lookup.hpp"
 
 namespace servesim {
+
+namespace {
+// HBM streaming's share of a GPU's span from idle to TDP (models/power.hpp), fitted per
+// architecture on one ML.ENERGY v3 measurement each, the most memory-bound (Llama-3.1-8B, vLLM
+// 0.11.1, max_num_seqs 8; every other batch, Llama-3.1-70B and the other GPU held out:
+// docs/design/cost-model.md, "Power"): H100 0.455 J per output token gives 0.77; B200's
+// 0.391 J needs more than the bound, which it is held at (1). Ampere, Ada and CDNA3 have no
+// measurement and take Hopper's.
+constexpr double kHopperHbmPowerShare = 0.77;
+constexpr double kBlackwellHbmPowerShare = 1.0;
+}  // namespace
 
 namespace {
 constexpr std::pair<GpuArch, const char*> kArchNames[] = {{GpuArch::kAmpere, "ampere"},
@@ -80,7 +92,31 @@ const std::vector<GpuSpec>& gpu_catalogue() {
       // public: integrators' figures; a measured BF16 GEMM reaches 142 TFLOP/s, so 148 is dense).
       {"h20", "NVIDIA H20 96GB", A::kHopper, 148, 95.58, 4000, 450, 296, 50, 64},
   };
-  return gpus;
+  static const std::vector<GpuSpec> powered = [] {
+    // Power (docs/design/cost-model.md, "Power"): the TDP (board power limit) and the idle draw
+    // of a GPU holding a model: a bare idle GPU (Splitwise's measured A100 63 W, H100 75 W) plus
+    // its CUDA context (26-50 W on HBM parts, 66 W on an L40S: Vadari 2026, arXiv 2605.23918),
+    // 38 W on HBM parts; the GPUs with no idle measurement scale the nearest measured part's
+    // idle by TDP. HBM's share of the span to the TDP is the architecture's.
+    const std::pair<const char*, std::pair<double, double>> power[] = {
+        {"a100-40g", {400, 101}}, {"a100-80g", {400, 101}}, {"a100-80g-pcie", {300, 76}},
+        {"h100-sxm", {700, 113}}, {"h100-pcie", {350, 57}}, {"h100-nvl", {400, 65}},
+        {"h200-sxm", {700, 113}}, {"h200-nvl", {600, 97}},  {"l40s", {350, 100}},
+        {"l4", {72, 21}},         {"mi300x", {750, 121}},   {"b200", {1000, 161}},
+        {"gb200", {1200, 194}},   {"mi325x", {1000, 161}},  {"h20", {400, 65}}};
+    std::vector<GpuSpec> out = gpus;
+    for (GpuSpec& g : out) {
+      for (const auto& [name, w] : power) {
+        if (g.name == name) std::tie(g.tdp_w, g.idle_w) = w;
+      }
+    }
+    return out;
+  }();
+  return powered;
+}
+
+double default_hbm_power_share(GpuArch arch) {
+  return arch == GpuArch::kBlackwell ? kBlackwellHbmPowerShare : kHopperHbmPowerShare;
 }
 
 namespace {
@@ -161,7 +197,10 @@ GpuSpec load_gpu_file(const std::string& path) {
                              {"network_gb_per_s", &g.network_gb_per_s},
                              {"host_link_gb_per_s", &g.host_link_gb_per_s},
                              {"cost_per_hour", &g.cost_per_hour},
-                             {"gpus_per_node", &g.gpus_per_node}});
+                             {"gpus_per_node", &g.gpus_per_node},
+                             {"tdp_w", &g.tdp_w},
+                             {"idle_w", &g.idle_w},
+                             {"hbm_power_share", &g.hbm_power_share}});
   try {
     g.arch = parse_arch(arch);
   } catch (const Error& e) {
@@ -185,6 +224,23 @@ GpuSpec load_gpu_file(const std::string& path) {
   if (given.count("cost_per_hour") && !(g.cost_per_hour > 0 && g.cost_per_hour <= 1e7)) {
     throw Error(path, ini_line_of(path, "cost_per_hour"), "cost_per_hour",
                 "dollars per GPU-hour: a number in (0, 1e7]");
+  }
+  if (given.count("tdp_w") != given.count("idle_w")) {
+    const char* missing = given.count("tdp_w") ? "idle_w" : "tdp_w";
+    throw Error(path, ini_line_of(path, given.count("tdp_w") ? "tdp_w" : "idle_w"), missing,
+                "tdp_w and idle_w come together (or neither: no energy figures)");
+  }
+  if (given.count("tdp_w")) {
+    if (!(g.tdp_w >= 1 && g.tdp_w <= 1e5)) {
+      throw Error(path, ini_line_of(path, "tdp_w"), "tdp_w", "watts: a number in [1, 1e5]");
+    }
+    if (!(g.idle_w >= 0 && g.idle_w <= g.tdp_w)) {
+      throw Error(path, ini_line_of(path, "idle_w"), "idle_w", "watts: a number in [0, tdp_w]");
+    }
+  }
+  if (given.count("hbm_power_share") && !(g.hbm_power_share >= 0 && g.hbm_power_share <= 1)) {
+    throw Error(path, ini_line_of(path, "hbm_power_share"), "hbm_power_share",
+                "a share of the span from idle to TDP: a number in [0, 1]");
   }
   if (g.gpus_per_node < 1 || g.gpus_per_node > 1024) {
     throw Error(path, ini_line_of(path, "gpus_per_node"), "gpus_per_node",

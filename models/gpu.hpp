@@ -53,6 +53,11 @@ struct GpuSpec {
   // (HGX and DGX boards, MI300X platforms, 8-card PCIe servers) but GB200's: its NVL72 rack is
   // one NVLink domain of 72.
   int gpus_per_node = 8;
+  // Power (models/power.hpp), per GPU: the board power limit (TDP), what it draws with a model
+  // loaded and no kernel running, and the share of the span between the two that streaming HBM
+  // at the hardware fit's best GEMM rate adds. NaN when unknown (a GPU file without tdp_w): the
+  // run then reports no energy.
+  double tdp_w = NAN, idle_w = NAN, hbm_power_share = NAN;
 
   double peak_flops() const { return bf16_tflops * 1e12; }
   // The peak an FP8 GEMM runs at: FP8 tensor cores where there are, else BF16's.
@@ -68,6 +73,9 @@ struct GpuSpec {
   static constexpr double kHostDmaEfficiency = 0.82;
 };
 
+// The share of a GPU's span from idle to TDP that HBM streaming draws on ARCH (models/power.hpp).
+double default_hbm_power_share(GpuArch arch);
+
 // The built-in catalogue, in the order `servesim list gpus` prints it.
 const std::vector<GpuSpec>& gpu_catalogue();
 
@@ -78,8 +86,9 @@ GpuSpec find_gpu(std::string_view name);
 
 // Reads a GPU from an INI file: keys name, description, arch, bf16_tflops, hbm_gib,
 // hbm_gb_per_s, interconnect_gb_per_s (one direction), and optionally fp8_tflops,
-// network_gb_per_s, host_link_gb_per_s, cost_per_hour and gpus_per_node. Throws Error with file,
-// line and field on bad input.
+// network_gb_per_s, host_link_gb_per_s, cost_per_hour, gpus_per_node, and tdp_w with idle_w
+// (both or neither) and hbm_power_share (default: the architecture's, default_hbm_power_share).
+// Throws Error with file, line and field on bad input.
 GpuSpec load_gpu_file(const std::string& path);
 
 }  // namespace servesim

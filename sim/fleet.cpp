@@ -60,6 +60,7 @@ struct Replica {
     global_of.reserve(expected);
     scheduler->reserve(expected);
     set_host_link(host, g.group->config);
+    metrics.set_power({make_power_model(g.group->config)});
   }
   const GroupParts& parts;
   std::vector<uint32_t> global_of;  // the workload id of each of its requests
@@ -316,6 +317,9 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
         r.metrics.summary(mine, rc.gpu.peak_flops() * rc.gpus(),
                           rc.gpu.hbm_bytes_per_s() * rc.gpus(), r.scheduler->usable_blocks());
     summarize_features(rc, *r.scheduler, r.host, mine, s);
+    // A replica's GPUs draw until the fleet's run ends (an autoscaled slot's: while it serves,
+    // which its own steps and idle up to its last token approximate).
+    if (!autoscaled) idle_until(s, result.summary.makespan_s);
     add_features(s, result.summary);
     result.discarded_tokens += r.scheduler->discarded_tokens();
     busy[i] = s.busy_s;
@@ -395,6 +399,10 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
                          (*role_name(g.group->role) ? " " : "") + gc.gpu.name);
     }
   }
+  std::vector<PowerModel> power;
+  for (const auto& r : replicas)
+    power.push_back(make_power_model(r->parts.group->config));
+  metrics.set_power(std::move(power));
   if (groups.size() > 1) {
     // KV caches of different sizes: each replica's usage as a fraction of its own cache, in the
     // first replica's blocks (MetricsCollector::set_kv_scale).
@@ -439,6 +447,12 @@ RunResult simulate_fleet(const SimConfig& c, const Workload& w, const SimulateOp
   result.summary = metrics.summary(result.requests, peak_flops, peak_bytes,
                                    replicas[0]->scheduler->usable_blocks());
   result.summary.step_time_fraction /= fleet_size;  // busy time summed over the replicas
+  if (autoscaler) {
+    // Idle power is drawn by the replicas that exist: on average fleet_size of the n slots, at
+    // the peak the most there were (which bounds the peak window's from above).
+    scale_idle(result.summary, fleet_size / double(n),
+               double(out.autoscale.peak_replicas) / double(n));
+  }
   if (loop.stopped()) mark_stopped_at_last_arrival(result.summary);
   summarize_replicas(replicas, groups.size() == 1, autoscaler.has_value(), result);
   result.steps = metrics.take_steps();

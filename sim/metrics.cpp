@@ -84,11 +84,13 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
     ++decode_only_;
   }
   end_s_ = std::max(end_s_, t + cost.seconds);
+  if (power_known_) add_excess(t, cost.seconds, power_[replica].step_excess_j(cost));
   if (keep_steps_ && t <= options_.keep_steps_to_s &&
       t + cost.seconds >= options_.keep_steps_from_s) {
     step_records_.push_back({t, cost.seconds, batch.prefill_tokens(), batch.decode_tokens(),
                              int64_t(batch.size()), kv_used_blocks, cached_tokens, cost.flops,
-                             cost.bytes, replica});
+                             cost.bytes, replica,
+                             power_known_ ? power_[replica].step_w(cost) : NAN});
   }
 }
 
@@ -231,12 +233,89 @@ Overload MetricsCollector::judge_overload(const RunSummary& s) const {
   return o;
 }
 
+namespace {
+
+// E's mean power over MAKESPAN_S and its energy per output token and per request of S.
+void per_output(EnergySummary& e, const RunSummary& s, double makespan_s) {
+  e.mean_power_w = e.energy_j / makespan_s;
+  if (s.output_tokens > 0) e.j_per_output_token = e.energy_j / double(s.output_tokens);
+  if (s.completed > 0) e.j_per_request = e.energy_j / double(s.completed);
+}
+}  // namespace
+
+void MetricsCollector::set_power(std::vector<PowerModel> by_replica) {
+  power_ = std::move(by_replica);
+  power_known_ = !power_.empty() && std::all_of(power_.begin(), power_.end(),
+                                                [](const PowerModel& p) { return p.known(); });
+  // A window per second of the arrivals' span, so that steps seldom grow the vector.
+  double last_arrival_s = first_arrival_s_;
+  for (const OnceTimes& o : times_)
+    last_arrival_s = std::max(last_arrival_s, o.arrival_s);
+  excess_bins_.reserve(size_t((last_arrival_s - first_arrival_s_) / kPowerWindowS) + 2);
+}
+
+void MetricsCollector::add_excess(double t, double seconds, double excess_j) {
+  excess_j_ += excess_j;
+  if (!(seconds > 0)) return;
+  const double rate_w = excess_j / seconds;
+  double from = std::max(0.0, t - first_arrival_s_);
+  const double to = t + seconds - first_arrival_s_;
+  while (from < to) {
+    const double bin = std::floor(from / kPowerWindowS);
+    const double until = std::min(to, (bin + 1) * kPowerWindowS);
+    const size_t i = size_t(bin);
+    if (i >= excess_bins_.size()) excess_bins_.resize(i + 1, 0.0);
+    excess_bins_[i] += rate_w * (until - from);
+    from = until;
+  }
+}
+
+void MetricsCollector::summarize_energy(RunSummary& s) const {
+  if (!power_known_ || !(s.makespan_s > 0)) return;
+  EnergySummary& e = s.energy;
+  e.idle_power_w = 0;
+  for (const PowerModel& p : power_)
+    e.idle_power_w += p.idle_w();
+  e.energy_j = e.idle_power_w * s.makespan_s + excess_j_;
+  per_output(e, s, s.makespan_s);
+  // Windows of kPowerWindowS from the first arrival, the last one stretched to the run's end.
+  const size_t windows = std::max<size_t>(1, size_t(s.makespan_s / kPowerWindowS));
+  double peak_excess_w = 0;
+  for (size_t k = 0; k < windows; ++k) {
+    double joules = k < excess_bins_.size() ? excess_bins_[k] : 0.0;
+    double seconds = kPowerWindowS;
+    if (k + 1 == windows) {
+      for (size_t i = k + 1; i < excess_bins_.size(); ++i)
+        joules += excess_bins_[i];
+      seconds = s.makespan_s - double(k) * kPowerWindowS;
+    }
+    peak_excess_w = std::max(peak_excess_w, joules / seconds);
+  }
+  e.peak_power_w = e.idle_power_w + peak_excess_w;
+}
+
+void idle_until(RunSummary& s, double makespan_s) {
+  EnergySummary& e = s.energy;
+  if (!std::isfinite(e.energy_j) || !(makespan_s > s.makespan_s)) return;
+  e.energy_j += e.idle_power_w * (makespan_s - s.makespan_s);
+  per_output(e, s, makespan_s);
+}
+
+void scale_idle(RunSummary& s, double mean_share, double peak_share) {
+  EnergySummary& e = s.energy;
+  e.energy_j -= e.idle_power_w * (1 - mean_share) * s.makespan_s;
+  e.peak_power_w -= e.idle_power_w * (1 - peak_share);
+  e.idle_power_w *= mean_share;
+  per_output(e, s, s.makespan_s);
+}
+
 RunSummary MetricsCollector::summary(const std::vector<RequestRecord>& requests, double peak_flops,
                                      double peak_bytes_per_s, int64_t total_kv_blocks) const {
   RunSummary s;
   s.total = requests.size();
   summarize_requests(requests, s);
   summarize_use(peak_flops, peak_bytes_per_s, total_kv_blocks, s);
+  summarize_energy(s);
   s.overload = judge_overload(s);
   return s;
 }

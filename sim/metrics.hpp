@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "models/cost_model.hpp"
+#include "models/power.hpp"
 #include "scheduler/batch.hpp"
 #include "scheduler/kv_offload.hpp"
 #include "scheduler/sequence.hpp"
@@ -72,6 +73,7 @@ struct StepRecord {
   int64_t cached_tokens = 0;  // prompt tokens this step's new requests found in the prefix cache
   double flops = 0, bytes = 0;
   uint32_t replica = 0;  // in a fleet, the replica that ran it
+  double power_w = NAN;  // what the replica's GPUs drew through it (NaN: power unknown)
 };
 
 // The prefix cache as vLLM reports it (vllm/v1/metrics/stats.py PrefixCacheStats): tokens queried
@@ -241,6 +243,20 @@ struct MetricOptions {
   double keep_steps_from_s = -INFINITY, keep_steps_to_s = INFINITY;
 };
 
+// A run's GPU energy (models/power.hpp): every GPU of the replica or fleet, from the first
+// arrival to the last token, idle time included. NaN where some GPU's power is unknown (a GPU
+// file without tdp_w) or the run did nothing.
+struct EnergySummary {
+  double energy_j = NAN;
+  double idle_power_w = NAN;  // all the GPUs drawing idle
+  double mean_power_w = NAN;  // energy over the makespan
+  // The highest mean power over a window of the run: windows of kPowerWindowS from the first
+  // arrival, the last part-window joined to the one before it (a facility meter's reading).
+  double peak_power_w = NAN;
+  double j_per_output_token = NAN, j_per_request = NAN;  // of the completed requests
+};
+inline constexpr double kPowerWindowS = 1.0;
+
 struct RunSummary {
   uint64_t total = 0, completed = 0, rejected = 0;
   uint64_t rejected_by_reason[kNumRejectReasons] = {};  // indexed by RejectReason
@@ -261,6 +277,7 @@ struct RunSummary {
   uint64_t steps = 0, prefill_only_steps = 0, decode_only_steps = 0, mixed_steps = 0;
   int64_t prefill_tokens = 0, decode_tokens = 0;  // computed by steps (recomputation included)
   double makespan_s = 0, busy_s = 0, flops = 0, bytes = 0;
+  EnergySummary energy;
 
   double rejected_share() const { return total ? double(rejected) / double(total) : 0.0; }
 };
@@ -270,6 +287,14 @@ inline void mark_stopped_at_last_arrival(RunSummary& s) {
   s.overload.stopped_at_last_arrival = true;
   s.overload.unfinished = s.total - s.completed - s.rejected;
 }
+
+// S's energy (a fleet replica's) with its GPUs drawing idle until the fleet's run ends at
+// MAKESPAN_S (>= S's own); its mean power and per-token figures over that span.
+void idle_until(RunSummary& s, double makespan_s);
+
+// S's energy with idle drawn by a share of its GPUs: MEAN_SHARE of them over the run and
+// PEAK_SHARE through the peak window (an autoscaled fleet's slots that exist).
+void scale_idle(RunSummary& s, double mean_share, double peak_share);
 
 // CloudWatch's OTPS from p50s: tokens / (latency - TTFT) x 1000; NaN when undefined.
 double cloudwatch_otps(double output_tokens_p50, double e2e_ms_p50, double ttft_ms_p50);
@@ -339,6 +364,9 @@ class MetricsCollector {
   // mean, percentiles and max (over the reference's blocks) are of each replica's own fraction,
   // time-weighted over every replica's steps. Step records keep the replica's own blocks.
   void set_kv_scale(std::vector<double> scale) { kv_scale_ = std::move(scale); }
+  // What each replica's GPUs draw (by replica index; one for a replica's own collector): the
+  // summary's energy. Unset, or with any model unknown, the energy is NaN.
+  void set_power(std::vector<PowerModel> by_replica);
   // A step of BATCH starts at T while KV_USED_BLOCKS are in use and WAITING requests wait.
   void on_step(double t, const StepCost& cost, const Batch& batch, int64_t kv_used_blocks,
                size_t waiting, int64_t cached_tokens = 0, uint32_t replica = 0);
@@ -375,6 +403,9 @@ class MetricsCollector {
   void summarize_requests(const std::vector<RequestRecord>& requests, RunSummary& s) const;
   void summarize_use(double peak_flops, double peak_bytes_per_s, int64_t total_kv_blocks,
                      RunSummary& s) const;
+  void summarize_energy(RunSummary& s) const;
+  // A step from T for SECONDS drew EXCESS_J above idle: into the power windows.
+  void add_excess(double t, double seconds, double excess_j);
   Overload judge_overload(const RunSummary& s) const;
   // What the arrivals saw so far (slow: false; judge_overload sets it).
   ArrivalCounts counts() const;
@@ -407,6 +438,10 @@ class MetricsCollector {
   double end_s_ = 0;
   double busy_s_ = 0, flops_ = 0, bytes_ = 0, kv_block_seconds_ = 0;
   int64_t kv_max_blocks_ = 0;
+  std::vector<PowerModel> power_;  // by replica; empty: no energy
+  bool power_known_ = false;
+  double excess_j_ = 0;              // the steps' energy above idle
+  std::vector<double> excess_bins_;  // the same by power window (kPowerWindowS)
   uint64_t steps_ = 0, prefill_only_ = 0, decode_only_ = 0, mixed_ = 0;
   int64_t prefill_tokens_ = 0, decode_tokens_ = 0;
 };

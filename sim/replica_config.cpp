@@ -39,6 +39,10 @@ std::unique_ptr<CostModel> make_cost_model(const SimConfig& c) {
                                                 c.scheduler.spec.num_speculative_tokens);
 }
 
+PowerModel make_power_model(const SimConfig& c) {
+  return PowerModel(c.gpu, c.hardware ? *c.hardware : hardware_params(c.gpu.arch), c.gpus());
+}
+
 ServerShape server_shape(const SimConfig& c) {
   ServerShape s;
   s.tp = c.tp;

@@ -6,6 +6,7 @@
 
 #include "models/cost_model.hpp"
 #include "models/memory_plan.hpp"
+#include "models/power.hpp"
 #include "sim/host.hpp"
 #include "sim/simulation.hpp"
 
@@ -14,6 +15,9 @@ namespace servesim {
 // The cost model C names: the table model over C's profiles, or the roofline on C's hardware fit
 // and engine.
 std::unique_ptr<CostModel> make_cost_model(const SimConfig& c);
+
+// What C's GPUs draw (the GPU's power on C's hardware fit: the architecture's without one).
+PowerModel make_power_model(const SimConfig& c);
 
 // What C's memory plan reads of its TP degree, scheduler budgets and engine.
 ServerShape server_shape(const SimConfig& c);

@@ -430,6 +430,7 @@ RunResult simulate(const SimConfig& c, const Workload& w, const CostModel* cost_
   const std::unique_ptr<Scheduler> scheduler = make_scheduler(
       replica_scheduler_config(c, result.memory), result.memory.num_gpu_blocks, w.size(), &hasher);
   MetricsCollector metrics(w, options.keep_steps, options.metrics);
+  metrics.set_power({make_power_model(c)});
   EventLoop loop;
   Gateway arrivals(w, options, metrics, c.frontend_latency_s, nullptr, c.scheduler.block_size,
                    &hasher);

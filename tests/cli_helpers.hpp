@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_spec.hpp"
 #include "cli/cli.hpp"
+#include "cli/run_flags.hpp"
 
 namespace servesim::test {
 
@@ -54,6 +56,19 @@ inline std::filesystem::path scratch(const std::string& name) {
 inline void write(const std::filesystem::path& p, const std::string& text) {
   std::ofstream f(p, std::ios::binary);
   f << text;
+}
+
+// FLAGS (run's flag names without dashes, and their values) simulated as `servesim run` does,
+// every step kept with KEEP_STEPS.
+inline PointRun run_with_flags(const std::vector<std::pair<std::string, std::string>>& flags,
+                               bool keep_steps = true) {
+  RunSpec s;
+  for (const auto& [name, value] : flags)
+    cli::parse_run_flag(name, value)(s);
+  Inputs inputs;
+  SimulateOptions keep;
+  keep.keep_steps = keep_steps;
+  return run_point(s, inputs, keep);
 }
 
 }  // namespace servesim::test

@@ -236,7 +236,8 @@ std::string flag_value(const Flags& flags, const std::string& flag) {
 }
 
 // The first property RUN, simulated from FLAGS, breaks ("" when none).
-std::string broken_property(const RunResult& r, const Flags& flags) {
+std::string broken_property(const RunResult& r, const std::vector<GpuPool>& pools,
+                            const Flags& flags) {
   const RunSummary& s = r.summary;
   if (flag_value(flags, "dataset-name") == "mixture" &&
       s.total != std::stoull(flag_value(flags, "num-requests"))) {
@@ -276,6 +277,24 @@ std::string broken_property(const RunResult& r, const Flags& flags) {
   if (!std::isfinite(s.makespan_s) || s.makespan_s < 0) return "makespan";
   // Busy time counts each moment once, however many batches a pipeline holds.
   if (s.step_time_fraction > 1 + 1e-9) return "a step in flight at most all of the time";
+  // Energy (models/power.hpp): every catalogue GPU has a power model; idle <= mean <= peak,
+  // the peak within every GPU's TDP, and the per-token figure the energy over the tokens.
+  const EnergySummary& e = s.energy;
+  if (s.makespan_s > 0 && s.steps > 0) {
+    if (!std::isfinite(e.energy_j)) return "energy of a catalogue GPU's run";
+    const double tol = 1e-9 * e.peak_power_w;
+    if (!(e.idle_power_w <= e.mean_power_w + tol && e.mean_power_w <= e.peak_power_w + tol)) {
+      return "idle <= mean <= peak power";
+    }
+    double tdp_w = 0;
+    for (const GpuPool& pool : pools)
+      tdp_w += double(pool.gpus()) * find_gpu(pool.gpu).tdp_w;
+    if (e.peak_power_w > tdp_w * (1 + 1e-9)) return "peak power within the GPUs' TDP";
+    if (s.output_tokens > 0 &&
+        std::abs(e.j_per_output_token * double(s.output_tokens) - e.energy_j) > 1e-9 * e.energy_j) {
+      return "J per output token x tokens = energy";
+    }
+  }
   return "";
 }
 
@@ -368,7 +387,7 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       if (name == "model" && value == "qwen3-next-80b-a3b") ++policies["hybrid"];
     }
     INFO("configuration:" << describe(flags));
-    const std::string broken = broken_property(first.run, flags);
+    const std::string broken = broken_property(first.run, first.pools, flags);
     CHECK(broken == "");
     Inputs fresh;
     const PointRun again = run_point(spec_of(flags), fresh);

@@ -159,7 +159,7 @@ ORDER = {
                  "finish_s", "ttft_ms", "e2e_ms", "tpot_ms", "otps", "max_itl_ms", "queue_ms",
                  "preemptions", "cached_tokens", "status", "kv_loaded_tokens", "kv_load_ms"],
     "steps": ["start_s", "duration_s", "prefill_tokens", "decode_tokens", "batch_size",
-              "kv_blocks_used", "cached_tokens", "flops", "bytes"],
+              "kv_blocks_used", "cached_tokens", "flops", "bytes", "power_w"],
     "windows": ["start_s", "end_s", "arrivals", "completions", "ttft_ms_p50", "ttft_ms_p95",
                 "e2e_ms_p50", "e2e_ms_p95", "output_tokens_p50", "output_tokens_p95", "otps",
                 "input_tokens_p50", "queue_ms_p50"],

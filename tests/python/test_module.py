@@ -701,3 +701,20 @@ def test_diagnose_verdicts_from_python_equal_the_command_lines(tmp_path):
     with pytest.raises(servesim.Error) as e:
         servesim.diagnose(a, c, json="x.json")
     assert e.value.field == "json"
+
+
+def test_energy_reaches_python_and_its_steps_integrate_to_it():
+    """Issue 48: the run's energy in the summary, each step's power in the steps frame, and
+    the energy the steps' draw integrated with the GPUs' idle power between them."""
+    r = servesim.run(**SMALL)
+    e = r.summary["energy"]
+    assert e["energy_j"] > 0 and e["idle_power_w"] > 0
+    assert e["idle_power_w"] <= e["mean_power_w"] <= e["peak_power_w"]
+    st = r.steps
+    assert st.power_w.dtype == np.float64
+    assert (st.power_w >= e["idle_power_w"]).all()
+    excess = ((st.power_w - e["idle_power_w"]) * st.duration_s).sum()
+    want = e["idle_power_w"] * r.summary["makespan_s"] + excess
+    assert e["energy_j"] == pytest.approx(want, rel=1e-6)
+    out = r.summary["requests"]["output_tokens"]
+    assert e["j_per_output_token"] == pytest.approx(e["energy_j"] / out)
