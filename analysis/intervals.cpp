@@ -64,6 +64,7 @@ Regime regime_of(const RunResult& r) {
   g.ep = r.config.ep();
   g.sliding = r.config.model.sliding();
   g.mxfp4 = r.config.model.quantization() == "mxfp4";
+  g.nvfp4 = r.config.model.quantization() == "nvfp4";
   g.linear = r.config.model.hybrid();
   return g;
 }
@@ -117,6 +118,9 @@ std::vector<std::string> outside_fitted_range(const Regime& g) {
   }
   if (g.mxfp4) {
     why.push_back("MXFP4 experts, which no real run covered (no MXFP4 kernel profile)");
+  }
+  if (g.nvfp4) {
+    why.push_back("NVFP4 GEMMs, which no real run covered (no FP4 kernel profile)");
   }
   if (g.context_tokens > kMaxContextTokens) {
     why.push_back(format("a mean context of %.0f tokens, past the runs' %.0f", g.context_tokens,

@@ -44,6 +44,7 @@ struct Regime {
   int ep = 1;               // GPUs the experts are spread over (no real run had EP)
   bool sliding = false;     // sliding-window layers (gpt-oss: no real run)
   bool mxfp4 = false;       // MXFP4 experts (no real run, no kernel profile)
+  bool nvfp4 = false;       // NVFP4 linear layers (no real run, no kernel profile)
   bool linear = false;      // linear-attention layers (Qwen3-Next: no real run)
 };
 Regime regime_of(const RunResult& r);

@@ -166,6 +166,11 @@ const std::vector<VllmArg> kArgs = {
      "weight-only kernels), at the BF16 MoE kernel's fitted efficiency; in memory as vLLM 0.14's "
      "Triton path holds them (the checkpoint's scales kept beside the swizzled ones, biases in "
      "FP32); Marlin's and FlashInfer's padding not modelled"},
+    {"behaviour: NVFP4 GEMMs", "", A,
+     "an NVFP4 checkpoint's linear layers read at 4.5 bits a weight and, on GPUs with FP4 tensor "
+     "cores (Blackwell), multiplied at the dense FP4 peak with the BF16 GEMMs' fitted "
+     "efficiency; elsewhere at the BF16 rate (Marlin's weight-only kernel); the activations' "
+     "quantization kernels and any FP4 kernel profile not modelled"},
     {"behaviour: TP across nodes", "--tensor-parallel-size", A,
      "a TP group larger than the GPU's node (gpus_per_node) all-reduces through NCCL over the "
      "nodes' NICs: their bandwidth and an inter-node latency from published nccl-tests runs, no "
@@ -233,6 +238,7 @@ std::vector<std::string> approximated_args(const SimConfig& c) {
   if (c.model.num_experts > 1) used.push_back("behaviour: MoE routing");
   if (c.model.mla()) used.push_back("behaviour: MLA attention");
   if (c.model.quantization() == "mxfp4") used.push_back("behaviour: MXFP4 experts");
+  if (c.model.quantization() == "nvfp4") used.push_back("behaviour: NVFP4 GEMMs");
   if (c.model.hybrid()) used.push_back("behaviour: linear attention");
   if (c.tp > c.gpu.gpus_per_node) used.push_back("behaviour: TP across nodes");
   if (c.pp > 1) used.push_back("--pipeline-parallel-size");

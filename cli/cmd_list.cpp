@@ -22,21 +22,27 @@ const char* kListUsage =
     "  approximated (how) or ignored (why); --markdown: as docs/manual/vllm-args.md\n";
 
 void list_gpus(std::ostream& out) {
-  char buf[320];
-  std::snprintf(buf, sizeof buf, "%-13s %-26s %-9s %11s %10s %8s %12s %21s %16s %13s  %s\n", "name",
-                "description", "arch", "bf16_tflops", "fp8_tflops", "hbm_gib", "hbm_gb_per_s",
-                "interconnect_gb_per_s", "network_gb_per_s", "gpus_per_node", "hardware fit");
+  char buf[400];
+  std::snprintf(buf, sizeof buf,
+                "%-13s %-26s %-9s %11s %10s %10s %8s %12s %21s %16s %13s %6s %7s  %s\n", "name",
+                "description", "arch", "bf16_tflops", "fp8_tflops", "fp4_tflops", "hbm_gib",
+                "hbm_gb_per_s", "interconnect_gb_per_s", "network_gb_per_s", "gpus_per_node",
+                "tdp_w", "idle_w", "hardware fit");
   out << buf;
   for (const GpuSpec& g : gpu_catalogue()) {
     std::snprintf(buf, sizeof buf,
-                  "%-13s %-26s %-9s %11.1f %10.1f %8.1f %12.0f %21.0f %16.1f %13d  %s\n",
+                  "%-13s %-26s %-9s %11.1f %10.1f %10.1f %8.1f %12.0f %21.0f %16.1f %13d %6.0f "
+                  "%7.0f  %s\n",
                   g.name.c_str(), g.description.c_str(), arch_name(g.arch), g.bf16_tflops,
-                  g.fp8_tflops, g.hbm_gib, g.hbm_gb_per_s, g.interconnect_gb_per_s,
-                  g.network_gb_per_s, g.gpus_per_node, hardware_source(g).c_str());
+                  g.fp8_tflops, g.fp4_tflops, g.hbm_gib, g.hbm_gb_per_s, g.interconnect_gb_per_s,
+                  g.network_gb_per_s, g.gpus_per_node, g.tdp_w, g.idle_w,
+                  hardware_source(g).c_str());
     out << buf;
   }
   out << "interconnect and network: GB/s in one direction (half the datasheets' bidirectional "
-         "figures)\nengines (on every GPU): v0: "
+         "figures); tdp_w and idle_w: each GPU's power limit and its draw with a model loaded "
+         "and nothing running (docs/design/cost-model.md, \"Power and energy\")\nengines (on every "
+         "GPU): v0: "
       << engine_source(Engine::kV0) << "; v1: " << engine_source(Engine::kV1) << "\n";
 }
 

@@ -104,10 +104,16 @@ const std::vector<GpuSpec>& gpu_catalogue() {
         {"h200-sxm", {700, 113}}, {"h200-nvl", {600, 97}},  {"l40s", {350, 100}},
         {"l4", {72, 21}},         {"mi300x", {750, 121}},   {"b200", {1000, 161}},
         {"gb200", {1200, 194}},   {"mi325x", {1000, 161}},  {"h20", {400, 65}}};
+    // Dense FP4 TFLOP/s, half NVIDIA's sparse figures: B200 18 PF (HGX B200), GB200 1,440 PF
+    // over the rack's 72.
+    const std::pair<const char*, double> fp4[] = {{"b200", 9000}, {"gb200", 10000}};
     std::vector<GpuSpec> out = gpus;
     for (GpuSpec& g : out) {
       for (const auto& [name, w] : power) {
         if (g.name == name) std::tie(g.tdp_w, g.idle_w) = w;
+      }
+      for (const auto& [name, tflops] : fp4) {
+        if (g.name == name) g.fp4_tflops = tflops;
       }
     }
     return out;
@@ -200,7 +206,8 @@ GpuSpec load_gpu_file(const std::string& path) {
                              {"gpus_per_node", &g.gpus_per_node},
                              {"tdp_w", &g.tdp_w},
                              {"idle_w", &g.idle_w},
-                             {"hbm_power_share", &g.hbm_power_share}});
+                             {"hbm_power_share", &g.hbm_power_share},
+                             {"fp4_tflops", &g.fp4_tflops}});
   try {
     g.arch = parse_arch(arch);
   } catch (const Error& e) {
@@ -220,6 +227,10 @@ GpuSpec load_gpu_file(const std::string& path) {
   if (!(g.fp8_tflops == 0 || (g.fp8_tflops >= 1e-3 && g.fp8_tflops <= 1e7))) {
     throw Error(path, ini_line_of(path, "fp8_tflops"), "fp8_tflops",
                 "dense FP8 TFLOP/s: 0 (no FP8 tensor cores) or a number in [1e-3, 1e7]");
+  }
+  if (!(g.fp4_tflops == 0 || (g.fp4_tflops >= 1e-3 && g.fp4_tflops <= 1e7))) {
+    throw Error(path, ini_line_of(path, "fp4_tflops"), "fp4_tflops",
+                "dense FP4 TFLOP/s: 0 (no FP4 tensor cores) or a number in [1e-3, 1e7]");
   }
   if (given.count("cost_per_hour") && !(g.cost_per_hour > 0 && g.cost_per_hour <= 1e7)) {
     throw Error(path, ini_line_of(path, "cost_per_hour"), "cost_per_hour",

@@ -58,10 +58,15 @@ struct GpuSpec {
   // at the hardware fit's best GEMM rate adds. NaN when unknown (a GPU file without tdp_w): the
   // run then reports no energy.
   double tdp_w = NAN, idle_w = NAN, hbm_power_share = NAN;
+  // Dense FP4 peak, TFLOP/s (NVFP4 and MXFP4 tensor cores: Blackwell); 0 without, where vLLM runs
+  // NVFP4 weights through a weight-only kernel (Marlin) at the BF16 rate.
+  double fp4_tflops = 0;
 
   double peak_flops() const { return bf16_tflops * 1e12; }
   // The peak an FP8 GEMM runs at: FP8 tensor cores where there are, else BF16's.
   double fp8_peak_flops() const { return (fp8_tflops > 0 ? fp8_tflops : bf16_tflops) * 1e12; }
+  // The peak an NVFP4 GEMM runs at: FP4 tensor cores where there are, else BF16's.
+  double fp4_peak_flops() const { return (fp4_tflops > 0 ? fp4_tflops : bf16_tflops) * 1e12; }
   double hbm_bytes() const { return hbm_gib * 1024.0 * 1024.0 * 1024.0; }
   double hbm_bytes_per_s() const { return hbm_gb_per_s * 1e9; }
   double interconnect_bytes_per_s() const { return interconnect_gb_per_s * 1e9; }
@@ -85,7 +90,7 @@ const std::vector<GpuSpec>& gpu_catalogue();
 GpuSpec find_gpu(std::string_view name);
 
 // Reads a GPU from an INI file: keys name, description, arch, bf16_tflops, hbm_gib,
-// hbm_gb_per_s, interconnect_gb_per_s (one direction), and optionally fp8_tflops,
+// hbm_gb_per_s, interconnect_gb_per_s (one direction), and optionally fp8_tflops, fp4_tflops,
 // network_gb_per_s, host_link_gb_per_s, cost_per_hour, gpus_per_node, and tdp_w with idle_w
 // (both or neither) and hbm_power_share (default: the architecture's, default_hbm_power_share).
 // Throws Error with file, line and field on bad input.

@@ -120,7 +120,7 @@ int64_t ModelSpec::total_params() const {
 int64_t ModelSpec::weight_bytes() const {
   // The routed experts' biases stay in dtype_bytes (expert_bytes).
   const double expert_biases = double(moe_layers()) * num_experts * double(expert_bias_params());
-  return std::llround(double(mixer_params() * attention_weight_bytes) +
+  return std::llround(double(mixer_params()) * attention_weight_bytes +
                       double(mlp_params(*this)) * mlp_weight_bytes +
                       expert_biases * (dtype_bytes - mlp_weight_bytes) +
                       double(unquantized_params(*this) * dtype_bytes) + mxfp4_load_extra_bytes());
@@ -161,7 +161,8 @@ double ModelSpec::ep_weight_bytes_per_gpu(int tp, int ep) const {
 }
 
 std::string ModelSpec::quantization() const {
-  if (mlp_weight_bytes < 1) return "mxfp4";
+  if (mlp_weight_bytes == kNvfp4WeightBytes) return "nvfp4";
+  if (mlp_weight_bytes == kMxfp4WeightBytes) return "mxfp4";
   return attention_weight_bytes == 1 || mlp_weight_bytes == 1 ? "fp8" : "";
 }
 
@@ -169,9 +170,10 @@ void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
                           const std::string& kv_cache_dtype) {
   if (quantization == "fp8") {
     // vLLM takes the checkpoint's quantization_config over --quantization, and refuses another.
-    if (m.quantization() == "mxfp4") {
-      throw Error(field::kQuantization,
-                  m.name + " is an mxfp4 checkpoint: vLLM serves it as mxfp4, not as fp8");
+    if (m.quantization() == "mxfp4" || m.quantization() == "nvfp4") {
+      throw Error(field::kQuantization, m.name + " is an " + m.quantization() +
+                                            " checkpoint: vLLM serves it as " + m.quantization() +
+                                            ", not as fp8");
     }
     m.attention_weight_bytes = 1;
     m.mlp_weight_bytes = 1;
@@ -182,7 +184,11 @@ void apply_serving_dtypes(ModelSpec& m, const std::string& quantization,
                       " checkpoint: vLLM serves it as quantized, not as none");
     }
   } else if (!quantization.empty()) {
-    throw Error(field::kQuantization, "'" + quantization + "': servesim models fp8 or none");
+    throw Error(field::kQuantization,
+                "'" + quantization +
+                    "': servesim models fp8 or none at load; an MXFP4 or NVFP4 checkpoint is a "
+                    "model of its own (gpt-oss-120b, llama-3.3-70b-fp4, or a model file's "
+                    "quantization)");
   }
   if (kv_cache_dtype == "fp8" || kv_cache_dtype == "fp8_e4m3" || kv_cache_dtype == "fp8_e5m2") {
     m.kv_cache_bytes = 1;
@@ -325,6 +331,10 @@ const std::vector<ModelSpec>& model_catalogue() {
       // Llama 3.3 70B is Llama 3.1 70B's architecture, retrained.
       {"llama-3.3-70b", "meta-llama/Llama-3.3-70B-Instruct", 80, 8192, 64, 8, 128, 28672, 128256,
        131072},
+      // NVIDIA's NVFP4 checkpoint of it (TensorRT Model Optimizer: every linear layer but the LM
+      // head in NVFP4, weights and activations; vLLM's modelopt_fp4).
+      {"llama-3.3-70b-fp4", "nvidia/Llama-3.3-70B-Instruct-FP4", 80, 8192, 64, 8, 128, 28672,
+       128256, 131072, 1, 1, false, false, 0, 0, 2, kNvfp4WeightBytes, kNvfp4WeightBytes},
       {"llama-3.1-405b", "meta-llama/Llama-3.1-405B", 126, 16384, 128, 8, 128, 53248, 128256,
        131072},
       // Code Llama (Llama 2 architecture, RoPE base 1e6 for 16K contexts): the 7B and 13B add 16
@@ -626,14 +636,21 @@ void validate(const ModelSpec& m, const std::string& source) {
   if (m.encoder_params < 0 || m.encoder_params > (int64_t(1) << 40)) {
     throw Error(source, 0, "encoder_params", "must be an integer in [0, 2^40]");
   }
-  const std::pair<const char*, int> widths[] = {
-      {"attention_weight_bytes", m.attention_weight_bytes}, {"kv_cache_bytes", m.kv_cache_bytes}};
-  for (const auto& [field, bytes] : widths) {
-    if (bytes != 1 && bytes != 2) throw Error(source, 0, field, "must be 1 (FP8) or 2 (BF16)");
+  if (m.kv_cache_bytes != 1 && m.kv_cache_bytes != 2) {
+    throw Error(source, 0, "kv_cache_bytes", "must be 1 (FP8) or 2 (BF16)");
+  }
+  const double a = m.attention_weight_bytes;
+  if (a != 1 && a != 2 && a != kNvfp4WeightBytes) {
+    throw Error(source, 0, "attention_weight_bytes", "must be 1 (FP8), 2 (BF16) or 0.5625 (NVFP4)");
   }
   if (m.mlp_weight_bytes != 1 && m.mlp_weight_bytes != 2 &&
-      m.mlp_weight_bytes != kMxfp4WeightBytes) {
-    throw Error(source, 0, "mlp_weight_bytes", "must be 1 (FP8), 2 (BF16) or 0.53125 (MXFP4)");
+      m.mlp_weight_bytes != kMxfp4WeightBytes && m.mlp_weight_bytes != kNvfp4WeightBytes) {
+    throw Error(source, 0, "mlp_weight_bytes",
+                "must be 1 (FP8), 2 (BF16), 0.53125 (MXFP4) or 0.5625 (NVFP4)");
+  }
+  if ((a == kNvfp4WeightBytes) != (m.mlp_weight_bytes == kNvfp4WeightBytes)) {
+    throw Error(source, 0, "quantization",
+                "nvfp4 quantizes every linear layer but the LM head (a ModelOpt NVFP4 checkpoint)");
   }
   if (m.mlp_weight_bytes == kMxfp4WeightBytes && m.num_experts <= 1) {
     throw Error(
@@ -740,15 +757,20 @@ ModelSpec load_model_file(const std::string& path) {
              {"quantization", &quantization}});
   // A checkpoint's quantization_config: fp8 quantizes every linear layer but the LM head; mxfp4
   // a MoE model's experts.
-  if (!quantization.empty() && quantization != "fp8" && quantization != "mxfp4") {
+  if (!quantization.empty() && quantization != "fp8" && quantization != "mxfp4" &&
+      quantization != "nvfp4") {
     throw Error(path, ini_line_of(path, "quantization"), "quantization",
-                "'" + quantization + "': fp8, mxfp4, or leave it out for BF16");
+                "'" + quantization + "': fp8, mxfp4, nvfp4, or leave it out for BF16");
   }
   if (quantization == "fp8") {
     m.attention_weight_bytes = 1;
     m.mlp_weight_bytes = 1;
   }
   if (quantization == "mxfp4") m.mlp_weight_bytes = kMxfp4WeightBytes;
+  if (quantization == "nvfp4") {
+    m.attention_weight_bytes = kNvfp4WeightBytes;
+    m.mlp_weight_bytes = kNvfp4WeightBytes;
+  }
   if (!given.count("num_key_value_heads")) m.num_kv_heads = m.num_heads;  // MHA, as config.json
   // MLA's q and k heads are qk_nope_head_dim + qk_rope_head_dim wide, whatever head_dim says.
   if (m.kv_lora_rank > 0 && m.qk_nope_head_dim > 0 && m.qk_rope_head_dim > 0) {

@@ -40,7 +40,10 @@ struct ModelSpec {
   // fp8). Embeddings, the LM head, norms and the MoE router stay in dtype_bytes.
   // MXFP4 (gpt-oss's quantization_config: the experts' weights in 4-bit E2M1 with one E8M0 scale
   // every 32, kMxfp4WeightBytes; their biases, attention, router, embeddings and LM head in BF16).
-  int attention_weight_bytes = 2;
+  // NVFP4 (a ModelOpt NVFP4 checkpoint, vLLM's modelopt_fp4: every linear layer but the LM head
+  // in 4-bit E2M1 with one FP8 E4M3 scale every 16, kNvfp4WeightBytes, activations quantized to
+  // FP4 as well on GPUs with FP4 tensor cores).
+  double attention_weight_bytes = 2;
   double mlp_weight_bytes = 2;
   int kv_cache_bytes = 2;  // per K or V element: 1 under --kv-cache-dtype fp8
   // Multi-head latent attention (DeepSeek-V2/V3/R1, Kimi-K2; config.json's names), when
@@ -247,8 +250,12 @@ struct ModelSpec {
 
 // Bytes a weight of MXFP4 takes: 4 bits and an 8-bit scale shared by 32 (OCP MX spec).
 inline constexpr double kMxfp4WeightBytes = 4.25 / 8;
+// Bytes a weight of NVFP4 takes: 4 bits and an FP8 E4M3 scale shared by 16 (and one FP32 scale
+// a tensor, left out).
+inline constexpr double kNvfp4WeightBytes = 4.5 / 8;
 
-// vLLM's --quantization and --kv-cache-dtype on a model: QUANTIZATION "" (the checkpoint's own),
+// vLLM's --quantization and --kv-cache-dtype on a model (an MXFP4 or NVFP4 checkpoint keeps its
+// own, as vLLM does): QUANTIZATION "" (the checkpoint's own),
 // "none" (not quantized at load) or "fp8" (Fp8LinearMethod and Fp8MoEMethod: every linear
 // layer but the LM head and the router to FP8 weights); KV_CACHE_DTYPE "auto" (the model's
 // dtype) or "fp8", "fp8_e4m3", "fp8_e5m2" (one byte). Throws Error naming the flag otherwise.

@@ -52,17 +52,21 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   const double inter_sum =
       (layers_ - m.dense_layers) * moe_width + double(m.dense_layers) * m.dense_intermediate_size;
   linear_flops_per_token_ = 2.0 * double(m.active_linear_params());
-  // FP8 GEMMs run at the FP8 peak: their FLOPs count for bf16 / fp8 of a BF16 FLOP in time.
+  // FP8 GEMMs run at the FP8 peak, NVFP4 ones at the FP4 peak: their FLOPs count for bf16 / fp8
+  // (fp4) of a BF16 FLOP in time. (MXFP4 experts run at the BF16 rate: weight-only kernels.)
   const double fp8_time = gpu.peak_flops() / gpu.fp8_peak_flops();
+  const double fp4_time = gpu.peak_flops() / gpu.fp4_peak_flops();
+  const auto gemm_time = [&](double weight_bytes) {
+    return weight_bytes == 1 ? fp8_time : weight_bytes == kNvfp4WeightBytes ? fp4_time : 1.0;
+  };
   // Per layer (averages over the layers where dense and MoE layers mix).
   const double router = double(m.router_params()) / layers_;
   // Attention's projections, the linear-attention layers' included, as an average layer's.
   const double attention = double(m.mixer_params()) / layers_,
                mlp = double(m.active_mlp_params()) / layers_;
-  const double attention_time = m.attention_weight_bytes == 1 ? fp8_time : 1.0;
-  linear_time_flops_per_token_ =
-      2.0 * layers_ *
-      (attention * attention_time + mlp * (m.mlp_weight_bytes == 1 ? fp8_time : 1.0) + router);
+  linear_time_flops_per_token_ = 2.0 * layers_ *
+                                 (attention * gemm_time(m.attention_weight_bytes) +
+                                  mlp * gemm_time(m.mlp_weight_bytes) + router);
   dense_weight_bytes_ = attention * m.attention_weight_bytes * layers_ +
                         double(m.router_params()) * dtype_ +
                         (double(m.shared_expert_params()) * (layers_ - m.dense_layers) +
@@ -74,7 +78,7 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
   const double replicated = double(m.replicated_attention_params_per_layer()) * layers_ * (tp - 1);
   if (replicated > 0) {
     dense_weight_bytes_ += replicated * m.attention_weight_bytes;
-    linear_time_flops_per_token_ += 2.0 * replicated * attention_time;
+    linear_time_flops_per_token_ += 2.0 * replicated * gemm_time(m.attention_weight_bytes);
   }
   // A dense model's MLP counts as its one expert, in every layer.
   const double expert_layers = m.num_experts > 1 ? m.moe_layers() : layers_;
@@ -153,7 +157,7 @@ RooflineCostModel::RooflineCostModel(const GpuSpec& gpu, const ModelSpec& m, int
     ep_gpus_ = tp * ep_dp;
     const double moe_layers = m.moe_layers();
     pair_flops_ = 2.0 * double(m.expert_params()) * moe_layers;
-    pair_time_flops_ = pair_flops_ * (m.mlp_weight_bytes == 1 ? fp8_time : 1.0);
+    pair_time_flops_ = pair_flops_ * gemm_time(m.mlp_weight_bytes);
     // gate/up in (h) and out (2 x inter), down in (inter) and out (h), as mlp_io counts them.
     pair_act_bytes_ = (2.0 * h + 3.0 * m.intermediate_size) * moe_layers * dtype_;
     pair_inner_act_bytes_ = 3.0 * m.intermediate_size * moe_layers * dtype_;

@@ -5,7 +5,8 @@
 // (t_c^p + t_m^p)^(1/p), which measured kernels follow near the ridge point:
 //  - linear: the GEMMs (2 x active linear params x tokens FLOPs; weights read once per step,
 //    MoE experts only if some token is routed to them, plus activations in and out; FP8 weights
-//    are read at one byte and, on GPUs with FP8 tensor cores, multiplied at the FP8 peak);
+//    are read at one byte and, on GPUs with FP8 tensor cores, multiplied at the FP8 peak; NVFP4
+//    weights at 4.5 bits, multiplied at the FP4 peak where there are FP4 tensor cores);
 //  - attention: prefill chunks (quadratic in the chunk, linear in cached context) and decodes
 //    (linear in context, KV bytes read at the KV cache's dtype) as two kernels;
 //  - elementwise: RMSNorms, rotary embedding, SiLU x mul, residual adds (memory-bound);

@@ -88,7 +88,8 @@ Flags draw_flags(Draw& d, const std::vector<std::string>& traces) {
   Flags f;
   const std::string model = d.pick<std::string>(
       {"llama-2-7b", "llama-3.1-8b", "qwen2.5-7b", "mistral-7b-v0.1", "mixtral-8x7b", "llama-2-13b",
-       "llama-3.1-70b", "llama-4-scout-17b-16e-fp8", "gpt-oss-20b", "qwen3-next-80b-a3b"});
+       "llama-3.1-70b", "llama-4-scout-17b-16e-fp8", "gpt-oss-20b", "qwen3-next-80b-a3b",
+       "llama-3.3-70b-fp4"});
   f.emplace_back("model", model);
   f.emplace_back("gpu", d.pick<std::string>({"a100-80g", "a100-40g", "h100-sxm", "h200-sxm", "l40s",
                                              "l4", "mi300x", "b200"}));
@@ -385,6 +386,7 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
       if (name == "enable-expert-parallel") ++policies["ep"];
       if (name == "expert-skew") ++policies["skew"];
       if (name == "model" && value == "qwen3-next-80b-a3b") ++policies["hybrid"];
+      if (name == "model" && value == "llama-3.3-70b-fp4") ++policies["nvfp4"];
     }
     INFO("configuration:" << describe(flags));
     const std::string broken = broken_property(first.run, first.pools, flags);
@@ -415,4 +417,6 @@ TEST_CASE("properties: 500 random valid configurations keep accounting, time and
   // Issue 47's skewed routing and hybrid model run too.
   CHECK(policies["skew"] >= 1);
   CHECK(policies["hybrid"] >= 1);
+  // Issue 48's NVFP4 checkpoint (whose runs also check energy on every draw).
+  CHECK(policies["nvfp4"] >= 5);
 }
