@@ -718,3 +718,18 @@ def test_energy_reaches_python_and_its_steps_integrate_to_it():
     assert e["energy_j"] == pytest.approx(want, rel=1e-6)
     out = r.summary["requests"]["output_tokens"]
     assert e["j_per_output_token"] == pytest.approx(e["energy_j"] / out)
+
+
+def test_capacity_prices_the_energy_from_python():
+    """capacity's --energy-cost-per-kwh and --pue as options: the facility's kW is the GPUs'
+    mean power at capacity times the PUE, its dollars per million output tokens follow."""
+    t = servesim.capacity("ttft_p99_ms=1000", num_requests=200,
+                          options=dict(energy_cost_per_kwh=0.12, pue=1.2)).table
+    row = t.iloc[0]
+    assert row.capacity_req_s > 0
+    assert row.pue == 1.2 and row.energy_usd_per_kwh == 0.12
+    assert row.facility_kw == pytest.approx(row.mean_power_w * 1.2 / 1e3, rel=1e-6)
+    per_mtok = row.facility_kw * 0.12 / (row.output_tokens_per_s * 3600) * 1e6
+    assert row.energy_cost_per_million_output_tokens == pytest.approx(per_mtok, rel=1e-6)
+    with pytest.raises(servesim.Error, match="pue"):
+        servesim.capacity("ttft_p99_ms=1000", num_requests=20, options=dict(pue=0.5))
