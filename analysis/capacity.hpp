@@ -88,6 +88,7 @@ struct CapacitySpec {
   // --energy-cost-per-kwh (NaN: not given) and --pue: the facility's electricity, a kWh at the
   // meter, and its power usage effectiveness (facility power over the GPUs' power, >= 1).
   double energy_usd_per_kwh = NAN, pue = 1;
+  bool pue_given = false;  // --pue on the command line (the energy columns shown, even at 1)
   // --size-group GPU: with --replica-gpus and --target-rate, search that group's count only.
   std::string size_group;
   // --confidence LEVEL (0: none): every bound is judged at the pessimistic end of its metric's

@@ -420,7 +420,7 @@ std::string capacity_text(const std::vector<CapacityResult>& results, const Capa
   shown.cost = std::any_of(results.begin(), results.end(),
                            [](const CapacityResult& c) { return !std::isnan(c.gpu_hour_cost); });
   shown.energy_price = std::isfinite(spec.energy_usd_per_kwh);
-  shown.energy = shown.energy_price || spec.pue != 1;
+  shown.energy = shown.energy_price || spec.pue_given;
   capacity_text_table(results, shown).print(out);
   print_footer(out, results, shown);
   return out.str();

@@ -122,11 +122,16 @@ void print_use(std::ostream& out, const RunSummary& s) {
       s.step_time_fraction * 100, s.mfu * 100, s.mbu * 100);
   const EnergySummary& e = s.energy;
   if (std::isfinite(e.energy_j)) {
+    const std::string peak = s.makespan_s < kPowerWindowS
+                                 ? std::string("its mean: the run is shorter than a window")
+                                 : format("%.0f W over %g s", e.peak_power_w, kPowerWindowS);
     out << format(
-        "energy (GPUs only): %.1f kJ, mean %.0f W (idle %.0f W), peak %.0f W over %.0f s; "
-        "%s J per output token, %s J per request\n",
-        e.energy_j / 1e3, e.mean_power_w, e.idle_power_w, e.peak_power_w, kPowerWindowS,
+        "energy (GPUs only): %.1f kJ, mean %.0f W (idle %.0f W), peak %s; %s J per output "
+        "token, %s J per request\n",
+        e.energy_j / 1e3, e.mean_power_w, e.idle_power_w, peak.c_str(),
         cell(e.j_per_output_token, 0, 3).c_str(), cell(e.j_per_request, 0, 1).c_str());
+  } else if (s.steps > 0) {
+    out << "energy: unknown (a GPU file without tdp_w and idle_w)\n";
   }
   auto pct = [](double v) { return std::isfinite(v) ? format("%.1f%%", v * 100) : "-"; };
   out << "KV usage: mean " << pct(s.kv_usage_mean) << ", p50 " << pct(s.kv_usage_p50) << ", p99 "

@@ -169,15 +169,17 @@ const std::vector<VllmArg> kArgs = {
     {"behaviour: NVFP4 GEMMs", "", A,
      "an NVFP4 checkpoint's linear layers read at 4.5 bits a weight and, on GPUs with FP4 tensor "
      "cores (Blackwell), multiplied at the dense FP4 peak with the BF16 GEMMs' fitted "
-     "efficiency; elsewhere at the BF16 rate (Marlin's weight-only kernel); the activations' "
-     "quantization kernels and any FP4 kernel profile not modelled"},
+     "efficiency; elsewhere at the BF16 rate (weight-only kernels: Marlin on NVIDIA GPUs, Petit "
+     "on AMD's when petit-kernel is installed); the activations' quantization kernels, "
+     "Marlin's slower large-batch GEMMs and any FP4 kernel profile not modelled"},
     {"behaviour: TP across nodes", "--tensor-parallel-size", A,
      "a TP group larger than the GPU's node (gpus_per_node) all-reduces through NCCL over the "
      "nodes' NICs: their bandwidth and an inter-node latency from published nccl-tests runs, no "
      "multi-node profile"},
     {"behaviour: GPU without profiles", "--gpu", A,
      "a GPU whose architecture has no operator profile (ada, blackwell, cdna3) takes the nearest "
-     "fitted architecture's efficiencies against its own datasheet peaks"},
+     "fitted architecture's efficiencies against its own datasheet peaks (cdna3's scaled by "
+     "MI300X's published GEMM, HBM and attention rates against H100's)"},
     {"behaviour: sampling and detokenization", "", A,
      "a per-step and per-sequence GPU term (fitted) and the CPU's work; structured output and "
      "penalties are not modelled"},

@@ -163,6 +163,7 @@ CapacitySpec capacity_spec(std::map<std::string, std::string>& own, double& targ
     throw Error("energy-cost-per-kwh", "dollars per kWh: a number in (0, 1000]");
   }
   spec.pue = get_number(own, "pue", 1);
+  spec.pue_given = own.count("pue") > 0;
   if (!(spec.pue >= 1 && spec.pue <= 5)) {
     throw Error("pue", "power usage effectiveness (facility over IT power): a number in [1, 5]");
   }

@@ -232,6 +232,12 @@ GpuSpec load_gpu_file(const std::string& path) {
     throw Error(path, ini_line_of(path, "fp4_tflops"), "fp4_tflops",
                 "dense FP4 TFLOP/s: 0 (no FP4 tensor cores) or a number in [1e-3, 1e7]");
   }
+  if (g.fp4_tflops > 0 && g.arch != GpuArch::kBlackwell) {
+    // vLLM's NVFP4 GEMMs on FP4 tensor cores (CUTLASS, FlashInfer) need SM100.
+    throw Error(
+        path, ini_line_of(path, "fp4_tflops"), "fp4_tflops",
+        "vLLM multiplies NVFP4 on FP4 tensor cores on blackwell only; leave it out for " + arch);
+  }
   if (given.count("cost_per_hour") && !(g.cost_per_hour > 0 && g.cost_per_hour <= 1e7)) {
     throw Error(path, ini_line_of(path, "cost_per_hour"), "cost_per_hour",
                 "dollars per GPU-hour: a number in (0, 1e7]");
@@ -248,6 +254,10 @@ GpuSpec load_gpu_file(const std::string& path) {
     if (!(g.idle_w >= 0 && g.idle_w <= g.tdp_w)) {
       throw Error(path, ini_line_of(path, "idle_w"), "idle_w", "watts: a number in [0, tdp_w]");
     }
+  }
+  if (given.count("hbm_power_share") && !given.count("tdp_w")) {
+    throw Error(path, ini_line_of(path, "hbm_power_share"), "hbm_power_share",
+                "shapes the power model of tdp_w and idle_w: give them too");
   }
   if (given.count("hbm_power_share") && !(g.hbm_power_share >= 0 && g.hbm_power_share <= 1)) {
     throw Error(path, ini_line_of(path, "hbm_power_share"), "hbm_power_share",

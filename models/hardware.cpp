@@ -65,6 +65,40 @@ HardwareParams hopper_params() {
   return p;
 }
 
+// What an architecture without operator profiles takes: the hopper fit, its efficiencies scaled
+// by what the same published benchmark measures on both (docs/design/cost-model.md, "GPUs
+// without profiles"); floors, latencies and collectives stay Hopper's.
+//  - cdna3 (MI300X): GEMMs, stas00/ml-engineering's maximum achievable matmul FLOPS (mamf-finder,
+//    BF16): MI300X 668.4 of 1307.4 TFLOP/s (51.1%, hipBLASLt tuned) against H100 SXM's 794.5 of
+//    989.4 (80.3%), so 0.637 of Hopper's; AMD's own hipblaslt-bench reaches 708 (54.2%: dense
+//    GEMMs run near 1.2 GHz of a 2.1 GHz boost). HBM: Azure's ND MI300X v5 and ND H100 v5
+//    babelstream triad, 4.09 of 5.3 TB/s (77.2%) against 2.97 of 3.35 (88.7%): 0.870, for every
+//    memory-bound kernel. Attention compute: Azure's FlashAttention-2 forward, 328.6 TFLOP/s on
+//    MI300X (head dim 64) against 327.9 on H100 (head dim 128), 25.1% against 33.1% of the
+//    peaks: 0.759.
+//  - blackwell (B200) is not scaled: the same mamf-finder table has B200 at 1745.0 of 2250
+//    (77.6%) against H100's 80.3%, a difference smaller than the spread among Blackwell parts
+//    (GB200 72.9%, B300 78.6%), and its HBM and attention have no measurement by the same
+//    method as H100's.
+HardwareParams scaled_hopper_params(double gemm, double hbm, double attention) {
+  HardwareParams p = hopper_params();
+  p.linear_compute_efficiency *= gemm;
+  p.attention_compute_efficiency *= attention;
+  p.linear_memory_efficiency *= hbm;
+  p.elementwise_memory_efficiency *= hbm;
+  p.attention_memory_efficiency *= hbm;
+  p.moe_memory_efficiency *= hbm;
+  p.moe_fp8_memory_efficiency *= hbm;
+  return p;
+}
+
+constexpr double kH100Mamf = 794.5 / 989.4;
+
+HardwareParams cdna3_params() {
+  return scaled_hopper_params((668.4 / 1307.4) / kH100Mamf, (4.09 / 5.3) / (2.97 / 3.35),
+                              (328.6 / 1307.4) / (327.9 / 989.4));
+}
+
 }  // namespace
 
 GpuArch fitted_arch(GpuArch arch) {
@@ -82,7 +116,12 @@ GpuArch fitted_arch(GpuArch arch) {
 }
 
 HardwareParams hardware_params(GpuArch arch) {
-  return fitted_arch(arch) == GpuArch::kHopper ? hopper_params() : ampere_params();
+  switch (arch) {
+    case GpuArch::kCdna3:
+      return cdna3_params();
+    default:
+      return fitted_arch(arch) == GpuArch::kHopper ? hopper_params() : ampere_params();
+  }
 }
 
 std::string hardware_source(const GpuSpec& gpu) {
@@ -90,8 +129,19 @@ std::string hardware_source(const GpuSpec& gpu) {
   const std::string profile = fit == GpuArch::kHopper ? "Vidur's H100 operator profiles"
                                                       : "Vidur's A100-80GB operator profiles";
   if (fit == gpu.arch) return std::string(arch_name(gpu.arch)) + " fit on " + profile;
-  return std::string("the ") + arch_name(fit) + " fit (" + profile + ", no " + arch_name(gpu.arch) +
-         " profile) against this GPU's datasheet peaks";
+  const std::string base = std::string("the ") + arch_name(fit) + " fit (" + profile + ", no " +
+                           arch_name(gpu.arch) + " profile)";
+  if (gpu.arch == GpuArch::kCdna3) {
+    return base +
+           " scaled by MI300X's published GEMM, attention and HBM rates against H100's, "
+           "on this GPU's datasheet peaks";
+  }
+  if (gpu.arch == GpuArch::kBlackwell) {
+    return base +
+           " scaled by B200's published GEMM rate against H100's, on this GPU's "
+           "datasheet peaks";
+  }
+  return base + " against this GPU's datasheet peaks";
 }
 
 const std::vector<ParamField<HardwareParams>>& hardware_param_fields() {

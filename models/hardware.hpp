@@ -13,7 +13,8 @@
 //    kernel timings; attention has no H100 profile here and keeps the ampere fit's efficiencies
 //    (ratios to the peak) except where docs/design/cost-model.md says otherwise.
 // ada, blackwell and cdna3 have no profile at hand: they take the nearest fitted architecture's
-// efficiencies against their own datasheet peaks (hardware_source() says which).
+// efficiencies against their own datasheet peaks (hardware_source() says which), cdna3's scaled
+// by MI300X's published kernel rates against H100's (hardware.cpp, docs/design/cost-model.md).
 #pragma once
 
 #include <string>

@@ -30,21 +30,22 @@ class PowerModel {
   bool known() const { return std::isfinite(idle_w_); }
   // Watts all the GPUs draw while nothing runs.
   double idle_w() const { return idle_w_ * gpus_; }
-  // Watts all the GPUs draw through a step of COST (idle for a step of no time).
-  double step_w(const StepCost& cost) const {
-    if (!(cost.seconds > 0)) return idle_w();
-    const double load = cost.flops * compute_per_flop_s_ / cost.seconds +
-                        cost.bytes * memory_per_byte_s_ / cost.seconds;
-    return (idle_w_ + span_w_ * std::min(1.0, load)) * gpus_;
-  }
-  // Joules above idle that a step of COST adds (what step_w adds over idle_w, for its seconds).
+  // Joules above idle that a step of COST adds: the span times its load, for its seconds.
   double step_excess_j(const StepCost& cost) const {
-    return (step_w(cost) - idle_w()) * cost.seconds;
+    const double full_load_s = cost.flops * compute_per_flop_s_ + cost.bytes * memory_per_byte_s_;
+    return span_w_ * gpus_ * std::min(std::max(cost.seconds, 0.0), full_load_s);
   }
+  // Watts all the GPUs draw through a step of COST that adds EXCESS_J (step_excess_j; idle for
+  // a step of no time).
+  double step_w(const StepCost& cost, double excess_j) const {
+    return cost.seconds > 0 ? idle_w() + excess_j / cost.seconds : idle_w();
+  }
+  double step_w(const StepCost& cost) const { return step_w(cost, step_excess_j(cost)); }
 
  private:
   double idle_w_ = NAN, span_w_ = 0;  // per GPU; span_w_ = tdp - idle
-  // u_c / e_c per FLOP a second and hbm_share x u_m / e_m per byte a second, over the group.
+  // Seconds at full load a FLOP and a byte take (u_c / e_c and hbm_share x u_m / e_m, times the
+  // step's seconds), over the group.
   double compute_per_flop_s_ = 0, memory_per_byte_s_ = 0;
   double gpus_ = 1;
 };

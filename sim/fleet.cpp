@@ -317,9 +317,13 @@ void summarize_replicas(const std::vector<std::unique_ptr<Replica>>& replicas, b
         r.metrics.summary(mine, rc.gpu.peak_flops() * rc.gpus(),
                           rc.gpu.hbm_bytes_per_s() * rc.gpus(), r.scheduler->usable_blocks());
     summarize_features(rc, *r.scheduler, r.host, mine, s);
-    // A replica's GPUs draw until the fleet's run ends (an autoscaled slot's: while it serves,
-    // which its own steps and idle up to its last token approximate).
-    if (!autoscaled) idle_until(s, result.summary.makespan_s);
+    // A replica's GPUs draw until the fleet's run ends. An autoscaled slot's span (from its start
+    // to its stop) is not kept: its energy is left unknown, the fleet's counts its replica-hours.
+    if (autoscaled) {
+      s.energy = EnergySummary{};
+    } else {
+      idle_until(s, result.summary.makespan_s);
+    }
     add_features(s, result.summary);
     result.discarded_tokens += r.scheduler->discarded_tokens();
     busy[i] = s.busy_s;

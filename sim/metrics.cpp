@@ -84,13 +84,17 @@ void MetricsCollector::on_step(double t, const StepCost& cost, const Batch& batc
     ++decode_only_;
   }
   end_s_ = std::max(end_s_, t + cost.seconds);
-  if (power_known_) add_excess(t, cost.seconds, power_[replica].step_excess_j(cost));
+  double excess_j = 0;
+  if (power_known_) {
+    excess_j = power_[replica].step_excess_j(cost);
+    add_excess(t, cost.seconds, excess_j);
+  }
   if (keep_steps_ && t <= options_.keep_steps_to_s &&
       t + cost.seconds >= options_.keep_steps_from_s) {
     step_records_.push_back({t, cost.seconds, batch.prefill_tokens(), batch.decode_tokens(),
                              int64_t(batch.size()), kv_used_blocks, cached_tokens, cost.flops,
                              cost.bytes, replica,
-                             power_known_ ? power_[replica].step_w(cost) : NAN});
+                             power_known_ ? power_[replica].step_w(cost, excess_j) : NAN});
   }
 }
 
@@ -247,51 +251,52 @@ void MetricsCollector::set_power(std::vector<PowerModel> by_replica) {
   power_ = std::move(by_replica);
   power_known_ = !power_.empty() && std::all_of(power_.begin(), power_.end(),
                                                 [](const PowerModel& p) { return p.known(); });
-  // A window per second of the arrivals' span, so that steps seldom grow the vector.
-  double last_arrival_s = first_arrival_s_;
-  for (const OnceTimes& o : times_)
-    last_arrival_s = std::max(last_arrival_s, o.arrival_s);
-  excess_bins_.reserve(size_t((last_arrival_s - first_arrival_s_) / kPowerWindowS) + 2);
 }
 
 void MetricsCollector::add_excess(double t, double seconds, double excess_j) {
   excess_j_ += excess_j;
-  if (!(seconds > 0)) return;
+  if (!(seconds > 0) || !(excess_j > 0)) return;
   const double rate_w = excess_j / seconds;
-  double from = std::max(0.0, t - first_arrival_s_);
-  const double to = t + seconds - first_arrival_s_;
-  while (from < to) {
-    const double bin = std::floor(from / kPowerWindowS);
-    const double until = std::min(to, (bin + 1) * kPowerWindowS);
-    const size_t i = size_t(bin);
-    if (i >= excess_bins_.size()) excess_bins_.resize(i + 1, 0.0);
-    excess_bins_[i] += rate_w * (until - from);
-    from = until;
+  const double from = std::max(0.0, t - first_arrival_s_), to = t + seconds - first_arrival_s_;
+  for (auto k = int64_t(std::floor(from / kPowerWindowS)); double(k) * kPowerWindowS < to; ++k) {
+    const double joules = rate_w * (std::min(to, double(k + 1) * kPowerWindowS) -
+                                    std::max(from, double(k) * kPowerWindowS));
+    // The window's entry: at the back, or a few before it (pipeline stages and fleet replicas
+    // report steps a little out of order).
+    auto it = excess_windows_.end();
+    while (it != excess_windows_.begin() && std::prev(it)->first > k)
+      --it;
+    if (it != excess_windows_.begin() && std::prev(it)->first == k) {
+      std::prev(it)->second += joules;
+    } else {
+      excess_windows_.insert(it, {k, joules});
+    }
   }
 }
 
 void MetricsCollector::summarize_energy(RunSummary& s) const {
-  if (!power_known_ || !(s.makespan_s > 0)) return;
+  if (!power_known_) return;
   EnergySummary& e = s.energy;
   e.idle_power_w = 0;
   for (const PowerModel& p : power_)
     e.idle_power_w += p.idle_w();
+  // A replica that ran nothing has its idle only (idle_until charges it the fleet's span).
   e.energy_j = e.idle_power_w * s.makespan_s + excess_j_;
+  if (!(s.makespan_s > 0)) return;
   per_output(e, s, s.makespan_s);
-  // Windows of kPowerWindowS from the first arrival, the last one stretched to the run's end.
-  const size_t windows = std::max<size_t>(1, size_t(s.makespan_s / kPowerWindowS));
-  double peak_excess_w = 0;
-  for (size_t k = 0; k < windows; ++k) {
-    double joules = k < excess_bins_.size() ? excess_bins_[k] : 0.0;
-    double seconds = kPowerWindowS;
-    if (k + 1 == windows) {
-      for (size_t i = k + 1; i < excess_bins_.size(); ++i)
-        joules += excess_bins_[i];
-      seconds = s.makespan_s - double(k) * kPowerWindowS;
+  // Windows of kPowerWindowS from the first arrival, the last one stretched to the run's end (a
+  // run shorter than a window: its mean).
+  const auto windows = std::max<int64_t>(1, int64_t(s.makespan_s / kPowerWindowS));
+  double peak_excess_w = 0, last_j = 0;
+  for (const auto& [k, joules] : excess_windows_) {
+    if (k + 1 >= windows) {
+      last_j += joules;
+    } else {
+      peak_excess_w = std::max(peak_excess_w, joules / kPowerWindowS);
     }
-    peak_excess_w = std::max(peak_excess_w, joules / seconds);
   }
-  e.peak_power_w = e.idle_power_w + peak_excess_w;
+  const double last_s = s.makespan_s - double(windows - 1) * kPowerWindowS;
+  e.peak_power_w = e.idle_power_w + std::max(peak_excess_w, last_j / last_s);
 }
 
 void idle_until(RunSummary& s, double makespan_s) {
@@ -299,6 +304,7 @@ void idle_until(RunSummary& s, double makespan_s) {
   if (!std::isfinite(e.energy_j) || !(makespan_s > s.makespan_s)) return;
   e.energy_j += e.idle_power_w * (makespan_s - s.makespan_s);
   per_output(e, s, makespan_s);
+  if (std::isnan(e.peak_power_w)) e.peak_power_w = e.idle_power_w;  // it ran nothing
 }
 
 void scale_idle(RunSummary& s, double mean_share, double peak_share) {

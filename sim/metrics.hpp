@@ -25,6 +25,7 @@
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "models/cost_model.hpp"
@@ -440,8 +441,10 @@ class MetricsCollector {
   int64_t kv_max_blocks_ = 0;
   std::vector<PowerModel> power_;  // by replica; empty: no energy
   bool power_known_ = false;
-  double excess_j_ = 0;              // the steps' energy above idle
-  std::vector<double> excess_bins_;  // the same by power window (kPowerWindowS)
+  double excess_j_ = 0;  // the steps' energy above idle
+  // The same by power window (kPowerWindowS from the first arrival), only the windows steps ran
+  // in, by index: steps come nearly in order, so memory grows with busy windows, not the span.
+  std::vector<std::pair<int64_t, double>> excess_windows_;
   uint64_t steps_ = 0, prefill_only_ = 0, decode_only_ = 0, mixed_ = 0;
   int64_t prefill_tokens_ = 0, decode_tokens_ = 0;
 };

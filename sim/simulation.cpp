@@ -80,14 +80,6 @@ void resolve_model(SimConfig& c) {
                                          "'s max_position_embeddings " +
                                          std::to_string(c.model.max_position));
   }
-  // vLLM's NVFP4 (ModelOpt) kernels are CUDA's: FP4 tensor cores on Blackwell, Marlin's
-  // weight-only kernel before it. ROCm builds do not list modelopt_fp4.
-  if (c.model.quantization() == "nvfp4" && c.gpu.arch == GpuArch::kCdna3) {
-    throw Error(field::kModel, c.model.name +
-                                   " is an NVFP4 checkpoint: vLLM serves NVFP4 on "
-                                   "NVIDIA GPUs only, and " +
-                                   c.gpu.name + " is AMD's");
-  }
   // models/lora.hpp sizes adapters on q/k/v/o and every layer's experts or MLP alike.
   if (c.lora.enabled && (c.model.mla() || c.model.dense_layers > 0)) {
     throw Error(field::kEnableLora,

@@ -42,7 +42,8 @@ TEST_CASE("fp4: NVFP4 weights in the counts and the step by hand", "[cost][fp4]"
   CHECK(
       RooflineCostModel(blackwell, fp4, 1, ideal_params()).cost(std::span(&prefill, 1)).linear_s ==
       Approx(1.896));
-  // Without FP4 tensor cores (Marlin's weight-only kernel) compute runs at the BF16 rate.
+  // Without FP4 tensor cores (Marlin's or Petit's weight-only kernel) compute runs at the BF16
+  // rate.
   CHECK(RooflineCostModel(slow_gpu(2e-9), fp4, 1, ideal_params())
             .cost(std::span(&prefill, 1))
             .linear_s == Approx(6.912));
@@ -106,12 +107,17 @@ TEST_CASE("fp4: model and GPU files, and the GPUs vLLM refuses it on", "[models]
     write(dir / "h.ini", gpu + bad);
     CHECK(error_field([&] { load_gpu_file((dir / "h.ini").string()); }) == "fp4_tflops");
   }
-  // ROCm's vLLM has no modelopt_fp4; Hopper runs it through Marlin.
-  refused({"run", "--model", "llama-3.3-70b-fp4", "--gpu", "mi300x", "--num-prompts", "5"},
-          "NVIDIA GPUs only");
-  const auto h100 = servesim::test::call_cli(
-      {"run", "--model", "llama-3.3-70b-fp4", "--gpu", "h100", "--tp", "2", "--num-prompts", "5"});
-  INFO(h100.err);
-  CHECK(h100.code == 0);
-  CHECK_THAT(h100.out, Catch::Contains("NVFP4 GEMMs"));
+  // FP4 tensor cores are Blackwell's: vLLM's NVFP4 GEMMs on them need SM100.
+  std::string hopper = gpu;
+  hopper.replace(hopper.find("blackwell"), 9, "hopper");
+  write(dir / "hopper.ini", hopper + "fp4_tflops = 4000\n");
+  CHECK(error_field([&] { load_gpu_file((dir / "hopper.ini").string()); }) == "fp4_tflops");
+  // Elsewhere weight-only kernels serve it (Marlin on Hopper, Petit on MI300X), warned.
+  for (const char* g : {"h100", "mi300x"}) {
+    const auto r = servesim::test::call_cli(
+        {"run", "--model", "llama-3.3-70b-fp4", "--gpu", g, "--tp", "2", "--num-prompts", "5"});
+    INFO(g << ": " << r.err);
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains("NVFP4 GEMMs"));
+  }
 }

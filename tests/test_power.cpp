@@ -148,6 +148,38 @@ TEST_CASE("power: a fleet's energy is its replicas' steps with every GPU's idle"
   CHECK(fleet.energy_j == Approx(energy_j).epsilon(1e-9));
   CHECK(fleet.mean_power_w == Approx(mean_w).epsilon(1e-9));
   CHECK(fleet.peak_power_w <= 3 * 2 * r.config.gpu.tdp_w);
+
+  // A replica that gets no request draws idle for the whole run all the same.
+  const PointRun few = run_with_flags(
+      {{"model", "llama-3.1-8b"}, {"num-replicas", "4"}, {"num-prompts", "2"}}, false);
+  REQUIRE(few.run.fleet.replicas.size() == 4);
+  double sum_j = 0;
+  for (const RunSummary& q : few.run.fleet.replicas) {
+    CHECK(std::isfinite(q.energy.energy_j));
+    CHECK(q.energy.peak_power_w >= q.energy.idle_power_w);
+    sum_j += q.energy.energy_j;
+  }
+  CHECK(few.run.fleet.replicas.back().energy.energy_j ==
+        Approx(few.run.config.gpu.idle_w * few.run.summary.makespan_s));
+  CHECK(few.run.summary.energy.energy_j == Approx(sum_j).epsilon(1e-9));
+
+  // Autoscaled: the fleet's idle over its replica-hours; a slot's own span is not kept.
+  const PointRun scaled = run_with_flags({{"model", "llama-3.1-8b"},
+                                          {"num-prompts", "600"},
+                                          {"request-rate", "20"},
+                                          {"max-replicas", "4"},
+                                          {"autoscale", "waiting"},
+                                          {"autoscale-target", "2"}},
+                                         false);
+  const RunSummary& a = scaled.run.summary;
+  const double hours = scaled.run.fleet.autoscale.replica_hours;
+  REQUIRE(hours > 0);
+  CHECK(a.energy.idle_power_w ==
+        Approx(scaled.run.config.gpu.idle_w * hours * 3600 / a.makespan_s).epsilon(1e-9));
+  CHECK(a.energy.energy_j > a.energy.idle_power_w * a.makespan_s);
+  CHECK(a.energy.peak_power_w >= a.energy.mean_power_w);
+  for (const RunSummary& q : scaled.run.fleet.replicas)
+    CHECK(std::isnan(q.energy.energy_j));
 }
 
 TEST_CASE("power: the summary, JSON and a GPU file's power keys", "[power][cli]") {
@@ -190,6 +222,7 @@ TEST_CASE("power: the summary, JSON and a GPU file's power keys", "[power][cli]"
       {"tdp_w = nan\nidle_w = 1\n", "tdp_w"},
       {"tdp_w = 500\nidle_w = -1\n", "idle_w"},
       {"tdp_w = 500\nidle_w = 50\nhbm_power_share = 1.5\n", "hbm_power_share"},
+      {"hbm_power_share = 0.5\n", "hbm_power_share"},
       {"tdp_w = five\nidle_w = 50\n", "tdp_w"}};
   for (const auto& [extra, field] : hostile) {
     INFO(extra);
@@ -225,8 +258,20 @@ TEST_CASE("capacity: --energy-cost-per-kwh and --pue price the energy at capacit
   CHECK(num(row, "cost_per_million_output_tokens") ==
         Approx(3.0 / tokens_per_h * 1e6).epsilon(1e-5));
 
-  refused({"capacity", "--num-requests", "20", "--slo", "ttft_p99_ms=1000", "--pue", "0.9"},
-          "'pue'");
+  for (const char* pue : {"0.9", "nan", "inf", "6"}) {
+    refused({"capacity", "--num-requests", "20", "--slo", "ttft_p99_ms=1000", "--pue", pue},
+            "'pue'");
+  }
+  refused({"capacity", "--num-requests", "20", "--slo", "ttft_p99_ms=1000", "--energy-cost-per-kwh",
+           "1e4"},
+          "'energy-cost-per-kwh'");
+  // --pue 1 given: the energy columns, though the facility is the GPUs alone.
+  const auto one =
+      call_cli({"capacity", "--num-requests", "100", "--slo", "ttft_p99_ms=1000", "--pue", "1"});
+  INFO(one.err);
+  CHECK(one.code == 0);
+  CHECK_THAT(one.out, Catch::Contains("kWh_per_Mtok"));
+  CHECK_THAT(one.out, !Catch::Contains("energy_usd_per_Mtok"));
   refused({"capacity", "--num-requests", "20", "--slo", "ttft_p99_ms=1000", "--energy-cost-per-kwh",
            "-1"},
           "'energy-cost-per-kwh'");
