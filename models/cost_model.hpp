@@ -55,6 +55,10 @@ struct BatchTotals {
 struct StepCost {
   double seconds = 0;
   double flops = 0;  // floating-point operations, all GPUs
+  // The same at BF16's rate: an FP8 (NVFP4) GEMM's FLOPs count for the BF16 peak over the FP8
+  // (FP4) one of theirs, as the step's compute time does. The power model's compute load; 0 (a
+  // cost model that does not say): flops.
+  double bf16_flops = 0;
   double bytes = 0;  // HBM bytes read and written, all GPUs
   double linear_s = 0, attention_s = 0, elementwise_s = 0, lm_head_s = 0, allreduce_s = 0,
          cpu_overhead_s = 0;

@@ -410,6 +410,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch, const BatchTot
   StepCost c;
   // Compute time counts the tokens the tiles process; FLOPs (for MFU) count the real ones.
   Work linear;
+  double linear_bf16_flops = 0;
   if (ep_dp_ > 0) {
     // Expert parallelism: the TP group runs the linear layers but the routed experts, as above;
     // each GPU runs its own whole experts on the (token, expert) pairs routed to them from every
@@ -444,8 +445,10 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch, const BatchTot
     // GPU (its own tokens' pairs in all).
     linear = {dense_flops * b.tokens + k * pair_flops_ * b.tokens,
               dense_bytes + tp * (expert_weights + pair_act_bytes_ * mean_pairs)};
+    linear_bf16_flops = (dense_time_flops + k * pair_time_flops_) * b.tokens;
   } else {
     linear = linear_work(b.tokens);
+    linear_bf16_flops = linear_time_flops_per_token_ * b.tokens;
     // Expert weights stream at the MoE kernels' efficiency: their bytes count for more time.
     const double expert_bytes = experts_read(b.tokens) * expert_weight_bytes_;
     const double linear_time_bytes = linear.bytes + expert_bytes * (moe_time_factor_ - 1.0);
@@ -495,6 +498,7 @@ StepCost RooflineCostModel::cost(std::span<const SeqShape> batch, const BatchTot
   c.engine_s = engine_.step_s + engine_.step_s_per_seq * seqs;
 
   c.flops = linear.flops + prefill.flops + decode.flops + lm.flops;
+  c.bf16_flops = linear_bf16_flops + prefill.flops + decode.flops + lm.flops;
   c.bytes = linear.bytes + prefill.bytes + decode.bytes + elementwise_bytes + lm.bytes;
   c.seconds = c.linear_s + c.attention_s + c.elementwise_s + c.lm_head_s + c.allreduce_s +
               c.engine_s + c.cpu_overhead_s;

@@ -11,6 +11,7 @@ void add_draft(StepCost& c, const StepCost& d) {
   c.draft_s += d.seconds;
   c.seconds += d.seconds;
   c.flops += d.flops;
+  c.bf16_flops += d.bf16_flops;
   c.bytes += d.bytes;
 }
 

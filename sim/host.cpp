@@ -307,6 +307,7 @@ void Host::add_lora(const Batch& batch, StepCost& run) {
     const StepCost k = lora_kernels_->cost(tokens, int(step_loras_.size()));
     run.lora_s = k.lora_s;
     run.flops += k.flops;
+    run.bf16_flops += k.flops;  // LoRA's kernels run in BF16
     run.bytes += k.bytes;
     run.seconds += k.seconds;
     lora_kernel_s_ += k.seconds;

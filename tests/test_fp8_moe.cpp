@@ -77,6 +77,8 @@ TEST_CASE("fp8: GEMMs run at the FP8 peak where the GPU has one, and read one by
       RooflineCostModel(slow_gpu(2e-9), fp8, 1, ideal_params()).cost(std::span(&prefill, 1));
   CHECK(c.linear_s == Approx(3.456));
   CHECK(c.flops == Approx(2304.0 * 3 + 64 * 6));  // FLOPs are FLOPs, whatever their precision
+  // At BF16's rate (the power model's compute load) the FP8 GEMMs' count for half.
+  CHECK(c.bf16_flops == Approx(2304.0 * 3 / 2 + 64 * 6));
   // Without FP8 tensor cores (Ampere's weight-only kernel) compute runs at the BF16 rate.
   CHECK(RooflineCostModel(slow_gpu(0), fp8, 1, ideal_params())
             .cost(std::span(&prefill, 1))

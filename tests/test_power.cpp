@@ -49,6 +49,13 @@ TEST_CASE("power: a step's draw by hand", "[power]") {
   c.bytes /= 2;
   CHECK(p.step_w(c) == Approx(gpus * (idle + share * span / 2)));
   CHECK(p.step_excess_j(c) == Approx(gpus * share * span / 2 * c.seconds));
+  // FP8 FLOPs at BF16's rate (StepCost::bf16_flops) load the GPU as their time does: the GEMMs
+  // above at the FP8 rate draw what half as many BF16 FLOPs would.
+  StepCost fp8 = c;
+  fp8.bytes = 0;
+  fp8.flops = gpus * h100.fp8_peak_flops() * hw.linear_compute_efficiency * c.seconds / 2;
+  fp8.bf16_flops = fp8.flops * h100.peak_flops() / h100.fp8_peak_flops();
+  CHECK(p.step_w(fp8) == Approx(gpus * (idle + span / 2)));
   // Both: they add, up to the cap.
   c.flops = gpus * h100.peak_flops() * hw.linear_compute_efficiency * c.seconds / 4;
   CHECK(p.step_w(c) == Approx(gpus * (idle + span * (0.25 + share / 2))));
