@@ -22,9 +22,7 @@ namespace {
 // measurement and take Hopper's.
 constexpr double kHopperHbmPowerShare = 0.77;
 constexpr double kBlackwellHbmPowerShare = 1.0;
-}  // namespace
 
-namespace {
 constexpr std::pair<GpuArch, const char*> kArchNames[] = {{GpuArch::kAmpere, "ampere"},
                                                           {GpuArch::kAda, "ada"},
                                                           {GpuArch::kHopper, "hopper"},

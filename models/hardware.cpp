@@ -136,11 +136,6 @@ std::string hardware_source(const GpuSpec& gpu) {
            " scaled by MI300X's published GEMM, attention and HBM rates against H100's, "
            "on this GPU's datasheet peaks";
   }
-  if (gpu.arch == GpuArch::kBlackwell) {
-    return base +
-           " scaled by B200's published GEMM rate against H100's, on this GPU's "
-           "datasheet peaks";
-  }
   return base + " against this GPU's datasheet peaks";
 }
 

@@ -252,7 +252,8 @@ struct EnergySummary {
   double idle_power_w = NAN;  // all the GPUs drawing idle
   double mean_power_w = NAN;  // energy over the makespan
   // The highest mean power over a window of the run: windows of kPowerWindowS from the first
-  // arrival, the last part-window joined to the one before it (a facility meter's reading).
+  // arrival, the last part-window joined to the one before it (a sustained draw, not a step's;
+  // a run shorter than a window: its mean).
   double peak_power_w = NAN;
   double j_per_output_token = NAN, j_per_request = NAN;  // of the completed requests
 };
