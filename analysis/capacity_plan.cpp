@@ -325,4 +325,50 @@ SweepTable day_plan_table(const DayPlan& p) {
   return t;
 }
 
+SweepTable day_fleets_table(const DayPlan& p) {
+  SweepTable t;
+  t.text_columns = {"fleet", "most_failed_term"};
+  t.int_columns = {"peak_replicas", "windows_met", "windows_judged"};
+  t.real_columns = {"replica_hours", "gpu_hours",  "usd",       "request_attainment",
+                    "ttft_ms_p99",   "itl_ms_p99", "completed", "rejected"};
+  t.points_total = p.runs.size();
+  t.grid = format("over-time %g s", p.window_s);
+  for (size_t i = 0; i < p.runs.size(); ++i) {
+    const DayRun& d = p.runs[i];
+    SweepRow row;
+    row.point = int64_t(i);
+    row.text = {d.name, d.worst_term};
+    row.ints = {d.peak_replicas, d.windows_met, d.windows_judged};
+    row.reals = {d.replica_hours,
+                 d.gpu_hours,
+                 d.usd,
+                 d.request_attainment,
+                 d.summary.ttft_ms.p99,
+                 d.summary.itl_ms.p99,
+                 double(d.summary.completed),
+                 double(d.summary.rejected)};
+    t.rows.push_back(std::move(row));
+  }
+  return t;
+}
+
+SweepTable day_fleet_size_table(const DayPlan& p) {
+  SweepTable t;
+  t.text_columns = {"fleet"};
+  t.int_columns = {"ready", "starting", "draining", "desired"};
+  t.real_columns = {"time_s"};
+  for (const DayRun& d : p.runs) {
+    for (const ScaleEvent& e : d.scale.timeline) {
+      SweepRow row;
+      row.point = int64_t(t.rows.size());
+      row.text = {d.name};
+      row.ints = {e.ready, e.starting, e.draining, e.desired};
+      row.reals = {e.time_s};
+      t.rows.push_back(std::move(row));
+    }
+  }
+  t.points_total = t.rows.size();
+  return t;
+}
+
 }  // namespace servesim

@@ -70,5 +70,11 @@ std::string day_plan_text(const DayPlan& p);
 
 // The per-window table (`capacity --over-time --csv/--out`).
 SweepTable day_plan_table(const DayPlan& p);
+// The day under each fleet (fixed, plan, autoscaler), one row each, as the text's second table
+// (`--out`'s group fleets).
+SweepTable day_fleets_table(const DayPlan& p);
+// The plan's and the autoscaler's size over the day, one row a change (`--out`'s group
+// fleet_size; the fixed fleet has none: its peak all day).
+SweepTable day_fleet_size_table(const DayPlan& p);
 
 }  // namespace servesim

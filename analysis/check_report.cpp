@@ -157,6 +157,7 @@ std::string check_json(const CheckSpec& c, const CheckOutcome& outcome) {
   }
   j["config_changes"] = outcome.changes;
   j["causes"] = causes;
+  j["servesim"] = provenance_json();
   return json_text(j, 2) + "\n";
 }
 

@@ -7,6 +7,7 @@
 
 #include "analysis/intervals.hpp"
 #include "scheduler/policy.hpp"
+#include "util/provenance.hpp"
 
 namespace servesim {
 
@@ -298,6 +299,10 @@ ordered_json energy_json(const EnergySummary& e) {
           {"j_per_request", json_number(e.j_per_request)}};
 }
 
+ordered_json provenance_json() {
+  return {{"version", servesim_version()}, {"command", current_command_line()}};
+}
+
 ordered_json summary_json(const RunResult& r, const ordered_json& workload, double interval_level) {
   const RunSummary& s = r.summary;
   const SimConfig& c = r.config;
@@ -465,6 +470,9 @@ ordered_json summary_json(const RunResult& r, const ordered_json& workload, doub
     if (f.autoscale.enabled) j["fleet"]["autoscale"] = autoscale_json(f.autoscale, r.config.gpus());
   }
   j["prediction_intervals"] = intervals_json(r, prediction_intervals(regime_of(r), interval_level));
+  // Why the numbers may not be what they seem (overload, rejections, approximated or unmodelled
+  // vLLM behaviour): the lines the command prints after WARNING, for a reader of the file.
+  j["warnings"] = run_warnings(r);
   return j;
 }
 

@@ -40,6 +40,10 @@ inline bool rejection_heavy(const RunSummary& s) {
 // row (column cost_source), so that a figure says what its numbers rest on.
 std::string cost_source(const SimConfig& c);
 
+// Which servesim wrote an output and the command that did (util/provenance.hpp):
+// {"version": ..., "command": ...}, the "servesim" object of every JSON file servesim writes.
+nlohmann::ordered_json provenance_json();
+
 // V as JSON, or null when undefined (NaN, a statistic over no request; or infinite).
 nlohmann::ordered_json json_number(double v);
 

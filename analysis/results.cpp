@@ -7,6 +7,7 @@
 
 #include "util/error.hpp"
 #include "util/h5_columns.hpp"
+#include "util/provenance.hpp"
 
 namespace servesim {
 
@@ -78,6 +79,8 @@ void write_results_h5(const std::string& path, const std::vector<NamedRun>& runs
   h5::write_file_atomically(path, [&](H5::H5File& f) {
     write_attr(f, "magic", std::string(kMagic));
     write_attr(f, "version", kVersion);
+    write_attr(f, "servesim_version", std::string(servesim_version()));
+    write_attr(f, "command_line", current_command_line());
     write_attr(f, "runs", join_lines(h.runs));
     write_attr(f, "period_s", h.period_s);
     write_attr(f, "workload", h.workload_json);

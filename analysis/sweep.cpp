@@ -13,6 +13,7 @@
 #include "util/error.hpp"
 #include "util/format.hpp"
 #include "util/h5_columns.hpp"
+#include "util/provenance.hpp"
 #include "util/text_input.hpp"
 
 namespace servesim {
@@ -240,6 +241,10 @@ void write_rows(H5::H5File& f, const char* name, const SweepTable& t) {
 
 }  // namespace
 
+void write_table_group(H5::H5File& f, const char* name, const SweepTable& t) {
+  write_rows(f, name, t);
+}
+
 void write_sweep_h5(const std::string& path, const SweepTable& t) {
   const SweepTable units = sweep_intervals(t);
   std::string replicates;
@@ -259,6 +264,9 @@ void write_table_h5(const std::string& path, const SweepTable& t, const char* ma
     for (const auto& [name, value] : attrs)
       h5::write_attr(f, name, value);
     h5::write_attr(f, "version", kSweepVersion);
+    h5::write_attr(f, "servesim_version", std::string(servesim_version()));
+    h5::write_attr(f, "command_line",
+                   t.command_line.empty() ? current_command_line() : t.command_line);
     h5::write_attr(f, "grid", t.grid);
     h5::write_attr(f, "grid_id", t.grid_id);
     h5::write_attr(f, "points_total", int64_t(t.points_total));
@@ -285,6 +293,7 @@ SweepTable read_sweep_h5(const std::string& path) {
     H5::H5File f = h5::open_checked(path, kSweepMagic, kSweepVersion, "sweep file");
     t.grid = h5::read_string_attr(f, "grid");
     t.grid_id = h5::read_string_attr(f, "grid_id");
+    if (f.attrExists("command_line")) t.command_line = h5::read_string_attr(f, "command_line");
     const int64_t total = h5::read_int_attr(f, path, "points_total");
     if (total < 0) throw Error(path, 0, "points_total", "must be >= 0");
     t.points_total = uint64_t(total);

@@ -77,6 +77,9 @@ struct SweepTable {
   std::string grid, grid_id;   // SweepGrid::describe() and id()
   uint64_t points_total = 0;
   std::string shard = "all";  // "all", "K/N", or "partial" for an incomplete merge
+  // The command that ran the study (util/provenance.hpp): "" for this thread's command; a merge
+  // keeps its shards'.
+  std::string command_line;
 
   bool same_schema(const SweepTable& o) const {
     return text_columns == o.text_columns && int_columns == o.int_columns &&
@@ -88,6 +91,8 @@ struct SweepTable {
 void write_sweep_h5(const std::string& path, const SweepTable& t);
 // The same table under another MAGIC and GROUP (capacity files: "servesim-capacity",
 // "capacity"), with extra string attributes on the root; MORE writes more groups.
+// T's rows as group NAME of F, one dataset a column (MORE's groups beside a table's own).
+void write_table_group(H5::H5File& f, const char* name, const SweepTable& t);
 void write_table_h5(const std::string& path, const SweepTable& t, const char* magic,
                     const char* group,
                     const std::vector<std::pair<std::string, std::string>>& attrs = {},

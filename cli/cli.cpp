@@ -11,6 +11,7 @@
 #include "cli/field_spellings.hpp"
 #include "util/distributed.hpp"
 #include "util/error.hpp"
+#include "util/provenance.hpp"
 
 namespace servesim {
 
@@ -46,6 +47,7 @@ int run_spelled(int argc, const char* const* argv, std::ostream& out, const RunH
 // as the user spelled it.
 int run_named(int argc, const char* const* raw, std::ostream& out, const RunHooks* hooks) {
   install_field_spellings();
+  const CommandScope recorded(argc, raw);  // as the user spelled it
   const std::vector<std::string> args = vllm_spellings(argc, raw);
   std::map<std::string, std::string> typed;  // dashed name -> the user's
   std::vector<const char*> spelled;

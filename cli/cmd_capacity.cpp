@@ -249,7 +249,10 @@ int over_time(SplitArgs& s, const CapacitySpec& spec, int jobs, std::ostream& ou
   const std::string h5_out = get(s.own, "out"), csv_out = get(s.own, "csv");
   if (!h5_out.empty()) {
     write_table_h5(h5_out, t, "servesim-capacity-plan", "windows",
-                   {{"slo", slo}, {"window_s", format("%g", window_s)}});
+                   {{"slo", slo}, {"window_s", format("%g", window_s)}}, [&plan](H5::H5File& f) {
+                     write_table_group(f, "fleets", day_fleets_table(plan));
+                     write_table_group(f, "fleet_size", day_fleet_size_table(plan));
+                   });
   }
   if (!csv_out.empty()) write_sweep_csv(csv_out, t);
   return 0;

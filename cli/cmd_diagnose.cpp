@@ -141,7 +141,11 @@ int cmd_diagnose(int argc, const char* const* argv, std::ostream& out) {
   const RequestLog current = load_log(a.current, a.current_run, "current-run", c);
   const Diagnosis d = diagnose(baseline, current, a.options);
   print_diagnosis(out, d, a.windows);
-  if (!a.json.empty()) write_text_file(a.json, json_text(diagnosis_json(d), 2) + "\n");
+  if (!a.json.empty()) {
+    nlohmann::ordered_json j = diagnosis_json(d);
+    j["servesim"] = provenance_json();
+    write_text_file(a.json, json_text(j, 2) + "\n");
+  }
   if ((a.fail_on_alarm || a.fail_on_any_alarm) && d.alarm_fails(a.fail_on_any_alarm)) {
     out << "diagnose: FAILED, the OTPS alarm fired ("
         << (a.fail_on_any_alarm ? "--fail-on-any-alarm" : "--fail-on-alarm") << ")\n";

@@ -289,7 +289,9 @@ void keep_results(const RunArgs& a, const std::vector<NamedRun>& named,
 // The JSON summary TEXT to --json's file and the caller's capture.
 void keep_json(const RunArgs& a, const ordered_json& j) {
   if (!a.keeps_json()) return;
-  const std::string text = json_text(j, 2) + "\n";
+  ordered_json recorded = j;
+  recorded["servesim"] = provenance_json();
+  const std::string text = json_text(recorded, 2) + "\n";
   if (a.capture != nullptr) a.capture->json = text;
   if (!a.json.empty()) write_text_file(a.json, text);
 }
@@ -409,7 +411,9 @@ int cmd_run(int argc, const char* const* argv, std::ostream& out, const RunHooks
   write_results(a, runs, w);
   if (!a.timeline.empty()) {
     const auto [from, to] = parse_timeline_window(a.timeline_window);
-    write_text_file(a.timeline, json_text(timeline_json(r, from, to)) + "\n");
+    ordered_json timeline = timeline_json(r, from, to);
+    timeline["otherData"] = provenance_json();  // the trace format's place for metadata
+    write_text_file(a.timeline, json_text(timeline) + "\n");
   }
   if (!a.requests_csv.empty()) {
     std::ostringstream csv;

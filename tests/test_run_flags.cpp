@@ -32,7 +32,10 @@ nlohmann::ordered_json run_json(const Flags& flags, const std::filesystem::path&
   const auto r = servesim::test::call_cli(args);
   INFO(r.err);
   REQUIRE(r.code == 0);
-  return nlohmann::ordered_json::parse(servesim::test::slurp(json));
+  auto j = nlohmann::ordered_json::parse(servesim::test::slurp(json));
+  REQUIRE(j["servesim"]["command"].get<std::string>().rfind("servesim run ", 0) == 0);
+  j.erase("servesim");  // the command that wrote it, which summary_json does not know
+  return j;
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 
 using namespace servesim;
 using servesim::test::call_cli;
+using servesim::test::CliResult;
 using servesim::test::error_field;
 using servesim::test::GroupHasher;
 using servesim::test::prompt;
