@@ -35,6 +35,7 @@ const char* kUsage =
     "  sweep     run a grid of configurations in parallel into one table (HDF5/CSV)\n"
     "  capacity  the highest request rate a configuration sustains under an SLO\n"
     "  check     the CI gate: run scenarios, compare with a baseline, exit 1 on regression\n"
+    "  report    one self-contained HTML page of results files (python/servesim/report)\n"
     "  list      list gpus | models | schedulers\n"
     "\n"
     "`servesim <command> --help` describes a command's options.\n";
@@ -96,6 +97,7 @@ int run_spelled(int argc, const char* const* argv, std::ostream& out, const RunH
   if (c == "calibrate") return cmd_calibrate(argc, argv, out);
   if (c == "fidelity") return cmd_fidelity(argc, argv, out);
   if (c == "validate") return cmd_validate(argc, argv, out);
+  if (c == "report") return cmd_report(argc, argv, out);
   return -1;
 }
 
@@ -119,7 +121,7 @@ int dispatch(int argc, const char* const* argv, std::ostream& out, std::ostream&
     err << "servesim: unknown command '" << command
         << "' (commands: run, compare, trace, calibrate, fidelity, diagnose, sweep, capacity, "
            "check, "
-           "list; see servesim --help)\n";
+           "report, list; see servesim --help)\n";
     return 2;
   } catch (const Error& e) {
     err << "servesim " << command << ": error: " << e.what() << "\n";

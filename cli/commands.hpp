@@ -39,5 +39,6 @@ int cmd_sweep(int argc, const char* const* argv, std::ostream& out);
 int cmd_capacity(int argc, const char* const* argv, std::ostream& out);
 int cmd_check(int argc, const char* const* argv, std::ostream& out);
 int cmd_validate(int argc, const char* const* argv, std::ostream& out);  // cmd_validate.cpp
+int cmd_report(int argc, const char* const* argv, std::ostream& out);    // cmd_report.cpp
 
 }  // namespace servesim::cli

@@ -13,7 +13,8 @@ a preemption victim, a router's scores) plug into run and compare.
 
 Functions: run, compare, sweep, capacity, validate, check, diagnose, read; classes Result,
 Results, Comparison, Table (sweeps, capacity searches and day plans), Trace, Verdict. Plots:
-servesim.plot.
+servesim.plot. Pages: servesim.report.write(files, "page.html"), or report="page.html" to run,
+compare, sweep, capacity, diagnose and check (one self-contained HTML page of what they return).
 """
 import contextlib
 import json
@@ -29,7 +30,8 @@ from ._args import (a_kind, checked, core, flag_kind, flag_name, keyword_error, 
 from .errors import Error
 
 __all__ = ["run", "compare", "sweep", "capacity", "validate", "check", "diagnose", "read",
-           "command", "Result", "Results", "Comparison", "Table", "Trace", "Verdict", "Error"]
+           "report", "command", "Result", "Results", "Comparison", "Table", "Trace", "Verdict",
+           "Error"]
 
 
 POLICIES = ("admission_key", "preemption_victim", "router_score")
@@ -353,6 +355,22 @@ def _results_of(runs, workload, period_s, alarm, path=""):
     return Results(out, workload, period_s, path, alarm)
 
 
+def _page(page, path):
+    """With PAGE (a file name; None: none), servesim.report's page of the file PATH there."""
+    if page is not None:
+        report.write([path], _path("report", page))
+
+
+def _report_out(page, d, args):
+    """ARGS with --out to a results file in folder D when a PAGE is wanted (run, compare): the
+    page is drawn from that file. Returns the file ("" when no page)."""
+    if page is None:
+        return ""
+    out = os.path.join(d, "results.h5")
+    args.append("--out=" + out)
+    return out
+
+
 def _policies(kwargs):
     return {k: kwargs.pop(k, None) for k in POLICIES}
 
@@ -397,22 +415,25 @@ def _interval_flags(interval):
     return ["--interval=" + checked("interval", value_text("interval", interval))]
 
 
-def run(workload=None, *, keep_steps=True, period_s=None, interval=0.9, **config):
+def run(workload=None, *, keep_steps=True, period_s=None, interval=0.9, report=None, **config):
     """Simulates one configuration: `servesim run` with CONFIG's flags. WORKLOAD: a DataFrame of
     arrivals and lengths, a Trace, or a trace file (else config's generator flags). Policies in
     Python: admission_key(request) -> number (waiting requests by ascending key), 
     preemption_victim(running requests) -> id, router_score(request, replicas) -> scores.
-    INTERVAL: the prediction intervals' level (None: none), in summary and `intervals`."""
+    INTERVAL: the prediction intervals' level (None: none), in summary and `intervals`.
+    REPORT: a file name for servesim.report's page of the run."""
     policies = _policies(config)
     _refuse_own(config, workload, "run")
-    with _frame_folder(workload) as d:
+    with _frame_folder(workload) as d, tempfile.TemporaryDirectory(prefix="servesim-") as pd:
         args = ["run", *run_flags(config), *_workload_flags(workload, d),
                 *_interval_flags(interval)]
         if not keep_steps:
             args.append("--no-steps")
         if period_s is not None:
             args.append("--period-s=" + checked("period_s", value_text("period_s", period_s)))
+        out = _report_out(report, pd, args)
         text, json_text, results = _captured(args, policies)
+        _page(report, out)
     _routed(policies, results)
     r = next(iter(results.values()))
     r.text = text
@@ -420,21 +441,25 @@ def run(workload=None, *, keep_steps=True, period_s=None, interval=0.9, **config
     return r
 
 
-def compare(schedulers=None, workload=None, *, keep_steps=True, interval=0.9, **config):
+def compare(schedulers=None, workload=None, *, keep_steps=True, interval=0.9, report=None,
+            **config):
     """Several policies on the same requests: `servesim compare` (default policies when
     SCHEDULERS is None), as a Comparison; its table has each figure's INTERVAL-level
-    prediction interval as FIGURE_lo and FIGURE_hi (None: none)."""
+    prediction interval as FIGURE_lo and FIGURE_hi (None: none). REPORT: a file name for
+    servesim.report's page of the comparison."""
     policies = _policies(config)
     _refuse_own(config, workload, "compare")
     if schedulers is not None and config.get("scheduler") is not None:
         raise keyword_error("scheduler", "given twice: as schedulers and as scheduler=")
-    with _frame_folder(workload) as d:
+    with _frame_folder(workload) as d, tempfile.TemporaryDirectory(prefix="servesim-") as pd:
         sched = [] if schedulers is None else ["--scheduler=" + _schedulers(schedulers)]
         args = ["compare", *sched, *run_flags(config), *_workload_flags(workload, d),
                 *_interval_flags(interval)]
         if not keep_steps:
             args.append("--no-steps")
+        out = _report_out(report, pd, args)
         text, json_text, results = _captured(args, policies)
+        _page(report, out)
     _routed(policies, results)
     rows = json.loads(json_text)["runs"]
     if rows and "replicates" in rows[0]:  # --num-seeds: one run per policy and seed
@@ -477,11 +502,12 @@ def _intervals(rows):
     return pd.DataFrame(out)
 
 
-def _table(kind, argv, d):
+def _table(kind, argv, d, page=None):
     h5, csv = os.path.join(d, kind + ".h5"), os.path.join(d, kind + ".csv")
     with _frame_errors(d):
         text = command(*argv, "--out=" + h5, "--csv=" + csv)
     t = _read_table(h5, _h5.kind_of(h5))
+    _page(page, h5)
     t.text = text
     if os.path.exists(csv):
         with open(csv) as f:
@@ -534,9 +560,10 @@ def _axis(key, values):
     return "--%s=%s" % (flag_name(key), core().flag_separator(flag_name(key)).join(texts))
 
 
-def sweep(grid, *, jobs=None, workload=None, **config):
+def sweep(grid, *, jobs=None, workload=None, report=None, **config):
     """A grid of runs: `servesim sweep` with GRID's axes ({flag: [values]}) and CONFIG's fixed
-    flags, JOBS threads (default: all cores). Returns a Table, one row per point."""
+    flags, JOBS threads (default: all cores). Returns a Table, one row per point. REPORT: a
+    file name for servesim.report's page of it."""
     if not isinstance(grid, dict):
         raise keyword_error("grid", "a dict {flag: [values]}, not %s" % a_kind(grid))
     _refuse_own(config, workload, "sweep", TABLE_OWN)
@@ -544,14 +571,15 @@ def sweep(grid, *, jobs=None, workload=None, **config):
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         argv = ["sweep", *axes, *run_flags(config), *_workload_flags(workload, d),
                 *option_flags({"jobs": jobs})]
-        return _table("sweep", argv, d)
+        return _table("sweep", argv, d, report)
 
 
-def capacity(slo=None, *, workload=None, jobs=None, options=None, **config):
+def capacity(slo=None, *, workload=None, jobs=None, options=None, report=None, **config):
     """The highest request rate each configuration sustains under SLO ({metric: bound} or
     "ttft_p99_ms=2000,..."): `servesim capacity`. OPTIONS: its own flags (attainment,
     slo_ttft_ms, gpu_hour_cost, target_rate, over_time, ...). Returns a Table, one row per
-    configuration; with over_time (a day plan), kind capacity-plan and one row per window."""
+    configuration; with over_time (a day plan), kind capacity-plan and one row per window.
+    REPORT: a file name for servesim.report's page of it."""
     if isinstance(slo, dict):
         slo = ",".join("%s=%s" % (k, value_text("slo", v)) for k, v in slo.items())
     elif slo is not None and not isinstance(slo, str):
@@ -566,7 +594,7 @@ def capacity(slo=None, *, workload=None, jobs=None, options=None, **config):
     own.update({k: v for k, v in (("slo", slo), ("jobs", jobs)) if v is not None})
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
         argv = ["capacity", *option_flags(own), *run_flags(config), *_workload_flags(workload, d)]
-        return _table("capacity", argv, d)
+        return _table("capacity", argv, d, report)
 
 
 def validate(path, **options):
@@ -609,27 +637,31 @@ class Verdict(dict):
         return self.get("verdict", {}).get("headline")
 
 
-def _verdict(argv, d):
-    """Runs ARGV with --json into D: exit status 0 passes, 1 fails (bad input raised already)."""
+def _verdict(argv, d, page=None):
+    """Runs ARGV with --json into D: exit status 0 passes, 1 fails (bad input raised already).
+    With PAGE, servesim.report's page of the verdict there."""
     js = os.path.join(d, "verdict.json")
     status, text = core().command([*argv, "--json=" + js], None, None, None)
     if status not in (0, 1):
         raise Error("servesim %s exited with status %d:\n%s" % (argv[0], status, text))
+    _page(page, js)
     with open(js) as f:
         return Verdict(json.load(f), status == 0, text)
 
 
-def check(spec, *, jobs=None, update=False):
+def check(spec, *, jobs=None, update=False, report=None):
     """The CI gate from a notebook: `servesim check SPEC.ini` (spec's baseline, tolerances and
     scenarios). Returns a Verdict (passed, lines, text). UPDATE: rerun the scenarios and rewrite
     the baseline instead: a Verdict {"updated": True} with the text printed and no lines (nothing
-    was compared)."""
+    was compared). REPORT: a file name for servesim.report's page of the verdict."""
     spec = _path("spec", spec)
     own = option_flags({"jobs": jobs})
+    if update and report is not None:
+        raise keyword_error("report", "update=True rewrites the baseline and compares nothing")
     if update:
         return Verdict({"updated": True}, True, command("check", spec, *own, "--update"))
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
-        return _verdict(["check", spec, *own], d)
+        return _verdict(["check", spec, *own], d, report)
 
 
 def _log(name, value):
@@ -641,11 +673,12 @@ def _log(name, value):
     return _path(name, value)
 
 
-def diagnose(baseline, current, **options):
+def diagnose(baseline, current, report=None, **options):
     """What changed between two runs or request logs, and the OTPS alarm: `servesim diagnose`.
     BASELINE, CURRENT: results files (or Results read from one) or request-log CSVs; OPTIONS:
     its own flags (baseline_run, current_run, tolerance, period_s, fail_on_alarm, ...).
-    Returns a Verdict: finding, headline, the dict of --json (verdict, alarm, change, ...)."""
+    Returns a Verdict: finding, headline, the dict of --json (verdict, alarm, change, ...).
+    REPORT: a file name for servesim.report's page of the verdict."""
     for key in ("json", "baseline", "current"):
         if key in options:
             raise keyword_error(key, "diagnose sets it itself (the Verdict holds the JSON)"
@@ -653,7 +686,7 @@ def diagnose(baseline, current, **options):
     argv = ["diagnose", _log("baseline", baseline), _log("current", current),
             *option_flags(options)]
     with tempfile.TemporaryDirectory(prefix="servesim-") as d:
-        return _verdict(argv, d)
+        return _verdict(argv, d, report)
 
 
 def read(path):
@@ -666,3 +699,6 @@ def read(path):
     if kind == "trace":
         return Trace.read(path)
     return _read_table(path, kind)
+
+
+from . import report  # noqa: E402  (it reads files through read, above)
