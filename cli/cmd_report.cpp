@@ -4,7 +4,10 @@
 // package beside this binary (BUILD/python, where the build puts it) when there is one, else the
 // installed one. SERVESIM_PYTHON names another interpreter (default /usr/bin/python3, where
 // Debian's python3-h5py and python3-jinja2 are). What the page maker prints comes back through
-// OUT; its errors go to standard error as they are (one line naming the file) with its status.
+// OUT; its error (one line naming the file) comes back as an Error, so that the command line
+// prints it as every command's, and Python's servesim.command raises it.
+#include <fcntl.h>
+#include <poll.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -59,6 +62,33 @@ std::vector<std::string> environment_with(const std::string& dir) {
   return env;
 }
 
+// Reads FDS[0] into OUT and FDS[1] into ERR until both end.
+void drain(std::array<int, 2> fds, std::ostream& out, std::string& err) {
+  std::array<char, 4096> buffer{};
+  std::array<pollfd, 2> polled{{{fds[0], POLLIN, 0}, {fds[1], POLLIN, 0}}};
+  int open_fds = 2;
+  while (open_fds > 0) {
+    if (poll(polled.data(), polled.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      throw Error("report", std::string("poll: ") + strerror(errno));
+    }
+    for (size_t i = 0; i < polled.size(); ++i) {
+      if (polled[i].fd < 0 || polled[i].revents == 0) continue;
+      const ssize_t n = read(polled[i].fd, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        close(polled[i].fd);
+        polled[i].fd = -1;
+        --open_fds;
+      } else if (i == 0) {
+        out.write(buffer.data(), n);
+      } else {
+        err.append(buffer.data(), size_t(n));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int cmd_report(int argc, const char* const* argv, std::ostream& out) {
@@ -76,39 +106,47 @@ int cmd_report(int argc, const char* const* argv, std::ostream& out) {
     child_env.push_back(e.data());
   child_env.push_back(nullptr);
 
-  std::array<int, 2> pipe_fds{};
-  if (pipe(pipe_fds.data()) != 0) throw Error("report", std::string("pipe: ") + strerror(errno));
+  // Close-on-exec: a child another thread spawns meanwhile does not hold them open.
+  std::array<int, 2> out_pipe{}, err_pipe{};
+  if (pipe2(out_pipe.data(), O_CLOEXEC) != 0 || pipe2(err_pipe.data(), O_CLOEXEC) != 0) {
+    throw Error("report", std::string("pipe: ") + strerror(errno));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_adddup2(&actions, pipe_fds[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addclose(&actions, pipe_fds[0]);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   pid_t pid = 0;
   const int spawned =
       posix_spawnp(&pid, python.c_str(), &actions, nullptr, child_argv.data(), child_env.data());
   posix_spawn_file_actions_destroy(&actions);
-  close(pipe_fds[1]);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
   if (spawned != 0) {
-    close(pipe_fds[0]);
+    close(out_pipe[0]);
+    close(err_pipe[0]);
     throw Error("report",
                 "cannot run " + python + " (the page is drawn by servesim's Python " +
                     "package; SERVESIM_PYTHON names another interpreter): " + strerror(spawned));
   }
-  std::array<char, 4096> buffer{};
-  for (;;) {
-    const ssize_t n = read(pipe_fds[0], buffer.data(), buffer.size());
-    if (n > 0) {
-      out.write(buffer.data(), n);
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  close(pipe_fds[0]);
+  std::string err;
+  drain({out_pipe[0], err_pipe[0]}, out, err);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw Error("report", std::string("waitpid: ") + strerror(errno));
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  throw Error("report", python + " ended by signal " + std::to_string(WTERMSIG(status)));
+  if (!WIFEXITED(status)) {
+    throw Error("report", python + " ended by signal " + std::to_string(WTERMSIG(status)));
+  }
+  const int code = WEXITSTATUS(status);
+  if (code == 0) return 0;
+  // The page maker's one line, less its "servesim report: error: " (run_cli prints that).
+  const std::string prefix = "servesim report: error: ";
+  if (err.rfind(prefix, 0) == 0) err.erase(0, prefix.size());
+  while (!err.empty() && err.back() == '\n')
+    err.pop_back();
+  if (code == 2) throw Error("", err);
+  throw Error("report",
+              python + " -m servesim.report failed (status " + std::to_string(code) + "): " + err);
 }
 
 }  // namespace servesim::cli

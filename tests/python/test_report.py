@@ -2,6 +2,7 @@
 report= writes the page of what a function returns, and a damaged or foreign file is a
 servesim.Error naming it, never a broken page or another exception."""
 import json
+import math
 import os
 import random
 import re
@@ -55,6 +56,9 @@ def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("report")
     servesim.command("run", "--num-requests=60", "--request-rate=4",
                      "--out=%s" % (d / "run.h5"), "--json=%s" % (d / "run.json"))
+    servesim.command("run", "--num-requests=60", "--request-rate=8", "--out=%s" % (d / "b.h5"))
+    servesim.command("diagnose", d / "run.h5", d / "b.h5", "--period-s=2",
+                     "--json=%s" % (d / "diagnose.json"))
     return d
 
 
@@ -74,13 +78,15 @@ def test_damaged_and_foreign_files_are_errors_naming_them(files, tmp_path):
         servesim.report.write([tmp_path / "missing.h5"], tmp_path / "page.html")
 
 
-def test_mutated_json_gives_a_page_or_an_error(files, tmp_path):
-    """Hostile input: 300 random byte edits of a run's JSON each give a page or servesim.Error,
-    never another exception (the JSON loader's fuzzing)."""
-    data = bytearray((files / "run.json").read_bytes())
+@pytest.mark.parametrize("name", ["run.json", "diagnose.json"])
+def test_mutated_json_gives_a_page_or_an_error(files, tmp_path, name):
+    """Hostile input: 200 random byte edits of a run's JSON and of a verdict (which draws a
+    chart) each give a page or servesim.Error naming the file; any other exception fails the
+    test (the JSON loader's fuzzing)."""
+    data = bytearray((files / name).read_bytes())
     rng = random.Random(49)
     pages = errors = 0
-    for i in range(300):
+    for i in range(200):
         b = bytearray(data)
         for _ in range(rng.randint(1, 4)):
             b[rng.randrange(len(b))] = rng.choice(b'{}[]",:0123456789.-eE \n\x00\xff')
@@ -92,7 +98,19 @@ def test_mutated_json_gives_a_page_or_an_error(files, tmp_path):
         except servesim.Error as e:
             assert e.file == str(f)
             errors += 1
-    assert pages + errors == 300 and errors > 0
+    assert errors > 0 and pages > 0  # both paths taken
+
+
+def test_charts_of_equal_or_nearly_equal_values():
+    """An axis over values that differ in their last bits only (a fixed-length run's OTPS)."""
+    from servesim.report import _svg
+    for vs in ([100.0, 100.00000000000001], [0.1 + 0.2, 0.3], [1e-14, 1.0000001e-14], [0, 0],
+               [7.0], [-3.0, -3.0]):
+        ax = _svg.Axes(vs, vs)
+        assert ax.xt[-1] > ax.xt[0] and ax.yt[-1] > ax.yt[0]
+        assert all(math.isfinite(ax.x(v)) and math.isfinite(ax.y(v)) for v in vs)
+        svg, _ = _svg.lines("c", "t", [("s", vs, vs, None)], "x (ms)", "y (ms)")
+        assert "<polyline" in svg
 
 
 def test_command_line_report(files, tmp_path):
@@ -101,3 +119,7 @@ def test_command_line_report(files, tmp_path):
     assert "wrote" in out and os.path.getsize(tmp_path / "both.html") > 0
     got = figures(tmp_path / "both.html")
     assert any(k.startswith("f0|") for k in got) and any(k.startswith("f1|") for k in got)
+    # The page maker's error, through the command: it names the file.
+    (tmp_path / "bad.json").write_text("[")
+    with pytest.raises(servesim.Error, match="bad.json"):
+        servesim.command("report", tmp_path / "bad.json", "-o", tmp_path / "bad.html")

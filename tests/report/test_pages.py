@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """`servesim report` end to end, in a real browser: for each kind of file servesim writes (a run
 and a compare with their results file and JSON, a sweep over seeds, a capacity table, a day plan
-with an autoscaler, a diagnose and a check verdict, a timeline), the page servesim report writes
-loads in headless Chromium (Debian's chromium) with no console error, no exception and no network
+with an autoscaler, a diagnose and a check verdict, a timeline), the page (made in this process
+by the package `servesim report` runs; the command itself makes the page of several files) loads
+in headless Chromium (Debian's chromium) with no console error, no exception and no network
 request; the figures its DOM holds are the file's, read here independently of the page (h5py,
 json); the same figures are in the HTML itself, before any script runs; a screenshot of each page
 is written. Damaged files and files servesim did not write exit 2 with one line naming the file
@@ -31,16 +32,19 @@ FIGURES = ["requests.completed", "requests.rejected", "ttft_ms.p50", "ttft_ms.p9
            "overloaded.overloaded"]
 # Every figure the page holds, its provenance lines, its charts and drawn marks, after load.
 EXPR = """(() => {
-  const f = {};
+  const f = {}, dups = [];
   document.querySelectorAll('[data-figure]').forEach(e => {
+    if (e.dataset.figure in f) dups.push(e.dataset.figure);
     f[e.dataset.figure] = JSON.parse(e.dataset.value); });
+  const ids = [...document.querySelectorAll('[id]')].map(e => e.id);
   const p = {};
   document.querySelectorAll('[data-provenance]').forEach(e => {
     (p[e.closest('section').id] = p[e.closest('section').id] || {})[e.dataset.provenance] =
       e.textContent; });
   const visible = [...document.querySelectorAll('svg.chart')]
     .filter(s => s.getClientRects().length);
-  return {figures: f, provenance: p, sections: document.querySelectorAll('section').length,
+  return {figures: f, duplicates: dups, ids: ids.filter((x, i) => ids.indexOf(x) !== i),
+          provenance: p, sections: document.querySelectorAll('section').length,
           charts: visible.length,
           marks: visible.map(s => [s.id, s.querySelectorAll('circle.mark').length,
                                    s.querySelectorAll('rect').length]),
@@ -95,7 +99,13 @@ def make_files(servesim, d):
        "--scheduler", "vllm-v0,chunked:512", "--period-s", "2", "--out", "compare.h5",
        "--json", "compare.json", cwd=d)
     sh(servesim, "sweep", "--num-requests", "60", "--scheduler", "vllm-v0,chunked",
-       "--request-rate", "2,30", "--seed", "0,1", "--out", "sweep.h5", cwd=d)
+       "--request-rate", "2,30", "--seed", "0,1", "--gpu", "h100-sxm,a100-80g", "--out",
+       "sweep.h5", cwd=d)
+    sh(servesim, "compare", "--num-requests", "60", "--request-rate", "4", "--scheduler",
+       "vllm-v0,chunked:512", "--num-seeds", "2", "--out", "seeds.h5", "--json", "seeds.json",
+       cwd=d)
+    os.makedirs(os.path.join(d, "again"), exist_ok=True)  # the same name in another folder
+    sh(servesim, "run", "--num-requests", "40", "--out", os.path.join("again", "run.h5"), cwd=d)
     sh(servesim, "capacity", "--num-requests", "100", "--scheduler", "vllm-v0,chunked:512",
        "--slo", "ttft_p99_ms=1500", "--gpu-hour-cost", "2.5", "--out", "capacity.h5", cwd=d)
     sh(servesim, "capacity", "--num-requests", "1500", "--request-rate", "10",
@@ -138,6 +148,8 @@ def check_results(name, got, path, sid="f0"):
                 v = v[k]
             expect(name, fig, "%s|%s|%s" % (sid, run, key), v)
         for key, (lo, hi) in s["prediction_intervals"]["figures"].items():
+            # Throughput's intervals are named without "throughput." in the file.
+            key = "throughput." + key if "throughput." + key in FIGURES else key
             if key in FIGURES:
                 got_iv = fig.get("%s|%s|%s.interval" % (sid, run, key))
                 if got_iv is None or not (close(got_iv[0], lo) and close(got_iv[1], hi)):
@@ -154,7 +166,7 @@ def check_results(name, got, path, sid="f0"):
                                                  in f for f in got["flags"]):
             fail("%s: %s rejected requests, and no flag says so" % (name, run))
         for start, otps in zip(*windows[run]):
-            expect(name, fig, "%s/windows|%s@%g|otps" % (sid, run, start), float(otps))
+            expect(name, fig, "%s/windows|%s@%r|otps" % (sid, run, float(start)), float(otps))
     expect(name, fig, "%s|alarm|threshold_otps" % sid, threshold)
 
 
@@ -165,7 +177,10 @@ def check_table(name, got, path, group, key_col, cols, sid="f0", prefix=""):
         n = len(g[key_col])
         for i in range(n):
             k = g[key_col][i]
-            k = k.decode() if isinstance(k, bytes) else ("%g" % k if isinstance(k, float) else k)
+            if isinstance(k, bytes):
+                k = k.decode()
+            elif k.dtype.kind == "f":  # a window's start: the page keys it by its repr
+                k = repr(float(k))
             for c in cols:
                 v = g[c][i]
                 v = v.decode() if isinstance(v, bytes) else v.item()
@@ -190,15 +205,19 @@ def main():
     os.makedirs(d, exist_ok=True)
     make_files(servesim, d)
     kinds = ["run.h5", "run.json", "compare.h5", "compare.json", "sweep.h5", "capacity.h5",
-             "plan.h5", "diagnose.json", "check.json", "timeline.json"]
+             "plan.h5", "diagnose.json", "check.json", "timeline.json", "seeds.h5", "seeds.json"]
+    # The pages of the package beside the binary (what `servesim report` runs), made in this
+    # process; the command itself makes the page of several files and refuses the bad ones below.
+    sys.path.insert(0, os.path.join(os.path.dirname(servesim), "python"))
+    from servesim import Error, report
     pages = {}
     with browser.Browser() as b:
         for f in kinds:
             page = os.path.join(d, f.replace(".", "_") + ".html")
-            p = subprocess.run([servesim, "report", f, "-o", page], cwd=d, capture_output=True,
-                               text=True)
-            if p.returncode != 0 or not os.path.isfile(page):
-                fail("servesim report %s: exit %d: %s" % (f, p.returncode, p.stderr))
+            try:
+                report.write([os.path.join(d, f)], page)
+            except Error as e:
+                fail("servesim report %s: %s" % (f, e))
                 continue
             shot = page.replace(".html", ".png")
             r = b.check_page(page, shot, EXPR)
@@ -209,6 +228,9 @@ def main():
                 if r.get(what):
                     fail("%s: %s: %s" % (f, what, r[what]))
             got = r["value"] or {}
+            if got.get("duplicates") or got.get("ids"):
+                fail("%s: figures or ids on the page twice: %s" % (
+                    f, (got.get("duplicates") or got.get("ids"))[:5]))
             if got.get("sections") != 1 or not got.get("figures") and f != "timeline.json":
                 fail("%s: %s sections, %d figures" % (f, got.get("sections"),
                                                       len(got.get("figures", {}))))
@@ -218,9 +240,11 @@ def main():
             pages[f] = got
         # Several files on one page: a section each, their ids apart.
         both = os.path.join(d, "together.html")
-        sh(servesim, "report", "run.h5", "sweep.h5", "diagnose.json", "-o", both, cwd=d)
+        sh(servesim, "report", "run.h5", "sweep.h5", "diagnose.json", "again/run.h5", "-o", both,
+           cwd=d)
         r = b.check_page(both, both.replace(".html", ".png"), EXPR)
-        if r["value"]["sections"] != 3 or r["console"] or r["exceptions"] or r["requests"]:
+        if r["value"]["sections"] != 4 or r["console"] or r["exceptions"] or r["requests"] or \
+                r["value"]["duplicates"] or r["value"]["ids"]:
             fail("together.html: %s" % {k: r[k] for k in ("console", "exceptions", "requests")})
         check_results("together.html", r["value"], os.path.join(d, "run.h5"))
     at = lambda f: os.path.join(d, f)  # noqa: E731
@@ -230,6 +254,17 @@ def main():
             fail("run.h5: its run rejects requests (Llama-3-8B's context), unflagged")
     if "compare.h5" in pages:
         check_results("compare.h5", pages["compare.h5"], at("compare.h5"))
+    if "seeds.h5" in pages:  # a run a policy and seed, named LABEL@seed=K as the file names it
+        check_results("seeds.h5", pages["seeds.h5"], at("seeds.h5"))
+    if "seeds.json" in pages:  # each policy's statistics over its seeds
+        for row in json.load(open(at("seeds.json")))["runs"]:
+            for metric, m in row["replicates"]["metrics"].items():
+                key = "f0/seeds|%s/%s|" % (row["label"], metric)
+                expect("seeds.json", pages["seeds.json"]["figures"], key + "mean", m["mean"])
+                if m.get("ci95"):
+                    got = pages["seeds.json"]["figures"].get(key + "ci95")
+                    if got is None or not all(close(a, b) for a, b in zip(got, m["ci95"])):
+                        fail("seeds.json: %s ci95 %r, the file's %r" % (key, got, m["ci95"]))
     for f in ("run.json", "compare.json"):
         if f in pages:
             j = json.load(open(at(f)))
@@ -244,6 +279,20 @@ def main():
     if "sweep.h5" in pages:
         n = check_table("sweep.h5", pages["sweep.h5"], at("sweep.h5"), "intervals", "point",
                         ["ttft_ms_p99", "ttft_ms_p99_ci95", "itl_ms_p99", "overloaded"])
+        # Each configuration's prediction interval (its seeds' mean ends) under its figure.
+        with h5py.File(at("sweep.h5")) as f:
+            g = f["intervals"]
+            for i, point in enumerate(g["point"][()]):
+                key = "f0|%d|ttft_ms_p99.predicted" % point
+                want = [g["ttft_ms_p99_lo"][i], g["ttft_ms_p99_hi"][i]]
+                got = pages["sweep.h5"]["figures"].get(key)
+                if got is None or not all(close(a, float(b)) for a, b in zip(got, want)):
+                    fail("sweep.h5: %s is %r, the file's %r" % (key, got, want))
+        if pages["sweep.h5"]["provenance"]["f0"].get("seed") != "0, 1":
+            fail("sweep.h5: seeds %r" % pages["sweep.h5"]["provenance"]["f0"].get("seed"))
+        # Series apart by GPU, the axis the labels do not hold.
+        if "vllm-v0:131072 gpu=a100-80g" not in pages["sweep.h5"]["text"]:
+            fail("sweep.h5: the GPUs are not told apart")
         # The frontier drawn: one marker a configuration (over its seeds).
         marks = [m for m in pages["sweep.h5"]["marks"] if "frontier" in m[0]]
         if len(marks) != 1 or marks[0][1] != n:
@@ -269,7 +318,7 @@ def main():
                 expect("diagnose.json", fig, "f0|%s.%s|baseline" % (q, k), v)
                 expect("diagnose.json", fig, "f0|%s.%s|current" % (q, k), j["current"][q][k])
         for w in j["alarm"]["windows"]:
-            expect("diagnose.json", fig, "f0/alarm|%g|otps" % w["start_s"], w["otps"])
+            expect("diagnose.json", fig, "f0/alarm|%r|otps" % float(w["start_s"]), w["otps"])
     if "check.json" in pages:
         j = json.load(open(at("check.json")))
         if j["passed"]:
@@ -291,8 +340,8 @@ def main():
     # Damaged files, and files that are no study: exit 2, one line naming the file, no page.
     with open(at("run.h5"), "rb") as f:
         head = f.read(4096)
-    bad = {"truncated.h5": head, "garbage.h5": b"\x89HDF\r\n\x1a\n" + b"\0" * 64,
-           "shape.json": b'{"a": 1}', "broken.json": b'{"runs": [', "binary.bin": b"\xff\xfe\0"}
+    # (tests/python/test_report.py tries more through the module: mutated JSON, bad encodings.)
+    bad = {"truncated.h5": head, "shape.json": b'{"a": 1}'}
     for name, data in bad.items():
         with open(at(name), "wb") as f:
             f.write(data)

@@ -70,5 +70,9 @@ def main(argv=None, prog="servesim report"):
     except Error as e:
         print("%s: error: %s" % (prog, e), file=sys.stderr)
         return 2
+    except ImportError as e:  # the page's template engine: Debian's python3-jinja2
+        print("%s: error: %s: install it with scripts/install-deps (python3-jinja2)" % (prog, e),
+              file=sys.stderr)
+        return 2
     print("wrote %s" % args.out)
     return 0

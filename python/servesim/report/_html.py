@@ -27,11 +27,12 @@ def shown(v, unit=""):
 
 
 class Column:
-    """A table column: KEY in each row, LABEL (with its unit) on top; INTERVAL: the row key
-    holding (lo, hi), or a half-width, shown under the figure."""
+    """A table column: KEY in each row, LABEL (with its unit) on top; INTERVALS: the row keys
+    holding (lo, hi), or a half-width, each shown under the figure."""
 
-    def __init__(self, key, label, interval=None):
-        self.key, self.label, self.interval = key, label, interval
+    def __init__(self, key, label, *intervals):
+        self.key, self.label = key, label
+        self.intervals = [k for k in intervals if k]
 
 
 def table(caption, columns, rows, prefix, row_key, note=""):
@@ -45,17 +46,17 @@ def table(caption, columns, rows, prefix, row_key, note=""):
         for i, c in enumerate(columns):
             v = row.get(c.key)
             text = esc(shown(v))
-            half = row.get(c.interval) if c.interval else None
-            if finite(half):  # a 95% interval's half-width over seeds
-                text += '<br><span class="ci" data-figure="%s" data-value="%s">± %s</span>' % (
-                    esc("%s|%s|%s" % (prefix, row[row_key], c.interval)),
-                    esc(value_attr(half)), esc(shown(half)))
-            elif c.interval and isinstance(half, (list, tuple)):
-                lo, hi = half
-                text += '<br><span class="ci" data-figure="%s" data-value="%s">%s–%s</span>' % (
-                    esc("%s|%s|%s" % (prefix, row[row_key], c.interval)),
-                    esc(json.dumps([lo if finite(lo) else None, hi if finite(hi) else None])),
-                    esc(shown(lo)), esc(shown(hi)))
+            for k in c.intervals:
+                iv = row.get(k)
+                where = esc("%s|%s|%s" % (prefix, row[row_key], k))
+                if finite(iv):  # a 95% interval's half-width over seeds
+                    text += '<br><span class="ci" data-figure="%s" data-value="%s">± %s</span>' % (
+                        where, esc(value_attr(iv)), esc(shown(iv)))
+                elif isinstance(iv, (list, tuple)) and len(iv) == 2:  # a prediction interval
+                    lo, hi = (x if finite(x) else None for x in iv)
+                    text += ('<br><span class="ci" data-figure="%s" data-value="%s">%s to %s'
+                             '</span>' % (where, esc(json.dumps([lo, hi])), esc(shown(lo)),
+                                          esc(shown(hi))))
             tag = "th scope=\"row\"" if i == 0 else ("td class=\"t\"" if isinstance(v, str)
                                                      else "td")
             cells.append('<%s data-figure="%s" data-value="%s">%s</%s>' % (

@@ -4,6 +4,7 @@ its flags, and its tables and charts. Everything shown is a figure the file hold
 arithmetic is the drawing's (a CDF's ranks, a timeline's microseconds as seconds)."""
 import json
 import os
+import re
 
 import numpy as np
 
@@ -48,8 +49,20 @@ def load(path, index):
         raise Error("%s: a servesim %s, which is no study (results, sweep, capacity and "
                     "verdict files are)" % (path, kind), file=path, reason="not a study")
     s = shaped(path, lambda: builder(path, read(path), sid))
-    s.provenance = h5_provenance(path) + s.provenance
+    s.provenance = with_seed(h5_provenance(path) + s.provenance)
     return s
+
+
+def with_seed(provenance):
+    """PROVENANCE with a seed line: the section's own, else the recorded command's --seed (else
+    servesim's default, 0)."""
+    if any(k == "seed" for k, _ in provenance):
+        return provenance
+    command = dict(provenance).get("command line", "not recorded")
+    m = re.search(r"--seed[= ](\S+)", command)
+    seed = "not recorded" if command == "not recorded" else \
+        m.group(1) if m else "0 (servesim's default)"
+    return provenance + [("seed", seed)]
 
 
 def shaped(path, build):
@@ -60,7 +73,8 @@ def shaped(path, build):
         return build()
     except Error:
         raise
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OSError) as e:
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, OSError,
+            ZeroDivisionError, OverflowError) as e:
         raise Error("%s: not shaped as servesim writes it (damaged, or another program's?): "
                     "%s: %s" % (path, type(e).__name__, e), file=path,
                     reason="not a servesim file") from None
@@ -100,7 +114,7 @@ def json_section(path, j, sid):
     need(isinstance(j, dict), "its JSON is not an object")
     if "traceEvents" in j:
         s = timeline_section(path, j, sid)
-        s.provenance = json_provenance(j.get("otherData", {}))
+        s.provenance = with_seed(json_provenance(j.get("otherData", {})))
         return s
     if "verdict" in j and "alarm" in j:
         s = diagnose_section(path, j, sid)
@@ -109,7 +123,10 @@ def json_section(path, j, sid):
     elif isinstance(j.get("runs"), list) or ("ttft_ms" in j and "config" in j):
         runs = j["runs"] if "runs" in j else [j]
         need(all(isinstance(r, dict) and "label" in r for r in runs), "a run without a label")
-        s = summaries_section(path, runs, sid)
+        # compare --num-seeds: a row a policy, its seeds' summaries and their statistics.
+        summaries = [s for r in runs for s in (r["summaries"] if "summaries" in r else [r])]
+        s = summaries_section(path, named(summaries), [r for r in runs if "replicates" in r],
+                              sid)
     else:
         need(False, "no run summary, verdict or timeline in it")
     s.provenance = json_provenance(j.get("servesim")) + s.provenance
@@ -137,32 +154,44 @@ def dig(d, dotted):
     return d
 
 
-def summary_rows(summaries):
-    """One row a run: the FIGURES and their prediction intervals (ttft_ms.p99 -> its lo, hi)."""
+def named(summaries):
+    """SUMMARIES with a name each, unique on the page: the label, and where labels repeat (a
+    run's seeds) the seed, as a results file names them (LABEL@seed=K)."""
+    labels = [s.get("label", "?") for s in summaries]
+    return [(label if labels.count(label) == 1 else
+             "%s@seed=%s" % (label, dig(s, "config.workload.seed")), s)
+            for label, s in zip(labels, summaries)]
+
+
+def summary_rows(runs):
+    """One row a run (NAME, summary): the FIGURES and their prediction intervals (ttft_ms.p99
+    -> its lo, hi; throughput's under their own names)."""
     rows = []
-    for s in summaries:
-        row = {"label": s.get("label", "?")}
+    for name, s in runs:
+        row = {"label": name}
         figs = dig(s, "prediction_intervals.figures") or {}
         for key, _ in FIGURES:
             row[key] = dig(s, key)
-            if key in figs:
-                row[key + ".interval"] = figs[key]
+            interval = figs.get(key, figs.get(key[len("throughput."):]) if
+                                key.startswith("throughput.") else None)
+            if interval is not None:
+                row[key + ".interval"] = interval
         rows.append(row)
     return rows
 
 
-def figures_block(sec, summaries):
+def figures_block(sec, runs):
     cols = [Column("label", "run")] + [Column(k, label, k + ".interval") for k, label in FIGURES]
+    summaries = [s for _, s in runs]
     levels = {dig(s, "prediction_intervals.level") for s in summaries} - {None, 0}
     note = ("Under a figure: its %s prediction interval (servesim's split-conformal interval from "
             "real vLLM runs), where the file gives one." %
             ", ".join("%g%%" % (100 * x) for x in sorted(levels))) if levels else \
         "The file holds no prediction intervals (run with --interval)."
     sec.blocks.append(("Figures", table("Each run's figures as the file holds them", cols,
-                                        summary_rows(summaries), sec_prefix(sec), "label",
+                                        summary_rows(runs), sec_prefix(sec), "label",
                                         note)))
-    for s in summaries:
-        label = s.get("label", "?")
+    for label, s in runs:
         if dig(s, "overloaded.overloaded"):
             sec.flags.append("%s: OVERLOADED: the queue grew instead of draining; latencies "
                              "grow with the run's length." % label)
@@ -185,15 +214,15 @@ def sec_prefix(sec):
     return sec.id
 
 
-def config_block(sec, summaries):
+def config_block(sec, runs):
     keys, values = [], {}
-    for s in summaries:
+    for name, s in runs:
         for k, v in flatten(s.get("config", {})):
             if k not in values:
                 keys.append(k)
                 values[k] = {}
-            values[k][s.get("label", "?")] = v
-    labels = [s.get("label", "?") for s in summaries]
+            values[k][name] = v
+    labels = [name for name, _ in runs]
     rows = [dict({"setting": k}, **values[k]) for k in keys]
     cols = [Column("setting", "setting")] + [Column(l, l) for l in labels]
     sec.blocks.append(("Configuration", '<details><summary>%d settings of %d run(s)</summary>%s'
@@ -220,15 +249,34 @@ def hardware_of(summaries):
     return ("model and GPU", "; ".join(hw) or "not recorded")
 
 
-def summaries_section(path, summaries, sid):
+def summaries_section(path, runs, replicated, sid):
+    summaries = [s for _, s in runs]
     sec = Section(path, "runs", "%s: %s" % (os.path.basename(path),
                                             plural(len(summaries), "run")), sid)
     sec.provenance += [seeds_of(summaries), hardware_of(summaries)]
-    figures_block(sec, summaries)
+    figures_block(sec, runs)
+    if replicated:
+        replicates_block(sec, replicated)
     sec.blocks.append(("Distributions", "<p>A JSON summary holds no per-request figures: pass "
                        "the results file (--out) for the TTFT, ITL and OTPS distributions.</p>"))
-    config_block(sec, summaries)
+    config_block(sec, runs)
     return sec
+
+
+def replicates_block(sec, rows):
+    """compare --num-seeds: each policy's metrics over its seeds, as the file computes them."""
+    out = []
+    for row in rows:
+        for metric, m in row["replicates"]["metrics"].items():
+            out.append({"key": "%s/%s" % (row["label"], metric), "label": row["label"],
+                        "metric": metric, "mean": m.get("mean"),
+                        "ci95": tuple(m["ci95"]) if m.get("ci95") else None,
+                        "n": m.get("n")})
+    cols = [Column("label", "policy"), Column("metric", "metric (unit in its name)"),
+            Column("mean", "mean over the seeds", "ci95"), Column("n", "seeds")]
+    sec.blocks.append(("Over the seeds", table(
+        "Each policy's metrics over its seeds", cols, out, sec_prefix(sec) + "/seeds", "key",
+        "Under a mean: its 95% confidence interval over the seeds.")))
 
 
 def plural(n, what):
@@ -247,20 +295,21 @@ def cdf(values):
 def results_section(path, runs, sid):
     results = list(runs.values())
     summaries = [r.summary for r in results]
+    names = list(runs)  # the file's names: a label, with @seed=K for a run's seeds
     sec = Section(path, "results", "%s: %s" % (os.path.basename(path),
                                                plural(len(results), "run")), sid)
     sec.provenance += [seeds_of(summaries), hardware_of(summaries),
                        ("workload", json.dumps(runs.workload) if runs.workload else "not recorded")]
-    figures_block(sec, summaries)
-    cid = os.path.basename(path)
+    figures_block(sec, list(zip(names, summaries)))
+    cid = sid
     charts = []
     for what, col, unit in (("TTFT", "ttft_ms", "ms"), ("OTPS", "otps", "tokens/s")):
         series = []
-        for r in results:
+        for name, r in zip(names, results):
             done = r.requests[r.requests["status"] == "completed"] if "status" in r.requests \
                 else r.requests
             xs, ys = cdf(done[col].to_numpy(dtype=float)) if col in done else ([], [])
-            series.append((r.label, xs, ys, None))
+            series.append((name, xs, ys, None))
         svg, key = _svg.lines(chart_id(cid, what), "%s of each completed request, cumulative" %
                               what, series, "%s per request (%s)" % (what, unit),
                               "requests at or below (%)", xlog=what == "TTFT", yrange=(0, 100))
@@ -268,19 +317,19 @@ def results_section(path, runs, sid):
                              "log scale)" % what if what == "TTFT" else
                              "%s distribution (empirical CDF of the file's requests)" % what))
     series = []
-    for r in results:
+    for name, r in zip(names, results):
         h = r.itl
         counts = h["count"].to_numpy(dtype=float) if "count" in h else np.array([])
         total = counts.sum()
         ys = (np.cumsum(counts) / total * 100).tolist() if total > 0 else []
-        series.append((r.label, h["upper_ms"].tolist() if total > 0 else [], ys, None))
+        series.append((name, h["upper_ms"].tolist() if total > 0 else [], ys, None))
     svg, key = _svg.lines(chart_id(cid, "ITL"), "Inter-token latency, cumulative", series,
                           "ITL at or below (ms; histogram bucket's upper edge)",
                           "tokens at or below (%)", xlog=True, step=True, yrange=(0, 100))
     charts.append(figure(svg, key, "ITL distribution (the file's ITL histogram, cumulative)"))
     sec.blocks.append(("Distributions", "".join(charts)))
     sec.blocks.append(("OTPS over time and the alarm", otps_windows(sec, runs, cid)))
-    scaled = [(r.label, dig(r.summary, "fleet.autoscale")) for r in results
+    scaled = [(name, dig(r.summary, "fleet.autoscale")) for name, r in zip(names, results)
               if dig(r.summary, "fleet.autoscale")]
     if scaled:
         series = [(label, [e["time_s"] for e in a["timeline"]],
@@ -289,7 +338,7 @@ def results_section(path, runs, sid):
                               "time (s)", "replicas ready", step=True, y0=True)
         sec.blocks.append(("Fleet size", figure(svg, key, "The autoscaler's replicas ready at "
                                                 "each decision that changed them")))
-    config_block(sec, summaries)
+    config_block(sec, list(zip(names, summaries)))
     return sec
 
 
@@ -301,15 +350,15 @@ def otps_windows(sec, runs, cid):
     alarm = runs.alarm or {}
     threshold = alarm.get("alarm_threshold_otps")
     series, rows = [], []
-    for r in runs.values():
+    for name, r in runs.items():
         w = r.windows
         if len(w):
-            series.append((r.label, w["start_s"].tolist(), w["otps"].tolist(),
+            series.append((name, w["start_s"].tolist(), w["otps"].tolist(),
                            ["%s, window from %s s: OTPS %s tokens/s, %d completions" %
-                            (r.label, _svg.number(a), _svg.number(b), c)
+                            (name, _svg.number(a), _svg.number(b), c)
                             for a, b, c in zip(w["start_s"], w["otps"], w["completions"])]))
         for _, x in w.iterrows():
-            rows.append({"key": "%s@%g" % (r.label, x["start_s"]), "run": r.label,
+            rows.append({"key": "%s@%r" % (name, float(x["start_s"])), "run": name,
                          "start_s": x["start_s"], "end_s": x["end_s"],
                          "completions": int(x["completions"]), "otps": x["otps"]})
     hl = []
@@ -349,18 +398,31 @@ def sweep_section(path, t, sid):
     rows = records(df)
     for r in rows:
         r["unit"] = "%d" % r["point"]  # the file's point (a unit's first, over its seeds)
+        for k, _ in FRONTIER_METRICS:  # the prediction interval the file holds, where it has one
+            if k + "_lo" in r and k + "_hi" in r:
+                r[k + ".predicted"] = (r[k + "_lo"], r[k + "_hi"])
     sec = Section(path, "sweep", "%s: sweep of %s" % (os.path.basename(path),
                                                      plural(len(rows), "configuration")), sid)
     seeds = sorted({str(s) for s in t.table["seed"]}) if "seed" in t.table else []
-    sec.provenance += [("seed", ", ".join(seeds) if seeds else "the command's (not a column)"),
-                       ("grid", t.attrs.get("grid", "not recorded"))]
+    sec.provenance += ([("seed", ", ".join(seeds))] if seeds else []) + \
+        [("grid", t.attrs.get("grid", "not recorded"))]
     bad = [r for r in rows if flagged(r)]
     if bad:
         sec.flags.append("%d of %d configurations flagged (overloaded or rejecting): hollow red "
-                         "markers, never a best point." % (len(bad), len(rows)))
-    names = sorted({r.get("label", "?") for r in rows})
+                         "markers." % (len(bad), len(rows)))
+    failed = [r for r in records(t.table) if r.get("error")]
+    if failed:
+        sec.flags.append("%d of %d points failed and are in no figure: %s" % (
+            len(failed), len(t.table), "; ".join(sorted({r["error"] for r in failed})[:3])))
+    # A series a label (policy:budget) and whatever else varies (GPU, model, TP, max_num_seqs).
+    varying = [c for c in ("gpu", "model", "tp", "max_num_seqs")
+               if c in df.columns and len({str(x) for x in df[c]}) > 1]
+    for r in rows:
+        r["series"] = " ".join([str(r.get("label", "?"))] +
+                               ["%s=%s" % (c, r.get(c)) for c in varying])
+    names = sorted({r["series"] for r in rows})
     metrics = [(k, l) for k, l in FRONTIER_METRICS if k in df.columns]
-    cid = chart_id(os.path.basename(path), "frontier")
+    cid = chart_id(sid, "frontier")
     pairs_drawn = [(x, y) for x in metrics for y in metrics if x != y] \
         if len(rows) <= FRONTIER_ALL_PAIRS_MAX else [(metrics[1], metrics[3])]
     default = ("ttft_ms_p99", "itl_ms_p99")
@@ -370,7 +432,7 @@ def sweep_section(path, t, sid):
         for name in names:
             pts = []
             for r in rows:
-                if r.get("label", "?") != name:
+                if r["series"] != name:
                     continue
                 tip = "%s at %s req/s: %s %s, %s %s%s%s" % (
                     name, _svg.number(r.get("request_rate")), xl, _svg.number(r.get(xk)), yl,
@@ -395,15 +457,30 @@ def sweep_section(path, t, sid):
                    '</label></form>' % (cid, opts(default[0]), opts(default[1])))
     sec.blocks.append(("Frontier", chooser + '<div data-pairs="%s">%s</div>' %
                        (cid, "".join(charts))))
-    cols = [Column("label", "configuration"), Column("request_rate", "rate (req/s)")] + \
+    axes = [a for a, _ in json.loads(t.attrs["grid"])["axes"]] if \
+        str(t.attrs.get("grid", "")).startswith("{") else []
+    shown_axes = [a for a in axes if a in df.columns and a not in ("seed", "request-rate")]
+    cols = [Column("label", "configuration")] + [Column(a, a) for a in shown_axes] + \
+        [Column(c, c) for c in varying if c not in shown_axes] + \
+        [Column("request_rate", "rate (req/s)")] + \
         ([Column("replicates", "seeds")] if seeded else []) + \
-        [Column(k, l, k + "_ci95" if seeded else None) for k, l in metrics] + \
+        [Column(k, l, k + "_ci95" if seeded else None, k + ".predicted") for k, l in metrics] + \
         [Column("rejected_share", "rejected (share)"), Column("overloaded", "overloaded")]
     sec.blocks.append(("Configurations", table(
         "Each configuration%s" % (" (means over its seeds)" if seeded else ""), cols, rows,
-        sec_prefix(sec), "unit", "Under a figure: its 95% interval's half-width over the seeds. "
-        "Overloaded and rejected: the share of seeds flagged." if seeded else "")))
+        sec_prefix(sec), "unit", ("Under a figure: its 95%% interval's half-width over the seeds, "
+                                  "then its %s prediction interval where the file holds one. "
+                                  "Rejected: the mean share over the seeds; overloaded: the share "
+                                  "of seeds overloaded." if seeded
+                                  else "Under a figure: its %s prediction interval where the "
+                                  "file holds one.") % pi_level(df))))
     return sec
+
+
+def pi_level(df):
+    """The sweep's prediction-interval level as text (its interval_level column)."""
+    levels = sorted({float(x) for x in df.get("interval_level", []) if _svg.finite(float(x))})
+    return "/".join("%g%%" % (100 * x) for x in levels) or "(no)"
 
 
 CAPACITY_COLUMNS = [
@@ -428,7 +505,7 @@ def capacity_section(path, t, sid):
         sec.flags.append("%d of %d options flagged (overloaded or rejecting more than the "
                          "search allows)." % (len(bad), len(rows)))
     labels = ["%s %s" % (r.get("label", "?"), r.get("gpu", "")) for r in rows]
-    cid = chart_id(os.path.basename(path), "capacity")
+    cid = chart_id(sid, "capacity")
     charts = [figure(_svg.bars(cid + "-rate", "Capacity per option", labels,
                                [r.get("capacity_req_s") for r in rows], "capacity (req/s)", bad),
                      "", "The highest request rate each option sustains under the SLO")]
@@ -449,7 +526,7 @@ def plan_section(path, t, sid):
         os.path.basename(path), plural(len(windows), "window")), sid)
     sec.provenance += [("SLO", t.attrs.get("slo", "not recorded")),
                        ("window (s)", t.attrs.get("window_s", "not recorded"))]
-    cid = chart_id(os.path.basename(path), "plan")
+    cid = chart_id(sid, "plan")
     starts = [w["start_s"] for w in windows]
     svg, key = _svg.lines(cid + "-arrivals", "Arrivals per window", [
         ("arrival rate", starts + [windows[-1]["end_s"]] if windows else [],
@@ -468,8 +545,10 @@ def plan_section(path, t, sid):
             series.append(("fixed fleet", [0, end], [f["peak_replicas"]] * 2, None))
         elif size_df is not None:
             mine = size_df[size_df["fleet"] == f["fleet"]]
-            series.append(("%s (ready)" % f["fleet"], mine["time_s"].tolist(),
-                           mine["ready"].tolist(), None))
+            xs, ys = mine["time_s"].tolist(), mine["ready"].tolist()
+            if ys and xs[-1] < end:  # its last size holds to the day's end
+                xs, ys = xs + [end], ys + [ys[-1]]
+            series.append(("%s (ready)" % f["fleet"], xs, ys, None))
     svg, key = _svg.lines(cid + "-size", "Fleet size over the day", series, "time (s)",
                           "replicas", step=True, y0=True)
     charts.append(figure(svg, key, "Replicas: what each window needs, and each fleet's size"))
@@ -491,7 +570,7 @@ def plan_section(path, t, sid):
         sec.flags.append("The file predates the fleets' table: fixed, plan and autoscaler are "
                          "in the command's text only.")
     for w in windows:
-        w["key"] = "%g" % w["start_s"]
+        w["key"] = repr(float(w["start_s"]))
     cols = [Column("start_s", "start (s)"), Column("end_s", "end (s)"),
             Column("requests", "requests"), Column("rate_req_s", "rate (req/s)"),
             Column("replicas", "replicas needed"), Column("met", "met"),
@@ -507,7 +586,8 @@ def diagnose_section(path, j, sid):
     v = j["verdict"]
     sec = Section(path, "diagnose", "%s: diagnose, finding %s" % (os.path.basename(path),
                                                                  v.get("finding", "?")), sid)
-    sec.provenance += [("baseline", dig(j, "baseline.source")),
+    sec.provenance += [("seed", "none: diagnose reads two logs as they are"),
+                       ("baseline", dig(j, "baseline.source")),
                        ("current", dig(j, "current.source"))]
     alarm = j.get("alarm", {})
     if alarm.get("fired"):
@@ -528,14 +608,14 @@ def diagnose_section(path, j, sid):
         rows, sec_prefix(sec), "key")))
     wins = alarm.get("windows", [])
     thr = alarm.get("threshold_otps")
-    svg, key = _svg.lines(chart_id(os.path.basename(path), "alarm"), "OTPS per period", [
+    svg, key = _svg.lines(chart_id(sid, "alarm"), "OTPS per period", [
         ("current OTPS", [w["start_s"] for w in wins], [w["otps"] for w in wins],
          ["from %s s: OTPS %s tokens/s, %s" % (_svg.number(w["start_s"]), _svg.number(w["otps"]),
                                                w["state"]) for w in wins])],
         "period start (s)", "OTPS (tokens/s)", hlines=[(thr, "alarm threshold")] if
         _svg.finite(thr) else [], y0=True)
     for w in wins:
-        w["key"] = "%g" % w["start_s"]
+        w["key"] = repr(float(w["start_s"]))
     sec.blocks.append(("OTPS alarm", figure(svg, key, "The current log's OTPS per period and "
                                             "the alarm threshold") + table(
         "Periods", [Column("start_s", "start (s)"), Column("end_s", "end (s)"),
@@ -547,27 +627,35 @@ def diagnose_section(path, j, sid):
 def check_section(path, j, sid):
     sec = Section(path, "check", "%s: check, %s" % (os.path.basename(path), "passed" if
                                                     j.get("passed") else "FAILED"), sid)
-    sec.provenance += [("spec", j.get("spec")), ("baseline", j.get("baseline"))]
+    sec.provenance += [("seed", "the spec's, %s" % j.get("spec")), ("spec", j.get("spec")),
+                       ("baseline", j.get("baseline"))]
     if not j.get("passed"):
         sec.flags.append("%s regression(s)." % j.get("regressions"))
     rows = []
     for line in j.get("lines", []):
         r = dict(line)
         r["key"] = "%s/%s" % (line.get("scenario"), line.get("metric"))
-        r["interval"] = "%s to %s" % tuple(_svg.number(x) for x in line.get("interval", [None,
-                                                                                           None]))
+        lo, hi = (line.get("interval") or [None, None])[:2]
+        r["interval"] = "—" if lo is None and hi is None else "%s to %s" % (_svg.number(lo),
+                                                                         _svg.number(hi))
         rows.append(r)
     cols = [Column("scenario", "scenario"), Column("metric", "metric (unit in its name)"),
             Column("baseline", "baseline"), Column("current", "current"),
-            Column("change_pct", "change (%)"), Column("interval", "interval of the change (%)"),
-            Column("tolerance", "tolerance"), Column("verdict", "verdict"),
-            Column("regression", "regression")]
+            Column("change_pct", "change (%)"),
+            Column("interval", "interval of the change (the metric's unit)"),
+            Column("test", "test"), Column("tolerance", "tolerance"), Column("verdict", "verdict"),
+            Column("regression", "regression"), Column("note", "note")]
     sec.blocks.append(("Lines", table("One line a scenario and metric", cols, rows,
                                       sec_prefix(sec), "key")))
     causes = j.get("causes", {})
-    if causes or j.get("config_changes"):
-        sec.blocks.append(("Evidence", bullet(j.get("config_changes", [])) + bullet(
-            ["%s: %s" % (k, c.get("headline")) for k, c in causes.items()])))
+    changes = j.get("config_changes", {})
+    if isinstance(changes, list):  # a spec without scenarios
+        changes = {"": changes}
+    if causes or changes:
+        sec.blocks.append(("Evidence", bullet(
+            ["%s: cause: %s" % (k, c.get("headline")) for k, c in causes.items()] +
+            ["%s: configuration: %s" % (k, x) if k else "configuration: " + x
+             for k, xs in changes.items() for x in xs])))
     return sec
 
 
@@ -577,8 +665,13 @@ def timeline_section(path, j, sid):
         raise Error("%s: traceEvents is not a list" % path, file=path, reason="not a timeline")
     names = {e.get("pid"): e["args"]["name"] for e in events
              if isinstance(e, dict) and e.get("ph") == "M" and e.get("name") == "process_name"}
-    steps = [e for e in events if isinstance(e, dict) and e.get("ph") == "X" and
-             e.get("cat") == "step"]
+    steps = sorted((e for e in events if isinstance(e, dict) and e.get("ph") == "X" and
+                    e.get("cat") == "step"), key=lambda e: e["ts"])
+    total = len(steps)
+    kinds = {}
+    for e in steps:
+        kinds[e.get("name", "?")] = kinds.get(e.get("name", "?"), 0) + 1
+    steps = steps[:TIMELINE_LIMIT]  # the earliest, on every replica
     lanes = {}
     for e in steps:
         tip = "%s step at %s s for %s ms: %s" % (e.get("name"), _svg.number(e["ts"] / 1e6),
@@ -590,19 +683,16 @@ def timeline_section(path, j, sid):
         lanes.setdefault(e.get("pid"), []).append((e["ts"] / 1e6, e["dur"] / 1e6,
                                                    e.get("name", "?"), tip, tokens))
     sec = Section(path, "timeline", "%s: timeline of %s" % (os.path.basename(path),
-                                                            plural(len(steps), "step")), sid)
-    svg, key, drawn = _svg.spans(chart_id(os.path.basename(path), "timeline"), "Engine steps",
+                                                            plural(total, "step")), sid)
+    svg, key, drawn = _svg.spans(chart_id(sid, "timeline"), "Engine steps",
                                  [(names.get(p, "replica %s" % p), ev) for p, ev in
                                   sorted(lanes.items(), key=lambda x: str(x[0]))],
                                  "simulated time (s)", "tokens in the step (bar height)",
                                  ["prefill", "decode", "mixed"],
                                  TIMELINE_LIMIT)
-    if drawn < len(steps):
-        sec.flags.append("%d of %d steps drawn (the first ones); open the file in Perfetto for "
-                         "all of them." % (drawn, len(steps)))
-    kinds = {}
-    for e in steps:
-        kinds[e.get("name", "?")] = kinds.get(e.get("name", "?"), 0) + 1
+    if drawn < total:
+        sec.flags.append("%d of %d steps drawn (those up to %s s); open the file in Perfetto for "
+                         "all of them." % (drawn, total, _svg.number(steps[-1]["ts"] / 1e6)))
     sec.blocks.append(("Steps", figure(svg, key, "Each step's span, by replica and kind") +
                        pairs("steps by kind", sorted(kinds.items()))))
     return sec

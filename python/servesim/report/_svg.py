@@ -8,7 +8,7 @@ import html
 import math
 
 W, H = 720, 380  # the drawing's size in px (it scales with the page)
-LEFT, RIGHT, TOP, BOTTOM = 78, 20, 16, 56
+LEFT, RIGHT, TOP, BOTTOM = 78, 40, 16, 56
 # Colours a reader with the common colour-vision deficiencies tells apart (Okabe and Ito).
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000",
            "#F0E442"]
@@ -40,14 +40,17 @@ def finite(v):
 
 
 def ticks(lo, hi, n=6):
-    """About N round tick values covering [LO, HI]."""
-    if hi <= lo:
-        hi = lo + (abs(lo) or 1.0)
+    """About N round tick values covering [LO, HI], at least two apart (values that are equal,
+    or differ in their last bits only, get a range around them)."""
+    scale = max(abs(lo), abs(hi))
+    if not hi - lo > scale * 1e-9:
+        lo, hi = (lo - scale * 0.5, hi + scale * 0.5) if scale > 0 else (0.0, 1.0)
     raw = (hi - lo) / n
     mag = 10 ** math.floor(math.log10(raw))
     step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
     first, last = math.floor(lo / step + 1e-9), math.ceil(hi / step - 1e-9)
-    return [round(k * step, 12) for k in range(first, last + 1)]
+    # Rounded to 12 significant digits (0.30000000000000004 as 0.3), never to a fixed place.
+    return [float("%.12g" % (k * step)) for k in range(first, max(last, first + 1) + 1)]
 
 
 class Axes:
@@ -200,6 +203,10 @@ def points(chart_id, title, groups, xlabel, ylabel, xlog=False, ylog=False, desc
             px, py = ax.x(x), ax.y(y)
             for lo, hi, horizontal in ((x - (xe or 0), x + (xe or 0), True),
                                        (y - (ye or 0), y + (ye or 0), False)):
+                if horizontal and xlog or not horizontal and ylog:
+                    # A log axis shows no end at or below zero: the bar runs to the axis's edge.
+                    edge = 10 ** (ax.xt[0] if horizontal else ax.yt[0])
+                    lo = max(lo, edge) if finite(lo) else edge
                 if hi > lo and (horizontal and ax.ok(lo, y) or not horizontal and ax.ok(x, lo)):
                     if horizontal:
                         marks.append('<line class="err" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" '
