@@ -61,10 +61,13 @@ def fail(msg):
 
 
 def close(a, b):
-    if a is None or b is None:
-        return a is None and b is None or (isinstance(a, float) and math.isnan(a)) or \
-            (isinstance(b, float) and math.isnan(b))
-    if isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str):
+    """A page's figure A against the file's B: equal text or flag; numbers to 1e-12; a page's
+    null for the file's NaN."""
+    def undefined(v):
+        return v is None or isinstance(v, float) and math.isnan(v)
+    if undefined(a) or undefined(b):
+        return undefined(a) and undefined(b)
+    if isinstance(a, (bool, str)) or isinstance(b, (bool, str)):
         return a == b
     return math.isclose(float(a), float(b), rel_tol=1e-12, abs_tol=0)
 

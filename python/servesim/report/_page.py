@@ -65,10 +65,9 @@ SCRIPT = """
     f.hidden=false;
     var box=document.querySelector('[data-pairs="'+f.dataset.chart+'"]');
     function show(){
-      var x=f.elements.x.value,y=f.elements.y.value,found=false;
+      var x=f.elements.x.value,y=f.elements.y.value;
       box.querySelectorAll('.pair').forEach(function(p){
-        var on=p.dataset.x===x&&p.dataset.y===y;p.hidden=!on;found=found||on;});
-      f.setCustomValidity&&f.elements.y.setCustomValidity(found?'':'choose two different axes');
+        p.hidden=!(p.dataset.x===x&&p.dataset.y===y);});
     }
     f.addEventListener('change',show);
   });

@@ -423,9 +423,10 @@ def sweep_section(path, t, sid):
     names = sorted({r["series"] for r in rows})
     metrics = [(k, l) for k, l in FRONTIER_METRICS if k in df.columns]
     cid = chart_id(sid, "frontier")
-    pairs_drawn = [(x, y) for x in metrics for y in metrics if x != y] \
-        if len(rows) <= FRONTIER_ALL_PAIRS_MAX else [(metrics[1], metrics[3])]
     default = ("ttft_ms_p99", "itl_ms_p99")
+    pairs_drawn = [(x, y) for x in metrics for y in metrics if x != y]
+    if len(rows) > FRONTIER_ALL_PAIRS_MAX:  # the default pair only
+        pairs_drawn = [p for p in pairs_drawn if (p[0][0], p[1][0]) == default]
     charts = []
     for (xk, xl), (yk, yl) in pairs_drawn:
         groups = []
@@ -684,15 +685,14 @@ def timeline_section(path, j, sid):
                                                    e.get("name", "?"), tip, tokens))
     sec = Section(path, "timeline", "%s: timeline of %s" % (os.path.basename(path),
                                                             plural(total, "step")), sid)
-    svg, key, drawn = _svg.spans(chart_id(sid, "timeline"), "Engine steps",
+    svg, key = _svg.spans(chart_id(sid, "timeline"), "Engine steps",
                                  [(names.get(p, "replica %s" % p), ev) for p, ev in
                                   sorted(lanes.items(), key=lambda x: str(x[0]))],
                                  "simulated time (s)", "tokens in the step (bar height)",
-                                 ["prefill", "decode", "mixed"],
-                                 TIMELINE_LIMIT)
-    if drawn < total:
+                                 ["prefill", "decode", "mixed"])
+    if len(steps) < total:
         sec.flags.append("%d of %d steps drawn (those up to %s s); open the file in Perfetto for "
-                         "all of them." % (drawn, total, _svg.number(steps[-1]["ts"] / 1e6)))
+                         "all of them." % (len(steps), total, _svg.number(steps[-1]["ts"] / 1e6)))
     sec.blocks.append(("Steps", figure(svg, key, "Each step's span, by replica and kind") +
                        pairs("steps by kind", sorted(kinds.items()))))
     return sec

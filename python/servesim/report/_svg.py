@@ -248,26 +248,22 @@ def bars(chart_id, title, labels, values, ylabel, flagged=(), tips=None, desc=""
     return svg(title, desc or "%s per option; red bars are flagged." % ylabel, body, chart_id)
 
 
-def spans(chart_id, title, lanes, xlabel, ylabel, kinds, limit):
+def spans(chart_id, title, lanes, xlabel, ylabel, kinds):
     """A timeline: LANES [(name, [(start, duration, kind, tip, size)])], one row each: a bar per
     span from its start to its end, as tall as its SIZE against the largest, coloured by KINDS'
-    order; at most LIMIT bars drawn in all. Returns (svg, legend, drawn)."""
+    order. Returns (svg, legend)."""
     xs = [v for _, ev in lanes for s, d, _, _, _ in ev for v in (s, s + d)]
     top = max([z for _, ev in lanes for _, _, _, _, z in ev] + [1e-300])
     ax = Axes(xs, [0, 1])
     body = ax.frame(xlabel, ylabel, yticks=False)
     n = max(len(lanes), 1)
     lane_h = (H - TOP - BOTTOM) / n
-    drawn = 0
     groups = {k: [] for k in kinds}
     for i, (name, ev) in enumerate(lanes):
         y0 = TOP + lane_h * i
         body.append('<text class="tick" x="%d" y="%.1f">%s</text>' % (LEFT + 4, y0 + 14,
                                                                       esc(name)))
         for s, d, kind, tip, size in ev:
-            if drawn >= limit:
-                break
-            drawn += 1
             h = max(lane_h * 0.85 * size / top, 0.5)
             groups.setdefault(kind, []).append(
                 '<rect x="%.2f" y="%.1f" width="%.2f" height="%.1f"><title>%s</title></rect>' %
@@ -280,4 +276,4 @@ def spans(chart_id, title, lanes, xlabel, ylabel, kinds, limit):
                     (esc(name), c, "".join(groups[name])))
     return (svg(title, "Each engine step as a bar from its start to its end, as tall as its "
                 "tokens, one row a replica, coloured by the step's kind.", body, chart_id),
-            legend(names, colors, chart_id), drawn)
+            legend(names, colors, chart_id))
